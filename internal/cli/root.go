@@ -1,0 +1,79 @@
+// Package cli wires pristine's commands. Each command lives in a file of its
+// own, parses its flags and calls one plain function that tests call too.
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+)
+
+// Globals are the flags every command shares.
+type Globals struct {
+	Root string // --root or PRISTINE_ROOT
+	JSON bool   // --json: machine-readable output on stdout
+}
+
+// commands holds the constructors of the top-level commands; each command file
+// adds its own in an init function.
+var commands []func(g *Globals) *cobra.Command
+
+func register(f func(g *Globals) *cobra.Command) { commands = append(commands, f) }
+
+// NewRoot builds the command tree.
+func NewRoot() *cobra.Command {
+	g := &Globals{}
+	root := &cobra.Command{
+		Use:           "pristine",
+		Short:         "pristine copies of a real MariaDB database for every test, in milliseconds",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.PersistentFlags().StringVar(&g.Root, "root", "", "directory that holds everything pristine owns (default $PRISTINE_ROOT, else "+defaultRootHint()+")")
+	root.PersistentFlags().BoolVar(&g.JSON, "json", false, "print machine-readable JSON on stdout")
+	for _, f := range commands {
+		root.AddCommand(f(g))
+	}
+	return root
+}
+
+// Main runs the command line and returns the process exit code. Ctrl-C and
+// SIGTERM cancel the context, so every command can stop its children cleanly.
+func Main(args []string) int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	root := NewRoot()
+	root.SetArgs(args)
+	if err := root.ExecuteContext(ctx); err != nil {
+		fmt.Fprintf(os.Stderr, "pristine: %v\n", err)
+		return exitCode(err)
+	}
+	return 0
+}
+
+// exitCode maps errors to exit codes in one place: 2 for usage errors, 130 for
+// an interrupted command, 1 for everything else.
+func exitCode(err error) int {
+	switch {
+	case errors.Is(err, context.Canceled):
+		return 130
+	case errors.Is(err, errUsage):
+		return 2
+	default:
+		return 1
+	}
+}
+
+var errUsage = errors.New("usage")
+
+func defaultRootHint() string {
+	if os.Geteuid() == 0 {
+		return "/var/lib/pristine"
+	}
+	return "~/.local/share/pristine"
+}

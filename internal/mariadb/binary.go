@@ -1,0 +1,155 @@
+// Package mariadb drives the database server process: it finds the installed
+// server binary and its version, creates empty data directories, and starts,
+// probes and stops throwaway server instances with a durability-off profile.
+// MySQL 8's mysqld goes through the same code path; that path follows MySQL's
+// documentation and is untested here (Oracle's server is not installable on
+// the machines this project is built on).
+package mariadb
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+// Flavor tells MariaDB from MySQL.
+type Flavor string
+
+// The server flavors pristine knows.
+const (
+	MariaDB Flavor = "mariadb"
+	MySQL   Flavor = "mysql"
+)
+
+// Binary is an installed server binary and what it says of itself.
+type Binary struct {
+	Path    string // absolute path of mariadbd or mysqld
+	Flavor  Flavor
+	Version string // e.g. "10.11.19-MariaDB-0+deb12u1"
+	Major   int    // e.g. 10
+	Minor   int    // e.g. 11
+}
+
+// ErrNoServer is returned when no server binary can be found.
+var ErrNoServer = errors.New("no mariadbd or mysqld found: install MariaDB (apt-get install mariadb-server) or set PRISTINE_MARIADBD=/path/to/mariadbd")
+
+var searchDirs = []string{"/usr/sbin", "/usr/libexec", "/usr/local/mysql/bin", "/usr/local/bin", "/usr/bin"}
+
+// FindBinary locates the server: $PRISTINE_MARIADBD, then mariadbd and mysqld
+// on PATH and in the usual system directories. It runs `--version` once.
+func FindBinary(ctx context.Context) (*Binary, error) {
+	if p := os.Getenv("PRISTINE_MARIADBD"); p != "" {
+		return probeBinary(ctx, p)
+	}
+	for _, name := range []string{"mariadbd", "mysqld"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return probeBinary(ctx, p)
+		}
+		for _, d := range searchDirs {
+			p := filepath.Join(d, name)
+			if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() {
+				return probeBinary(ctx, p)
+			}
+		}
+	}
+	return nil, ErrNoServer
+}
+
+var versionRe = regexp.MustCompile(`Ver\s+(\d+)\.(\d+)\.(\S+)`)
+
+func probeBinary(ctx context.Context, path string) (*Binary, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, fmt.Errorf("server binary %s: %w", path, err)
+	}
+	out, err := exec.CommandContext(ctx, abs, "--no-defaults", "--version").CombinedOutput()
+	if err != nil {
+		return nil, fmt.Errorf("run %s --version: %w: %s", abs, err, bytes.TrimSpace(out))
+	}
+	return ParseVersion(abs, string(out))
+}
+
+// ParseVersion reads the output of `mariadbd --version`, for example
+// "mariadbd  Ver 10.11.19-MariaDB-0+deb12u1 for debian-linux-gnu on x86_64".
+func ParseVersion(path, out string) (*Binary, error) {
+	m := versionRe.FindStringSubmatch(out)
+	if m == nil {
+		return nil, fmt.Errorf("server binary %s: cannot read a version from %q", path, strings.TrimSpace(out))
+	}
+	b := &Binary{Path: path, Flavor: MySQL}
+	b.Major, _ = strconv.Atoi(m[1])
+	b.Minor, _ = strconv.Atoi(m[2])
+	b.Version = m[1] + "." + m[2] + "." + m[3]
+	if strings.Contains(strings.ToLower(out), "mariadb") {
+		b.Flavor = MariaDB
+	}
+	if b.Flavor == MariaDB && (b.Major < 10 || b.Major == 10 && b.Minor < 6) {
+		return nil, fmt.Errorf("server binary %s is MariaDB %s; pristine needs 10.6 or later: upgrade the mariadb-server package", path, b.Version)
+	}
+	return b, nil
+}
+
+// InitDatadir creates an empty, initialised data directory at dir (which must
+// not exist or be empty): mariadb-install-db for MariaDB, mysqld
+// --initialize-insecure for MySQL. The root account has no password and is
+// reachable only on the instance's own socket and loopback port.
+func (b *Binary) InitDatadir(ctx context.Context, dir string) error {
+	var cmd *exec.Cmd
+	if b.Flavor == MariaDB {
+		installDB, err := b.sibling("mariadb-install-db", "mysql_install_db")
+		if err != nil {
+			return err
+		}
+		args := []string{"--no-defaults", "--datadir=" + dir, "--auth-root-authentication-method=normal",
+			"--skip-test-db", "--skip-name-resolve", "--force"}
+		if os.Geteuid() == 0 {
+			args = append(args, "--user=root")
+		}
+		cmd = exec.CommandContext(ctx, installDB, args...)
+	} else {
+		args := []string{"--no-defaults", "--initialize-insecure", "--datadir=" + dir}
+		if os.Geteuid() == 0 {
+			args = append(args, "--user=root")
+		}
+		cmd = exec.CommandContext(ctx, b.Path, args...)
+	}
+	cmd.SysProcAttr = childAttr()
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("initialise data directory %s: %w: %s", dir, err, lastLines(out, 5))
+	}
+	return nil
+}
+
+// sibling finds a companion program next to the server binary, in its
+// ../bin, or on PATH.
+func (b *Binary) sibling(names ...string) (string, error) {
+	dir := filepath.Dir(b.Path)
+	for _, n := range names {
+		for _, d := range []string{dir, filepath.Join(dir, "..", "bin"), "/usr/bin"} {
+			p := filepath.Join(d, n)
+			if st, err := os.Stat(p); err == nil && !st.IsDir() {
+				return p, nil
+			}
+		}
+		if p, err := exec.LookPath(n); err == nil {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("%s not found next to %s: install the package that ships it (Debian: mariadb-server)", names[0], b.Path)
+}
+
+// lastLines returns the last n non-empty lines of out, joined by " | ".
+func lastLines(out []byte, n int) string {
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, " | ")
+}

@@ -1,0 +1,245 @@
+package mariadb
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+)
+
+// Config says where an instance keeps its files and how it listens.
+type Config struct {
+	Datadir string // an initialised data directory
+	RunDir  string // socket, pid file and error log go here (short path: sockets are limited to 107 bytes)
+	Port    int    // loopback TCP port; 0 picks a free one
+	Profile Profile
+	// Extra are additional server options, e.g. "--skip-grant-tables".
+	Extra []string
+}
+
+// Socket is the instance's unix socket path.
+func (c Config) Socket() string { return filepath.Join(c.RunDir, "mysqld.sock") }
+
+// ErrorLog is the path of the instance's error log.
+func (c Config) ErrorLog() string { return filepath.Join(c.RunDir, "error.log") }
+
+// PIDFile is the path of the instance's pid file.
+func (c Config) PIDFile() string { return filepath.Join(c.RunDir, "mysqld.pid") }
+
+// Instance is a running server process started by pristine.
+type Instance struct {
+	Binary *Binary
+	Config Config
+	cmd    *exec.Cmd
+	done   chan struct{} // closed when the process has been reaped
+	err    error         // the process's exit status, valid after done
+	once   sync.Once
+}
+
+// ErrExited is wrapped by errors that report a server which stopped on its own.
+var ErrExited = errors.New("server exited")
+
+// maxSocketPath is the longest unix socket path Linux accepts.
+const maxSocketPath = 107
+
+// Start launches a server on cfg and returns at once; call WaitReady. The
+// process dies with pristine (parent-death signal) and is reaped by pristine.
+func Start(b *Binary, cfg Config) (*Instance, error) {
+	if n := len(cfg.Socket()); n > maxSocketPath {
+		return nil, fmt.Errorf("socket path %s is %d bytes, over the %d Linux allows: use a shorter --root", cfg.Socket(), n, maxSocketPath)
+	}
+	if err := os.MkdirAll(cfg.RunDir, 0o755); err != nil {
+		return nil, fmt.Errorf("create run directory: %w", err)
+	}
+	_ = os.Remove(cfg.Socket())
+	if cfg.Port == 0 {
+		p, err := FreePort()
+		if err != nil {
+			return nil, err
+		}
+		cfg.Port = p
+	}
+	args := []string{"--no-defaults",
+		"--datadir=" + cfg.Datadir,
+		"--socket=" + cfg.Socket(),
+		"--pid-file=" + cfg.PIDFile(),
+		"--log-error=" + cfg.ErrorLog(),
+		"--bind-address=127.0.0.1",
+		"--port=" + strconv.Itoa(cfg.Port),
+	}
+	if os.Geteuid() == 0 {
+		args = append(args, "--user=root")
+	}
+	args = append(args, cfg.Profile.args(b.Flavor)...)
+	args = append(args, cfg.Extra...)
+	cmd := exec.Command(b.Path, args...)
+	cmd.SysProcAttr = childAttr()
+	cmd.Dir = cfg.RunDir
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start %s: %w", b.Path, err)
+	}
+	in := &Instance{Binary: b, Config: cfg, cmd: cmd, done: make(chan struct{})}
+	go func() {
+		in.err = cmd.Wait()
+		close(in.done)
+	}()
+	return in, nil
+}
+
+// PID is the server's process id.
+func (in *Instance) PID() int { return in.cmd.Process.Pid }
+
+// Done is closed when the server process has exited and been reaped.
+func (in *Instance) Done() <-chan struct{} { return in.done }
+
+// Running reports whether the process is still alive.
+func (in *Instance) Running() bool {
+	select {
+	case <-in.done:
+		return false
+	default:
+		return true
+	}
+}
+
+// WaitReady waits until the server accepts connections on its socket and
+// answers a query. It polls by connecting to the socket (no client process
+// per poll) and fails at once, with the end of the error log, if the server
+// exits.
+func (in *Instance) WaitReady(ctx context.Context) error {
+	sock := in.Config.Socket()
+	delay := time.Millisecond
+	for {
+		if c, err := net.Dial("unix", sock); err == nil {
+			c.Close()
+			break
+		}
+		select {
+		case <-in.done:
+			return in.exitError()
+		case <-ctx.Done():
+			return fmt.Errorf("wait for server on %s: %w (error log: %s)", sock, ctx.Err(), in.LogTail(3))
+		case <-time.After(delay):
+		}
+		if delay < 8*time.Millisecond {
+			delay *= 2
+		}
+	}
+	db, err := in.Open("")
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	var one int
+	if err := db.QueryRowContext(ctx, "SELECT 1").Scan(&one); err != nil {
+		if !in.Running() {
+			return in.exitError()
+		}
+		return fmt.Errorf("first query on %s: %w", sock, err)
+	}
+	return nil
+}
+
+func (in *Instance) exitError() error {
+	tail := in.LogTail(4)
+	if strings.Contains(tail, "Address already in use") || strings.Contains(tail, "Can't start server: Bind on TCP/IP port") {
+		return fmt.Errorf("%w: port %d is in use by another program: %s", ErrPortInUse, in.Config.Port, tail)
+	}
+	return fmt.Errorf("%w (%v): %s", ErrExited, in.err, tail)
+}
+
+// ErrPortInUse means the server could not bind its TCP port; callers retry
+// with another port.
+var ErrPortInUse = errors.New("port in use")
+
+// LogTail returns the last n lines of the error log, for messages.
+func (in *Instance) LogTail(n int) string {
+	b, err := os.ReadFile(in.Config.ErrorLog())
+	if err != nil {
+		return "no error log: " + err.Error()
+	}
+	return lastLines(b, n)
+}
+
+// DSN is a go-sql-driver/mysql DSN for root on the instance's unix socket;
+// an empty database means none.
+func (in *Instance) DSN(database string) string {
+	return SocketDSN(in.Config.Socket(), "root", "", database)
+}
+
+// Open returns a connection pool for root on the instance's unix socket.
+func (in *Instance) Open(database string) (*sql.DB, error) {
+	return sql.Open("mysql", in.DSN(database))
+}
+
+// SocketDSN builds a go-sql-driver/mysql DSN for a unix socket.
+func SocketDSN(socket, user, password, database string) string {
+	c := mysql.NewConfig()
+	c.User, c.Passwd, c.Net, c.Addr, c.DBName = user, password, "unix", socket, database
+	c.MultiStatements = false
+	c.InterpolateParams = true
+	return c.FormatDSN()
+}
+
+// Stop shuts the server down cleanly (SIGTERM, then SIGKILL after timeout)
+// and reaps it. A clean stop leaves a data directory that can be cloned.
+func (in *Instance) Stop(ctx context.Context, timeout time.Duration) error {
+	if !in.Running() {
+		return nil
+	}
+	_ = in.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-in.done:
+		if in.cleanExit() {
+			return nil
+		}
+		return fmt.Errorf("server shutdown: %w: %s", in.err, in.LogTail(3))
+	case <-time.After(timeout):
+	case <-ctx.Done():
+	}
+	in.Kill()
+	return fmt.Errorf("server on %s did not shut down within %s and was killed: %s", in.Config.Socket(), timeout, in.LogTail(3))
+}
+
+func (in *Instance) cleanExit() bool {
+	return in.err == nil
+}
+
+// Kill stops the server at once (SIGKILL) and reaps it. Use it when the data
+// directory is thrown away anyway.
+func (in *Instance) Kill() {
+	in.once.Do(func() {
+		if in.Running() {
+			_ = in.cmd.Process.Kill()
+		}
+	})
+	<-in.done
+}
+
+// FreePort asks the kernel for a free loopback TCP port.
+func FreePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("find a free loopback port: %w", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// childAttr makes a child die with pristine (SIGKILL on parent death) and
+// puts it in its own process group so a terminal's Ctrl-C reaches only
+// pristine, which then stops its children in order.
+func childAttr() *syscall.SysProcAttr {
+	return &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
+}

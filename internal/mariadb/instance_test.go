@@ -1,0 +1,129 @@
+package mariadb_test
+
+import (
+	"context"
+	"errors"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pristinedb/pristine/internal/mariadb"
+	"github.com/pristinedb/pristine/internal/mariadb/mariadbtest"
+)
+
+func TestStartQueryStop(t *testing.T) {
+	in := mariadbtest.Start(t)
+	db := mariadbtest.Open(t, in, "")
+	var v string
+	if err := db.QueryRow("SELECT @@version").Scan(&v); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(v, in.Binary.Version[:4]) {
+		t.Errorf("server says version %q, binary says %q", v, in.Binary.Version)
+	}
+	var flush string
+	if err := db.QueryRow("SELECT @@innodb_flush_log_at_trx_commit").Scan(&flush); err != nil || flush != "0" {
+		t.Errorf("durability-off profile not applied: innodb_flush_log_at_trx_commit=%q (%v)", flush, err)
+	}
+	var port int
+	if err := db.QueryRow("SELECT @@port").Scan(&port); err != nil || port != in.Config.Port {
+		t.Errorf("port = %d, want %d (%v)", port, in.Config.Port, err)
+	}
+	c, err := net.Dial("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(in.Config.Port)))
+	if err != nil {
+		t.Fatalf("loopback TCP port not listening: %v", err)
+	}
+	c.Close()
+	if err := in.Stop(context.Background(), 30*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if in.Running() {
+		t.Fatal("server still running after Stop")
+	}
+}
+
+func TestPortInUse(t *testing.T) {
+	bin := mariadbtest.Binary(t)
+	first := mariadbtest.Start(t)
+	dir := t.TempDir()
+	data := filepath.Join(dir, "data")
+	if err := bin.InitDatadir(context.Background(), data); err != nil {
+		t.Fatal(err)
+	}
+	in, err := mariadb.Start(bin, mariadb.Config{Datadir: data, RunDir: filepath.Join(dir, "run"), Port: first.Config.Port, Profile: mariadb.DefaultProfile()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Kill()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	err = in.WaitReady(ctx)
+	if !errors.Is(err, mariadb.ErrPortInUse) {
+		t.Fatalf("WaitReady on a taken port = %v, want ErrPortInUse", err)
+	}
+}
+
+func TestExitedServerReportsLog(t *testing.T) {
+	bin := mariadbtest.Binary(t)
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "data"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// An empty, uninitialised data directory: the server cannot start.
+	in, err := mariadb.Start(bin, mariadb.Config{Datadir: filepath.Join(dir, "data"), RunDir: filepath.Join(dir, "run"), Profile: mariadb.DefaultProfile(), Extra: []string{"--no-such-option-pristine"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	err = in.WaitReady(ctx)
+	if !errors.Is(err, mariadb.ErrExited) || !strings.Contains(err.Error(), "no-such-option-pristine") {
+		t.Fatalf("WaitReady = %v, want ErrExited naming the bad option", err)
+	}
+}
+
+func TestKillOrphans(t *testing.T) {
+	in := mariadbtest.Start(t)
+	killed := mariadb.KillOrphans(filepath.Dir(in.Config.Datadir))
+	if len(killed) != 1 || killed[0] != in.PID() {
+		t.Fatalf("KillOrphans = %v, want [%d]", killed, in.PID())
+	}
+	select {
+	case <-in.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("server still running after KillOrphans")
+	}
+	if k := mariadb.KillOrphans(t.TempDir()); len(k) != 0 {
+		t.Fatalf("KillOrphans on an unrelated directory killed %v", k)
+	}
+}
+
+func TestParseVersion(t *testing.T) {
+	for _, tc := range []struct {
+		out    string
+		flavor mariadb.Flavor
+		ver    string
+		bad    bool
+	}{
+		{out: "mariadbd  Ver 10.11.19-MariaDB-0+deb12u1 for debian-linux-gnu on x86_64 (Debian 12)", flavor: mariadb.MariaDB, ver: "10.11.19-MariaDB-0+deb12u1"},
+		{out: "/usr/sbin/mysqld  Ver 8.0.36 for Linux on x86_64 (MySQL Community Server - GPL)", flavor: mariadb.MySQL, ver: "8.0.36"},
+		{out: "mysqld  Ver 10.3.39-MariaDB for Linux", bad: true},
+		{out: "garbage", bad: true},
+	} {
+		b, err := mariadb.ParseVersion("/x", tc.out)
+		if tc.bad {
+			if err == nil {
+				t.Errorf("%q: want an error", tc.out)
+			}
+			continue
+		}
+		if err != nil || b.Flavor != tc.flavor || b.Version != tc.ver {
+			t.Errorf("%q: got %+v, %v", tc.out, b, err)
+		}
+	}
+}
+

@@ -1,0 +1,104 @@
+// Package mariadbtest starts throwaway MariaDB servers for tests, through the
+// same code that pristine uses for its slots.
+package mariadbtest
+
+import (
+	"context"
+	"database/sql"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/pristinedb/pristine/internal/mariadb"
+)
+
+var (
+	baseOnce sync.Once
+	baseDir  string
+	baseBin  *mariadb.Binary
+	baseErr  error
+)
+
+// Binary returns the installed server binary, or skips the test with the
+// reason when there is none.
+func Binary(t testing.TB) *mariadb.Binary {
+	t.Helper()
+	b, err := mariadb.FindBinary(context.Background())
+	if err != nil {
+		t.Skipf("no database server to test against: %v", err)
+	}
+	return b
+}
+
+// base initialises one empty data directory per test process; every Start
+// copies it, which is much cheaper than initialising again.
+func base(t testing.TB) (string, *mariadb.Binary) {
+	baseOnce.Do(func() {
+		baseBin, baseErr = mariadb.FindBinary(context.Background())
+		if baseErr != nil {
+			return
+		}
+		dir, err := os.MkdirTemp(tmpBase(), "pristine-test-base-")
+		if err != nil {
+			baseErr = err
+			return
+		}
+		baseDir = filepath.Join(dir, "data")
+		baseErr = baseBin.InitDatadir(context.Background(), baseDir)
+	})
+	if baseErr != nil {
+		t.Skipf("no database server to test against: %v", baseErr)
+	}
+	return baseDir, baseBin
+}
+
+func tmpBase() string {
+	if st, err := os.Stat("/dev/shm"); err == nil && st.IsDir() {
+		return "/dev/shm"
+	}
+	return os.TempDir()
+}
+
+// Start starts a throwaway server on a fresh copy of an empty data
+// directory; t.Cleanup kills it and removes its files.
+func Start(t testing.TB) *mariadb.Instance {
+	t.Helper()
+	src, bin := base(t)
+	dir, err := os.MkdirTemp(tmpBase(), "pristine-test-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	data := filepath.Join(dir, "data")
+	if out, err := exec.Command("cp", "-a", src, data).CombinedOutput(); err != nil {
+		t.Fatalf("copy base data directory: %v: %s", err, out)
+	}
+	p := mariadb.DefaultProfile()
+	p.BufferPool = 64 << 20
+	in, err := mariadb.Start(bin, mariadb.Config{Datadir: data, RunDir: filepath.Join(dir, "run"), Profile: p})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(in.Kill)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if err := in.WaitReady(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return in
+}
+
+// Open returns a connection pool to database on in as root, closed by
+// t.Cleanup. An empty database means none.
+func Open(t testing.TB, in *mariadb.Instance, database string) *sql.DB {
+	t.Helper()
+	db, err := in.Open(database)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}

@@ -1,0 +1,89 @@
+package mariadb
+
+import (
+	"fmt"
+	"strconv"
+)
+
+// Profile is the throwaway-server configuration: durability off, small
+// memory. Sizes are in bytes.
+type Profile struct {
+	BufferPool     int64 // innodb_buffer_pool_size
+	LogFileSize    int64 // innodb_log_file_size; a template and its slots must agree
+	MaxConnections int
+	TableCache     int   // table_open_cache
+	KeyBuffer      int64 // key_buffer_size (MyISAM)
+	AriaCache      int64 // aria_pagecache_buffer_size
+}
+
+// DefaultProfile is the profile of pool slots: about 50 MB of resident memory
+// for an idle instance.
+func DefaultProfile() Profile {
+	return Profile{
+		BufferPool:     16 << 20,
+		LogFileSize:    48 << 20,
+		MaxConnections: 64,
+		TableCache:     400,
+		KeyBuffer:      1 << 20,
+		AriaCache:      1 << 20,
+	}
+}
+
+// BuildProfile is the profile of a server that loads a template: the same
+// log size as the slots, a larger buffer pool so loading does not thrash.
+func BuildProfile(slot Profile) Profile {
+	p := slot
+	if p.BufferPool < 256<<20 {
+		p.BufferPool = 256 << 20
+	}
+	p.MaxConnections = 200
+	return p
+}
+
+// Key is a stable text form of the parts of the profile that change the
+// bytes of a data directory; it feeds template content hashes.
+func (p Profile) Key() string {
+	return fmt.Sprintf("log=%d", p.LogFileSize)
+}
+
+// args renders the profile as server options. Options only MariaDB knows
+// carry the loose- prefix so a MySQL mysqld ignores them.
+func (p Profile) args(f Flavor) []string {
+	a := []string{
+		"--innodb-buffer-pool-size=" + strconv.FormatInt(p.BufferPool, 10),
+		"--innodb-log-file-size=" + strconv.FormatInt(p.LogFileSize, 10),
+		"--innodb-flush-log-at-trx-commit=0",
+		"--innodb-doublewrite=0",
+		"--innodb-use-native-aio=0",
+		"--innodb-read-io-threads=1",
+		"--innodb-write-io-threads=1",
+		"--innodb-buffer-pool-dump-at-shutdown=0",
+		"--innodb-buffer-pool-load-at-startup=0",
+		"--innodb-stats-persistent=0",
+		"--max-connections=" + strconv.Itoa(p.MaxConnections),
+		"--table-open-cache=" + strconv.Itoa(p.TableCache),
+		"--key-buffer-size=" + strconv.FormatInt(p.KeyBuffer, 10),
+		"--performance-schema=0",
+		"--skip-log-bin",
+		"--skip-name-resolve",
+		"--host-cache-size=0",
+		"--sync-binlog=0",
+	}
+	if f == MariaDB {
+		a = append(a,
+			"--innodb-flush-method=nosync",
+			"--innodb-purge-threads=1",
+			"--aria-pagecache-buffer-size="+strconv.FormatInt(p.AriaCache, 10),
+			"--loose-aria-recover-options=OFF",
+			"--loose-innodb-change-buffering=none",
+			"--loose-skip-slave-start",
+		)
+	} else {
+		a = append(a,
+			"--innodb-flush-method=O_DIRECT_NO_FSYNC",
+			"--skip-mysqlx",
+			"--loose-innodb-redo-log-capacity="+strconv.FormatInt(p.LogFileSize*2, 10),
+		)
+	}
+	return a
+}
