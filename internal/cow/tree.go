@@ -168,8 +168,17 @@ func cloneFiles(src, dst string, files []treeEntry, data fileData) error {
 	return first
 }
 
+// testHookFile, when set by a test, runs before each file is cloned; an error
+// it returns fails the clone there. It is a fault-injection seam.
+var testHookFile func(rel string) error
+
 // cloneFile creates the copy of one regular file and sets its metadata.
 func cloneFile(src, dst string, f *treeEntry, data fileData) error {
+	if testHookFile != nil {
+		if err := testHookFile(f.rel); err != nil {
+			return err
+		}
+	}
 	sp, dp := join(src, f.rel), join(dst, f.rel)
 	sfd, err := unix.Open(sp, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {

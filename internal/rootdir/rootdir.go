@@ -72,15 +72,11 @@ func Open(path string) (*Root, error) {
 	if err := refuseSystem(real); err != nil {
 		return nil, err
 	}
+	if st, err := os.Lstat(real); err == nil && !st.IsDir() {
+		return nil, fmt.Errorf("open root %s: not a directory; pass a directory with --root: %w", real, ErrNotOwned)
+	}
 	if err := os.MkdirAll(real, 0o755); err != nil {
 		return nil, fmt.Errorf("open root %s: %w", real, err)
-	}
-	st, err := os.Lstat(real)
-	if err != nil {
-		return nil, fmt.Errorf("open root %s: %w", real, err)
-	}
-	if !st.IsDir() {
-		return nil, fmt.Errorf("open root %s: not a directory; pass a directory with --root: %w", real, ErrNotOwned)
 	}
 	id, err := readMarker(real)
 	if errors.Is(err, fs.ErrNotExist) {
