@@ -1,0 +1,72 @@
+package archive
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+)
+
+// Staging is a temporary directory beside a target directory. A tree is
+// built inside it and renamed to the target by Commit, so a partial
+// extraction never sits at the target path: after a crash only a hidden
+// ".NAME.unpack-*" directory beside the target is left, never a target that
+// looks complete.
+type Staging struct {
+	target string
+	dir    string
+}
+
+// NewStaging checks that target is absent or an empty directory and creates
+// the temporary directory beside it, on the same filesystem.
+func NewStaging(target string) (*Staging, error) {
+	target = filepath.Clean(target)
+	switch fi, err := os.Lstat(target); {
+	case err == nil && !fi.IsDir():
+		return nil, fmt.Errorf("%s exists and is not a directory; choose a new path", target)
+	case err == nil:
+		names, err := readNames(target)
+		if err != nil {
+			return nil, err
+		}
+		if len(names) > 0 {
+			return nil, fmt.Errorf("%s is not empty; choose a new or empty directory", target)
+		}
+	case !errors.Is(err, os.ErrNotExist):
+		return nil, err
+	}
+	dir, err := os.MkdirTemp(filepath.Dir(target), "."+filepath.Base(target)+".unpack-*")
+	if err != nil {
+		return nil, fmt.Errorf("create temporary directory beside %s: %w", target, err)
+	}
+	return &Staging{target: target, dir: dir}, nil
+}
+
+// Dir is the temporary directory to build the tree in.
+func (s *Staging) Dir() string { return s.dir }
+
+// Commit optionally flushes the filesystem, then renames the temporary
+// directory to the target.
+func (s *Staging) Commit(sync bool) error {
+	if sync {
+		if err := syncfs(s.dir); err != nil {
+			return fmt.Errorf("syncfs %s: %w%s", s.dir, err, diskHint(err))
+		}
+	}
+	if err := os.Rename(s.dir, s.target); err != nil {
+		return fmt.Errorf("move finished tree into place: %w", err)
+	}
+	return nil
+}
+
+// Abort removes the temporary directory and everything in it.
+func (s *Staging) Abort() { os.RemoveAll(s.dir) }
+
+func readNames(dir string) ([]string, error) {
+	d, err := os.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer d.Close()
+	return d.Readdirnames(1)
+}
