@@ -1,0 +1,147 @@
+package cli
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/pristinedb/pristine/internal/scratch"
+)
+
+func init() { register(newScratchCmd) }
+
+func newScratchCmd(g *Globals) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "scratch",
+		Short: "create or remove a RAM-backed btrfs/XFS filesystem for the root's data (needs root)",
+		Long: `scratch manages a copy-on-write filesystem in RAM for pristine's data: a sparse
+image in /dev/shm, formatted btrfs (default) or XFS with reflink, loop-mounted at
+<root>/data. "up" creates and mounts it, "down" unmounts it and deletes the image
+(everything on it is lost), "status" describes it. pristine touches only the image
+and mount it recorded in <root>/scratch.json.`,
+	}
+	cmd.AddCommand(newScratchUpCmd(g), newScratchDownCmd(g), newScratchStatusCmd(g))
+	return cmd
+}
+
+func newScratchUpCmd(g *Globals) *cobra.Command {
+	var size string
+	var opt scratch.Options
+	cmd := &cobra.Command{
+		Use:   "up [--size 8G] [--fs btrfs|xfs] [--dir /dev/shm]",
+		Short: "create and mount the scratch filesystem at <root>/data",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			n, err := parseBytes(size)
+			if err != nil {
+				return err
+			}
+			opt.Size = n
+			root, err := g.openRoot()
+			if err != nil {
+				return err
+			}
+			if isTerminal(os.Stderr) {
+				stderrf("scratch: making a %s %s filesystem in %s", scratch.FormatSize(n), fsOrDefault(opt.FS), dirOrDefault(opt.Dir))
+			}
+			info, err := scratch.Up(cmd.Context(), root, opt)
+			if err != nil {
+				return err
+			}
+			return printScratch(g, info)
+		},
+	}
+	cmd.Flags().StringVar(&size, "size", "8G", "size of the filesystem; the image is sparse, so RAM is used only as data is written")
+	cmd.Flags().StringVar(&opt.FS, "fs", "btrfs", "filesystem: btrfs (snapshots) or xfs (reflink)")
+	cmd.Flags().StringVar(&opt.Dir, "dir", "/dev/shm", "directory that holds the image file")
+	return cmd
+}
+
+func newScratchDownCmd(g *Globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "down",
+		Short: "unmount the scratch filesystem and delete its image (its data is lost)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			root, err := g.openRoot()
+			if err != nil {
+				return err
+			}
+			before, err := scratch.Status(root)
+			if err != nil {
+				return err
+			}
+			if err := scratch.Down(cmd.Context(), root); err != nil {
+				return err
+			}
+			if g.JSON {
+				return printJSON(map[string]any{"down": true, "removed_image": before.Image, "unmounted": before.Up})
+			}
+			switch {
+			case before.Image == "":
+				fmt.Println("scratch: nothing to take down")
+			case before.Up:
+				fmt.Printf("scratch: unmounted %s and deleted %s\n", before.Mount, before.Image)
+			default:
+				fmt.Printf("scratch: cleaned up the leftovers of %s\n", before.Image)
+			}
+			return nil
+		},
+	}
+}
+
+func newScratchStatusCmd(g *Globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "status",
+		Short: "describe the scratch filesystem",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			root, err := g.openRoot()
+			if err != nil {
+				return err
+			}
+			info, err := scratch.Status(root)
+			if err != nil {
+				return err
+			}
+			return printScratch(g, info)
+		},
+	}
+}
+
+// printScratch prints a scratch filesystem's Info as JSON or one line.
+func printScratch(g *Globals, info *scratch.Info) error {
+	if g.JSON {
+		return printJSON(info)
+	}
+	switch {
+	case info.Up:
+		note := ""
+		if info.AlreadyUp {
+			note = " (already up)"
+		}
+		fmt.Printf("scratch: %s of %s at %s on %s, image %s; %s used, %s free, %s of RAM%s\n",
+			info.FS, scratch.FormatSize(info.Size), info.Mount, info.Loop, info.Image,
+			scratch.FormatSize(info.Used), scratch.FormatSize(info.Avail), scratch.FormatSize(info.Memory), note)
+	case info.Stale:
+		fmt.Printf("scratch: recorded (%s) but not mounted; run \"pristine scratch down\" to clean up\n", info.Image)
+	default:
+		fmt.Printf("scratch: not up (%s is on the filesystem below it)\n", info.Mount)
+	}
+	return nil
+}
+
+func fsOrDefault(s string) string {
+	if s == "" {
+		return "btrfs"
+	}
+	return s
+}
+
+func dirOrDefault(s string) string {
+	if s == "" {
+		return "/dev/shm"
+	}
+	return s
+}

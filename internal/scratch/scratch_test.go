@@ -1,0 +1,295 @@
+package scratch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/pristinedb/pristine/internal/cow"
+	"github.com/pristinedb/pristine/internal/rootdir"
+	"golang.org/x/sys/unix"
+)
+
+// needRootAnd skips the test unless it runs as root with the tools given.
+func needRootAnd(t *testing.T, tools ...string) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("scratch mounts loop filesystems, which needs root; run the tests as root to cover it")
+	}
+	for _, tool := range tools {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("%s is not installed", tool)
+		}
+	}
+}
+
+// newRoot opens a fresh root and makes sure, when the test ends, that its
+// scratch filesystem is gone whatever happened.
+func newRoot(t *testing.T) *rootdir.Root {
+	t.Helper()
+	root, err := rootdir.Open(filepath.Join(t.TempDir(), "root"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if m, _ := mountAt(root.Data()); m != nil {
+			unix.Unmount(root.Data(), unix.MNT_DETACH)
+		}
+		for _, dir := range []string{"/dev/shm"} {
+			img := imagePath(root, dir)
+			detachLoops(img)
+			os.Remove(img)
+		}
+	})
+	return root
+}
+
+// tmpfsDir mounts a tmpfs of the given size in MiB for images to live in.
+func tmpfsDir(t *testing.T, mib int) string {
+	t.Helper()
+	dir := t.TempDir()
+	if err := unix.Mount("pristine-test", dir, "tmpfs", 0, fmt.Sprintf("size=%dm", mib)); err != nil {
+		t.Fatalf("mount tmpfs: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := unix.Unmount(dir, 0); err != nil {
+			t.Errorf("unmount %s: %v", dir, err)
+		}
+	})
+	return dir
+}
+
+// assertGone fails the test if anything of root's scratch filesystem remains.
+func assertGone(t *testing.T, root *rootdir.Root, image string) {
+	t.Helper()
+	if m, err := mountAt(root.Data()); err != nil || m != nil {
+		t.Errorf("still mounted at %s: %+v (%v)", root.Data(), m, err)
+	}
+	if devs, err := loopsOf(image); err != nil || len(devs) > 0 {
+		t.Errorf("loop devices still bound to %s: %v (%v)", image, devs, err)
+	}
+	if _, err := os.Lstat(image); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("image %s still exists: %v", image, err)
+	}
+	if _, err := os.Lstat(filepath.Join(root.Path, recordName)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("%s still exists: %v", recordName, err)
+	}
+}
+
+func TestUpDown(t *testing.T) {
+	for _, c := range []struct {
+		fs, tool, backend string
+	}{
+		{"btrfs", "mkfs.btrfs", "btrfs"},
+		{"xfs", "mkfs.xfs", "reflink"},
+	} {
+		t.Run(c.fs, func(t *testing.T) {
+			needRootAnd(t, c.tool)
+			ctx := context.Background()
+			root := newRoot(t)
+			opt := Options{Size: 512 << 20, FS: c.fs}
+			info, err := Up(ctx, root, opt)
+			if err != nil {
+				t.Fatalf("Up: %v", err)
+			}
+			if !info.Up || info.FS != c.fs || info.Size != opt.Size || info.Image != "/dev/shm/pristine-"+root.ID()+".img" || info.Mount != root.Data() {
+				t.Errorf("Up returned %+v", info)
+			}
+			m, err := mountAt(root.Data())
+			if err != nil || m == nil || m.fsType != c.fs {
+				t.Fatalf("mount at %s: %+v, %v; want %s", root.Data(), m, err, c.fs)
+			}
+			b, err := cow.Detect(root, root.Data())
+			if err != nil || b.Name() != c.backend {
+				t.Errorf("backend on the scratch filesystem: %v, %v; want %s", b, err, c.backend)
+			}
+			if err := os.WriteFile(filepath.Join(root.Data(), "f"), []byte("data"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+
+			again, err := Up(ctx, root, opt)
+			if err != nil || !again.AlreadyUp {
+				t.Errorf("second Up: %+v, %v; want AlreadyUp", again, err)
+			}
+			if _, err := Up(ctx, root, Options{Size: 1 << 30, FS: c.fs}); err == nil || !strings.Contains(err.Error(), "scratch down") {
+				t.Errorf("Up with another size while up: %v; want an error saying to run scratch down", err)
+			}
+
+			if err := Down(ctx, root); err != nil {
+				t.Fatalf("Down: %v", err)
+			}
+			assertGone(t, root, info.Image)
+			if err := Down(ctx, root); err != nil {
+				t.Errorf("second Down: %v; want nil", err)
+			}
+			if st, err := Status(root); err != nil || st.Up || st.Stale {
+				t.Errorf("Status after Down: %+v, %v", st, err)
+			}
+		})
+	}
+}
+
+func TestUpRefusesSizeThatDoesNotFit(t *testing.T) {
+	needRootAnd(t, "mkfs.btrfs")
+	root := newRoot(t)
+	dir := tmpfsDir(t, 300)
+	_, err := Up(context.Background(), root, Options{Size: 1 << 30, Dir: dir})
+	want := "does not fit in " + dir + ", which has 300M free; use --size 300M or less"
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("Up of 1G in a 300M tmpfs: %v; want an error containing %q", err, want)
+	}
+	assertGone(t, root, imagePath(root, dir))
+	if ents, _ := os.ReadDir(dir); len(ents) != 0 {
+		t.Errorf("Up left %d files in %s", len(ents), dir)
+	}
+}
+
+func TestUpRefusesBadDataDir(t *testing.T) {
+	needRootAnd(t, "mkfs.btrfs")
+	t.Run("not empty", func(t *testing.T) {
+		root := newRoot(t)
+		if err := os.MkdirAll(filepath.Join(root.Data(), "template"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		_, err := Up(context.Background(), root, Options{Size: 512 << 20})
+		if err == nil || !strings.Contains(err.Error(), "holds 1 entries") {
+			t.Errorf("Up over a non-empty data dir: %v", err)
+		}
+		if _, err := os.Stat(filepath.Join(root.Data(), "template")); err != nil {
+			t.Errorf("existing data damaged: %v", err)
+		}
+		assertGone(t, root, imagePath(root, "/dev/shm"))
+	})
+	t.Run("foreign mount", func(t *testing.T) {
+		root := newRoot(t)
+		if err := os.Mkdir(root.Data(), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := unix.Mount("foreign", root.Data(), "tmpfs", 0, "size=1m"); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { unix.Unmount(root.Data(), 0) })
+		if _, err := Up(context.Background(), root, Options{Size: 512 << 20}); err == nil || !strings.Contains(err.Error(), "which pristine did not make") {
+			t.Errorf("Up over a foreign mount: %v", err)
+		}
+		if err := Down(context.Background(), root); err == nil || !strings.Contains(err.Error(), "pristine leaves it alone") {
+			t.Errorf("Down of a foreign mount: %v", err)
+		}
+		if m, _ := mountAt(root.Data()); m == nil || m.source != "foreign" {
+			t.Errorf("the foreign mount is gone: %+v", m)
+		}
+	})
+	t.Run("tampered record", func(t *testing.T) {
+		root := newRoot(t)
+		victim := filepath.Join(t.TempDir(), "victim.img")
+		if err := os.WriteFile(victim, []byte("keep"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := writeRecord(root, &record{State: "up", FS: "btrfs", Dir: filepath.Dir(victim), Image: victim}); err != nil {
+			t.Fatal(err)
+		}
+		if err := Down(context.Background(), root); err == nil || !strings.Contains(err.Error(), "not this root's") {
+			t.Errorf("Down with a record naming another file: %v", err)
+		}
+		if _, err := os.Stat(victim); err != nil {
+			t.Errorf("Down deleted a file it did not create: %v", err)
+		}
+	})
+}
+
+func TestDownBusy(t *testing.T) {
+	needRootAnd(t, "mkfs.btrfs", "sleep")
+	ctx := context.Background()
+	root := newRoot(t)
+	info, err := Up(ctx, root, Options{Size: 512 << 20})
+	if err != nil {
+		t.Fatalf("Up: %v", err)
+	}
+	sleeper := exec.Command("sleep", "60")
+	sleeper.Dir = root.Data()
+	if err := sleeper.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sleeper.Process.Kill(); sleeper.Wait() })
+	err = Down(ctx, root)
+	pid := strconv.Itoa(sleeper.Process.Pid)
+	if err == nil || !strings.Contains(err.Error(), "is busy: pids "+pid+" (sleep)") || !strings.Contains(err.Error(), "kill "+pid) {
+		t.Fatalf("Down while a process works in it: %v; want it to name pid %s and how to stop it", err, pid)
+	}
+	if st, err := Status(root); err != nil || !st.Up {
+		t.Errorf("Status after a refused Down: %+v, %v; want still up", st, err)
+	}
+	sleeper.Process.Kill()
+	sleeper.Wait()
+	if err := Down(ctx, root); err != nil {
+		t.Fatalf("Down after the process ended: %v", err)
+	}
+	assertGone(t, root, info.Image)
+}
+
+// TestStaleRecord simulates a crash after the image was made: Status reports
+// it stale and Down removes the image.
+func TestStaleRecord(t *testing.T) {
+	needRootAnd(t, "mkfs.btrfs")
+	ctx := context.Background()
+	root := newRoot(t)
+	info, err := Up(ctx, root, Options{Size: 512 << 20})
+	if err != nil {
+		t.Fatalf("Up: %v", err)
+	}
+	if err := unix.Unmount(root.Data(), 0); err != nil {
+		t.Fatal(err)
+	}
+	st, err := Status(root)
+	if err != nil || st.Up || !st.Stale {
+		t.Errorf("Status of an unmounted scratch: %+v, %v; want stale", st, err)
+	}
+	again, err := Up(ctx, root, Options{Size: 512 << 20})
+	if err != nil || !again.Up || again.AlreadyUp {
+		t.Fatalf("Up over a stale record: %+v, %v; want a fresh filesystem", again, err)
+	}
+	if err := Down(ctx, root); err != nil {
+		t.Fatalf("Down: %v", err)
+	}
+	assertGone(t, root, info.Image)
+}
+
+func TestParseSize(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		want int64
+	}{
+		{"8G", 8 << 30}, {"512M", 512 << 20}, {"1.5G", 3 << 29}, {"2GiB", 2 << 30}, {"4k", 4096}, {"1024", 1024},
+		{"", -1}, {"G", -1}, {"-1G", -1}, {"8X", -1}, {"0", -1},
+	} {
+		got, err := ParseSize(c.in)
+		if c.want < 0 {
+			if err == nil {
+				t.Errorf("ParseSize(%q) = %d; want an error", c.in, got)
+			}
+			continue
+		}
+		if err != nil || got != c.want {
+			t.Errorf("ParseSize(%q) = %d, %v; want %d", c.in, got, err, c.want)
+		}
+	}
+	for n, want := range map[int64]string{8 << 30: "8G", 3 << 29: "1.5G", 100: "100B", 300 << 20: "300M"} {
+		if got := FormatSize(n); got != want {
+			t.Errorf("FormatSize(%d) = %s; want %s", n, got, want)
+		}
+	}
+}
+
+func TestUnescape(t *testing.T) {
+	for in, want := range map[string]string{`/a\040b`: "/a b", `/plain`: "/plain", `/x\134y`: `/x\y`, `/trail\04`: `/trail\04`} {
+		if got := unescape(in); got != want {
+			t.Errorf("unescape(%q) = %q; want %q", in, got, want)
+		}
+	}
+}

@@ -1,0 +1,246 @@
+package scratch
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/pristinedb/pristine/internal/rootdir"
+	"golang.org/x/sys/unix"
+)
+
+// mkfsCommand returns the mkfs command line for fsType, the package that
+// ships it, and the mount options.
+func mkfsCommand(fsType, image string) (argv []string, pkg, opts string) {
+	switch fsType {
+	case "xfs":
+		// Online discard punches holes in the image when files go, so
+		// deleted slots give their RAM back.
+		return []string{"mkfs.xfs", "-q", "-m", "reflink=1", "-L", "pristine", image}, "xfsprogs", "discard"
+	default:
+		// Single metadata copy: a second one in RAM buys nothing. btrfs
+		// discards asynchronously by default on a loop device.
+		return []string{"mkfs.btrfs", "-q", "-m", "single", "-d", "single", "-L", "pristine", image}, "btrfs-progs", ""
+	}
+}
+
+// Up creates the scratch filesystem and mounts it at root.Data(), which must
+// be missing or empty. When it is already up with the same options, Up
+// changes nothing and returns its Info with AlreadyUp set. On failure it
+// removes everything it made.
+func Up(ctx context.Context, root *rootdir.Root, opt Options) (_ *Info, err error) {
+	if err := needRoot("up"); err != nil {
+		return nil, err
+	}
+	if opt.FS == "" {
+		opt.FS = "btrfs"
+	}
+	if opt.Size == 0 {
+		opt.Size = DefaultSize
+	}
+	if opt.Dir == "" {
+		opt.Dir = "/dev/shm"
+	}
+	min, ok := minSize[opt.FS]
+	if !ok {
+		return nil, fmt.Errorf("scratch up: --fs %q: want btrfs or xfs", opt.FS)
+	}
+	if opt.Size < min {
+		return nil, fmt.Errorf("scratch up: --size %s is too small for %s; use --size %s or more", FormatSize(opt.Size), opt.FS, FormatSize(min))
+	}
+	dir, err := filepath.EvalSymlinks(opt.Dir)
+	if err != nil {
+		return nil, fmt.Errorf("scratch up: --dir %s: %w", opt.Dir, err)
+	}
+	if !filepath.IsAbs(dir) {
+		if dir, err = filepath.Abs(dir); err != nil {
+			return nil, fmt.Errorf("scratch up: --dir %s: %w", opt.Dir, err)
+		}
+	}
+	unlock, err := lock(root)
+	if err != nil {
+		return nil, fmt.Errorf("scratch up: %w", err)
+	}
+	defer unlock()
+
+	rec, err := readRecord(root)
+	if err != nil {
+		return nil, fmt.Errorf("scratch up: %w", err)
+	}
+	if rec != nil {
+		info, err := Status(root)
+		if err != nil {
+			return nil, fmt.Errorf("scratch up: %w", err)
+		}
+		if info.Up {
+			if rec.FS != opt.FS || rec.Size != opt.Size || rec.Dir != dir {
+				return nil, fmt.Errorf("scratch up: already up as %s of %s in %s; run \"pristine scratch down\" first to change it",
+					rec.FS, FormatSize(rec.Size), rec.Dir)
+			}
+			info.AlreadyUp = true
+			return info, nil
+		}
+		// A record without its mount: a crash half-way, or a reboot.
+		if err := cleanup(root, rec); err != nil {
+			return nil, fmt.Errorf("scratch up: clean up the previous scratch filesystem: %w", err)
+		}
+	}
+	if err := checkMountPoint(root); err != nil {
+		return nil, err
+	}
+	if err := checkFits(dir, opt.Size); err != nil {
+		return nil, err
+	}
+	argv, pkg, mountOpts := mkfsCommand(opt.FS, imagePath(root, dir))
+	if _, err := exec.LookPath(argv[0]); err != nil {
+		return nil, fmt.Errorf("scratch up: %s not found; install %s (apt-get install %s) or use --fs %s", argv[0], pkg, pkg, other(opt.FS))
+	}
+
+	rec = &record{State: "creating", FS: opt.FS, Size: opt.Size, Dir: dir, Image: imagePath(root, dir), Created: time.Now().UTC()}
+	if err := prepareImage(rec.Image); err != nil {
+		return nil, err
+	}
+	if err := writeRecord(root, rec); err != nil {
+		return nil, fmt.Errorf("scratch up: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			if cerr := cleanup(root, rec); cerr != nil {
+				err = fmt.Errorf("%w (and cleaning up failed: %v)", err, cerr)
+			}
+		}
+	}()
+	if err := createImage(rec.Image, rec.Size); err != nil {
+		return nil, err
+	}
+	if out, err := exec.CommandContext(ctx, argv[0], argv[1:]...).CombinedOutput(); err != nil {
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("scratch up: %s: %w", argv[0], ctx.Err())
+		}
+		return nil, fmt.Errorf("scratch up: %s: %v: %s", argv[0], err, lastLine(out))
+	}
+	dev, fd, err := attachLoop(rec.Image)
+	if err != nil {
+		return nil, fmt.Errorf("scratch up: %w", err)
+	}
+	rec.Loop = dev
+	err = mountData(root, dev, opt.FS, mountOpts)
+	unix.Close(fd) // the mount holds the device now; autoclear frees it on unmount
+	if err != nil {
+		return nil, err
+	}
+	rec.State = "up"
+	if err := writeRecord(root, rec); err != nil {
+		return nil, fmt.Errorf("scratch up: %w", err)
+	}
+	return Status(root)
+}
+
+func other(fsType string) string {
+	if fsType == "xfs" {
+		return "btrfs"
+	}
+	return "xfs"
+}
+
+// checkMountPoint refuses a data directory that holds files or has another
+// filesystem mounted on it.
+func checkMountPoint(root *rootdir.Root) error {
+	if err := root.Check(root.Data()); err != nil {
+		return fmt.Errorf("scratch up: %w", err)
+	}
+	m, err := mountAt(root.Data())
+	if err != nil {
+		return fmt.Errorf("scratch up: %w", err)
+	}
+	if m != nil {
+		return fmt.Errorf("scratch up: %s already has %s mounted on it (%s), which pristine did not make; unmount it first",
+			root.Data(), m.fsType, m.source)
+	}
+	ents, err := os.ReadDir(root.Data())
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("scratch up: %w", err)
+	}
+	if len(ents) > 0 {
+		return fmt.Errorf("scratch up: %s holds %d entries (templates or slots made without scratch?); remove them with pristine first, then retry",
+			root.Data(), len(ents))
+	}
+	return nil
+}
+
+// checkFits refuses a size larger than the free space in dir, naming the
+// largest size that fits. The image is sparse, so this is the most it can
+// ever take.
+func checkFits(dir string, size int64) error {
+	var sfs unix.Statfs_t
+	if err := unix.Statfs(dir, &sfs); err != nil {
+		return fmt.Errorf("scratch up: --dir %s: %w", dir, err)
+	}
+	free := int64(sfs.Bavail) * sfs.Bsize
+	if size > free {
+		return fmt.Errorf("scratch up: --size %s does not fit in %s, which has %s free; use --size %s or less, or --dir on a larger filesystem",
+			FormatSize(size), dir, FormatSize(free), floorSize(free))
+	}
+	return nil
+}
+
+// prepareImage removes a leftover image of this root that no loop device
+// uses (its name carries the root's id, so it is pristine's own) and refuses
+// one still in use.
+func prepareImage(image string) error {
+	if _, err := os.Lstat(image); errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	devs, err := loopsOf(image)
+	if err != nil {
+		return fmt.Errorf("scratch up: %w", err)
+	}
+	if len(devs) > 0 {
+		return fmt.Errorf("scratch up: %s is still in use by %s but not recorded in %s; unmount it, then run \"pristine scratch down\"",
+			image, strings.Join(devs, ", "), recordName)
+	}
+	if err := os.Remove(image); err != nil {
+		return fmt.Errorf("scratch up: remove leftover %s: %w", image, err)
+	}
+	return nil
+}
+
+// createImage creates the sparse image file.
+func createImage(image string, size int64) error {
+	f, err := os.OpenFile(image, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return fmt.Errorf("scratch up: create %s: %w", image, err)
+	}
+	if err := f.Truncate(size); err != nil {
+		f.Close()
+		return fmt.Errorf("scratch up: size %s: %w", image, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("scratch up: create %s: %w", image, err)
+	}
+	return nil
+}
+
+// mountData mounts dev at the root's data directory.
+func mountData(root *rootdir.Root, dev, fsType, opts string) error {
+	if err := os.MkdirAll(root.Data(), 0o755); err != nil {
+		return fmt.Errorf("scratch up: %w", err)
+	}
+	if err := unix.Mount(dev, root.Data(), fsType, unix.MS_NOATIME, opts); err != nil {
+		return fmt.Errorf("scratch up: mount %s (%s) at %s: %w", dev, fsType, root.Data(), err)
+	}
+	return nil
+}
+
+// lastLine returns the last non-empty line of a command's output.
+func lastLine(out []byte) string {
+	lines := bytes.Split(bytes.TrimSpace(out), []byte("\n"))
+	return string(lines[len(lines)-1])
+}
