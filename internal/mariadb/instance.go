@@ -185,10 +185,17 @@ func (in *Instance) Open(database string) (*sql.DB, error) {
 
 // SocketDSN builds a go-sql-driver/mysql DSN for a unix socket.
 func SocketDSN(socket, user, password, database string) string {
+	return formatDSN("unix", socket, user, password, database)
+}
+
+// TCPDSN builds a go-sql-driver/mysql DSN for a loopback TCP port.
+func TCPDSN(port int, user, password, database string) string {
+	return formatDSN("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), user, password, database)
+}
+
+func formatDSN(network, addr, user, password, database string) string {
 	c := mysql.NewConfig()
-	c.User, c.Passwd, c.Net, c.Addr, c.DBName = user, password, "unix", socket, database
-	c.MultiStatements = false
-	c.InterpolateParams = true
+	c.User, c.Passwd, c.Net, c.Addr, c.DBName = user, password, network, addr, database
 	return c.FormatDSN()
 }
 

@@ -126,4 +126,3 @@ func TestParseVersion(t *testing.T) {
 		}
 	}
 }
-

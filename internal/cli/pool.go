@@ -1,0 +1,197 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sort"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/pristinedb/pristine/internal/pool"
+	"github.com/pristinedb/pristine/internal/server"
+)
+
+func init() { register(newPoolCmd) }
+
+func newPoolCmd(g *Globals) *cobra.Command {
+	cmd := &cobra.Command{Use: "pool", Short: "bring pools of thin-clone servers up and down"}
+	cmd.AddCommand(newPoolUpCmd(g), newPoolStatusCmd(g), newPoolDownCmd(g))
+	return cmd
+}
+
+// PoolUpFlags are the flags of `pool up`.
+type PoolUpFlags struct {
+	Template   string
+	Size       int
+	BufferPool string
+	Parallel   int
+}
+
+func newPoolUpCmd(g *Globals) *cobra.Command {
+	var f PoolUpFlags
+	cmd := &cobra.Command{
+		Use:   "up --template NAME --size N",
+		Short: "bring up N slots, each a server on its own clone of the template",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			st, err := RunPoolUp(cmd.Context(), g, f)
+			if err != nil {
+				return err
+			}
+			if g.JSON {
+				return printJSON(st)
+			}
+			fmt.Printf("pool %s: %d slots ready in %.2fs (%s backend)\n", st.Template, st.Size, st.Stats.UpSeconds, st.Backend)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&f.Template, "template", "", "template name or hash (required)")
+	cmd.Flags().IntVar(&f.Size, "size", 4, "number of slots")
+	cmd.Flags().StringVar(&f.BufferPool, "buffer-pool", "", "innodb_buffer_pool_size of each slot (default 16M)")
+	cmd.Flags().IntVar(&f.Parallel, "parallel", 0, "slots started at once (default 4 per core)")
+	_ = cmd.MarkFlagRequired("template")
+	return cmd
+}
+
+// RunPoolUp asks the daemon (started if needed) for a pool.
+func RunPoolUp(ctx context.Context, g *Globals, f PoolUpFlags) (*pool.Status, error) {
+	req := server.PoolRequest{Template: f.Template, Size: f.Size, Parallel: f.Parallel}
+	if f.BufferPool != "" {
+		n, err := parseBytes(f.BufferPool)
+		if err != nil {
+			return nil, err
+		}
+		req.BufferPool = n
+	}
+	c, _, err := g.daemon(ctx, true)
+	if err != nil {
+		return nil, err
+	}
+	tty := isTerminal(os.Stderr)
+	start := time.Now()
+	st, err := c.PoolUp(ctx, req, func(ready, total int) {
+		if tty {
+			fmt.Fprintf(os.Stderr, "\rpristine: %d/%d slots ready (%.1fs)", ready, total, time.Since(start).Seconds())
+		}
+	})
+	if tty {
+		fmt.Fprintln(os.Stderr)
+	}
+	return st, err
+}
+
+func newPoolStatusCmd(g *Globals) *cobra.Command {
+	var name string
+	var slots bool
+	cmd := &cobra.Command{
+		Use:   "status",
+		Short: "show the pools that are up, their slots and timings",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, _, err := g.daemon(cmd.Context(), false)
+			if err != nil {
+				return err
+			}
+			var all []pool.Status
+			if name != "" || slots {
+				names := []string{name}
+				if name == "" {
+					ps, err := c.Pools(cmd.Context())
+					if err != nil {
+						return err
+					}
+					names = names[:0]
+					for _, p := range ps {
+						names = append(names, p.Template)
+					}
+				}
+				for _, n := range names {
+					st, err := c.Pool(cmd.Context(), n)
+					if err != nil {
+						return err
+					}
+					all = append(all, *st)
+				}
+			} else if all, err = c.Pools(cmd.Context()); err != nil {
+				return err
+			}
+			if g.JSON {
+				return printJSON(all)
+			}
+			for _, st := range all {
+				printPoolStatus(st)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&name, "template", "", "one pool, with its slots")
+	cmd.Flags().BoolVar(&slots, "slots", false, "list every slot")
+	return cmd
+}
+
+func printPoolStatus(st pool.Status) {
+	states := make([]string, 0, len(st.States))
+	for s, n := range st.States {
+		states = append(states, fmt.Sprintf("%s=%d", s, n))
+	}
+	sort.Strings(states)
+	fmt.Printf("pool %s (%s): %d slots x %d db, %s backend; %v; %d leased\n", st.Template, st.Hash[:12], st.Size, st.DBsPerSlot, st.Backend, states, st.Leased)
+	fmt.Printf("  leases %d (expired %d), replaced %d; lease wait p50 %.2f ms p99 %.2f ms; reset p50 %.0f ms p99 %.0f ms\n",
+		st.Stats.Leases, st.Stats.Expired, st.Stats.Replaced, st.WaitP50MS, st.WaitP99MS, st.ResetP50MS, st.ResetP99MS)
+	for _, s := range st.Slots {
+		line := fmt.Sprintf("  slot %3d  %-9s port %d pid %d", s.Slot, s.State, s.Port, s.PID)
+		if s.Error != "" {
+			line += "  " + s.Error
+		}
+		fmt.Println(line)
+	}
+}
+
+func newPoolDownCmd(g *Globals) *cobra.Command {
+	var name string
+	var all bool
+	cmd := &cobra.Command{
+		Use:   "down [--template NAME | --all]",
+		Short: "stop a pool's servers and remove its clones",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, _, err := g.daemon(cmd.Context(), false)
+			if err != nil {
+				return err
+			}
+			if all {
+				if err := c.Shutdown(cmd.Context()); err != nil {
+					return err
+				}
+				if !g.JSON {
+					fmt.Println("daemon stopping; every pool is going down")
+				}
+				return nil
+			}
+			if name == "" {
+				ps, err := c.Pools(cmd.Context())
+				if err != nil {
+					return err
+				}
+				if len(ps) != 1 {
+					return fmt.Errorf("%w: %d pools are up: name one with --template, or use --all", errUsage, len(ps))
+				}
+				name = ps[0].Template
+			}
+			st, err := c.PoolDown(cmd.Context(), name)
+			if err != nil {
+				return err
+			}
+			if g.JSON {
+				return printJSON(st)
+			}
+			fmt.Printf("pool %s down: %d slots stopped and removed\n", st.Template, st.Size)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&name, "template", "", "the pool to bring down (default: the only one)")
+	cmd.Flags().BoolVar(&all, "all", false, "bring every pool down and stop the daemon")
+	return cmd
+}

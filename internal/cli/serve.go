@@ -1,0 +1,99 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/pristinedb/pristine/internal/client"
+	"github.com/pristinedb/pristine/internal/rootdir"
+	"github.com/pristinedb/pristine/internal/server"
+)
+
+func init() { register(newServeCmd) }
+
+func newServeCmd(g *Globals) *cobra.Command {
+	var idle bool
+	var backend string
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "run the daemon that owns the pools of a root (pool up starts one when none runs)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return RunServe(cmd.Context(), g, backend, idle)
+		},
+	}
+	cmd.Flags().BoolVar(&idle, "exit-when-idle", false, "exit when the last pool goes down")
+	cmd.Flags().StringVar(&backend, "backend", "auto", "copy-on-write backend for new clones: auto, btrfs, reflink or copy")
+	return cmd
+}
+
+// RunServe runs the daemon until ctx ends or it is asked to stop.
+func RunServe(ctx context.Context, g *Globals, backend string, exitWhenIdle bool) error {
+	st, err := g.openStore(ctx, backend)
+	if err != nil {
+		return err
+	}
+	st.Progress = nil
+	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
+	ln, err := server.Listen(st.Root)
+	if err != nil {
+		return err
+	}
+	srv := server.New(st.Root, st, log)
+	srv.ExitWhenIdle = exitWhenIdle
+	return srv.Serve(ctx, ln)
+}
+
+// daemon returns a client of the root's daemon, starting one in the
+// background when start is true and none answers.
+func (g *Globals) daemon(ctx context.Context, start bool) (*client.Client, *rootdir.Root, error) {
+	root, err := g.openRoot()
+	if err != nil {
+		return nil, nil, err
+	}
+	c := client.New(server.SocketPath(root))
+	err = c.Health(ctx)
+	if err == nil || !start || !errors.Is(err, client.ErrNoDaemon) {
+		return c, root, err
+	}
+	if err := spawnDaemon(root); err != nil {
+		return nil, nil, err
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		if err = c.Health(ctx); err == nil {
+			return c, root, nil
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return nil, nil, fmt.Errorf("the daemon did not start within 30s: see %s/serve.log (%v)", root.Path, err)
+}
+
+// spawnDaemon starts `pristine serve --exit-when-idle` detached from this
+// process, logging to serve.log under the root.
+func spawnDaemon(root *rootdir.Root) error {
+	exe, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("start daemon: %w", err)
+	}
+	logf, err := os.OpenFile(root.Path+"/serve.log", os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return fmt.Errorf("start daemon: %w", err)
+	}
+	defer logf.Close()
+	cmd := exec.Command(exe, "serve", "--root", root.Path, "--exit-when-idle")
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("start daemon: %w", err)
+	}
+	return cmd.Process.Release()
+}

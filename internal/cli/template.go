@@ -1,0 +1,202 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/pristinedb/pristine/internal/mariadb"
+	"github.com/pristinedb/pristine/internal/pool"
+	"github.com/pristinedb/pristine/internal/template"
+)
+
+func init() { register(newTemplateCmd) }
+
+// openStore opens the template store of the root, on the named backend.
+func (g *Globals) openStore(ctx context.Context, backend string) (*template.Store, error) {
+	root, err := g.openRoot()
+	if err != nil {
+		return nil, err
+	}
+	st, err := template.NewStore(ctx, root, backend)
+	if err != nil {
+		return nil, err
+	}
+	if !g.JSON || isTerminal(os.Stderr) {
+		st.Progress = func(format string, args ...any) { stderrf("pristine: "+format, args...) }
+	}
+	return st, nil
+}
+
+// inUse reports whether a pool's clones of a template exist under the root.
+func inUse(st *template.Store) func(hash string) bool {
+	return func(hash string) bool {
+		_, err := os.Stat(pool.Dir(st, &template.Meta{Hash: hash}))
+		return err == nil
+	}
+}
+
+func newTemplateCmd(g *Globals) *cobra.Command {
+	cmd := &cobra.Command{Use: "template", Short: "build, list and remove templates (golden data directories)"}
+	cmd.AddCommand(newTemplateBuildCmd(g), newTemplateLsCmd(g), newTemplateRmCmd(g), newTemplateGCCmd(g))
+	return cmd
+}
+
+// BuildFlags are the flags of `template build`.
+type BuildFlags struct {
+	template.BuildOptions
+	Backend string
+	LogSize string
+}
+
+func newTemplateBuildCmd(g *Globals) *cobra.Command {
+	var f BuildFlags
+	cmd := &cobra.Command{
+		Use:   "build NAME [--from-sql PATH] [--init-cmd CMD]",
+		Short: "build a template from SQL (file, .gz, .zst, directory or - for stdin) and/or an init command",
+		Long: `Builds a golden data directory stored under a content hash of its inputs, the init
+command, the server version and the profile. An unchanged template is never rebuilt.
+The init command runs with DATABASE_URL, MYSQL_HOST, MYSQL_PORT, MYSQL_UNIX_PORT,
+MYSQL_USER, MYSQL_PWD and MYSQL_DATABASE set for the template server.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			f.Name = args[0]
+			m, built, err := RunTemplateBuild(cmd.Context(), g, f)
+			if err != nil {
+				return err
+			}
+			if g.JSON {
+				m.Password = ""
+				return printJSON(map[string]any{"template": m, "built": built})
+			}
+			verb := "built"
+			if !built {
+				verb = "up to date"
+			}
+			fmt.Printf("template %s %s: %s (%s, %.1fs to build)\n", m.Name, verb, m.Hash[:12], template.HumanBytes(m.Bytes), m.BuildSeconds)
+			return nil
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.FromSQL, "from-sql", "", "SQL to load: a .sql/.sql.gz/.sql.zst file, a directory of them, or - for stdin")
+	fl.StringVar(&f.InitCmd, "init-cmd", "", "shell command to run against the template server (migrations, seeders)")
+	fl.StringSliceVar(&f.Watch, "watch", nil, "files or directories the init command reads; their content goes into the hash (repeatable)")
+	fl.StringVar(&f.Database, "database", "", "database to load into and hand out (default: the template name)")
+	fl.IntVar(&f.DBsPerSlot, "dbs-per-slot", 1, "copies of the database inside each slot, for hosts short of memory")
+	fl.IntVar(&f.Workers, "workers", 4, "parallel connections for loading")
+	fl.BoolVar(&f.Rebuild, "rebuild", false, "build even if an identical template exists")
+	fl.StringVar(&f.Backend, "backend", "auto", "copy-on-write backend: auto, btrfs, reflink or copy")
+	fl.StringVar(&f.LogSize, "log-file-size", "48M", "innodb_log_file_size of the template and its slots")
+	return cmd
+}
+
+// RunTemplateBuild builds (or finds) a template.
+func RunTemplateBuild(ctx context.Context, g *Globals, f BuildFlags) (*template.Meta, bool, error) {
+	st, err := g.openStore(ctx, f.Backend)
+	if err != nil {
+		return nil, false, err
+	}
+	f.Profile = mariadb.DefaultProfile()
+	if f.LogSize != "" {
+		if f.Profile.LogFileSize, err = parseBytes(f.LogSize); err != nil {
+			return nil, false, err
+		}
+	}
+	return st.Build(ctx, f.BuildOptions)
+}
+
+func newTemplateLsCmd(g *Globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "ls",
+		Short: "list templates",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			st, err := g.openStore(cmd.Context(), "auto")
+			if err != nil {
+				return err
+			}
+			all, err := st.List()
+			if err != nil {
+				return err
+			}
+			if g.JSON {
+				for _, m := range all {
+					m.Password = ""
+				}
+				return printJSON(all)
+			}
+			tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "NAME\tHASH\tSIZE\tDATABASES\tBACKEND\tBUILT\tLAST USED")
+			for _, m := range all {
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\n", m.Name, m.Hash[:12], template.HumanBytes(m.Bytes), len(m.Databases), m.Backend,
+					m.Created.Local().Format(time.DateTime), m.LastUsed.Local().Format(time.DateTime))
+			}
+			return tw.Flush()
+		},
+	}
+}
+
+func newTemplateRmCmd(g *Globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "rm NAME|HASH...",
+		Short: "remove templates",
+		Args:  cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			st, err := g.openStore(cmd.Context(), "auto")
+			if err != nil {
+				return err
+			}
+			for _, ref := range args {
+				m, err := st.Get(ref)
+				if err != nil {
+					return err
+				}
+				if err := st.Remove(m, inUse(st)); err != nil {
+					return err
+				}
+				if !g.JSON {
+					fmt.Printf("removed template %s (%s, %s)\n", m.Name, m.Hash[:12], template.HumanBytes(m.Bytes))
+				}
+			}
+			return nil
+		},
+	}
+}
+
+func newTemplateGCCmd(g *Globals) *cobra.Command {
+	var maxSize string
+	cmd := &cobra.Command{
+		Use:   "gc --max-size SIZE",
+		Short: "remove least recently used templates until the store fits in SIZE",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			limit, err := parseBytes(maxSize)
+			if err != nil {
+				return err
+			}
+			st, err := g.openStore(cmd.Context(), "auto")
+			if err != nil {
+				return err
+			}
+			removed, err := st.GC(limit, inUse(st))
+			if g.JSON {
+				for _, m := range removed {
+					m.Password = ""
+				}
+				_ = printJSON(map[string]any{"removed": removed})
+			} else {
+				for _, m := range removed {
+					fmt.Printf("removed template %s (%s, %s)\n", m.Name, m.Hash[:12], template.HumanBytes(m.Bytes))
+				}
+			}
+			return err
+		},
+	}
+	cmd.Flags().StringVar(&maxSize, "max-size", "", "keep at most this much, e.g. 20G (required)")
+	_ = cmd.MarkFlagRequired("max-size")
+	return cmd
+}

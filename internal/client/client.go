@@ -1,0 +1,167 @@
+// Package client talks to a pristine daemon over its unix socket.
+package client
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+
+	"github.com/pristinedb/pristine/internal/pool"
+	"github.com/pristinedb/pristine/internal/server"
+)
+
+// Client is a connection to one daemon.
+type Client struct {
+	hc     *http.Client
+	socket string
+}
+
+// APIError is an error the daemon answered with.
+type APIError struct {
+	Status  int
+	Message string
+}
+
+func (e *APIError) Error() string { return e.Message }
+
+// ErrNoDaemon means nothing answers on the socket.
+var ErrNoDaemon = errors.New("no pristine daemon is running")
+
+// New returns a client for the daemon listening on socket.
+func New(socket string) *Client {
+	tr := &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, "unix", socket)
+	}}
+	return &Client{hc: &http.Client{Transport: tr}, socket: socket}
+}
+
+func (c *Client) do(ctx context.Context, method, path string, body, out any) error {
+	resp, err := c.send(ctx, method, path, body)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if out == nil {
+		return nil
+	}
+	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+		return fmt.Errorf("%s %s: read answer: %w", method, path, err)
+	}
+	return nil
+}
+
+func (c *Client) send(ctx context.Context, method, path string, body any) (*http.Response, error) {
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return nil, err
+		}
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, "http://pristine"+path, rd)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		var op *net.OpError
+		if errors.As(err, &op) && op.Op == "dial" {
+			return nil, fmt.Errorf("%w on %s: start one with `pristine pool up` or `pristine serve`", ErrNoDaemon, c.socket)
+		}
+		return nil, fmt.Errorf("%s %s: %w", method, path, err)
+	}
+	if resp.StatusCode >= 300 {
+		defer resp.Body.Close()
+		var eb server.ErrorBody
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<16))
+		if json.Unmarshal(b, &eb) != nil || eb.Error == "" {
+			eb.Error = fmt.Sprintf("%s %s: %s: %s", method, path, resp.Status, bytes.TrimSpace(b))
+		}
+		return nil, &APIError{Status: resp.StatusCode, Message: eb.Error}
+	}
+	return resp, nil
+}
+
+// Health checks that the daemon answers.
+func (c *Client) Health(ctx context.Context) error {
+	return c.do(ctx, "GET", "/v1/health", nil, &map[string]any{})
+}
+
+// PoolUp brings up a pool and reports progress until it is ready.
+func (c *Client) PoolUp(ctx context.Context, req server.PoolRequest, progress func(ready, total int)) (*pool.Status, error) {
+	resp, err := c.send(ctx, "POST", "/v1/pools", req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 1<<24)
+	for sc.Scan() {
+		var ev server.PoolEvent
+		if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
+			return nil, fmt.Errorf("pool up: read progress: %w", err)
+		}
+		switch {
+		case ev.Error != "":
+			return nil, &APIError{Status: 500, Message: ev.Error}
+		case ev.Status != nil:
+			return ev.Status, nil
+		case progress != nil:
+			progress(ev.Ready, ev.Total)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("pool up: %w", err)
+	}
+	return nil, errors.New("pool up: the daemon closed the connection before the pool was ready: see serve.log under the root")
+}
+
+// PoolDown stops a pool and removes its clones.
+func (c *Client) PoolDown(ctx context.Context, template string) (*pool.Status, error) {
+	var st pool.Status
+	return &st, c.do(ctx, "DELETE", "/v1/pools/"+url.PathEscape(template), nil, &st)
+}
+
+// Pools lists the pools that are up.
+func (c *Client) Pools(ctx context.Context) ([]pool.Status, error) {
+	var out []pool.Status
+	return out, c.do(ctx, "GET", "/v1/pools", nil, &out)
+}
+
+// Pool reports one pool with its slots.
+func (c *Client) Pool(ctx context.Context, template string) (*pool.Status, error) {
+	var st pool.Status
+	return &st, c.do(ctx, "GET", "/v1/pools/"+url.PathEscape(template), nil, &st)
+}
+
+// Lease acquires a pristine database.
+func (c *Client) Lease(ctx context.Context, req server.LeaseRequest) (*pool.Lease, error) {
+	var l pool.Lease
+	return &l, c.do(ctx, "POST", "/v1/leases", req, &l)
+}
+
+// Release returns a lease; its slot is reset in the background.
+func (c *Client) Release(ctx context.Context, id string) error {
+	return c.do(ctx, "DELETE", "/v1/leases/"+url.PathEscape(id), nil, nil)
+}
+
+// Leases lists the leases held now (without credentials).
+func (c *Client) Leases(ctx context.Context) ([]pool.Lease, error) {
+	var out []pool.Lease
+	return out, c.do(ctx, "GET", "/v1/leases", nil, &out)
+}
+
+// Shutdown asks the daemon to bring every pool down and exit.
+func (c *Client) Shutdown(ctx context.Context) error {
+	return c.do(ctx, "POST", "/v1/shutdown", nil, nil)
+}

@@ -1,0 +1,48 @@
+package pool
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"time"
+
+	"github.com/pristinedb/pristine/internal/mariadb"
+	"github.com/pristinedb/pristine/internal/template"
+)
+
+// Lease is a database handed to one holder until released.
+type Lease struct {
+	ID       string    `json:"id"`
+	Template string    `json:"template"`
+	Slot     int       `json:"slot"`
+	Holder   string    `json:"holder,omitempty"`
+	Host     string    `json:"host"`
+	Port     int       `json:"port"`
+	Socket   string    `json:"socket"`
+	User     string    `json:"user"`
+	Password string    `json:"password"`
+	Database string    `json:"database"`
+	DSN      string    `json:"dsn"` // go-sql-driver/mysql form, over TCP
+	URL      string    `json:"url"` // mysql://user:password@127.0.0.1:port/db
+	Created  time.Time `json:"created"`
+	Expires  time.Time `json:"expires"`
+	// Env is the environment that hands this database to a program.
+	Env []string `json:"env"`
+	gen uint64
+}
+
+func newLeaseID() string {
+	b := make([]byte, 12)
+	if _, err := rand.Read(b); err != nil {
+		panic(err)
+	}
+	return hex.EncodeToString(b)
+}
+
+// fill sets the connection fields of a lease for a slot's unit.
+func (l *Lease) fill(m *template.Meta, s *slot, db string) {
+	l.Host, l.Port, l.Socket = "127.0.0.1", s.port, s.inst.Config.Socket()
+	l.User, l.Password, l.Database = m.User, m.Password, db
+	l.DSN = mariadb.TCPDSN(l.Port, l.User, l.Password, db)
+	l.URL = template.URL(l.Port, l.User, l.Password, db)
+	l.Env = template.ConnEnv(l.Port, l.Socket, l.User, l.Password, db)
+}

@@ -1,0 +1,434 @@
+package pool
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/pristinedb/pristine/internal/cow"
+	"github.com/pristinedb/pristine/internal/mariadb"
+	"github.com/pristinedb/pristine/internal/template"
+)
+
+// Options shapes a pool.
+type Options struct {
+	Size    int             // number of slots (servers)
+	Profile mariadb.Profile // server profile of every slot
+	// Parallel is how many slots are cloned and started at once; default
+	// 4 per core.
+	Parallel int
+	// ResetWorkers is how many slots are reset at once in the background;
+	// default one per core.
+	ResetWorkers int
+	// Progress, when set, is told how many slots are ready during Up.
+	Progress func(ready, total int)
+}
+
+// Errors callers map to messages, exit codes and HTTP statuses.
+var (
+	ErrClosed       = errors.New("pool is shutting down")
+	ErrUnknownLease = errors.New("unknown lease")
+	ErrLeaseTimeout = errors.New("no slot became free in time")
+)
+
+// Pool is a set of slots of one template.
+type Pool struct {
+	Meta    *template.Meta
+	store   *template.Store
+	backend cow.Backend
+	opt     Options
+	dir     string // clones live in dir/NNN/data
+	run     string // sockets and logs live in run/NNN
+
+	mu     sync.Mutex
+	wake   chan struct{} // closed and replaced whenever a unit may have become free
+	slots  []*slot
+	leases map[string]*Lease
+	closed bool
+	resetq chan *slot
+	wg     sync.WaitGroup
+	stats  Stats
+}
+
+// Dir is where a template's pool keeps its clones.
+func Dir(store *template.Store, m *template.Meta) string {
+	return filepath.Join(store.Root.Data(), "pools", m.Hash[:16])
+}
+
+// Up brings up a pool of opt.Size slots of template m and returns when every
+// slot has answered a query. On failure, everything it started is stopped
+// and removed.
+func Up(ctx context.Context, store *template.Store, m *template.Meta, opt Options) (*Pool, error) {
+	if opt.Size < 1 {
+		return nil, fmt.Errorf("pool size %d: need at least 1 slot", opt.Size)
+	}
+	if m.Server != store.Bin.Version {
+		return nil, fmt.Errorf("template %s was built by server %s but %s is installed: build it again (pristine template build %s ...)", m.Name, m.Server, store.Bin.Version, m.Name)
+	}
+	if opt.Profile.LogFileSize == 0 {
+		opt.Profile = mariadb.DefaultProfile()
+	}
+	opt.Profile.LogFileSize = m.LogFileSize
+	if opt.Parallel <= 0 {
+		opt.Parallel = 4 * runtime.NumCPU()
+	}
+	if opt.ResetWorkers <= 0 {
+		opt.ResetWorkers = runtime.NumCPU()
+	}
+	backend, err := store.BackendFor(m)
+	if err != nil {
+		return nil, err
+	}
+	if err := Preflight(store, backend, m, opt); err != nil {
+		return nil, err
+	}
+	p := &Pool{Meta: m, store: store, backend: backend, opt: opt, dir: Dir(store, m),
+		run:  filepath.Join(store.Root.Path, "run", m.Hash[:8]),
+		wake: make(chan struct{}), leases: map[string]*Lease{},
+		resetq: make(chan *slot, opt.Size)}
+	if _, err := os.Stat(p.dir); err == nil {
+		return nil, fmt.Errorf("a pool of template %s already exists at %s: run `pristine pool down --template %s` first", m.Name, p.dir, m.Name)
+	}
+	if err := os.MkdirAll(p.dir, 0o755); err != nil {
+		return nil, fmt.Errorf("pool up: %w", err)
+	}
+	_ = store.Touch(m)
+	for i := 0; i < opt.Size; i++ {
+		s := &slot{idx: i, dir: filepath.Join(p.dir, fmt.Sprintf("%03d", i)), run: filepath.Join(p.run, strconv.Itoa(i))}
+		for _, db := range m.Databases {
+			s.units = append(s.units, unit{db: db})
+		}
+		s.set(Starting)
+		p.slots = append(p.slots, s)
+	}
+	start := time.Now()
+	if err := p.startAll(ctx); err != nil {
+		p.Down(context.Background())
+		return nil, err
+	}
+	p.stats.UpSeconds = time.Since(start).Seconds()
+	for i := 0; i < opt.ResetWorkers; i++ {
+		p.wg.Add(1)
+		go p.resetWorker()
+	}
+	p.wg.Add(1)
+	go p.janitor()
+	return p, nil
+}
+
+// startAll clones and starts every slot, opt.Parallel at a time.
+func (p *Pool) startAll(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	sem := make(chan struct{}, p.opt.Parallel)
+	var (
+		wg    sync.WaitGroup
+		once  sync.Once
+		first error
+		ready int
+		mu    sync.Mutex
+	)
+	for _, s := range p.slots {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func(s *slot) {
+			defer wg.Done()
+			defer func() { <-sem }()
+			if ctx.Err() != nil {
+				return
+			}
+			if err := p.startSlot(ctx, s); err != nil {
+				once.Do(func() { first = err; cancel() })
+				return
+			}
+			mu.Lock()
+			ready++
+			n := ready
+			mu.Unlock()
+			if p.opt.Progress != nil {
+				p.opt.Progress(n, len(p.slots))
+			}
+		}(s)
+	}
+	wg.Wait()
+	if first == nil && ctx.Err() != nil {
+		first = ctx.Err()
+	}
+	return first
+}
+
+// startSlot clones the template for s and starts a server on the clone;
+// s becomes Ready. A port taken by another program is retried on another.
+func (p *Pool) startSlot(ctx context.Context, s *slot) error {
+	data := filepath.Join(s.dir, "data")
+	if err := os.MkdirAll(s.dir, 0o755); err != nil {
+		return fmt.Errorf("slot %d: %w", s.idx, err)
+	}
+	if err := p.backend.Remove(data); err != nil {
+		return fmt.Errorf("slot %d: remove old clone: %w", s.idx, err)
+	}
+	if err := p.backend.Clone(p.store.DataDir(p.Meta.Hash), data); err != nil {
+		return fmt.Errorf("slot %d: clone template: %w", s.idx, err)
+	}
+	var err error
+	for try := 0; try < 3; try++ {
+		var in *mariadb.Instance
+		in, err = mariadb.Start(p.store.Bin, mariadb.Config{Datadir: data, RunDir: s.run, Profile: p.opt.Profile})
+		if err != nil {
+			break
+		}
+		if err = in.WaitReady(ctx); err == nil {
+			p.mu.Lock()
+			s.inst, s.port = in, in.Config.Port
+			s.err = ""
+			for i := range s.units {
+				s.units[i] = unit{db: s.units[i].db}
+			}
+			s.set(Ready)
+			gen := s.gen
+			p.signal()
+			p.mu.Unlock()
+			go p.watch(s, in, gen)
+			return nil
+		}
+		in.Kill()
+		if !errors.Is(err, mariadb.ErrPortInUse) {
+			break
+		}
+	}
+	return fmt.Errorf("slot %d: %w", s.idx, err)
+}
+
+// watch replaces a slot whose server dies while it is ready or leased.
+func (p *Pool) watch(s *slot, in *mariadb.Instance, gen uint64) {
+	<-in.Done()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed || s.inst != in || (s.state != Ready && s.state != Leased) {
+		return
+	}
+	s.err = "server exited: " + in.LogTail(2)
+	for i := range s.units {
+		if l := s.units[i].lease; l != nil {
+			delete(p.leases, l.ID)
+		}
+		s.units[i].lease, s.units[i].spent = nil, true
+	}
+	s.set(Failed)
+	p.stats.Replaced++
+	p.resetq <- s
+}
+
+// signal wakes every waiter; the caller holds p.mu.
+func (p *Pool) signal() {
+	close(p.wake)
+	p.wake = make(chan struct{})
+}
+
+// Lease hands out a pristine database, waiting up to ctx's deadline for one
+// to become free. ttl bounds how long the holder may keep it (0: no limit).
+func (p *Pool) Lease(ctx context.Context, holder string, ttl time.Duration) (*Lease, error) {
+	start := time.Now()
+	for {
+		p.mu.Lock()
+		if p.closed {
+			p.mu.Unlock()
+			return nil, ErrClosed
+		}
+		for _, s := range p.slots {
+			u := s.freeUnit()
+			if u < 0 || !s.inst.Running() {
+				continue // a dead server is replaced by watch
+			}
+			l := &Lease{ID: newLeaseID(), Template: p.Meta.Name, Slot: s.idx, Holder: holder, Created: time.Now().UTC(), gen: s.gen}
+			if ttl > 0 {
+				l.Expires = l.Created.Add(ttl)
+			}
+			l.fill(p.Meta, s, s.units[u].db)
+			s.units[u].lease, s.units[u].spent = l, true
+			if s.state == Ready {
+				s.set(Leased)
+				l.gen = s.gen
+			}
+			p.leases[l.ID] = l
+			p.stats.Leases++
+			p.stats.observeWait(time.Since(start))
+			p.mu.Unlock()
+			return l, nil
+		}
+		wake := p.wake
+		p.mu.Unlock()
+		select {
+		case <-wake:
+		case <-ctx.Done():
+			return nil, fmt.Errorf("%w: all %d slots of %s are leased or resetting after %s: release leases, or bring the pool up with a larger --size", ErrLeaseTimeout, len(p.slots), p.Meta.Name, time.Since(start).Round(time.Millisecond))
+		}
+	}
+}
+
+// Release returns a lease. The slot is reset in the background once none of
+// its databases is on lease and none is fresh.
+func (p *Pool) Release(id string) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	l, ok := p.leases[id]
+	if !ok {
+		return fmt.Errorf("%w %q: it was released already, expired, or belongs to another pool (see `pristine pool status`)", ErrUnknownLease, id)
+	}
+	p.releaseLocked(l)
+	return nil
+}
+
+func (p *Pool) releaseLocked(l *Lease) {
+	delete(p.leases, l.ID)
+	s := p.slots[l.Slot]
+	for i := range s.units {
+		if s.units[i].lease == l {
+			s.units[i].lease = nil
+		}
+	}
+	if !p.closed && s.needsReset() && s.state == Leased {
+		s.set(Resetting)
+		p.resetq <- s
+	}
+}
+
+// Leases lists the leases held now, oldest first.
+func (p *Pool) Leases() []Lease {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := make([]Lease, 0, len(p.leases))
+	for _, l := range p.leases {
+		out = append(out, *l)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Created.Before(out[j].Created) })
+	return out
+}
+
+// HasLease reports whether id is a lease of this pool.
+func (p *Pool) HasLease(id string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	_, ok := p.leases[id]
+	return ok
+}
+
+// resetWorker resets slots from the queue: kill the server, throw the clone
+// away, clone again, start. A failed reset is retried after a pause.
+func (p *Pool) resetWorker() {
+	defer p.wg.Done()
+	for s := range p.resetq {
+		if s == nil {
+			return
+		}
+		p.mu.Lock()
+		if p.closed {
+			p.mu.Unlock()
+			return
+		}
+		in := s.inst
+		if s.state != Failed {
+			s.set(Resetting)
+		}
+		p.mu.Unlock()
+		start := time.Now()
+		if in != nil {
+			in.Kill()
+		}
+		err := p.startSlot(context.Background(), s)
+		p.mu.Lock()
+		if err != nil {
+			s.err = err.Error()
+			s.set(Failed)
+			p.stats.ResetFailures++
+			if !p.closed {
+				go func() { time.Sleep(time.Second); p.requeue(s) }()
+			}
+		} else {
+			p.stats.observeReset(time.Since(start))
+		}
+		p.mu.Unlock()
+	}
+}
+
+func (p *Pool) requeue(s *slot) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.closed {
+		p.resetq <- s
+	}
+}
+
+// janitor reclaims expired leases.
+func (p *Pool) janitor() {
+	defer p.wg.Done()
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for range t.C {
+		p.mu.Lock()
+		if p.closed {
+			p.mu.Unlock()
+			return
+		}
+		now := time.Now()
+		for _, l := range p.leases {
+			if !l.Expires.IsZero() && now.After(l.Expires) {
+				p.releaseLocked(l)
+				p.stats.Expired++
+			}
+		}
+		p.mu.Unlock()
+	}
+}
+
+// Down stops every server of the pool and removes every clone. It is safe
+// to call more than once.
+func (p *Pool) Down(ctx context.Context) error {
+	p.mu.Lock()
+	wasClosed := p.closed
+	p.closed = true
+	p.signal()
+	p.mu.Unlock()
+	if !wasClosed {
+		close(p.resetq)
+	}
+	p.wg.Wait()
+	var wg sync.WaitGroup
+	errs := make([]error, len(p.slots))
+	sem := make(chan struct{}, p.opt.Parallel)
+	for i, s := range p.slots {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func(i int, s *slot) {
+			defer wg.Done()
+			defer func() { <-sem }()
+			p.mu.Lock()
+			in := s.inst
+			p.mu.Unlock()
+			if in != nil {
+				in.Kill()
+			}
+			errs[i] = p.backend.Remove(filepath.Join(s.dir, "data"))
+		}(i, s)
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("pool down: %w", err)
+	}
+	if err := p.store.Root.Check(p.dir); err == nil {
+		if err := os.RemoveAll(p.dir); err != nil {
+			return fmt.Errorf("pool down: %w", err)
+		}
+	}
+	if err := p.store.Root.Check(p.run); err == nil {
+		_ = os.RemoveAll(p.run)
+	}
+	return nil
+}

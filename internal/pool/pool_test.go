@@ -1,0 +1,220 @@
+package pool_test
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/pristinedb/pristine/internal/mariadb"
+	"github.com/pristinedb/pristine/internal/mariadb/mariadbtest"
+	"github.com/pristinedb/pristine/internal/pool"
+	"github.com/pristinedb/pristine/internal/rootdir"
+	"github.com/pristinedb/pristine/internal/template"
+)
+
+const schema = `CREATE TABLE canary (id INT PRIMARY KEY, v VARCHAR(20)) ENGINE=InnoDB;
+INSERT INTO canary VALUES (1, 'pristine'), (2, 'pristine');
+CREATE TABLE child (id INT PRIMARY KEY, c INT, FOREIGN KEY (c) REFERENCES canary (id)) ENGINE=InnoDB;
+INSERT INTO child VALUES (1, 1);
+`
+
+// build makes a root on /dev/shm, a store on the given backend and a
+// template from schema.
+func build(t *testing.T, backend string, k int) (*template.Store, *template.Meta) {
+	t.Helper()
+	mariadbtest.Binary(t)
+	dir, err := os.MkdirTemp("/dev/shm", "pristine-pool-test-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if k := mariadb.KillOrphans(dir); len(k) > 0 {
+			t.Errorf("servers left running: %v", k)
+		}
+		os.RemoveAll(dir)
+	})
+	root, err := rootdir.Open(filepath.Join(dir, "root"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := template.NewStore(context.Background(), root, backend)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := filepath.Join(dir, "s.sql")
+	if err := os.WriteFile(in, []byte(schema), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	m, _, err := st.Build(context.Background(), template.BuildOptions{Name: "app", FromSQL: in, DBsPerSlot: k, Profile: mariadb.DefaultProfile()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st, m
+}
+
+func open(t *testing.T, l *pool.Lease) *sql.DB {
+	t.Helper()
+	db, err := sql.Open("mysql", l.DSN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+func canary(t *testing.T, db *sql.DB) string {
+	t.Helper()
+	var n int
+	var s string
+	if err := db.QueryRow("SELECT COUNT(*), GROUP_CONCAT(v ORDER BY id) FROM canary").Scan(&n, &s); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func lease(t *testing.T, p *pool.Pool) *pool.Lease {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	l, err := p.Lease(ctx, "test", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+func TestLeaseResetRelease(t *testing.T) {
+	st, m := build(t, "auto", 1)
+	p, err := pool.Up(context.Background(), st, m, pool.Options{Size: 2, Profile: mariadb.DefaultProfile()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Down(context.Background())
+
+	a, b := lease(t, p), lease(t, p)
+	if a.Slot == b.Slot || a.Port == b.Port {
+		t.Fatalf("two leases share a slot: %+v %+v", a, b)
+	}
+	dbA := open(t, a)
+	if got := canary(t, dbA); got != "pristine,pristine" {
+		t.Fatalf("fresh slot canary = %q", got)
+	}
+	if _, err := dbA.Exec("UPDATE canary SET v='dirty'"); err != nil {
+		t.Fatal(err)
+	}
+	// No slot is free: a lease waits, then fails with a clear error.
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	_, err = p.Lease(ctx, "test", time.Minute)
+	cancel()
+	if !errors.Is(err, pool.ErrLeaseTimeout) {
+		t.Fatalf("lease from a full pool = %v, want ErrLeaseTimeout", err)
+	}
+	if err := p.Release(a.ID); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Release(a.ID); !errors.Is(err, pool.ErrUnknownLease) {
+		t.Fatalf("second release = %v, want ErrUnknownLease", err)
+	}
+	c := lease(t, p) // waits for the reset of a's slot
+	if c.Slot != a.Slot {
+		t.Fatalf("lease after release got slot %d, want the reset slot %d", c.Slot, a.Slot)
+	}
+	if got := canary(t, open(t, c)); got != "pristine,pristine" {
+		t.Fatalf("slot after reset is not pristine: canary = %q", got)
+	}
+	var fks int
+	if err := open(t, c).QueryRow("SELECT COUNT(*) FROM information_schema.REFERENTIAL_CONSTRAINTS WHERE CONSTRAINT_SCHEMA=DATABASE()").Scan(&fks); err != nil || fks != 1 {
+		t.Fatalf("foreign keys in the clone = %d (%v), want 1", fks, err)
+	}
+	st2 := p.Status(true)
+	if st2.Stats.Leases != 3 || st2.ResetP50MS <= 0 {
+		t.Fatalf("status counters: %+v", st2.Stats)
+	}
+}
+
+func TestDeadSlotIsReplaced(t *testing.T) {
+	st, m := build(t, "auto", 1)
+	p, err := pool.Up(context.Background(), st, m, pool.Options{Size: 1, Profile: mariadb.DefaultProfile()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Down(context.Background())
+	s := p.Status(true).Slots[0]
+	if err := syscall.Kill(s.PID, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 3000 && p.Status(false).Stats.Replaced == 0; i++ {
+		time.Sleep(10 * time.Millisecond)
+	}
+	l := lease(t, p) // waits until the replacement is ready
+	if got := canary(t, open(t, l)); got != "pristine,pristine" {
+		t.Fatalf("replaced slot canary = %q", got)
+	}
+	if st := p.Status(true); st.Stats.Replaced != 1 || st.Slots[0].PID == s.PID {
+		t.Fatalf("slot not replaced: %+v", st)
+	}
+}
+
+func TestDBsPerSlotLeases(t *testing.T) {
+	st, m := build(t, "auto", 2)
+	p, err := pool.Up(context.Background(), st, m, pool.Options{Size: 1, Profile: mariadb.DefaultProfile()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Down(context.Background())
+	a, b := lease(t, p), lease(t, p)
+	if a.Slot != b.Slot || a.Database == b.Database {
+		t.Fatalf("want two databases of one slot: %+v %+v", a, b)
+	}
+	for _, l := range []*pool.Lease{a, b} {
+		db := open(t, l)
+		if got := canary(t, db); got != "pristine,pristine" {
+			t.Fatalf("%s canary = %q", l.Database, got)
+		}
+		var fks int
+		if err := db.QueryRow("SELECT COUNT(*) FROM information_schema.REFERENTIAL_CONSTRAINTS WHERE CONSTRAINT_SCHEMA=DATABASE()").Scan(&fks); err != nil || fks != 1 {
+			t.Fatalf("%s: foreign keys = %d (%v), want 1", l.Database, fks, err)
+		}
+	}
+}
+
+func TestDownLeavesNothing(t *testing.T) {
+	st, m := build(t, "auto", 1)
+	p, err := pool.Up(context.Background(), st, m, pool.Options{Size: 3, Profile: mariadb.DefaultProfile()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pids []int
+	for _, s := range p.Status(true).Slots {
+		pids = append(pids, s.PID)
+	}
+	if err := p.Down(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for _, pid := range pids {
+		if syscall.Kill(pid, 0) == nil {
+			t.Errorf("server %d still running after Down", pid)
+		}
+	}
+	if _, err := os.Stat(pool.Dir(st, m)); !os.IsNotExist(err) {
+		t.Errorf("pool directory left after Down: %v", err)
+	}
+	if _, err := p.Lease(context.Background(), "x", 0); !errors.Is(err, pool.ErrClosed) {
+		t.Errorf("lease after Down = %v, want ErrClosed", err)
+	}
+}
+
+func TestPreflightRefusesWhatDoesNotFit(t *testing.T) {
+	st, m := build(t, "auto", 1)
+	prof := mariadb.DefaultProfile()
+	prof.BufferPool = 64 << 30
+	_, err := pool.Up(context.Background(), st, m, pool.Options{Size: 100, Profile: prof})
+	if !errors.Is(err, pool.ErrNoRoom) {
+		t.Fatalf("a pool needing 6 TB of memory: %v, want ErrNoRoom", err)
+	}
+}

@@ -1,0 +1,100 @@
+// Package pool keeps a pool of slots, each a mariadbd running on its own
+// copy-on-write clone of a template's data directory, and hands them out as
+// leases. A released slot is reset in the background: its clone is thrown
+// away, cloned again from the template and a new server started on it,
+// without touching other slots.
+//
+// A slot moves through an explicit state machine (see docs/architecture.md):
+//
+//	starting -> ready -> leased -> resetting -> starting ...
+//	                 \-> kept (held for debugging until removed)
+//	any state -> failed (the slot is then reset, i.e. replaced)
+//
+// Every transition bumps the slot's generation, so a background worker that
+// finishes late can tell that its slot has moved on.
+package pool
+
+import (
+	"time"
+
+	"github.com/pristinedb/pristine/internal/mariadb"
+)
+
+// State is where a slot is in its life cycle.
+type State string
+
+// The slot states.
+const (
+	Starting  State = "starting"
+	Ready     State = "ready"
+	Leased    State = "leased"
+	Resetting State = "resetting"
+	Kept      State = "kept"
+	Failed    State = "failed"
+)
+
+// slot is one server on one clone. Its fields are guarded by Pool.mu.
+type slot struct {
+	idx   int
+	gen   uint64
+	state State
+	dir   string // clone lives in dir/data
+	run   string // socket, pid file, error log
+	port  int
+	inst  *mariadb.Instance
+	// units are the databases of the slot: one, or K with --dbs-per-slot.
+	units []unit
+	// since is when the slot entered its state, for status and metrics.
+	since time.Time
+	err   string // last failure, for status
+}
+
+// unit is one database of a slot, the thing a lease hands out.
+type unit struct {
+	db    string
+	lease *Lease // nil when not leased
+	spent bool   // handed out since the last reset
+}
+
+func (s *slot) set(st State) {
+	s.state = st
+	s.gen++
+	s.since = time.Now()
+}
+
+// freeUnit returns the index of a fresh, unleased unit, or -1.
+func (s *slot) freeUnit() int {
+	if s.state != Ready && s.state != Leased {
+		return -1
+	}
+	for i := range s.units {
+		if s.units[i].lease == nil && !s.units[i].spent {
+			return i
+		}
+	}
+	return -1
+}
+
+// active counts the units on lease.
+func (s *slot) active() int {
+	n := 0
+	for i := range s.units {
+		if s.units[i].lease != nil {
+			n++
+		}
+	}
+	return n
+}
+
+// needsReset is true when nothing is on lease and nothing fresh is left.
+func (s *slot) needsReset() bool {
+	if s.active() > 0 {
+		return false
+	}
+	for i := range s.units {
+		if !s.units[i].spent {
+			return false
+		}
+	}
+	return true
+}

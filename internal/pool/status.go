@@ -1,0 +1,121 @@
+package pool
+
+import (
+	"sort"
+	"time"
+)
+
+// Stats are the pool's counters and recent timings.
+type Stats struct {
+	UpSeconds     float64 `json:"up_seconds"`
+	Leases        int64   `json:"leases"`
+	Expired       int64   `json:"expired"`
+	Replaced      int64   `json:"replaced"`
+	ResetFailures int64   `json:"reset_failures"`
+	waits         ring
+	resets        ring
+}
+
+// ring keeps the last samples of a duration.
+type ring struct {
+	buf  [1024]time.Duration
+	n    int
+	next int
+}
+
+func (r *ring) add(d time.Duration) {
+	r.buf[r.next] = d
+	r.next = (r.next + 1) % len(r.buf)
+	if r.n < len(r.buf) {
+		r.n++
+	}
+}
+
+// quantiles returns p50, p99 and max of the samples, in milliseconds.
+func (r *ring) quantiles() (p50, p99, maxMS float64) {
+	if r.n == 0 {
+		return 0, 0, 0
+	}
+	s := append([]time.Duration(nil), r.buf[:r.n]...)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+	return ms(s[len(s)/2]), ms(s[(len(s)*99)/100]), ms(s[len(s)-1])
+}
+
+func (s *Stats) observeWait(d time.Duration)  { s.waits.add(d) }
+func (s *Stats) observeReset(d time.Duration) { s.resets.add(d) }
+
+// SlotStatus is one slot as status reports it.
+type SlotStatus struct {
+	Slot   int       `json:"slot"`
+	State  State     `json:"state"`
+	Port   int       `json:"port"`
+	PID    int       `json:"pid,omitempty"`
+	Leases int       `json:"leases"`
+	Since  time.Time `json:"since"`
+	Error  string    `json:"error,omitempty"`
+}
+
+// Status is a snapshot of a pool.
+type Status struct {
+	Template   string        `json:"template"`
+	Hash       string        `json:"hash"`
+	Size       int           `json:"size"`
+	DBsPerSlot int           `json:"dbs_per_slot"`
+	Backend    string        `json:"backend"`
+	States     map[State]int `json:"states"`
+	Leased     int           `json:"leased"`
+	Stats      Stats         `json:"stats"`
+	WaitP50MS  float64       `json:"lease_wait_p50_ms"`
+	WaitP99MS  float64       `json:"lease_wait_p99_ms"`
+	ResetP50MS float64       `json:"reset_p50_ms"`
+	ResetP99MS float64       `json:"reset_p99_ms"`
+	ResetMaxMS float64       `json:"reset_max_ms"`
+	Slots      []SlotStatus  `json:"slots,omitempty"`
+}
+
+// Status reports the pool's slots and counters.
+func (p *Pool) Status(withSlots bool) Status {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	st := Status{Template: p.Meta.Name, Hash: p.Meta.Hash, Size: len(p.slots), DBsPerSlot: len(p.Meta.Databases),
+		Backend: p.backend.Name(), States: map[State]int{}, Leased: len(p.leases), Stats: p.stats}
+	st.WaitP50MS, st.WaitP99MS, _ = p.stats.waits.quantiles()
+	st.ResetP50MS, st.ResetP99MS, st.ResetMaxMS = p.stats.resets.quantiles()
+	for _, s := range p.slots {
+		st.States[s.state]++
+		if withSlots {
+			ss := SlotStatus{Slot: s.idx, State: s.state, Port: s.port, Leases: s.active(), Since: s.since, Error: s.err}
+			if s.inst != nil && s.inst.Running() {
+				ss.PID = s.inst.PID()
+			}
+			st.Slots = append(st.Slots, ss)
+		}
+	}
+	return st
+}
+
+// WaitIdle waits until no slot is starting or resetting, or ctx ends.
+func (p *Pool) WaitIdle(done <-chan struct{}) bool {
+	for {
+		p.mu.Lock()
+		busy := false
+		for _, s := range p.slots {
+			if s.state == Starting || s.state == Resetting || s.state == Failed {
+				busy = true
+				break
+			}
+		}
+		wake := p.wake
+		p.mu.Unlock()
+		if !busy {
+			return true
+		}
+		select {
+		case <-wake:
+		case <-done:
+			return false
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}

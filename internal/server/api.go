@@ -1,0 +1,302 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/pristinedb/pristine/internal/mariadb"
+	"github.com/pristinedb/pristine/internal/pool"
+	"github.com/pristinedb/pristine/internal/template"
+)
+
+// PoolRequest asks for a pool of a template.
+type PoolRequest struct {
+	Template   string `json:"template"`
+	Size       int    `json:"size"`
+	BufferPool int64  `json:"buffer_pool,omitempty"` // bytes; 0 = default profile
+	Parallel   int    `json:"parallel,omitempty"`
+}
+
+// PoolEvent is one line of the NDJSON stream POST /v1/pools answers with:
+// progress lines, then one with Status or Error.
+type PoolEvent struct {
+	Ready  int          `json:"ready,omitempty"`
+	Total  int          `json:"total,omitempty"`
+	Status *pool.Status `json:"status,omitempty"`
+	Error  string       `json:"error,omitempty"`
+}
+
+// LeaseRequest asks for a lease.
+type LeaseRequest struct {
+	Template string  `json:"template,omitempty"` // empty: the only pool
+	Holder   string  `json:"holder,omitempty"`
+	TTL      float64 `json:"ttl_seconds,omitempty"`  // 0: 30 minutes
+	Wait     float64 `json:"wait_seconds,omitempty"` // 0: 60 seconds
+}
+
+// ErrorBody is the body of every error response.
+type ErrorBody struct {
+	Error string `json:"error"`
+}
+
+// Handler returns the API's routes.
+func (s *Server) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /v1/health", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, 200, map[string]any{"ok": true, "pools": s.poolNames()})
+	})
+	mux.HandleFunc("GET /v1/templates", s.listTemplates)
+	mux.HandleFunc("GET /v1/pools", s.listPools)
+	mux.HandleFunc("GET /v1/pools/{template}", s.getPool)
+	mux.HandleFunc("POST /v1/pools", s.poolUp)
+	mux.HandleFunc("DELETE /v1/pools/{template}", s.poolDown)
+	mux.HandleFunc("POST /v1/leases", s.lease)
+	mux.HandleFunc("GET /v1/leases", s.listLeases)
+	mux.HandleFunc("DELETE /v1/leases/{id}", s.release)
+	mux.HandleFunc("POST /v1/shutdown", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, 200, map[string]any{"ok": true})
+		go s.stop()
+	})
+	return mux
+}
+
+// fail writes err with the status code its kind maps to.
+func fail(w http.ResponseWriter, err error) {
+	code := http.StatusInternalServerError
+	switch {
+	case errors.Is(err, errBadRequest):
+		code = http.StatusBadRequest
+	case errors.Is(err, template.ErrNotFound), errors.Is(err, errNoPool), errors.Is(err, pool.ErrUnknownLease):
+		code = http.StatusNotFound
+	case errors.Is(err, errConflict), errors.Is(err, template.ErrInUse):
+		code = http.StatusConflict
+	case errors.Is(err, pool.ErrLeaseTimeout), errors.Is(err, pool.ErrClosed):
+		code = http.StatusServiceUnavailable
+	case errors.Is(err, pool.ErrNoRoom):
+		code = http.StatusInsufficientStorage
+	}
+	writeJSON(w, code, ErrorBody{Error: err.Error()})
+}
+
+var (
+	errBadRequest = errors.New("bad request")
+	errConflict   = errors.New("conflict")
+)
+
+func decode(r *http.Request, v any) error {
+	dec := json.NewDecoder(http.MaxBytesReader(nil, r.Body, 1<<20))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return fmt.Errorf("%w: malformed JSON body: %v", errBadRequest, err)
+	}
+	return nil
+}
+
+func (s *Server) listTemplates(w http.ResponseWriter, r *http.Request) {
+	all, err := s.store.List()
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	for _, m := range all {
+		m.Password = "" // never over the API
+	}
+	writeJSON(w, 200, all)
+}
+
+func (s *Server) listPools(w http.ResponseWriter, r *http.Request) {
+	out := []pool.Status{}
+	for _, n := range s.poolNames() {
+		if p, err := s.pool(n); err == nil {
+			out = append(out, p.Status(false))
+		}
+	}
+	writeJSON(w, 200, out)
+}
+
+func (s *Server) getPool(w http.ResponseWriter, r *http.Request) {
+	p, err := s.pool(r.PathValue("template"))
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	writeJSON(w, 200, p.Status(true))
+}
+
+// poolUp brings a pool up and streams its progress as NDJSON.
+func (s *Server) poolUp(w http.ResponseWriter, r *http.Request) {
+	var req PoolRequest
+	if err := decode(r, &req); err != nil {
+		fail(w, err)
+		return
+	}
+	if req.Size < 1 {
+		fail(w, fmt.Errorf("%w: size must be at least 1", errBadRequest))
+		return
+	}
+	m, err := s.store.Get(req.Template)
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	s.mu.Lock()
+	if _, ok := s.pools[m.Name]; ok {
+		s.mu.Unlock()
+		fail(w, fmt.Errorf("%w: a pool of %s is up already: `pristine pool down --template %s` first", errConflict, m.Name, m.Name))
+		return
+	}
+	s.pools[m.Name] = nil // reserve the name while it comes up
+	s.mu.Unlock()
+
+	w.Header().Set("Content-Type", "application/x-ndjson")
+	w.WriteHeader(http.StatusOK)
+	enc := json.NewEncoder(w)
+	flusher, _ := w.(http.Flusher)
+	var mu sync.Mutex
+	send := func(ev PoolEvent) {
+		mu.Lock()
+		defer mu.Unlock()
+		_ = enc.Encode(ev)
+		if flusher != nil {
+			flusher.Flush()
+		}
+	}
+	prof := mariadb.DefaultProfile()
+	if req.BufferPool > 0 {
+		prof.BufferPool = req.BufferPool
+	}
+	last := time.Now()
+	opt := pool.Options{Size: req.Size, Profile: prof, Parallel: req.Parallel, Progress: func(ready, total int) {
+		if ready == total || time.Since(last) > 200*time.Millisecond {
+			last = time.Now()
+			send(PoolEvent{Ready: ready, Total: total})
+		}
+	}}
+	// The pool outlives the request: a client that goes away does not
+	// cancel it halfway.
+	p, err := pool.Up(context.WithoutCancel(r.Context()), s.store, m, opt)
+	s.mu.Lock()
+	if err != nil {
+		delete(s.pools, m.Name)
+	} else {
+		s.pools[m.Name] = p
+	}
+	s.mu.Unlock()
+	if err != nil {
+		s.log.Error("pool up", "template", m.Name, "err", err)
+		send(PoolEvent{Error: err.Error()})
+		s.stopIfIdle()
+		return
+	}
+	st := p.Status(false)
+	s.log.Info("pool up", "template", m.Name, "size", req.Size, "seconds", st.Stats.UpSeconds)
+	send(PoolEvent{Status: &st})
+}
+
+func (s *Server) poolDown(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("template")
+	p, err := s.pool(name)
+	if err != nil || p == nil {
+		if err == nil {
+			err = fmt.Errorf("%w: the pool of %s is still coming up", errConflict, name)
+		}
+		fail(w, err)
+		return
+	}
+	s.mu.Lock()
+	delete(s.pools, p.Meta.Name)
+	s.mu.Unlock()
+	st := p.Status(false)
+	if err := p.Down(r.Context()); err != nil {
+		fail(w, err)
+		return
+	}
+	s.log.Info("pool down", "template", p.Meta.Name)
+	writeJSON(w, 200, st)
+	s.stopIfIdle()
+}
+
+func (s *Server) stopIfIdle() {
+	if !s.ExitWhenIdle {
+		return
+	}
+	s.mu.Lock()
+	idle := len(s.pools) == 0
+	s.mu.Unlock()
+	if idle {
+		go s.stop()
+	}
+}
+
+func (s *Server) lease(w http.ResponseWriter, r *http.Request) {
+	var req LeaseRequest
+	if err := decode(r, &req); err != nil {
+		fail(w, err)
+		return
+	}
+	p, err := s.pool(req.Template)
+	if err != nil || p == nil {
+		if err == nil {
+			err = fmt.Errorf("%w: the pool of %s is still coming up", pool.ErrLeaseTimeout, req.Template)
+		}
+		fail(w, err)
+		return
+	}
+	ttl := seconds(req.TTL, 30*time.Minute)
+	ctx, cancel := context.WithTimeout(r.Context(), seconds(req.Wait, time.Minute))
+	defer cancel()
+	l, err := p.Lease(ctx, req.Holder, ttl)
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	s.log.Info("lease", "id", l.ID, "template", l.Template, "slot", l.Slot, "holder", l.Holder)
+	writeJSON(w, 200, l)
+}
+
+func seconds(v float64, def time.Duration) time.Duration {
+	if v <= 0 {
+		return def
+	}
+	return time.Duration(v * float64(time.Second))
+}
+
+func (s *Server) listLeases(w http.ResponseWriter, r *http.Request) {
+	out := []pool.Lease{}
+	for _, n := range s.poolNames() {
+		if p, err := s.pool(n); err == nil && p != nil {
+			for _, l := range p.Leases() {
+				l.Password = ""
+				l.DSN, l.URL, l.Env = "", "", nil
+				out = append(out, l)
+			}
+		}
+	}
+	writeJSON(w, 200, out)
+}
+
+func (s *Server) release(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	for _, n := range s.poolNames() {
+		p, err := s.pool(n)
+		if err != nil || p == nil || !p.HasLease(id) {
+			continue
+		}
+		if err := p.Release(id); err != nil {
+			fail(w, err)
+			return
+		}
+		s.log.Info("release", "id", id, "template", n)
+		writeJSON(w, 200, map[string]any{"released": id})
+		return
+	}
+	fail(w, fmt.Errorf("%w %q: it was released already, expired, or never existed (see `pristine pool status`)", pool.ErrUnknownLease, id))
+}
+
+var _ = strconv.Itoa

@@ -1,0 +1,178 @@
+// Package server is pristine's daemon: it owns the pools of a root, keeps
+// their servers running, and answers an HTTP/JSON API on a unix socket under
+// the root. The CLI's pool, lease and release commands are clients of it.
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/pristinedb/pristine/internal/mariadb"
+	"github.com/pristinedb/pristine/internal/pool"
+	"github.com/pristinedb/pristine/internal/rootdir"
+	"github.com/pristinedb/pristine/internal/template"
+)
+
+// SocketPath is where the daemon of a root listens.
+func SocketPath(root *rootdir.Root) string { return filepath.Join(root.Path, "pristine.sock") }
+
+// Server owns the pools of one root.
+type Server struct {
+	root  *rootdir.Root
+	store *template.Store
+	log   *slog.Logger
+	// ExitWhenIdle makes Serve return once the last pool is down (a daemon
+	// started on demand by `pool up`).
+	ExitWhenIdle bool
+
+	mu    sync.Mutex
+	pools map[string]*pool.Pool // by template name
+	quit  chan struct{}
+	once  sync.Once
+}
+
+// New prepares a daemon for root: it kills servers and removes clones that
+// an earlier daemon, killed before it could stop them, left under the root.
+func New(root *rootdir.Root, store *template.Store, log *slog.Logger) *Server {
+	if killed := mariadb.KillOrphans(root.Data()); len(killed) > 0 {
+		log.Warn("killed servers left by an earlier daemon", "pids", killed)
+	}
+	s := &Server{root: root, store: store, log: log, pools: map[string]*pool.Pool{}, quit: make(chan struct{})}
+	s.removeStalePools()
+	return s
+}
+
+// removeStalePools removes clone directories no live pool owns.
+func (s *Server) removeStalePools() {
+	dir := filepath.Join(s.root.Data(), "pools")
+	ents, _ := os.ReadDir(dir)
+	for _, e := range ents {
+		pdir := filepath.Join(dir, e.Name())
+		slots, _ := os.ReadDir(pdir)
+		for _, sl := range slots {
+			data := filepath.Join(pdir, sl.Name(), "data")
+			if err := s.store.Backend.Remove(data); err != nil {
+				s.log.Warn("remove stale clone", "path", data, "err", err)
+			}
+		}
+		if err := s.root.Check(pdir); err == nil {
+			os.RemoveAll(pdir)
+		}
+		s.log.Info("removed stale pool", "path", pdir)
+	}
+	if run := filepath.Join(s.root.Path, "run"); s.root.Check(run) == nil {
+		os.RemoveAll(run)
+	}
+}
+
+// Listen opens the daemon's unix socket, refusing when another daemon
+// answers on it and removing a stale one.
+func Listen(root *rootdir.Root) (net.Listener, error) {
+	path := SocketPath(root)
+	if c, err := net.DialTimeout("unix", path, time.Second); err == nil {
+		c.Close()
+		return nil, fmt.Errorf("a pristine daemon already serves %s: use it, or stop it with `pristine pool down --all`", root.Path)
+	}
+	_ = os.Remove(path)
+	ln, err := net.Listen("unix", path)
+	if err != nil {
+		return nil, fmt.Errorf("listen on unix socket %s: %w", path, err)
+	}
+	_ = os.Chmod(path, 0o600)
+	return ln, nil
+}
+
+// Serve answers the API on ln until ctx ends, a shutdown request comes, or
+// (with ExitWhenIdle) the last pool goes down. Every pool is brought down
+// before it returns.
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	hs := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(ln) }()
+	s.log.Info("serving", "socket", ln.Addr().String(), "backend", s.store.Backend.Name(), "server", s.store.Bin.Version)
+	var err error
+	select {
+	case <-ctx.Done():
+	case <-s.quit:
+	case err = <-errc:
+	}
+	shutCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = hs.Shutdown(shutCtx)
+	s.downAll()
+	if errors.Is(err, http.ErrServerClosed) {
+		err = nil
+	}
+	return err
+}
+
+func (s *Server) stop() { s.once.Do(func() { close(s.quit) }) }
+
+func (s *Server) downAll() {
+	s.mu.Lock()
+	pools := s.pools
+	s.pools = map[string]*pool.Pool{}
+	s.mu.Unlock()
+	var wg sync.WaitGroup
+	for name, p := range pools {
+		wg.Add(1)
+		go func(name string, p *pool.Pool) {
+			defer wg.Done()
+			if err := p.Down(context.Background()); err != nil {
+				s.log.Error("pool down", "template", name, "err", err)
+			}
+		}(name, p)
+	}
+	wg.Wait()
+}
+
+// pool finds a pool by template name; an empty name means the only pool.
+func (s *Server) pool(name string) (*pool.Pool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if name == "" {
+		if len(s.pools) == 1 {
+			for _, p := range s.pools {
+				return p, nil
+			}
+		}
+		if len(s.pools) == 0 {
+			return nil, fmt.Errorf("%w: no pool is up: run `pristine pool up --template NAME --size N`", errNoPool)
+		}
+		return nil, fmt.Errorf("%w: %d pools are up: name one with --template", errNoPool, len(s.pools))
+	}
+	p, ok := s.pools[name]
+	if !ok {
+		return nil, fmt.Errorf("%w: no pool of template %q is up: run `pristine pool up --template %s --size N`", errNoPool, name, name)
+	}
+	return p, nil
+}
+
+var errNoPool = errors.New("no such pool")
+
+func (s *Server) poolNames() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	names := make([]string, 0, len(s.pools))
+	for n := range s.pools {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(v)
+}

@@ -1,0 +1,418 @@
+package template
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"time"
+
+	"github.com/pristinedb/pristine/internal/mariadb"
+	"github.com/pristinedb/pristine/internal/sqlload"
+)
+
+// BuildOptions says what makes a template.
+type BuildOptions struct {
+	Name string
+	// FromSQL is a .sql/.sql.gz/.sql.zst file, a directory of them, or "-"
+	// for stdin; empty for a template made by InitCmd alone.
+	FromSQL string
+	// InitCmd runs in a shell against the template server, with its DSN in
+	// the environment (DATABASE_URL, MYSQL_HOST, ...), after FromSQL loads.
+	InitCmd string
+	// Watch lists files or directories whose content goes into the hash
+	// (migrations and seeders InitCmd reads).
+	Watch []string
+	// Database is the schema loads run in and leases hand out; default: Name.
+	Database string
+	// DBsPerSlot, when above 1, puts that many copies of Database in the
+	// template (Database, Database_2, ...), made with IMPORT TABLESPACE.
+	DBsPerSlot int
+	Profile    mariadb.Profile
+	Workers    int  // parallel load connections
+	Rebuild    bool // build even when a template with the same hash exists
+	// InitOutput receives the init command's output; nil means stderr.
+	InitOutput io.Writer
+}
+
+var nameRe = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`)
+
+// ValidName checks a template name.
+func ValidName(name string) error {
+	if !nameRe.MatchString(name) {
+		return fmt.Errorf("template name %q: use 1-64 letters, digits, '_', '-' or '.', starting with a letter or digit", name)
+	}
+	return nil
+}
+
+func (o *BuildOptions) database() string {
+	if o.Database != "" {
+		return o.Database
+	}
+	return regexp.MustCompile(`[^A-Za-z0-9_]`).ReplaceAllString(o.Name, "_")
+}
+
+// Hash computes the content hash of a build without building it. Input
+// from stdin must have been spooled to a file first.
+func (s *Store) Hash(opt BuildOptions) (string, error) {
+	x := NewHasher()
+	x.Field("name", opt.Name)
+	x.Field("server", s.Bin.Version)
+	x.Field("flavor", string(s.Bin.Flavor))
+	x.Field("profile", opt.Profile.Key())
+	x.Field("database", opt.database())
+	x.Field("dbs-per-slot", strconv.Itoa(max(opt.DBsPerSlot, 1)))
+	x.Field("init-cmd", opt.InitCmd)
+	if opt.FromSQL != "" {
+		if err := x.Path(opt.FromSQL); err != nil {
+			return "", err
+		}
+	}
+	for _, w := range opt.Watch {
+		x.Field("watch", w)
+		if err := x.Path(w); err != nil {
+			return "", err
+		}
+	}
+	return x.Sum(), nil
+}
+
+// Build makes the template opt describes, or returns the one already built
+// from the same inputs (built is then false). A failed build leaves nothing
+// behind: no data directory, no server, no meta.json.
+func (s *Store) Build(ctx context.Context, opt BuildOptions) (m *Meta, built bool, err error) {
+	if err := ValidName(opt.Name); err != nil {
+		return nil, false, err
+	}
+	if opt.FromSQL == "" && opt.InitCmd == "" {
+		return nil, false, errors.New("template build: nothing to build from: pass --from-sql PATH, --init-cmd CMD, or both")
+	}
+	if opt.DBsPerSlot < 1 {
+		opt.DBsPerSlot = 1
+	}
+	if opt.FromSQL == "-" {
+		spooled, cleanup, err := s.spoolStdin()
+		if err != nil {
+			return nil, false, err
+		}
+		defer cleanup()
+		opt.FromSQL = spooled
+	}
+	hash, err := s.Hash(opt)
+	if err != nil {
+		return nil, false, err
+	}
+	if m, err := readMeta(s.Dir(hash)); err == nil && !opt.Rebuild {
+		return m, false, nil
+	}
+	unlock, err := s.lock(hash)
+	if err != nil {
+		return nil, false, err
+	}
+	defer unlock()
+	if m, err := readMeta(s.Dir(hash)); err == nil {
+		if !opt.Rebuild {
+			return m, false, nil // someone else built it while we waited
+		}
+		if err := s.Remove(m, nil); err != nil {
+			return nil, false, err
+		}
+	}
+	start := time.Now()
+	dir := filepath.Join(s.templatesDir(), ".build-"+hash)
+	if err := s.removeDir(dir); err != nil {
+		return nil, false, err
+	}
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		return nil, false, fmt.Errorf("template build: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			if rmErr := s.removeDir(dir); rmErr != nil {
+				err = fmt.Errorf("%w (and cleaning up: %v)", err, rmErr)
+			}
+		}
+	}()
+	m = &Meta{Name: opt.Name, Hash: hash, Server: s.Bin.Version, Flavor: string(s.Bin.Flavor),
+		Backend: s.Backend.Name(), LogFileSize: opt.Profile.LogFileSize, User: "pristine",
+		Password: randomPassword(), InitCmd: opt.InitCmd}
+	if opt.FromSQL != "" {
+		m.Inputs = []string{opt.FromSQL}
+	}
+	if err := s.buildData(ctx, dir, opt, m); err != nil {
+		return nil, false, fmt.Errorf("template build %s: %w", opt.Name, err)
+	}
+	m.Bytes = diskUsage(filepath.Join(dir, "data"))
+	m.Created = time.Now().UTC()
+	m.LastUsed = m.Created
+	m.BuildSeconds = time.Since(start).Seconds()
+	if err := writeMeta(dir, m); err != nil {
+		return nil, false, err
+	}
+	if err := os.Rename(dir, s.Dir(hash)); err != nil {
+		return nil, false, fmt.Errorf("template build %s: publish: %w", opt.Name, err)
+	}
+	s.progress("template %s built in %.1fs (%s, %s on disk)", opt.Name, m.BuildSeconds, hash[:12], HumanBytes(m.Bytes))
+	return m, true, nil
+}
+
+// buildData clones the base data directory into dir/data, starts a server
+// on it, loads the inputs, runs the init command and stops it cleanly.
+func (s *Store) buildData(ctx context.Context, dir string, opt BuildOptions, m *Meta) error {
+	base, err := s.base(ctx, opt.Profile)
+	if err != nil {
+		return err
+	}
+	data := filepath.Join(dir, "data")
+	if err := s.Backend.Clone(base, data); err != nil {
+		return err
+	}
+	runDir := filepath.Join(s.Root.Path, "run", "build-"+m.Hash[:12])
+	defer os.RemoveAll(runDir)
+	in, err := mariadb.Start(s.Bin, mariadb.Config{Datadir: data, RunDir: runDir, Profile: mariadb.BuildProfile(opt.Profile)})
+	if err != nil {
+		return err
+	}
+	defer in.Kill()
+	if err := in.WaitReady(ctx); err != nil {
+		return err
+	}
+	db, err := in.Open("")
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	dbName := opt.database()
+	if err := setupAccount(ctx, db, dbName, m); err != nil {
+		return err
+	}
+	if opt.FromSQL != "" {
+		if err := s.load(ctx, in, opt); err != nil {
+			return err
+		}
+	}
+	if opt.InitCmd != "" {
+		s.progress("running init command")
+		if err := runInitCmd(ctx, in, opt, m); err != nil {
+			return err
+		}
+	}
+	m.Databases = []string{dbName}
+	if opt.DBsPerSlot > 1 {
+		s.progress("making %d copies of %s inside the template", opt.DBsPerSlot-1, dbName)
+		names, err := copySchema(ctx, db, data, dbName, opt.DBsPerSlot)
+		if err != nil {
+			return err
+		}
+		m.Databases = names
+	}
+	// A slow shutdown purges undo logs and merges buffers, so slots start
+	// with no background work and every clone is byte-identical.
+	if _, err := db.ExecContext(ctx, "SET GLOBAL innodb_fast_shutdown=0"); err != nil {
+		return fmt.Errorf("prepare shutdown: %w", err)
+	}
+	db.Close()
+	s.progress("stopping the template server cleanly")
+	return in.Stop(ctx, 10*time.Minute)
+}
+
+func (s *Store) load(ctx context.Context, in *mariadb.Instance, opt BuildOptions) error {
+	srcs, err := sqlload.Sources(opt.FromSQL)
+	if err != nil {
+		return err
+	}
+	s.progress("loading %s", opt.FromSQL)
+	stats, err := sqlload.Load(ctx, in.DSN(""), srcs, sqlload.Options{Database: opt.database(), Workers: opt.Workers})
+	if err != nil {
+		return err
+	}
+	s.progress("loaded %d statements, %s in %.1fs", stats.Statements, HumanBytes(stats.Bytes), stats.Duration.Seconds())
+	return nil
+}
+
+// setupAccount creates the schema and the account leases use.
+func setupAccount(ctx context.Context, db *sql.DB, dbName string, m *Meta) error {
+	for _, q := range []string{
+		"CREATE DATABASE IF NOT EXISTS " + quoteIdent(dbName),
+		"CREATE USER IF NOT EXISTS 'pristine'@'%' IDENTIFIED BY " + quoteString(m.Password),
+		"GRANT ALL PRIVILEGES ON *.* TO 'pristine'@'%' WITH GRANT OPTION",
+	} {
+		if _, err := db.ExecContext(ctx, q); err != nil {
+			return fmt.Errorf("set up template account: %w", err)
+		}
+	}
+	return nil
+}
+
+// spoolStdin copies standard input to a file under the root so it can be
+// hashed and then loaded.
+func (s *Store) spoolStdin() (string, func(), error) {
+	dir := filepath.Join(s.Root.Path, "tmp")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", nil, err
+	}
+	f, err := os.CreateTemp(dir, "stdin-*.sql")
+	if err != nil {
+		return "", nil, fmt.Errorf("spool stdin: %w", err)
+	}
+	cleanup := func() { os.Remove(f.Name()) }
+	if _, err := io.Copy(f, os.Stdin); err != nil {
+		f.Close()
+		cleanup()
+		return "", nil, fmt.Errorf("spool stdin: %w", err)
+	}
+	if err := f.Close(); err != nil {
+		cleanup()
+		return "", nil, err
+	}
+	return f.Name(), cleanup, nil
+}
+
+// base returns an empty data directory initialised for the server and the
+// profile's log size, made once and cloned by every build.
+func (s *Store) base(ctx context.Context, p mariadb.Profile) (string, error) {
+	key := NewHasher()
+	key.Field("server", s.Bin.Version)
+	key.Field("profile", p.Key())
+	dir := filepath.Join(s.Root.Data(), "base", key.Sum()[:16])
+	data := filepath.Join(dir, "data")
+	if _, err := os.Stat(filepath.Join(dir, "ready")); err == nil {
+		return data, nil
+	}
+	unlock, err := s.lock("base-" + key.Sum()[:16])
+	if err != nil {
+		return "", err
+	}
+	defer unlock()
+	if _, err := os.Stat(filepath.Join(dir, "ready")); err == nil {
+		return data, nil
+	}
+	s.progress("initialising an empty %s data directory (once per server version)", s.Bin.Version)
+	if err := s.removeDir(dir); err != nil {
+		return "", err
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", err
+	}
+	if err := s.Backend.MakeDir(data); err != nil {
+		return "", err
+	}
+	if err := s.Bin.InitDatadir(ctx, data); err != nil {
+		_ = s.removeDir(dir)
+		return "", err
+	}
+	// One clean start and stop with the profile sizes the redo log, so that
+	// clones start without resizing it.
+	runDir := filepath.Join(s.Root.Path, "run", "base")
+	defer os.RemoveAll(runDir)
+	in, err := mariadb.Start(s.Bin, mariadb.Config{Datadir: data, RunDir: runDir, Profile: p})
+	if err == nil {
+		if err = in.WaitReady(ctx); err == nil {
+			err = in.Stop(ctx, 2*time.Minute)
+		}
+		in.Kill()
+	}
+	if err != nil {
+		_ = s.removeDir(dir)
+		return "", fmt.Errorf("prepare base data directory: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "ready"), nil, 0o600); err != nil {
+		return "", err
+	}
+	return data, nil
+}
+
+func randomPassword() string {
+	b := make([]byte, 18)
+	if _, err := rand.Read(b); err != nil {
+		panic(err)
+	}
+	return hex.EncodeToString(b)
+}
+
+func quoteIdent(s string) string {
+	out := []byte{'`'}
+	for i := 0; i < len(s); i++ {
+		if s[i] == '`' {
+			out = append(out, '`')
+		}
+		out = append(out, s[i])
+	}
+	return string(append(out, '`'))
+}
+
+func quoteString(s string) string {
+	out := []byte{'\''}
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case '\'', '\\':
+			out = append(out, '\\')
+		}
+		out = append(out, s[i])
+	}
+	return string(append(out, '\''))
+}
+
+// HumanBytes prints a byte count with a binary unit, e.g. "1.5 GiB".
+func HumanBytes(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := int64(unit), 0
+	for x := n / unit; x >= unit; x /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+}
+
+// runInitCmd runs the init command with the template server's DSN in the
+// environment.
+func runInitCmd(ctx context.Context, in *mariadb.Instance, opt BuildOptions, m *Meta) error {
+	cmd := exec.CommandContext(ctx, "/bin/sh", "-c", opt.InitCmd)
+	cmd.Env = append(os.Environ(), ConnEnv(in.Config.Port, in.Config.Socket(), m.User, m.Password, opt.database())...)
+	out := opt.InitOutput
+	if out == nil {
+		out = os.Stderr
+	}
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Run(); err != nil {
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			return fmt.Errorf("init command %q failed with exit status %d: fix it and build again (its output is above)", opt.InitCmd, ee.ExitCode())
+		}
+		return fmt.Errorf("init command %q: %w", opt.InitCmd, err)
+	}
+	return nil
+}
+
+// ConnEnv is the environment that hands a server to a program: DATABASE_URL
+// and the variables the mysql/mariadb clients read.
+func ConnEnv(port int, socket, user, password, database string) []string {
+	return []string{
+		"DATABASE_URL=" + URL(port, user, password, database),
+		"MYSQL_HOST=127.0.0.1",
+		"MYSQL_PORT=" + strconv.Itoa(port),
+		"MYSQL_UNIX_PORT=" + socket,
+		"MYSQL_USER=" + user,
+		"MYSQL_PWD=" + password,
+		"MYSQL_DATABASE=" + database,
+	}
+}
+
+// URL is a mysql:// URL for a loopback server.
+func URL(port int, user, password, database string) string {
+	return fmt.Sprintf("mysql://%s:%s@127.0.0.1:%d/%s", user, password, port, database)
+}
+
+var _ = fs.ErrNotExist

@@ -1,0 +1,83 @@
+// Package template builds and keeps golden data directories: a template is a
+// cleanly stopped MariaDB data directory stored under a content hash of what
+// made it (inputs, init command, server version, profile), so an unchanged
+// template is never rebuilt. Pools clone templates with a cow.Backend.
+package template
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// Meta describes a built template. It is stored as meta.json beside the
+// template's data directory, readable by its owner only (it holds the
+// template account's password).
+type Meta struct {
+	Name     string    `json:"name"`
+	Hash     string    `json:"hash"`
+	Created  time.Time `json:"created"`
+	LastUsed time.Time `json:"last_used"`
+	// Server is the version of the server that built it; a slot must run the same.
+	Server  string `json:"server"`
+	Flavor  string `json:"flavor"`
+	Backend string `json:"backend"`
+	// LogFileSize is innodb_log_file_size of the data directory.
+	LogFileSize int64 `json:"log_file_size"`
+	// Databases are the schemas a lease hands out: one, or K with --dbs-per-slot.
+	Databases []string `json:"databases"`
+	// User and Password name the account leases use (never logged).
+	User     string `json:"user"`
+	Password string `json:"password"`
+	// Bytes is the space the data directory takes on disk.
+	Bytes        int64    `json:"bytes"`
+	BuildSeconds float64  `json:"build_seconds"`
+	Inputs       []string `json:"inputs,omitempty"`
+	InitCmd      string   `json:"init_cmd,omitempty"`
+}
+
+// Database is the first (or only) database of the template.
+func (m *Meta) Database() string {
+	if len(m.Databases) == 0 {
+		return ""
+	}
+	return m.Databases[0]
+}
+
+const metaFile = "meta.json"
+
+func readMeta(dir string) (*Meta, error) {
+	b, err := os.ReadFile(filepath.Join(dir, metaFile))
+	if err != nil {
+		return nil, err
+	}
+	var m Meta
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, fmt.Errorf("read %s: %w", filepath.Join(dir, metaFile), err)
+	}
+	return &m, nil
+}
+
+// writeMeta writes meta.json through a temporary file and a rename, so a
+// reader never sees it half-written.
+func writeMeta(dir string, m *Meta) error {
+	b, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		return err
+	}
+	return writeFileAtomic(filepath.Join(dir, metaFile), b, 0o600)
+}
+
+func writeFileAtomic(path string, b []byte, mode os.FileMode) error {
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, b, mode); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
+}

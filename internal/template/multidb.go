@@ -1,0 +1,203 @@
+package template
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+// ErrNotCopyable is returned (wrapped) when --dbs-per-slot cannot copy a
+// schema faithfully; the message names the objects.
+var ErrNotCopyable = fmt.Errorf("schema cannot be copied inside one server")
+
+var plainName = regexp.MustCompile(`^[A-Za-z0-9_]{1,56}$`)
+
+// copySchema makes k-1 copies of schema db inside the running template
+// server (db_2 ... db_k) with transportable tablespaces: CREATE TABLE from
+// SHOW CREATE TABLE (foreign keys kept), DISCARD, copy the exported .ibd and
+// .cfg files, IMPORT. Objects that name their schema (views, triggers,
+// routines, events) or that IMPORT cannot carry (non-InnoDB and partitioned
+// tables, sequences) make it refuse, naming them.
+func copySchema(ctx context.Context, db *sql.DB, datadir, name string, k int) ([]string, error) {
+	if !plainName.MatchString(name) {
+		return nil, fmt.Errorf("%w: --dbs-per-slot needs a database name of letters, digits and '_' (got %q): pass --database", ErrNotCopyable, name)
+	}
+	if bad, err := uncopyable(ctx, db, name); err != nil {
+		return nil, err
+	} else if len(bad) > 0 {
+		return nil, fmt.Errorf("%w: --dbs-per-slot cannot copy %s; build without --dbs-per-slot (one database per slot copies everything)", ErrNotCopyable, strings.Join(bad, ", "))
+	}
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close()
+	var charset, collation string
+	if err := conn.QueryRowContext(ctx, "SELECT DEFAULT_CHARACTER_SET_NAME, DEFAULT_COLLATION_NAME FROM information_schema.SCHEMATA WHERE SCHEMA_NAME=?", name).Scan(&charset, &collation); err != nil {
+		return nil, fmt.Errorf("read schema %s: %w", name, err)
+	}
+	tables, creates, err := showCreates(ctx, conn, name)
+	if err != nil {
+		return nil, err
+	}
+	names := []string{name}
+	exec := func(q string) error {
+		if _, err := conn.ExecContext(ctx, q); err != nil {
+			return fmt.Errorf("copy schema %s: %s: %w", name, abbrev(q), err)
+		}
+		return nil
+	}
+	if err := exec("SET SESSION foreign_key_checks=0"); err != nil {
+		return nil, err
+	}
+	for i := 2; i <= k; i++ {
+		dst := name + "_" + strconv.Itoa(i)
+		names = append(names, dst)
+		if err := exec(fmt.Sprintf("CREATE DATABASE %s CHARACTER SET %s COLLATE %s", quoteIdent(dst), charset, collation)); err != nil {
+			return nil, err
+		}
+		if err := exec("USE " + quoteIdent(dst)); err != nil {
+			return nil, err
+		}
+		for j, t := range tables {
+			if err := exec(creates[j]); err != nil {
+				return nil, err
+			}
+			if err := exec("ALTER TABLE " + quoteIdent(t) + " DISCARD TABLESPACE"); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if len(tables) > 0 {
+		if err := exportCopy(ctx, db, datadir, name, tables, names[1:]); err != nil {
+			return nil, err
+		}
+		for _, dst := range names[1:] {
+			for _, t := range tables {
+				if err := exec("ALTER TABLE " + quoteIdent(dst) + "." + quoteIdent(t) + " IMPORT TABLESPACE"); err != nil {
+					return nil, err
+				}
+			}
+		}
+	}
+	return names, nil
+}
+
+// exportCopy holds FLUSH TABLES ... FOR EXPORT on the source tables while
+// their .ibd and .cfg files are copied into every destination schema.
+func exportCopy(ctx context.Context, db *sql.DB, datadir, src string, tables, dsts []string) error {
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	q := make([]string, len(tables))
+	for i, t := range tables {
+		q[i] = quoteIdent(src) + "." + quoteIdent(t)
+	}
+	if _, err := conn.ExecContext(ctx, "FLUSH TABLES "+strings.Join(q, ", ")+" FOR EXPORT"); err != nil {
+		return fmt.Errorf("export %s: %w", src, err)
+	}
+	defer conn.ExecContext(context.Background(), "UNLOCK TABLES")
+	files, err := os.ReadDir(filepath.Join(datadir, src))
+	if err != nil {
+		return err
+	}
+	for _, f := range files {
+		if ext := filepath.Ext(f.Name()); ext != ".ibd" && ext != ".cfg" {
+			continue
+		}
+		for _, dst := range dsts {
+			if err := copyFile(filepath.Join(datadir, src, f.Name()), filepath.Join(datadir, dst, f.Name())); err != nil {
+				return fmt.Errorf("copy tablespace %s to %s: %w", f.Name(), dst, err)
+			}
+		}
+	}
+	return nil
+}
+
+func copyFile(src, dst string) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o660)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
+}
+
+func showCreates(ctx context.Context, conn *sql.Conn, schema string) ([]string, []string, error) {
+	rows, err := conn.QueryContext(ctx, "SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA=? AND TABLE_TYPE='BASE TABLE' ORDER BY TABLE_NAME", schema)
+	if err != nil {
+		return nil, nil, err
+	}
+	var tables []string
+	for rows.Next() {
+		var t string
+		if err := rows.Scan(&t); err != nil {
+			rows.Close()
+			return nil, nil, err
+		}
+		tables = append(tables, t)
+	}
+	rows.Close()
+	creates := make([]string, len(tables))
+	for i, t := range tables {
+		var name string
+		if err := conn.QueryRowContext(ctx, "SHOW CREATE TABLE "+quoteIdent(schema)+"."+quoteIdent(t)).Scan(&name, &creates[i]); err != nil {
+			return nil, nil, fmt.Errorf("show create table %s.%s: %w", schema, t, err)
+		}
+	}
+	return tables, creates, nil
+}
+
+// uncopyable lists the objects of a schema that in-server copies cannot
+// carry faithfully.
+func uncopyable(ctx context.Context, db *sql.DB, schema string) ([]string, error) {
+	queries := []struct{ kind, q string }{
+		{"view", "SELECT TABLE_NAME FROM information_schema.VIEWS WHERE TABLE_SCHEMA=?"},
+		{"trigger", "SELECT TRIGGER_NAME FROM information_schema.TRIGGERS WHERE TRIGGER_SCHEMA=?"},
+		{"routine", "SELECT ROUTINE_NAME FROM information_schema.ROUTINES WHERE ROUTINE_SCHEMA=?"},
+		{"event", "SELECT EVENT_NAME FROM information_schema.EVENTS WHERE EVENT_SCHEMA=?"},
+		{"sequence", "SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA=? AND TABLE_TYPE='SEQUENCE'"},
+		{"non-InnoDB table", "SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA=? AND TABLE_TYPE='BASE TABLE' AND ENGINE<>'InnoDB'"},
+		{"partitioned table", "SELECT DISTINCT TABLE_NAME FROM information_schema.PARTITIONS WHERE TABLE_SCHEMA=? AND PARTITION_NAME IS NOT NULL"},
+	}
+	var bad []string
+	for _, x := range queries {
+		rows, err := db.QueryContext(ctx, x.q, schema)
+		if err != nil {
+			return nil, fmt.Errorf("inspect schema %s: %w", schema, err)
+		}
+		for rows.Next() {
+			var n string
+			if err := rows.Scan(&n); err != nil {
+				rows.Close()
+				return nil, err
+			}
+			bad = append(bad, x.kind+" "+quoteIdent(schema)+"."+quoteIdent(n))
+		}
+		rows.Close()
+	}
+	return bad, nil
+}
+
+func abbrev(q string) string {
+	if len(q) > 80 {
+		return q[:77] + "..."
+	}
+	return q
+}
