@@ -127,7 +127,7 @@ func printScratch(g *Globals, info *scratch.Info) error {
 	case info.Stale:
 		fmt.Printf("scratch: recorded (%s) but not mounted; run \"pristine scratch down\" to clean up\n", info.Image)
 	default:
-		fmt.Printf("scratch: not up (%s is on the filesystem below it)\n", info.Mount)
+		fmt.Printf("scratch: not up; %s is a plain directory on the root's filesystem\n", info.Mount)
 	}
 	return nil
 }

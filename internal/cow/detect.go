@@ -49,11 +49,11 @@ func ByName(root *rootdir.Root, name, dir string) (Backend, error) {
 			return nil, err
 		}
 		if fsType != unix.BTRFS_SUPER_MAGIC {
-			return nil, fmt.Errorf("backend btrfs: %s is on %s, not btrfs; use --backend auto, or run \"pristine scratch up\" for a RAM-backed btrfs: %w",
-				dir, fsName(fsType), ErrUnsupported)
+			return nil, tag(ErrUnsupported, "backend btrfs: %s is on %s, not btrfs; use --backend auto, or run \"pristine scratch up\" for a RAM-backed btrfs",
+				dir, fsName(fsType))
 		}
 		if euid != 0 {
-			return nil, fmt.Errorf("backend btrfs: deleting subvolumes needs root; run pristine as root or use --backend reflink: %w", ErrUnsupported)
+			return nil, tag(ErrUnsupported, "backend btrfs: deleting subvolumes needs root; run pristine as root or use --backend reflink")
 		}
 		return NewBtrfs(root), nil
 	case "reflink":
@@ -70,8 +70,8 @@ func ByName(root *rootdir.Root, name, dir string) (Backend, error) {
 			if fsType == unix.XFS_SUPER_MAGIC {
 				what = "xfs made without reflink (mkfs.xfs -m reflink=0)"
 			}
-			return nil, fmt.Errorf("backend reflink: %s is on %s, which cannot reflink; use --backend copy, or run \"pristine scratch up\" for a RAM-backed XFS/btrfs: %w",
-				dir, what, ErrUnsupported)
+			return nil, tag(ErrUnsupported, "backend reflink: %s is on %s, which cannot reflink; use --backend copy, or run \"pristine scratch up\" for a RAM-backed XFS/btrfs",
+				dir, what)
 		}
 		return NewReflink(root), nil
 	}

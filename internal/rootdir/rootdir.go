@@ -73,7 +73,7 @@ func Open(path string) (*Root, error) {
 		return nil, err
 	}
 	if st, err := os.Lstat(real); err == nil && !st.IsDir() {
-		return nil, fmt.Errorf("open root %s: not a directory; pass a directory with --root: %w", real, ErrNotOwned)
+		return nil, tag(ErrNotOwned, "open root %s: not a directory; pass a directory with --root", real)
 	}
 	if err := os.MkdirAll(real, 0o755); err != nil {
 		return nil, fmt.Errorf("open root %s: %w", real, err)
@@ -196,8 +196,12 @@ func refuseSystem(abs string) error {
 		refused = refused || abs == home || strings.HasPrefix(home, abs+"/")
 	}
 	if refused {
-		return fmt.Errorf("open root %s: a system or home directory cannot be pristine's root; pass a dedicated directory such as %s with --root: %w",
-			abs, filepath.Join(abs, "pristine"), ErrNotOwned)
+		suggest := filepath.Join(abs, "pristine")
+		if abs == "/" {
+			suggest = "/var/lib/pristine"
+		}
+		return tag(ErrNotOwned, "open root %s: a system or home directory cannot be pristine's root; pass a dedicated directory such as %s with --root",
+			abs, suggest)
 	}
 	return nil
 }
@@ -210,8 +214,8 @@ func readMarker(dir string) (string, error) {
 	}
 	id := strings.TrimSpace(string(b))
 	if !validID(id) {
-		return "", fmt.Errorf("open root %s: marker %s is damaged (want 32 hex digits); restore it or pick another --root: %w",
-			dir, MarkerName, ErrNotOwned)
+		return "", tag(ErrNotOwned, "open root %s: marker %s is damaged (want 32 hex digits); restore it or pick another --root",
+			dir, MarkerName)
 	}
 	return id, nil
 }
@@ -236,8 +240,8 @@ func claim(dir string) (string, error) {
 		if strings.HasPrefix(e.Name(), MarkerName+".tmp") {
 			continue // another process is claiming it right now
 		}
-		return "", fmt.Errorf("open root %s: directory is not empty and has no %s marker, so pristine does not own it; pass an empty or new directory with --root: %w",
-			dir, MarkerName, ErrNotOwned)
+		return "", tag(ErrNotOwned, "open root %s: directory is not empty and has no %s marker, so pristine does not own it; pass an empty or new directory with --root",
+			dir, MarkerName)
 	}
 	var b [16]byte
 	if _, err := rand.Read(b[:]); err != nil {

@@ -52,7 +52,7 @@ var ErrNeedRoot = errors.New("needs root")
 
 func needRoot(op string) error {
 	if os.Geteuid() != 0 {
-		return fmt.Errorf("scratch %s: mounting a loop filesystem needs root; run it with sudo, or skip scratch and use --backend copy: %w", op, ErrNeedRoot)
+		return tag(ErrNeedRoot, "scratch %s: mounting a loop filesystem needs root; run it with sudo, or skip scratch and use --backend copy", op)
 	}
 	return nil
 }
