@@ -1,0 +1,123 @@
+package sqlload
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/go-sql-driver/mysql"
+)
+
+// A job is one statement on its way to a connection.
+type job struct {
+	text string
+	src  string // source name, for errors
+	line int
+	db   string // the current database when the statement was read
+	size int64  // bytes held in the budget; 0 for session statements
+}
+
+// A StatementError is a statement that failed, with where it came from.
+type StatementError struct {
+	File      string // the source's name
+	Line      int    // the line the statement starts on
+	Statement string // the start of the statement, on one line
+	Err       error  // the server's error
+}
+
+func (e *StatementError) Error() string {
+	return fmt.Sprintf("%s:%d: %v; statement: %s", e.File, e.Line, e.Err, e.Statement)
+}
+
+func (e *StatementError) Unwrap() error { return e.Err }
+
+func stmtError(j job, err error) error {
+	return &StatementError{File: j.src, Line: j.line, Statement: excerpt(j.text), Err: err}
+}
+
+// conn is one session on the server, with the session statements it still
+// has to run before its next statement.
+type conn struct {
+	c       *sql.Conn
+	db      string // the session's default database
+	pending []job
+}
+
+// run runs a statement after the session statements queued before it, in
+// the database that was current when it was read.
+func (c *conn) run(ctx context.Context, j job) error {
+	for _, p := range c.pending {
+		if err := c.exec(ctx, p.text); err != nil {
+			return stmtError(p, err)
+		}
+	}
+	c.pending = c.pending[:0]
+	if j.db != "" && j.db != c.db {
+		if err := c.exec(ctx, "USE "+quoteName(j.db)); err != nil {
+			return stmtError(j, fmt.Errorf("switch to database %s: %w", j.db, err))
+		}
+		c.db = j.db
+	}
+	if err := c.exec(ctx, j.text); err != nil {
+		return stmtError(j, err)
+	}
+	return nil
+}
+
+// exec sends a statement over the text protocol (no arguments, so the
+// driver sends COM_QUERY). An empty query, which is what a statement of
+// comments only amounts to, is not an error.
+func (c *conn) exec(ctx context.Context, text string) error {
+	_, err := c.c.ExecContext(ctx, text)
+	var me *mysql.MySQLError
+	if errors.As(err, &me) && me.Number == 1065 { // ER_EMPTY_QUERY
+		return nil
+	}
+	if err != nil && ctx.Err() != nil {
+		return context.Cause(ctx)
+	}
+	return err
+}
+
+// quoteName quotes an identifier with backticks.
+func quoteName(s string) string {
+	return "`" + strings.ReplaceAll(s, "`", "``") + "`"
+}
+
+// openConn opens a session prepared for loading: no foreign key or unique
+// checks, no binary log when the server keeps one, in database db.
+func openConn(ctx context.Context, db *sql.DB, database string, binlog bool) (*conn, error) {
+	sc, err := db.Conn(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("connect: %w", err)
+	}
+	c := &conn{c: sc}
+	if err := c.exec(ctx, "SET SESSION foreign_key_checks=0, unique_checks=0"); err != nil {
+		sc.Close()
+		return nil, fmt.Errorf("prepare session: %w", err)
+	}
+	if binlog {
+		// Needs a privilege a plain user may lack; logging is then only slower.
+		_ = c.exec(ctx, "SET SESSION sql_log_bin=0")
+	}
+	if database != "" {
+		if err := c.exec(ctx, "USE "+quoteName(database)); err != nil {
+			sc.Close()
+			return nil, fmt.Errorf("use database %s: %w", database, err)
+		}
+		c.db = database
+	}
+	return c, nil
+}
+
+// currentDB asks the server for the session's default database.
+func (c *conn) currentDB(ctx context.Context) (string, error) {
+	var db sql.NullString
+	if err := c.c.QueryRowContext(ctx, "SELECT DATABASE()").Scan(&db); err != nil {
+		return "", fmt.Errorf("read current database: %w", err)
+	}
+	c.db = db.String
+	return db.String, nil
+}
