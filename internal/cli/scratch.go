@@ -112,6 +112,9 @@ func newScratchStatusCmd(g *Globals) *cobra.Command {
 
 // printScratch prints a scratch filesystem's Info as JSON or one line.
 func printScratch(g *Globals, info *scratch.Info) error {
+	if info.Warning != "" {
+		stderrf("pristine: warning: %s", info.Warning)
+	}
 	if g.JSON {
 		return printJSON(info)
 	}

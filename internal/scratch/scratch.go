@@ -45,6 +45,10 @@ type Info struct {
 	Created   time.Time `json:"created,omitzero"`
 	AlreadyUp bool      `json:"already_up,omitempty"` // Up found it up and changed nothing
 	Stale     bool      `json:"stale,omitempty"`      // recorded, but not mounted: Down cleans up
+	// Warning says, in one line with the fix, when the directory holding
+	// the image has less room than the image may still grow by: writes
+	// inside the filesystem then fail with "no space left on device".
+	Warning string `json:"warning,omitempty"`
 }
 
 // ErrNeedRoot is returned (wrapped) by Up and Down when not run as root.
@@ -99,6 +103,14 @@ func Status(root *rootdir.Root) (*Info, error) {
 	var st unix.Stat_t
 	if unix.Stat(rec.Image, &st) == nil {
 		info.Memory = st.Blocks * 512
+	}
+	var dfs unix.Statfs_t
+	if info.Up && unix.Statfs(rec.Dir, &dfs) == nil {
+		free, growth := int64(dfs.Bavail)*dfs.Bsize, rec.Size-info.Memory
+		if free < growth {
+			info.Warning = fmt.Sprintf("%s has %s free but the image may grow by %s more, so writes may fail with \"no space left on device\"; free space in %s, or remove templates and slots you no longer need",
+				rec.Dir, FormatSize(free), FormatSize(growth), rec.Dir)
+		}
 	}
 	return info, nil
 }

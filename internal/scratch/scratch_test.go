@@ -293,3 +293,56 @@ func TestUnescape(t *testing.T) {
 		}
 	}
 }
+
+// TestFullImageDir fills the directory that holds the image while the
+// scratch filesystem is up: Status warns with the fix, a write inside fails
+// with ENOSPC, and Down still removes everything.
+func TestFullImageDir(t *testing.T) {
+	needRootAnd(t, "mkfs.xfs")
+	ctx := context.Background()
+	root := newRoot(t)
+	dir := tmpfsDir(t, 400)
+	info, err := Up(ctx, root, Options{Size: 390 << 20, FS: "xfs", Dir: dir})
+	if err != nil {
+		t.Fatalf("Up: %v", err)
+	}
+	t.Cleanup(func() { Down(ctx, root) })
+	filler, err := os.Create(filepath.Join(dir, "filler"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	chunk := make([]byte, 1<<20)
+	for range 340 {
+		if _, err := filler.Write(chunk); err != nil {
+			break
+		}
+	}
+	filler.Close()
+	st, err := Status(root)
+	if err != nil || !strings.Contains(st.Warning, "writes may fail") || !strings.Contains(st.Warning, "free space in "+dir) {
+		t.Errorf("Status with a full image dir: warning %q, %v; want the cause and the fix", st.Warning, err)
+	}
+	f, err := os.Create(filepath.Join(root.Data(), "big"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range chunk {
+		chunk[i] = byte(i * 31)
+	}
+	for range 200 {
+		if _, err = f.Write(chunk); err != nil {
+			break
+		}
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	f.Close()
+	if !errors.Is(err, unix.ENOSPC) && !errors.Is(err, unix.EIO) {
+		t.Errorf("writing 200M into the scratch filesystem with 60M left under it: %v; want ENOSPC or EIO", err)
+	}
+	if err := Down(ctx, root); err != nil {
+		t.Fatalf("Down: %v", err)
+	}
+	assertGone(t, root, info.Image)
+}

@@ -25,9 +25,11 @@ func mkfsCommand(fsType, image string) (argv []string, pkg, opts string) {
 		// deleted slots give their RAM back.
 		return []string{"mkfs.xfs", "-q", "-m", "reflink=1", "-L", "pristine", image}, "xfsprogs", "discard"
 	default:
-		// Single metadata copy: a second one in RAM buys nothing. btrfs
-		// discards asynchronously by default on a loop device.
-		return []string{"mkfs.btrfs", "-q", "-m", "single", "-d", "single", "-L", "pristine", image}, "btrfs-progs", ""
+		// A single metadata copy: a second one in RAM buys nothing. No data
+		// checksums: they guard against disks, not RAM, and writing 1.5 GB
+		// took 9.5 s with them against 2.9 s without on a 2-core machine
+		// (reflinks and snapshots work the same either way).
+		return []string{"mkfs.btrfs", "-q", "-m", "single", "-d", "single", "-L", "pristine", image}, "btrfs-progs", "nodatasum"
 	}
 }
 
