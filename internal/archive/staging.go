@@ -3,8 +3,11 @@ package archive
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+
+	"golang.org/x/sys/unix"
 )
 
 // Staging is a temporary directory beside a target directory. A tree is
@@ -53,7 +56,8 @@ func (s *Staging) Commit(sync bool) error {
 			return fmt.Errorf("syncfs %s: %w%s", s.dir, err, diskHint(err))
 		}
 	}
-	if err := os.Rename(s.dir, s.target); err != nil {
+	// unix.Rename, unlike os.Rename, replaces an empty target directory.
+	if err := unix.Rename(s.dir, s.target); err != nil {
 		return fmt.Errorf("move finished tree into place: %w", err)
 	}
 	return nil
@@ -68,5 +72,9 @@ func readNames(dir string) ([]string, error) {
 		return nil, err
 	}
 	defer d.Close()
-	return d.Readdirnames(1)
+	names, err := d.Readdirnames(1)
+	if err == io.EOF {
+		return nil, nil
+	}
+	return names, err
 }

@@ -1,0 +1,377 @@
+package archive
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// testExtent keeps test archives small while still crossing extents.
+const testExtent = 64 << 10
+
+// makeTree builds a directory with every kind of thing the format carries.
+func makeTree(t testing.TB, dir string) {
+	t.Helper()
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(os.MkdirAll(filepath.Join(dir, "db", "sub"), 0o750))
+	must(os.WriteFile(filepath.Join(dir, "empty"), nil, 0o600))
+	for i := range 150 {
+		must(os.WriteFile(filepath.Join(dir, "db", "small"+string(rune('a'+i%26))+strings.Repeat("x", i/26)), bytes.Repeat([]byte{byte(i)}, i*7), 0o640))
+	}
+	big := make([]byte, 5*testExtent+1234)
+	for i := range big {
+		big[i] = byte(i*31 + i>>9)
+	}
+	must(os.WriteFile(filepath.Join(dir, "db", "sub", "big.ibd"), big, 0o660))
+	// A sparse file: data at 0 and in the middle, a hole at the end.
+	f, err := os.Create(filepath.Join(dir, "db", "sparse.ibd"))
+	must(err)
+	must(f.Truncate(4 << 20))
+	_, err = f.WriteAt(bytes.Repeat([]byte("page"), 4096), 0)
+	must(err)
+	_, err = f.WriteAt(bytes.Repeat([]byte("mid!"), 2048), 2<<20)
+	must(err)
+	must(f.Close())
+	must(os.WriteFile(filepath.Join(dir, "run.sh"), []byte("#!/bin/sh\n"), 0o755))
+	must(os.Chmod(filepath.Join(dir, "db", "sub"), 0o2750))
+	must(os.Symlink("sub/big.ibd", filepath.Join(dir, "db", "link")))
+	must(os.Symlink("../empty", filepath.Join(dir, "db", "uplink")))
+	old := time.Date(2020, 1, 2, 3, 4, 5, 6, time.UTC)
+	must(os.Chtimes(filepath.Join(dir, "run.sh"), old, old))
+}
+
+// sameTree fails the test unless b has the same entries, modes, contents,
+// symlink targets and file mtimes as a.
+func sameTree(t *testing.T, a, b string) {
+	t.Helper()
+	seen := 0
+	err := filepath.WalkDir(a, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(a, p)
+		q := filepath.Join(b, rel)
+		ai, err := os.Lstat(p)
+		if err != nil {
+			return err
+		}
+		bi, err := os.Lstat(q)
+		if err != nil {
+			t.Errorf("%s: missing from the copy: %v", rel, err)
+			return nil
+		}
+		seen++
+		if ai.Mode() != bi.Mode() {
+			t.Errorf("%s: mode %v, copy has %v", rel, ai.Mode(), bi.Mode())
+		}
+		switch {
+		case ai.Mode().IsRegular():
+			x, _ := os.ReadFile(p)
+			y, _ := os.ReadFile(q)
+			if !bytes.Equal(x, y) {
+				t.Errorf("%s: contents differ (%d vs %d bytes)", rel, len(x), len(y))
+			}
+			if !ai.ModTime().Equal(bi.ModTime()) {
+				t.Errorf("%s: mtime %v, copy has %v", rel, ai.ModTime(), bi.ModTime())
+			}
+		case ai.Mode()&fs.ModeSymlink != 0:
+			x, _ := os.Readlink(p)
+			y, _ := os.Readlink(q)
+			if x != y {
+				t.Errorf("%s: symlink %q, copy has %q", rel, x, y)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	filepath.WalkDir(b, func(string, fs.DirEntry, error) error { n++; return nil })
+	if n != seen {
+		t.Errorf("copy has %d entries, original %d", n, seen)
+	}
+}
+
+func packBytes(t testing.TB, dir string, opts PackOptions) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	if opts.ExtentSize == 0 {
+		opts.ExtentSize = testExtent
+	}
+	if _, err := Pack(context.Background(), dir, &buf, opts); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+// noLeftovers fails if anything but want is in dir (no temp directories).
+func noLeftovers(t *testing.T, dir string, want ...string) {
+	t.Helper()
+	names, _ := os.ReadDir(dir)
+	for _, n := range names {
+		ok := false
+		for _, w := range want {
+			ok = ok || n.Name() == w
+		}
+		if !ok {
+			t.Errorf("left behind in %s: %s", dir, n.Name())
+		}
+	}
+}
+
+func TestRoundTrip(t *testing.T) {
+	src := t.TempDir()
+	makeTree(t, src)
+	tests := []struct {
+		name     string
+		compress bool
+		how      string // "stream", "file", "pipe"
+		opts     UnpackOptions
+	}{
+		{name: "stream", how: "stream"},
+		{name: "stream compressed", how: "stream", compress: true},
+		{name: "file copy_file_range", how: "file"},
+		{name: "file pwrite", how: "file", opts: UnpackOptions{NoCopyRange: true, Threads: 3}},
+		{name: "file compressed", how: "file", compress: true},
+		{name: "file verify all", how: "file", opts: UnpackOptions{Verify: VerifyAll}},
+		{name: "pipe", how: "pipe"},
+		{name: "pipe splice", how: "pipe", opts: UnpackOptions{Verify: VerifyHeaders}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			work := t.TempDir()
+			out := filepath.Join(work, "out")
+			var st Stats
+			var err error
+			switch tc.how {
+			case "stream":
+				data := packBytes(t, src, PackOptions{Compress: tc.compress})
+				st, err = Unpack(ctx, bytes.NewReader(data), out, tc.opts)
+			case "file":
+				f, ferr := os.Create(filepath.Join(work, "a.prsa"))
+				if ferr != nil {
+					t.Fatal(ferr)
+				}
+				defer f.Close()
+				if _, err := Pack(ctx, src, f, PackOptions{Compress: tc.compress, ExtentSize: testExtent}); err != nil {
+					t.Fatal(err)
+				}
+				st, err = UnpackFile(ctx, f, out, tc.opts)
+			case "pipe":
+				pr, pw, perr := os.Pipe()
+				if perr != nil {
+					t.Fatal(perr)
+				}
+				packErr := make(chan error, 1)
+				go func() {
+					_, err := Pack(ctx, src, pw, PackOptions{ExtentSize: testExtent})
+					pw.Close()
+					packErr <- err
+				}()
+				st, err = Unpack(ctx, pr, out, tc.opts)
+				pr.Close()
+				if perr := <-packErr; perr != nil {
+					t.Fatal(perr)
+				}
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			sameTree(t, src, out)
+			noLeftovers(t, work, "out", "a.prsa")
+			if st.Files != 154 || st.Symlinks != 2 {
+				t.Errorf("stats: %d files, %d symlinks; want 154, 2", st.Files, st.Symlinks)
+			}
+			if tc.opts.Verify == VerifyHeaders && st.Spliced == 0 {
+				t.Errorf("splice rung not used: %+v", st)
+			}
+			// The hole of the sparse file stays a hole.
+			var s syscall.Stat_t
+			if err := syscall.Stat(filepath.Join(out, "db", "sparse.ibd"), &s); err != nil {
+				t.Fatal(err)
+			}
+			if s.Blocks*512 >= 1<<20 {
+				t.Errorf("sparse file has %d bytes allocated, want its holes kept", s.Blocks*512)
+			}
+		})
+	}
+}
+
+func TestPackSkipsHoles(t *testing.T) {
+	src := t.TempDir()
+	makeTree(t, src)
+	data := packBytes(t, src, PackOptions{})
+	// 4 MiB sparse file with 24 KiB of data: the archive must not carry the holes.
+	if len(data) > 2<<20 {
+		t.Fatalf("archive is %d bytes; holes were sent", len(data))
+	}
+}
+
+func TestTargetMustBeNewOrEmpty(t *testing.T) {
+	src := t.TempDir()
+	makeTree(t, src)
+	data := packBytes(t, src, PackOptions{})
+	work := t.TempDir()
+	out := filepath.Join(work, "out")
+	os.MkdirAll(out, 0o755)
+	os.WriteFile(filepath.Join(out, "keep"), []byte("x"), 0o644)
+	_, err := Unpack(context.Background(), bytes.NewReader(data), out, UnpackOptions{})
+	if err == nil || !strings.Contains(err.Error(), "not empty") {
+		t.Fatalf("unpack into a non-empty directory: %v", err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(out, "keep")); string(b) != "x" {
+		t.Fatal("existing file was touched")
+	}
+	// An empty directory is replaced.
+	empty := filepath.Join(work, "empty")
+	os.Mkdir(empty, 0o755)
+	if _, err := Unpack(context.Background(), bytes.NewReader(data), empty, UnpackOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	sameTree(t, src, empty)
+}
+
+func TestCorruptionIsDetected(t *testing.T) {
+	src := t.TempDir()
+	os.MkdirAll(filepath.Join(src, "d"), 0o755)
+	os.WriteFile(filepath.Join(src, "d", "f1"), bytes.Repeat([]byte("abcdefgh"), 9000), 0o644)
+	os.WriteFile(filepath.Join(src, "f2"), []byte("tiny"), 0o644)
+	data := packBytes(t, src, PackOptions{})
+	covered := coveredRanges(t, data)
+	for _, fileMode := range []bool{false, true} {
+		for i := 0; i < len(data); i++ {
+			if !covered[i] || (i%251 != 0 && !isHeader(data, i)) {
+				continue // padding is not covered by checksums; sample payloads
+			}
+			bad := bytes.Clone(data)
+			bad[i] ^= 1 << (i % 8)
+			checkRefused(t, bad, fileMode, "flip at "+strconv.Itoa(i))
+		}
+	}
+	for _, fileMode := range []bool{false, true} {
+		for cut := 0; cut < len(data); cut += 1 + cut/4 {
+			checkRefused(t, data[:cut], fileMode, "cut at "+strconv.Itoa(cut))
+		}
+	}
+}
+
+// checkRefused unpacks bad bytes and wants ErrCorrupt and no target.
+func checkRefused(t *testing.T, bad []byte, fileMode bool, what string) {
+	t.Helper()
+	work := t.TempDir()
+	out := filepath.Join(work, "out")
+	var err error
+	if fileMode {
+		p := filepath.Join(work, "a")
+		os.WriteFile(p, bad, 0o644)
+		f, _ := os.Open(p)
+		_, err = UnpackFile(context.Background(), f, out, UnpackOptions{})
+		f.Close()
+	} else {
+		_, err = Unpack(context.Background(), bytes.NewReader(bad), out, UnpackOptions{})
+	}
+	if err == nil {
+		t.Fatalf("%s (file=%v): unpack succeeded", what, fileMode)
+	}
+	if !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("%s (file=%v): error does not report corruption: %v", what, fileMode, err)
+	}
+	if !strings.Contains(err.Error(), "offset") {
+		t.Fatalf("%s: error does not name the offset: %v", what, err)
+	}
+	if _, serr := os.Stat(out); serr == nil {
+		t.Fatalf("%s: target exists after a failed unpack", what)
+	}
+	noLeftovers(t, work, "a")
+}
+
+// isHeader reports whether byte i lies in a record header.
+func isHeader(data []byte, i int) bool {
+	for pos := uint64(0); pos < uint64(len(data)); {
+		h, _ := decodeHeader(data[pos:], pos)
+		if uint64(i) < pos+HeaderSize {
+			return uint64(i) >= pos
+		}
+		pos = h.next()
+	}
+	return false
+}
+
+// coveredRanges marks the bytes that headers and payloads occupy.
+func coveredRanges(t *testing.T, data []byte) []bool {
+	c := make([]bool, len(data))
+	for pos := uint64(0); pos < uint64(len(data)); {
+		h, err := decodeHeader(data[pos:], pos)
+		if err != nil {
+			t.Fatalf("walk archive: %v", err)
+		}
+		for i := pos; i < pos+HeaderSize; i++ {
+			c[i] = true
+		}
+		for i := h.payloadPos(); i < h.next(); i++ {
+			c[i] = true
+		}
+		pos = h.next()
+	}
+	return c
+}
+
+func TestCorruptErrorNamesFile(t *testing.T) {
+	src := t.TempDir()
+	os.WriteFile(filepath.Join(src, "victim.ibd"), bytes.Repeat([]byte("v"), 3*Align), 0o644)
+	data := packBytes(t, src, PackOptions{})
+	i := bytes.Index(data, []byte("vvvv"))
+	data[i+100] ^= 0xff
+	_, err := Unpack(context.Background(), bytes.NewReader(data), filepath.Join(t.TempDir(), "o"), UnpackOptions{})
+	var ce *CorruptError
+	if !errors.As(err, &ce) || ce.Path != "victim.ibd" {
+		t.Fatalf("want a CorruptError naming victim.ibd, got %v", err)
+	}
+}
+
+func TestFullDisk(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("mounting a small tmpfs needs root")
+	}
+	src := t.TempDir()
+	os.WriteFile(filepath.Join(src, "big"), bytes.Repeat([]byte("z"), 4<<20), 0o644)
+	data := packBytes(t, src, PackOptions{})
+	mnt := t.TempDir()
+	if err := syscall.Mount("tmpfs", mnt, "tmpfs", 0, "size=1m"); err != nil {
+		t.Skipf("mount tmpfs: %v", err)
+	}
+	t.Cleanup(func() { syscall.Unmount(mnt, 0) })
+	_, err := Unpack(context.Background(), bytes.NewReader(data), filepath.Join(mnt, "out"), UnpackOptions{})
+	if err == nil || !strings.Contains(err.Error(), "filesystem is full") {
+		t.Fatalf("want a full-disk error with a hint, got %v", err)
+	}
+	noLeftovers(t, mnt)
+}
+
+func TestStreamFromReaderOnly(t *testing.T) {
+	// A reader that is neither a file nor a pipe, delivering odd sizes.
+	src := t.TempDir()
+	makeTree(t, src)
+	data := packBytes(t, src, PackOptions{Compress: true})
+	out := filepath.Join(t.TempDir(), "o")
+	if _, err := Unpack(context.Background(), io.MultiReader(bytes.NewReader(data[:1000]), bytes.NewReader(data[1000:])), out, UnpackOptions{Threads: 1}); err != nil {
+		t.Fatal(err)
+	}
+	sameTree(t, src, out)
+}
