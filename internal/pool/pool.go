@@ -123,17 +123,40 @@ func Up(ctx context.Context, store *template.Store, m *template.Meta, opt Option
 	return p, nil
 }
 
-// startAll clones and starts every slot, opt.Parallel at a time.
+// startAll clones every slot, then starts every server, opt.Parallel at a
+// time. Cloning first keeps btrfs snapshots cheap: a snapshot commits the
+// filesystem's transaction, which is quick only while no server is writing.
 func (p *Pool) startAll(ctx context.Context) error {
+	if err := p.parallel(ctx, p.opt.Parallel, p.cloneSlot); err != nil {
+		return err
+	}
+	var mu sync.Mutex
+	ready := 0
+	return p.parallel(ctx, p.opt.Parallel, func(ctx context.Context, s *slot) error {
+		if err := p.bootSlot(ctx, s); err != nil {
+			return err
+		}
+		mu.Lock()
+		ready++
+		n := ready
+		mu.Unlock()
+		if p.opt.Progress != nil {
+			p.opt.Progress(n, len(p.slots))
+		}
+		return nil
+	})
+}
+
+// parallel runs f on every slot, n at a time, and returns the first error
+// (which cancels the rest).
+func (p *Pool) parallel(ctx context.Context, n int, f func(context.Context, *slot) error) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	sem := make(chan struct{}, p.opt.Parallel)
+	sem := make(chan struct{}, n)
 	var (
 		wg    sync.WaitGroup
 		once  sync.Once
 		first error
-		ready int
-		mu    sync.Mutex
 	)
 	for _, s := range p.slots {
 		wg.Add(1)
@@ -144,29 +167,29 @@ func (p *Pool) startAll(ctx context.Context) error {
 			if ctx.Err() != nil {
 				return
 			}
-			if err := p.startSlot(ctx, s); err != nil {
+			if err := f(ctx, s); err != nil {
 				once.Do(func() { first = err; cancel() })
-				return
-			}
-			mu.Lock()
-			ready++
-			n := ready
-			mu.Unlock()
-			if p.opt.Progress != nil {
-				p.opt.Progress(n, len(p.slots))
 			}
 		}(s)
 	}
 	wg.Wait()
-	if first == nil && ctx.Err() != nil {
+	if first == nil {
 		first = ctx.Err()
 	}
 	return first
 }
 
-// startSlot clones the template for s and starts a server on the clone;
-// s becomes Ready. A port taken by another program is retried on another.
+// startSlot clones the template for s and starts a server on the clone.
 func (p *Pool) startSlot(ctx context.Context, s *slot) error {
+	if err := p.cloneSlot(ctx, s); err != nil {
+		return err
+	}
+	return p.bootSlot(ctx, s)
+}
+
+// cloneSlot throws away the slot's old clone, if any, and clones the
+// template afresh.
+func (p *Pool) cloneSlot(_ context.Context, s *slot) error {
 	data := filepath.Join(s.dir, "data")
 	if err := os.MkdirAll(s.dir, 0o755); err != nil {
 		return fmt.Errorf("slot %d: %w", s.idx, err)
@@ -177,6 +200,13 @@ func (p *Pool) startSlot(ctx context.Context, s *slot) error {
 	if err := p.backend.Clone(p.store.DataDir(p.Meta.Hash), data); err != nil {
 		return fmt.Errorf("slot %d: clone template: %w", s.idx, err)
 	}
+	return nil
+}
+
+// bootSlot starts a server on the slot's clone and waits until it answers;
+// s becomes Ready. A port taken by another program is retried on another.
+func (p *Pool) bootSlot(ctx context.Context, s *slot) error {
+	data := filepath.Join(s.dir, "data")
 	var err error
 	for try := 0; try < 3; try++ {
 		var in *mariadb.Instance
