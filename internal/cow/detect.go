@@ -11,7 +11,7 @@ import (
 )
 
 // Detect returns the best backend for the filesystem holding dir, a
-// directory inside root: btrfs when dir is on btrfs and pristine runs as
+// directory inside root that is created when missing: btrfs when dir is on btrfs and pristine runs as
 // root, else reflink when a probe clone in dir succeeds, else copy.
 func Detect(root *rootdir.Root, dir string) (Backend, error) {
 	fsType, err := fsTypeOf(root, dir)
@@ -78,8 +78,8 @@ func ByName(root *rootdir.Root, name, dir string) (Backend, error) {
 	return nil, fmt.Errorf("backend %q: unknown; use one of auto, %s", name, strings.Join(Names, ", "))
 }
 
-// fsTypeOf checks that dir is an existing directory inside root and returns
-// the magic number of its filesystem.
+// fsTypeOf checks that dir is inside root, creates it when missing, and
+// returns the magic number of its filesystem.
 func fsTypeOf(root *rootdir.Root, dir string) (int64, error) {
 	if root == nil {
 		return 0, fmt.Errorf("backend for %s: no pristine root given", dir)
@@ -88,6 +88,9 @@ func fsTypeOf(root *rootdir.Root, dir string) (int64, error) {
 		if err := root.Check(dir); err != nil {
 			return 0, fmt.Errorf("backend: %w", err)
 		}
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return 0, fmt.Errorf("backend for %s: %w", dir, err)
 	}
 	var sfs unix.Statfs_t
 	if err := unix.Statfs(dir, &sfs); err != nil {

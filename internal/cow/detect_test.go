@@ -74,3 +74,17 @@ func TestDetectRefusesOutsideRoot(t *testing.T) {
 		t.Error("Detect on a directory outside the root succeeded; want an error")
 	}
 }
+
+func TestDetectCreatesMissingDir(t *testing.T) {
+	root := loopFS(t, "tmpfs", 8)
+	if err := os.Remove(root.Data()); err != nil {
+		t.Fatal(err)
+	}
+	b, err := Detect(root, root.Data())
+	if err != nil || b.Name() != "copy" {
+		t.Fatalf("Detect on a missing data dir: %v, %v; want copy", b, err)
+	}
+	if st, err := os.Stat(root.Data()); err != nil || !st.IsDir() {
+		t.Errorf("data dir not created: %v", err)
+	}
+}
