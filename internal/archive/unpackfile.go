@@ -227,8 +227,11 @@ func (fu *fileUnpacker) extent(pos uint64, buf, out *[]byte, dec **zstd.Decoder)
 				return fmt.Errorf("unpack: clone into %s: %w%s", x.entries[h.file].path, err, diskHint(err))
 			}
 		}
-		// Rung 2: copy_file_range, hashing the archive through the mapping.
-		if done < n && !fu.noCopy.Load() && (fu.mapped != nil || x.opts.Verify == VerifyHeaders) {
+		// Rung 2: copy_file_range. When payloads must be hashed they are read
+		// anyway, and reading into a cached buffer then writing measured
+		// faster than copy_file_range plus a hash pass over the mapping, so
+		// this rung serves --verify headers (and cloned extents' checks).
+		if done < n && !fu.noCopy.Load() && x.opts.Verify == VerifyHeaders {
 			k, err := copyRange(fu.f, src+done, dst, int64(h.offset)+done, n-done)
 			if err != nil && (k > 0 || !refused(err)) {
 				return fmt.Errorf("unpack: copy into %s: %w%s", x.entries[h.file].path, err, diskHint(err))

@@ -42,7 +42,8 @@ func bin(name string) string {
 	return filepath.Join("/usr/sbin", name)
 }
 
-// Start initialises datadir (which must not exist) and starts mariadbd on
+// Start initialises datadir unless it already holds a data directory, and
+// starts mariadbd on
 // it with its socket in runDir. Settings favour speed over durability.
 func Start(ctx context.Context, datadir, runDir string) (*Server, error) {
 	user := []string{}
@@ -51,14 +52,16 @@ func Start(ctx context.Context, datadir, runDir string) (*Server, error) {
 	}
 	install := exec.CommandContext(ctx, bin("mariadb-install-db"), append([]string{"--no-defaults", "--datadir=" + datadir,
 		"--auth-root-authentication-method=normal", "--skip-test-db"}, user...)...)
-	if out, err := install.CombinedOutput(); err != nil {
+	if _, err := os.Stat(filepath.Join(datadir, "mysql")); err == nil {
+		// Already initialised (a copy): start it as it is.
+	} else if out, err := install.CombinedOutput(); err != nil {
 		return nil, fmt.Errorf("mariadb-install-db: %w: %s", err, tail(out))
 	}
 	s := &Server{Datadir: datadir, Socket: filepath.Join(runDir, "m.sock"), done: make(chan error, 1)}
 	args := append([]string{"--no-defaults", "--datadir=" + datadir, "--socket=" + s.Socket, "--skip-networking",
 		"--pid-file=" + filepath.Join(runDir, "m.pid"), "--log-error=" + filepath.Join(runDir, "m.err"),
 		"--innodb-flush-method=nosync", "--innodb-flush-log-at-trx-commit=0", "--innodb-doublewrite=0",
-		"--skip-log-bin", "--innodb-buffer-pool-size=256M"}, user...)
+		"--skip-log-bin", "--innodb-buffer-pool-size=256M", "--innodb-use-native-aio=0"}, user...)
 	s.cmd = exec.Command(bin("mariadbd"), args...)
 	s.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := s.cmd.Start(); err != nil {
