@@ -61,7 +61,8 @@ func (b *Btrfs) Clone(src, dst string) error {
 }
 
 // Remove deletes the subvolume at path with one ioctl, or removes path file
-// by file when it is not a subvolume.
+// by file when it is not a subvolume. A subvolume with a filesystem mounted
+// inside is refused (deleting it would detach that mount).
 func (b *Btrfs) Remove(path string) error {
 	if err := checkInside(b.root, "remove", path); err != nil {
 		return err
@@ -69,7 +70,14 @@ func (b *Btrfs) Remove(path string) error {
 	if !isSubvol(path) {
 		return removeTree(path)
 	}
-	err := snapDestroy(filepath.Dir(path), filepath.Base(path))
+	below, err := mountsBelow(filepath.Clean(path))
+	if err != nil {
+		return fmt.Errorf("remove %s: %w", path, err)
+	}
+	if len(below) > 0 {
+		return fmt.Errorf("remove %s: %s is a mount point inside it; unmount it first", path, below[0])
+	}
+	err = snapDestroy(filepath.Dir(path), filepath.Base(path))
 	if errors.Is(err, unix.ENOTEMPTY) {
 		return fmt.Errorf("remove %s: btrfs subvolume delete: it holds other subvolumes; remove those first: %w", path, err)
 	}
