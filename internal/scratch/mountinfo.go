@@ -14,6 +14,7 @@ type mount struct {
 	point  string // where it is mounted
 	fsType string
 	source string
+	opts   string // the filesystem's own options
 }
 
 // mounts reads /proc/self/mountinfo.
@@ -43,6 +44,7 @@ func mounts() ([]mount, error) {
 			point:  unescape(fields[4]),
 			fsType: fields[sep+1],
 			source: unescape(fields[sep+2]),
+			opts:   strings.Join(fields[sep+3:], " "),
 		})
 	}
 	return out, sc.Err()

@@ -84,10 +84,10 @@ func assertGone(t *testing.T, root *rootdir.Root, image string) {
 
 func TestUpDown(t *testing.T) {
 	for _, c := range []struct {
-		fs, tool, backend string
+		fs, tool, backend, opt string
 	}{
-		{"btrfs", "mkfs.btrfs", "btrfs"},
-		{"xfs", "mkfs.xfs", "reflink"},
+		{"btrfs", "mkfs.btrfs", "btrfs", "nodatasum"},
+		{"xfs", "mkfs.xfs", "reflink", "discard"},
 	} {
 		t.Run(c.fs, func(t *testing.T) {
 			needRootAnd(t, c.tool)
@@ -104,6 +104,9 @@ func TestUpDown(t *testing.T) {
 			m, err := mountAt(root.Data())
 			if err != nil || m == nil || m.fsType != c.fs {
 				t.Fatalf("mount at %s: %+v, %v; want %s", root.Data(), m, err, c.fs)
+			}
+			if !strings.Contains(","+m.opts+",", ","+c.opt+",") {
+				t.Errorf("mount options %q lack %s", m.opts, c.opt)
 			}
 			b, err := cow.Detect(root, root.Data())
 			if err != nil || b.Name() != c.backend {
@@ -345,4 +348,31 @@ func TestFullImageDir(t *testing.T) {
 		t.Fatalf("Down: %v", err)
 	}
 	assertGone(t, root, info.Image)
+}
+
+// TestUpFailureLeavesNothing makes mkfs fail, and then succeed without
+// writing a filesystem so that the mount fails, through stand-in mkfs
+// programs first on PATH: each time Up must undo every step.
+func TestUpFailureLeavesNothing(t *testing.T) {
+	needRootAnd(t, "mkfs.btrfs")
+	for _, c := range []struct {
+		name, script, want string
+	}{
+		{"mkfs fails", "#!/bin/sh\necho 'mkfs: injected failure' >&2\nexit 1\n", "mkfs.btrfs: exit status 1: mkfs: injected failure"},
+		{"mount fails", "#!/bin/sh\nexit 0\n", "scratch up: mount /dev/loop"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			bin := t.TempDir()
+			if err := os.WriteFile(filepath.Join(bin, "mkfs.btrfs"), []byte(c.script), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			t.Setenv("PATH", bin+":"+os.Getenv("PATH"))
+			root := newRoot(t)
+			_, err := Up(context.Background(), root, Options{Size: 512 << 20})
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("Up: %v; want an error containing %q", err, c.want)
+			}
+			assertGone(t, root, imagePath(root, "/dev/shm"))
+		})
+	}
 }
