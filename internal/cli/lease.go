@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -31,9 +32,12 @@ func newLeaseCmd(g *Globals) *cobra.Command {
 				return printJSON(l)
 			}
 			fmt.Fprintf(os.Stderr, "lease %s: slot %d of %s (release with `pristine release %s`)\n", l.ID, l.Slot, l.Template, l.ID)
-			fmt.Printf("DSN=%s\n", l.DSN)
+			// Shell syntax, so `eval "$(pristine lease)"` sets the variables.
+			fmt.Printf("export PRISTINE_LEASE=%s\n", shellQuote(l.ID))
+			fmt.Printf("export DSN=%s\n", shellQuote(l.DSN))
 			for _, e := range l.Env {
-				fmt.Println(e)
+				k, v, _ := strings.Cut(e, "=")
+				fmt.Printf("export %s=%s\n", k, shellQuote(v))
 			}
 			return nil
 		},
@@ -78,4 +82,9 @@ func newReleaseCmd(g *Globals) *cobra.Command {
 			return nil
 		},
 	}
+}
+
+// shellQuote quotes s for a POSIX shell.
+func shellQuote(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }

@@ -1,0 +1,105 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+
+	"github.com/spf13/cobra"
+
+	"github.com/pristinedb/pristine/internal/bench"
+	"github.com/pristinedb/pristine/internal/cow"
+	"github.com/pristinedb/pristine/internal/scratch"
+)
+
+func init() { register(newDemoCmd) }
+
+// DemoFlags are the flags of `pristine demo`.
+type DemoFlags struct {
+	Slots       int
+	Scale       float64
+	NoBaseline  bool
+	Keep        bool
+	ScratchSize string
+}
+
+func newDemoCmd(g *Globals) *cobra.Command {
+	var f DemoFlags
+	cmd := &cobra.Command{
+		Use:   "demo",
+		Short: "the main job: build the demo template, bring up a pool, lease, query, release, and time it against mariadb-dump | mariadb",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			res, err := RunDemo(cmd.Context(), g, f)
+			if err != nil {
+				return err
+			}
+			if g.JSON {
+				return printJSON(res)
+			}
+			printDemo(os.Stdout, res)
+			return nil
+		},
+	}
+	cmd.Flags().IntVar(&f.Slots, "slots", 200, "pool size")
+	cmd.Flags().Float64Var(&f.Scale, "scale", 1, "demo data scale (1 = 51 tables, about 110 MB)")
+	cmd.Flags().BoolVar(&f.NoBaseline, "no-baseline", false, "skip timing mariadb-dump | mariadb")
+	cmd.Flags().BoolVar(&f.Keep, "keep", false, "keep the scratch filesystem and template afterwards")
+	cmd.Flags().StringVar(&f.ScratchSize, "scratch-size", "8G", "size of the RAM-backed scratch filesystem made when the root cannot reflink")
+	return cmd
+}
+
+// RunDemo runs the main job. When the root's filesystem cannot clone
+// cheaply and pristine runs as root, it makes a RAM-backed btrfs scratch
+// filesystem first and removes it afterwards.
+func RunDemo(ctx context.Context, g *Globals, f DemoFlags) (*bench.DemoResult, error) {
+	root, err := g.openRoot()
+	if err != nil {
+		return nil, err
+	}
+	if b, err := cow.Detect(root, root.Data()); err == nil && b.Name() == "copy" && os.Geteuid() == 0 {
+		size, err := parseBytes(f.ScratchSize)
+		if err != nil {
+			return nil, err
+		}
+		stderrf("pristine demo: %s cannot reflink; making a %s RAM-backed btrfs scratch filesystem", root.Data(), f.ScratchSize)
+		if _, err := scratch.Up(ctx, root, scratch.Options{Size: size, FS: "btrfs"}); err != nil {
+			return nil, err
+		}
+		if !f.Keep {
+			defer func() {
+				if err := scratch.Down(context.Background(), root); err != nil {
+					stderrf("pristine demo: scratch down: %v", err)
+				}
+			}()
+		}
+	}
+	st, err := g.openStore(ctx, "auto")
+	if err != nil {
+		return nil, err
+	}
+	return bench.Demo(ctx, st, bench.DemoOptions{Slots: f.Slots, Scale: f.Scale, Baseline: !f.NoBaseline, Log: os.Stderr})
+}
+
+func printDemo(w io.Writer, r *bench.DemoResult) {
+	fmt.Fprintf(w, "\npristine demo: MariaDB %s, %s backend, %d cores\n\n", r.Server, r.Backend, runtime.NumCPU())
+	fmt.Fprintf(w, "| step | pristine | mariadb-dump \\| mariadb | ratio |\n|---|---|---|---|\n")
+	built := "built"
+	if !r.TemplateBuilt {
+		built = "cached; first build took"
+	}
+	fmt.Fprintf(w, "| demo template (51 tables, %.0f MB on disk) | %s %.2f s | | |\n", float64(r.TemplateBytes)/(1<<20), built, r.TemplateSeconds)
+	base, ratio := "not run", ""
+	if r.DumpLoadSeconds > 0 {
+		base = fmt.Sprintf("%.0f s (1 copy measured: %.2f s, x %d)", r.DumpLoad200Proj, r.DumpLoadSeconds, r.Slots)
+		ratio = fmt.Sprintf("%.0fx", r.SpeedupVsDumpLd)
+	}
+	fmt.Fprintf(w, "| %d slots ready, every slot answered | %.2f s | %s | %s |\n", r.Slots, r.PoolUpSeconds, base, ratio)
+	fmt.Fprintf(w, "| from the SQL dump to %d slots | %.2f s | | |\n", r.Slots, r.FromSQLSeconds)
+	fmt.Fprintf(w, "| lease of a ready slot, p50 / p99 | %.2f / %.2f ms | | |\n", r.LeaseP50MS, r.LeaseP99MS)
+	fmt.Fprintf(w, "| reset of a released slot, p50 / p99 | %.0f / %.0f ms | %.2f s | |\n", r.ResetP50MS, r.ResetP99MS, r.DumpLoadSeconds)
+	fmt.Fprintf(w, "| resident memory per slot, mean / max | %.1f / %.1f MB | | |\n", r.RSSMeanMB, r.RSSMaxMB)
+	fmt.Fprintf(w, "| first query on a leased slot (%d rows counted) | %.2f ms | | |\n", r.RowsInFirstTable, r.QueryMS)
+}
