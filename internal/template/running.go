@@ -1,0 +1,68 @@
+package template
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+
+	"github.com/pristinedb/pristine/internal/mariadb"
+)
+
+// Running is a server started on a private clone of a template, for work
+// that reads or copies a template outside a pool (verify, benchmarks).
+type Running struct {
+	Inst *mariadb.Instance
+	Meta *Meta
+	dir  string
+	rm   func() error
+}
+
+// Start clones template m under the root (as name, which must be unique
+// among running clones) and starts a server on the clone with the build
+// profile. Close stops it and removes the clone.
+func (s *Store) Start(ctx context.Context, m *Meta, name string) (*Running, error) {
+	b, err := s.BackendFor(m)
+	if err != nil {
+		return nil, err
+	}
+	dir := filepath.Join(s.Root.Data(), "scratch-servers", name)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+	data := filepath.Join(dir, "data")
+	if err := b.Remove(data); err != nil {
+		return nil, err
+	}
+	if err := b.Clone(s.DataDir(m.Hash), data); err != nil {
+		return nil, err
+	}
+	p := BuildProfileFor(m)
+	in, err := mariadb.Start(s.Bin, mariadb.Config{Datadir: data, RunDir: filepath.Join(s.Root.Path, "run", "srv-"+name), Profile: p})
+	r := &Running{Inst: in, Meta: m, dir: dir, rm: func() error { return b.Remove(data) }}
+	if err == nil {
+		err = in.WaitReady(ctx)
+	}
+	if err != nil {
+		r.Close()
+		return nil, err
+	}
+	return r, nil
+}
+
+// BuildProfileFor is the build profile with the template's log size.
+func BuildProfileFor(m *Meta) mariadb.Profile {
+	p := mariadb.BuildProfile(mariadb.DefaultProfile())
+	p.LogFileSize = m.LogFileSize
+	return p
+}
+
+// Close kills the server and removes its clone.
+func (r *Running) Close() error {
+	if r.Inst != nil {
+		r.Inst.Kill()
+		os.RemoveAll(r.Inst.Config.RunDir)
+	}
+	err := r.rm()
+	os.RemoveAll(r.dir)
+	return err
+}
