@@ -25,6 +25,7 @@ var backendCases = []backendCase{
 	{"reflink-on-btrfs", "btrfs", func(r *rootdir.Root) Backend { return NewReflink(r) }},
 	{"copy-on-ext4", "ext4", func(r *rootdir.Root) Backend { return NewCopy(r) }},
 	{"copy-on-tmpfs", "tmpfs", func(r *rootdir.Root) Backend { return NewCopy(r) }},
+	{"copy-in-tempdir", "dir", func(r *rootdir.Root) Backend { return NewCopy(r) }},
 }
 
 // forEachBackend runs f once per backend case, each on a fresh filesystem.

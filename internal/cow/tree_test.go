@@ -57,6 +57,8 @@ func makeTree(tb testing.TB, dir string) {
 	ts := []unix.Timespec{unix.NsecToTimespec(past.UnixNano()), unix.NsecToTimespec(past.UnixNano())}
 	must(unix.UtimesNanoAt(unix.AT_FDCWD, filepath.Join(dir, "link"), ts, unix.AT_SYMLINK_NOFOLLOW))
 	must(os.Chmod(filepath.Join(dir, "ro"), 0o555))
+	// Without root, the test's own cleanup could not empty it.
+	tb.Cleanup(func() { os.Chmod(filepath.Join(dir, "ro"), 0o755) })
 }
 
 // entry is what compareTrees looks at for one path.
