@@ -11,16 +11,27 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// benchScale is PRISTINE_BENCH_SCALE, which multiplies the sizes of the
+// files in the benchmark tree (1 when unset).
+func benchScale() int64 {
+	if s, err := strconv.ParseInt(os.Getenv("PRISTINE_BENCH_SCALE"), 10, 64); err == nil && s > 0 {
+		return s
+	}
+	return 1
+}
+
+// benchFS makes a filesystem large enough for the benchmark tree and a clone.
+func benchFS(b *testing.B, kind string) *rootdir.Root {
+	return loopFS(b, kind, 512+384*benchScale())
+}
+
 // benchTree fills dir with a tree shaped like a small MariaDB data
 // directory: 673 files in 20 schema directories, a 12 MiB ibdata1, a 96 MiB
 // redo log and 670 tablespaces of 96 KiB (about 170 MiB in all).
 // PRISTINE_BENCH_SCALE multiplies the sizes of the files.
 func benchTree(b *testing.B, dir string) {
 	b.Helper()
-	scale := int64(1)
-	if s, err := strconv.ParseInt(os.Getenv("PRISTINE_BENCH_SCALE"), 10, 64); err == nil && s > 0 {
-		scale = s
-	}
+	scale := benchScale()
 	write := func(p string, size int64) {
 		f, err := os.Create(filepath.Join(dir, p))
 		if err != nil {
@@ -32,6 +43,7 @@ func benchTree(b *testing.B, dir string) {
 		}
 		for off := int64(0); off < size; off += int64(len(buf)) {
 			if _, err := f.Write(buf[:min(int64(len(buf)), size-off)]); err != nil {
+				f.Close()
 				b.Fatal(err)
 			}
 		}
@@ -88,7 +100,7 @@ func BenchmarkClone(b *testing.B) {
 			continue // the copy backend is measured in RAM already
 		}
 		b.Run(c.name, func(b *testing.B) {
-			root := loopFS(b, c.fs, 1024)
+			root := benchFS(b, c.fs)
 			benchClone(b, root, c.make(root))
 		})
 	}
@@ -97,7 +109,7 @@ func BenchmarkClone(b *testing.B) {
 // BenchmarkCloneWorkers measures the reflink backend on XFS with different
 // numbers of files cloned at once.
 func BenchmarkCloneWorkers(b *testing.B) {
-	root := loopFS(b, "xfs", 1024)
+	root := benchFS(b, "xfs")
 	be := NewReflink(root)
 	for _, w := range []int{1, 2, 4, 8, 16} {
 		b.Run(strconv.Itoa(w), func(b *testing.B) {
@@ -116,7 +128,7 @@ func BenchmarkCloneWorkers(b *testing.B) {
 func BenchmarkRemove(b *testing.B) {
 	for _, c := range backendCases[:3] {
 		b.Run(c.name, func(b *testing.B) {
-			root := loopFS(b, c.fs, 1024)
+			root := benchFS(b, c.fs)
 			be := c.make(root)
 			src := filepath.Join(root.Data(), "template")
 			if err := be.MakeDir(src); err != nil {
