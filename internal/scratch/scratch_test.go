@@ -263,25 +263,7 @@ func TestStaleRecord(t *testing.T) {
 	assertGone(t, root, info.Image)
 }
 
-func TestParseSize(t *testing.T) {
-	for _, c := range []struct {
-		in   string
-		want int64
-	}{
-		{"8G", 8 << 30}, {"512M", 512 << 20}, {"1.5G", 3 << 29}, {"2GiB", 2 << 30}, {"4k", 4096}, {"1024", 1024},
-		{"", -1}, {"G", -1}, {"-1G", -1}, {"8X", -1}, {"0", -1},
-	} {
-		got, err := ParseSize(c.in)
-		if c.want < 0 {
-			if err == nil {
-				t.Errorf("ParseSize(%q) = %d; want an error", c.in, got)
-			}
-			continue
-		}
-		if err != nil || got != c.want {
-			t.Errorf("ParseSize(%q) = %d, %v; want %d", c.in, got, err, c.want)
-		}
-	}
+func TestFormatSize(t *testing.T) {
 	for n, want := range map[int64]string{8 << 30: "8G", 3 << 29: "1.5G", 100: "100B", 300 << 20: "300M"} {
 		if got := FormatSize(n); got != want {
 			t.Errorf("FormatSize(%d) = %s; want %s", n, got, want)

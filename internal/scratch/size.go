@@ -6,25 +6,6 @@ import (
 	"strings"
 )
 
-// ParseSize parses a size such as "8G", "512M", "1.5T" or "1073741824".
-// Units are binary (K = 1024) and may be followed by "B" or "iB".
-func ParseSize(s string) (int64, error) {
-	t := strings.TrimSpace(strings.ToUpper(s))
-	t = strings.TrimSuffix(strings.TrimSuffix(t, "IB"), "B")
-	mult := int64(1)
-	if n := len(t); n > 0 {
-		if i := strings.IndexByte("KMGT", t[n-1]); i >= 0 {
-			mult = 1 << (10 * (i + 1))
-			t = t[:n-1]
-		}
-	}
-	f, err := strconv.ParseFloat(t, 64)
-	if err != nil || f <= 0 || f*float64(mult) > 1<<62 {
-		return 0, fmt.Errorf("size %q: want a positive number with an optional unit K, M, G or T, such as 8G", s)
-	}
-	return int64(f * float64(mult)), nil
-}
-
 // FormatSize formats n bytes with a binary unit, such as "7.5G".
 func FormatSize(n int64) string {
 	const units = "KMGT"
