@@ -137,7 +137,7 @@ func Demo(ctx context.Context, store *template.Store, opt DemoOptions) (*DemoRes
 	res.RSSMeanMB, res.RSSMaxMB = slotRSS(ctx, c, m.Name)
 	say("leased %d slots (p99 %.2f ms), first slot answered with %d rows", len(leases), res.LeaseP99MS, n)
 	for _, l := range leases {
-		if err := c.Release(ctx, l.ID); err != nil {
+		if _, err := c.Release(ctx, l.ID, false); err != nil {
 			return nil, err
 		}
 	}

@@ -46,7 +46,87 @@ func newLeaseCmd(g *Globals) *cobra.Command {
 	cmd.Flags().StringVar(&req.Holder, "holder", "", "who holds the lease, for status and logs")
 	cmd.Flags().DurationVar(&ttl, "ttl", 30*time.Minute, "the lease is reclaimed after this long")
 	cmd.Flags().DurationVar(&wait, "wait", time.Minute, "how long to wait for a free slot")
+	cmd.Flags().IntVar(&req.PID, "pid", 0, "reclaim the lease when this process exits, e.g. --pid $$ (default: only the TTL reclaims it)")
+	cmd.AddCommand(newLeaseKeepCmd(g), newLeaseExtendCmd(g), newLeaseLsCmd(g))
 	return cmd
+}
+
+func newLeaseKeepCmd(g *Globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "keep ID",
+		Short: "hold a lease for debugging: never reclaimed or reset until released",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, _, err := g.daemon(cmd.Context(), false)
+			if err != nil {
+				return err
+			}
+			l, err := c.Keep(cmd.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			if g.JSON {
+				return printJSON(l)
+			}
+			fmt.Printf("lease %s kept: %s (release it with `pristine release %s`)\n", l.ID, l.URL, l.ID)
+			return nil
+		},
+	}
+}
+
+func newLeaseExtendCmd(g *Globals) *cobra.Command {
+	var ttl time.Duration
+	cmd := &cobra.Command{
+		Use:   "extend ID --ttl DURATION",
+		Short: "give a lease more time",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, _, err := g.daemon(cmd.Context(), false)
+			if err != nil {
+				return err
+			}
+			l, err := c.Extend(cmd.Context(), args[0], ttl)
+			if err != nil {
+				return err
+			}
+			if g.JSON {
+				return printJSON(l)
+			}
+			fmt.Printf("lease %s now expires at %s\n", l.ID, l.Expires.Local().Format(time.DateTime))
+			return nil
+		},
+	}
+	cmd.Flags().DurationVar(&ttl, "ttl", 30*time.Minute, "new time to live, from now")
+	return cmd
+}
+
+func newLeaseLsCmd(g *Globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "ls",
+		Short: "list the leases held now (without credentials)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, _, err := g.daemon(cmd.Context(), false)
+			if err != nil {
+				return err
+			}
+			ls, err := c.Leases(cmd.Context())
+			if err != nil {
+				return err
+			}
+			if g.JSON {
+				return printJSON(ls)
+			}
+			for _, l := range ls {
+				exp := "never"
+				if !l.Expires.IsZero() {
+					exp = l.Expires.Local().Format(time.TimeOnly)
+				}
+				fmt.Printf("%s  %-12s slot %-4d port %-5d holder %-20s expires %s kept=%v\n", l.ID, l.Template, l.Slot, l.Port, l.Holder, exp, l.Kept)
+			}
+			return nil
+		},
+	}
 }
 
 // RunLease asks the daemon for a lease.
@@ -63,8 +143,9 @@ func RunLease(ctx context.Context, g *Globals, req server.LeaseRequest) (*pool.L
 }
 
 func newReleaseCmd(g *Globals) *cobra.Command {
-	return &cobra.Command{
-		Use:   "release ID",
+	var unchanged bool
+	cmd := &cobra.Command{
+		Use:   "release ID [--unchanged]",
 		Short: "return a lease; its slot is reset to pristine in the background",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -72,16 +153,23 @@ func newReleaseCmd(g *Globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if err := c.Release(cmd.Context(), args[0]); err != nil {
+			res, err := c.Release(cmd.Context(), args[0], unchanged)
+			if err != nil {
 				return err
 			}
 			if g.JSON {
-				return printJSON(map[string]string{"released": args[0]})
+				return printJSON(res)
 			}
-			fmt.Fprintf(os.Stderr, "released %s\n", args[0])
+			what := "reset in the background"
+			if !res.Reset {
+				what = "unchanged, handed out again without a reset"
+			}
+			fmt.Fprintf(os.Stderr, "released %s: %s\n", args[0], what)
 			return nil
 		},
 	}
+	cmd.Flags().BoolVar(&unchanged, "unchanged", false, "nothing was written: check that, and reuse the database without a reset")
+	return cmd
 }
 
 // shellQuote quotes s for a POSIX shell.

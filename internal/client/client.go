@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"time"
 
 	"github.com/pristinedb/pristine/internal/pool"
 	"github.com/pristinedb/pristine/internal/server"
@@ -150,9 +151,34 @@ func (c *Client) Lease(ctx context.Context, req server.LeaseRequest) (*pool.Leas
 	return &l, c.do(ctx, "POST", "/v1/leases", req, &l)
 }
 
-// Release returns a lease; its slot is reset in the background.
-func (c *Client) Release(ctx context.Context, id string) error {
-	return c.do(ctx, "DELETE", "/v1/leases/"+url.PathEscape(id), nil, nil)
+// Release returns a lease. Unchanged asks pristine to check that nothing
+// was written and hand the database out again without a reset.
+func (c *Client) Release(ctx context.Context, id string, unchanged bool) (*server.ReleaseResult, error) {
+	path := "/v1/leases/" + url.PathEscape(id)
+	if unchanged {
+		path += "?mode=unchanged"
+	}
+	var res server.ReleaseResult
+	return &res, c.do(ctx, "DELETE", path, nil, &res)
+}
+
+// GetLease returns one lease with its credentials.
+func (c *Client) GetLease(ctx context.Context, id string) (*pool.Lease, error) {
+	var l pool.Lease
+	return &l, c.do(ctx, "GET", "/v1/leases/"+url.PathEscape(id), nil, &l)
+}
+
+// Keep holds a lease for debugging: it is not reclaimed or reset until
+// released.
+func (c *Client) Keep(ctx context.Context, id string) (*pool.Lease, error) {
+	var l pool.Lease
+	return &l, c.do(ctx, "POST", "/v1/leases/"+url.PathEscape(id)+"/keep", nil, &l)
+}
+
+// Extend gives a lease ttl more from now.
+func (c *Client) Extend(ctx context.Context, id string, ttl time.Duration) (*pool.Lease, error) {
+	var l pool.Lease
+	return &l, c.do(ctx, "POST", "/v1/leases/"+url.PathEscape(id)+"/extend", server.ExtendRequest{TTL: ttl.Seconds()}, &l)
 }
 
 // Leases lists the leases held now (without credentials).

@@ -27,7 +27,12 @@ type Lease struct {
 	Expires  time.Time `json:"expires"`
 	// Env is the environment that hands this database to a program.
 	Env []string `json:"env"`
-	gen uint64
+	// Kept leases are held for debugging: no expiry, no reset until released.
+	Kept bool `json:"kept,omitempty"`
+	// PID is the holder's process; the lease is reclaimed when it exits.
+	PID      int `json:"pid,omitempty"`
+	pidStart string
+	gen      uint64
 }
 
 func newLeaseID() string {
@@ -39,9 +44,10 @@ func newLeaseID() string {
 }
 
 // fill sets the connection fields of a lease for a slot's unit.
-func (l *Lease) fill(m *template.Meta, s *slot, db string) {
+func (l *Lease) fill(s *slot, u *unit) {
+	db := u.db
 	l.Host, l.Port, l.Socket = "127.0.0.1", s.port, s.inst.Config.Socket()
-	l.User, l.Password, l.Database = m.User, m.Password, db
+	l.User, l.Password, l.Database = u.acct.user, u.acct.password, db
 	l.DSN = mariadb.TCPDSN(l.Port, l.User, l.Password, db)
 	l.URL = template.URL(l.Port, l.User, l.Password, db)
 	l.Env = template.ConnEnv(l.Port, l.Socket, l.User, l.Password, db)

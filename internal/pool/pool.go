@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"sort"
 	"strconv"
 	"sync"
 	"time"
@@ -203,37 +202,65 @@ func (p *Pool) cloneSlot(_ context.Context, s *slot) error {
 	return nil
 }
 
-// bootSlot starts a server on the slot's clone and waits until it answers;
-// s becomes Ready. A port taken by another program is retried on another.
+// bootSlot starts a server on the slot's clone, waits until it answers and
+// makes each unit's lease account; s becomes Ready. A port taken by another
+// program is retried on another.
 func (p *Pool) bootSlot(ctx context.Context, s *slot) error {
 	data := filepath.Join(s.dir, "data")
 	var err error
 	for try := 0; try < 3; try++ {
 		var in *mariadb.Instance
-		in, err = mariadb.Start(p.store.Bin, mariadb.Config{Datadir: data, RunDir: s.run, Profile: p.opt.Profile})
+		in, err = mariadb.Start(p.store.Bin, mariadb.Config{Datadir: data, RunDir: s.run, Port: s.wantPort, Profile: p.opt.Profile})
 		if err != nil {
 			break
 		}
 		if err = in.WaitReady(ctx); err == nil {
-			p.mu.Lock()
-			s.inst, s.port = in, in.Config.Port
-			s.err = ""
-			for i := range s.units {
-				s.units[i] = unit{db: s.units[i].db}
+			if err = p.prepareUnits(ctx, s, in); err == nil {
+				return nil
 			}
-			s.set(Ready)
-			gen := s.gen
-			p.signal()
-			p.mu.Unlock()
-			go p.watch(s, in, gen)
-			return nil
 		}
 		in.Kill()
 		if !errors.Is(err, mariadb.ErrPortInUse) {
 			break
 		}
+		s.wantPort = 0
 	}
 	return fmt.Errorf("slot %d: %w", s.idx, err)
+}
+
+// prepareUnits makes the lease accounts of a freshly started server and
+// records its write counters, then publishes the slot as Ready.
+func (p *Pool) prepareUnits(ctx context.Context, s *slot, in *mariadb.Instance) error {
+	admin, err := openAdmin(in)
+	if err != nil {
+		return err
+	}
+	units := make([]unit, len(s.units))
+	for i := range units {
+		units[i].db = s.units[i].db
+		if units[i].acct, err = newAccount(ctx, admin, units[i].db, len(units) > 1); err != nil {
+			admin.Close()
+			return err
+		}
+	}
+	mark, err := writeMark(ctx, admin)
+	if err != nil {
+		admin.Close()
+		return err
+	}
+	p.mu.Lock()
+	if s.admin != nil {
+		s.admin.Close()
+	}
+	s.inst, s.admin, s.port, s.wantPort, s.mark = in, admin, in.Config.Port, 0, mark
+	s.err = ""
+	s.units = units
+	s.set(Ready)
+	gen := s.gen
+	p.signal()
+	p.mu.Unlock()
+	go p.watch(s, in, gen)
+	return nil
 }
 
 // watch replaces a slot whose server dies while it is ready or leased.
@@ -254,168 +281,6 @@ func (p *Pool) watch(s *slot, in *mariadb.Instance, gen uint64) {
 	s.set(Failed)
 	p.stats.Replaced++
 	p.resetq <- s
-}
-
-// signal wakes every waiter; the caller holds p.mu.
-func (p *Pool) signal() {
-	close(p.wake)
-	p.wake = make(chan struct{})
-}
-
-// Lease hands out a pristine database, waiting up to ctx's deadline for one
-// to become free. ttl bounds how long the holder may keep it (0: no limit).
-func (p *Pool) Lease(ctx context.Context, holder string, ttl time.Duration) (*Lease, error) {
-	start := time.Now()
-	for {
-		p.mu.Lock()
-		if p.closed {
-			p.mu.Unlock()
-			return nil, ErrClosed
-		}
-		for _, s := range p.slots {
-			u := s.freeUnit()
-			if u < 0 || !s.inst.Running() {
-				continue // a dead server is replaced by watch
-			}
-			l := &Lease{ID: newLeaseID(), Template: p.Meta.Name, Slot: s.idx, Holder: holder, Created: time.Now().UTC(), gen: s.gen}
-			if ttl > 0 {
-				l.Expires = l.Created.Add(ttl)
-			}
-			l.fill(p.Meta, s, s.units[u].db)
-			s.units[u].lease, s.units[u].spent = l, true
-			if s.state == Ready {
-				s.set(Leased)
-				l.gen = s.gen
-			}
-			p.leases[l.ID] = l
-			p.stats.Leases++
-			p.stats.observeWait(time.Since(start))
-			p.mu.Unlock()
-			return l, nil
-		}
-		wake := p.wake
-		p.mu.Unlock()
-		select {
-		case <-wake:
-		case <-ctx.Done():
-			return nil, fmt.Errorf("%w: all %d slots of %s are leased or resetting after %s: release leases, or bring the pool up with a larger --size", ErrLeaseTimeout, len(p.slots), p.Meta.Name, time.Since(start).Round(time.Millisecond))
-		}
-	}
-}
-
-// Release returns a lease. The slot is reset in the background once none of
-// its databases is on lease and none is fresh.
-func (p *Pool) Release(id string) error {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	l, ok := p.leases[id]
-	if !ok {
-		return fmt.Errorf("%w %q: it was released already, expired, or belongs to another pool (see `pristine pool status`)", ErrUnknownLease, id)
-	}
-	p.releaseLocked(l)
-	return nil
-}
-
-func (p *Pool) releaseLocked(l *Lease) {
-	delete(p.leases, l.ID)
-	s := p.slots[l.Slot]
-	for i := range s.units {
-		if s.units[i].lease == l {
-			s.units[i].lease = nil
-		}
-	}
-	if !p.closed && s.needsReset() && s.state == Leased {
-		s.set(Resetting)
-		p.resetq <- s
-	}
-}
-
-// Leases lists the leases held now, oldest first.
-func (p *Pool) Leases() []Lease {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	out := make([]Lease, 0, len(p.leases))
-	for _, l := range p.leases {
-		out = append(out, *l)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Created.Before(out[j].Created) })
-	return out
-}
-
-// HasLease reports whether id is a lease of this pool.
-func (p *Pool) HasLease(id string) bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	_, ok := p.leases[id]
-	return ok
-}
-
-// resetWorker resets slots from the queue: kill the server, throw the clone
-// away, clone again, start. A failed reset is retried after a pause.
-func (p *Pool) resetWorker() {
-	defer p.wg.Done()
-	for s := range p.resetq {
-		if s == nil {
-			return
-		}
-		p.mu.Lock()
-		if p.closed {
-			p.mu.Unlock()
-			return
-		}
-		in := s.inst
-		if s.state != Failed {
-			s.set(Resetting)
-		}
-		p.mu.Unlock()
-		start := time.Now()
-		if in != nil {
-			in.Kill()
-		}
-		err := p.startSlot(context.Background(), s)
-		p.mu.Lock()
-		if err != nil {
-			s.err = err.Error()
-			s.set(Failed)
-			p.stats.ResetFailures++
-			if !p.closed {
-				go func() { time.Sleep(time.Second); p.requeue(s) }()
-			}
-		} else {
-			p.stats.observeReset(time.Since(start))
-		}
-		p.mu.Unlock()
-	}
-}
-
-func (p *Pool) requeue(s *slot) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if !p.closed {
-		p.resetq <- s
-	}
-}
-
-// janitor reclaims expired leases.
-func (p *Pool) janitor() {
-	defer p.wg.Done()
-	t := time.NewTicker(time.Second)
-	defer t.Stop()
-	for range t.C {
-		p.mu.Lock()
-		if p.closed {
-			p.mu.Unlock()
-			return
-		}
-		now := time.Now()
-		for _, l := range p.leases {
-			if !l.Expires.IsZero() && now.After(l.Expires) {
-				p.releaseLocked(l)
-				p.stats.Expired++
-			}
-		}
-		p.mu.Unlock()
-	}
 }
 
 // Down stops every server of the pool and removes every clone. It is safe
@@ -440,8 +305,11 @@ func (p *Pool) Down(ctx context.Context) error {
 			defer wg.Done()
 			defer func() { <-sem }()
 			p.mu.Lock()
-			in := s.inst
+			in, admin := s.inst, s.admin
 			p.mu.Unlock()
+			if admin != nil {
+				admin.Close()
+			}
 			if in != nil {
 				in.Kill()
 			}

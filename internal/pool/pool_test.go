@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"syscall"
 	"testing"
@@ -81,7 +82,7 @@ func lease(t *testing.T, p *pool.Pool) *pool.Lease {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	l, err := p.Lease(ctx, "test", time.Minute)
+	l, err := p.Lease(ctx, pool.LeaseOptions{Holder: "test", TTL: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,15 +110,15 @@ func TestLeaseResetRelease(t *testing.T) {
 	}
 	// No slot is free: a lease waits, then fails with a clear error.
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
-	_, err = p.Lease(ctx, "test", time.Minute)
+	_, err = p.Lease(ctx, pool.LeaseOptions{Holder: "test", TTL: time.Minute})
 	cancel()
 	if !errors.Is(err, pool.ErrLeaseTimeout) {
 		t.Fatalf("lease from a full pool = %v, want ErrLeaseTimeout", err)
 	}
-	if err := p.Release(a.ID); err != nil {
+	if _, err := p.Release(context.Background(), a.ID, pool.Dirty); err != nil {
 		t.Fatal(err)
 	}
-	if err := p.Release(a.ID); !errors.Is(err, pool.ErrUnknownLease) {
+	if _, err := p.Release(context.Background(), a.ID, pool.Dirty); !errors.Is(err, pool.ErrUnknownLease) {
 		t.Fatalf("second release = %v, want ErrUnknownLease", err)
 	}
 	c := lease(t, p) // waits for the reset of a's slot
@@ -204,7 +205,7 @@ func TestDownLeavesNothing(t *testing.T) {
 	if _, err := os.Stat(pool.Dir(st, m)); !os.IsNotExist(err) {
 		t.Errorf("pool directory left after Down: %v", err)
 	}
-	if _, err := p.Lease(context.Background(), "x", 0); !errors.Is(err, pool.ErrClosed) {
+	if _, err := p.Lease(context.Background(), pool.LeaseOptions{}); !errors.Is(err, pool.ErrClosed) {
 		t.Errorf("lease after Down = %v, want ErrClosed", err)
 	}
 }
@@ -216,5 +217,109 @@ func TestPreflightRefusesWhatDoesNotFit(t *testing.T) {
 	_, err := pool.Up(context.Background(), st, m, pool.Options{Size: 100, Profile: prof})
 	if !errors.Is(err, pool.ErrNoRoom) {
 		t.Fatalf("a pool needing 6 TB of memory: %v, want ErrNoRoom", err)
+	}
+}
+
+func TestReleaseUnchanged(t *testing.T) {
+	st, m := build(t, "auto", 1)
+	p, err := pool.Up(context.Background(), st, m, pool.Options{Size: 1, Profile: mariadb.DefaultProfile()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Down(context.Background())
+	ctx := context.Background()
+
+	// Reads only, a temporary table and an internal one: reused at once.
+	a := lease(t, p)
+	db := open(t, a)
+	if got := canary(t, db); got != "pristine,pristine" {
+		t.Fatalf("canary = %q", got)
+	}
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.ExecContext(ctx, "CREATE TEMPORARY TABLE tmp (x INT) ENGINE=MEMORY"); err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	if err := conn.QueryRowContext(ctx, "SELECT COUNT(*) FROM (SELECT v, COUNT(*) FROM canary GROUP BY v ORDER BY 2) x").Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	conn.Close()
+	reset, err := p.Release(ctx, a.ID, pool.Unchanged)
+	if err != nil || reset {
+		t.Fatalf("release of a read-only lease: reset=%v err=%v, want reuse", reset, err)
+	}
+	// The old holder's credentials stop working at release.
+	if err := db.Ping(); err == nil {
+		t.Fatal("the released lease's account still connects")
+	}
+	b := lease(t, p)
+	if b.User == a.User || b.Slot != a.Slot {
+		t.Fatalf("reused lease: user %s (was %s), slot %d (was %d)", b.User, a.User, b.Slot, a.Slot)
+	}
+	// A write the holder calls "unchanged" is caught, and the slot reset.
+	db = open(t, b)
+	if _, err := db.Exec("INSERT INTO canary VALUES (3, 'sneaky')"); err != nil {
+		t.Fatal(err)
+	}
+	reset, err = p.Release(ctx, b.ID, pool.Unchanged)
+	if err != nil || !reset {
+		t.Fatalf("release of a written lease as unchanged: reset=%v err=%v, want a reset", reset, err)
+	}
+	c := lease(t, p)
+	if got := canary(t, open(t, c)); got != "pristine,pristine" {
+		t.Fatalf("after a caught write the slot is not pristine: %q", got)
+	}
+	if st := p.Status(false); st.Stats.Reused != 1 {
+		t.Fatalf("reused counter = %d, want 1", st.Stats.Reused)
+	}
+}
+
+func TestKeepAndHolderExit(t *testing.T) {
+	st, m := build(t, "auto", 1)
+	p, err := pool.Up(context.Background(), st, m, pool.Options{Size: 2, Profile: mariadb.DefaultProfile()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Down(context.Background())
+	ctx := context.Background()
+
+	// A lease whose holder process exits is reclaimed.
+	holder := exec.Command("sleep", "60")
+	if err := holder.Start(); err != nil {
+		t.Fatal(err)
+	}
+	l, err := p.Lease(ctx, pool.LeaseOptions{Holder: "proc", PID: holder.Process.Pid})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A kept lease survives its TTL.
+	k, err := p.Lease(ctx, pool.LeaseOptions{Holder: "debug", TTL: 300 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Keep(k.ID); err != nil {
+		t.Fatal(err)
+	}
+	holder.Process.Kill()
+	holder.Wait()
+	for i := 0; i < 500 && p.Status(false).Stats.HolderGone == 0; i++ {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if _, ok := p.Get(l.ID); ok {
+		t.Fatal("the lease of an exited holder was not reclaimed")
+	}
+	time.Sleep(time.Second)
+	got, ok := p.Get(k.ID)
+	if !ok || !got.Kept {
+		t.Fatal("a kept lease was reclaimed")
+	}
+	if s := p.Status(true).Slots[k.Slot]; s.State != pool.Kept {
+		t.Fatalf("kept slot state = %s", s.State)
+	}
+	if got := canary(t, open(t, k)); got != "pristine,pristine" {
+		t.Fatalf("kept slot canary = %q", got)
 	}
 }

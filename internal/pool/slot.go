@@ -15,6 +15,7 @@
 package pool
 
 import (
+	"database/sql"
 	"time"
 
 	"github.com/pristinedb/pristine/internal/mariadb"
@@ -42,6 +43,10 @@ type slot struct {
 	run   string // socket, pid file, error log
 	port  int
 	inst  *mariadb.Instance
+	admin *sql.DB // root over the unix socket; never handed out
+	mark  string  // write counters when the slot became ready
+	// wantPort asks a restart to keep the port a lease already knows.
+	wantPort int
 	// units are the databases of the slot: one, or K with --dbs-per-slot.
 	units []unit
 	// since is when the slot entered its state, for status and metrics.
@@ -51,9 +56,11 @@ type slot struct {
 
 // unit is one database of a slot, the thing a lease hands out.
 type unit struct {
-	db    string
-	lease *Lease // nil when not leased
-	spent bool   // handed out since the last reset
+	db       string
+	acct     account // the account the next (or current) lease gets
+	lease    *Lease  // nil when not leased
+	spent    bool    // handed out since the last reset
+	checking bool    // released as unchanged; being checked
 }
 
 func (s *slot) set(st State) {
@@ -68,18 +75,18 @@ func (s *slot) freeUnit() int {
 		return -1
 	}
 	for i := range s.units {
-		if s.units[i].lease == nil && !s.units[i].spent {
+		if s.units[i].lease == nil && !s.units[i].spent && !s.units[i].checking {
 			return i
 		}
 	}
 	return -1
 }
 
-// active counts the units on lease.
+// active counts the units on lease or being checked after one.
 func (s *slot) active() int {
 	n := 0
 	for i := range s.units {
-		if s.units[i].lease != nil {
+		if s.units[i].lease != nil || s.units[i].checking {
 			n++
 		}
 	}

@@ -10,6 +10,8 @@ type Stats struct {
 	UpSeconds     float64 `json:"up_seconds"`
 	Leases        int64   `json:"leases"`
 	Expired       int64   `json:"expired"`
+	HolderGone    int64   `json:"holder_gone"`
+	Reused        int64   `json:"reused_unchanged"`
 	Replaced      int64   `json:"replaced"`
 	ResetFailures int64   `json:"reset_failures"`
 	waits         ring

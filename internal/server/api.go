@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strconv"
 	"sync"
 	"time"
 
@@ -38,6 +37,23 @@ type LeaseRequest struct {
 	Holder   string  `json:"holder,omitempty"`
 	TTL      float64 `json:"ttl_seconds,omitempty"`  // 0: 30 minutes
 	Wait     float64 `json:"wait_seconds,omitempty"` // 0: 60 seconds
+	// PID is the holder's process on the daemon's host; the lease is
+	// reclaimed when it exits. Over the unix socket it defaults to the
+	// connecting process.
+	PID int `json:"pid,omitempty"`
+}
+
+// ReleaseResult answers a release.
+type ReleaseResult struct {
+	Released string `json:"released"`
+	// Reset is false when the database was released unchanged, checked,
+	// and handed out again without a reset.
+	Reset bool `json:"reset"`
+}
+
+// ExtendRequest asks for more time on a lease.
+type ExtendRequest struct {
+	TTL float64 `json:"ttl_seconds"`
 }
 
 // ErrorBody is the body of every error response.
@@ -58,7 +74,10 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("DELETE /v1/pools/{template}", s.poolDown)
 	mux.HandleFunc("POST /v1/leases", s.lease)
 	mux.HandleFunc("GET /v1/leases", s.listLeases)
+	mux.HandleFunc("GET /v1/leases/{id}", s.getLease)
 	mux.HandleFunc("DELETE /v1/leases/{id}", s.release)
+	mux.HandleFunc("POST /v1/leases/{id}/keep", s.keep)
+	mux.HandleFunc("POST /v1/leases/{id}/extend", s.extend)
 	mux.HandleFunc("POST /v1/shutdown", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, 200, map[string]any{"ok": true})
 		go s.stop()
@@ -251,7 +270,7 @@ func (s *Server) lease(w http.ResponseWriter, r *http.Request) {
 	ttl := seconds(req.TTL, 30*time.Minute)
 	ctx, cancel := context.WithTimeout(r.Context(), seconds(req.Wait, time.Minute))
 	defer cancel()
-	l, err := p.Lease(ctx, req.Holder, ttl)
+	l, err := p.Lease(ctx, pool.LeaseOptions{Holder: req.Holder, TTL: ttl, PID: req.PID})
 	if err != nil {
 		fail(w, err)
 		return
@@ -281,22 +300,88 @@ func (s *Server) listLeases(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, 200, out)
 }
 
-func (s *Server) release(w http.ResponseWriter, r *http.Request) {
-	id := r.PathValue("id")
+// findLease returns the pool holding lease id.
+func (s *Server) findLease(id string) (*pool.Pool, error) {
 	for _, n := range s.poolNames() {
-		p, err := s.pool(n)
-		if err != nil || p == nil || !p.HasLease(id) {
-			continue
+		if p, err := s.pool(n); err == nil && p != nil {
+			if _, ok := p.Get(id); ok {
+				return p, nil
+			}
 		}
-		if err := p.Release(id); err != nil {
-			fail(w, err)
-			return
-		}
-		s.log.Info("release", "id", id, "template", n)
-		writeJSON(w, 200, map[string]any{"released": id})
-		return
 	}
-	fail(w, fmt.Errorf("%w %q: it was released already, expired, or never existed (see `pristine pool status`)", pool.ErrUnknownLease, id))
+	return nil, fmt.Errorf("%w %q: it was released already, expired, or never existed (see `pristine pool status`)", pool.ErrUnknownLease, id)
 }
 
-var _ = strconv.Itoa
+// getLease returns a lease with its credentials, to a caller that may use
+// the API (the socket's owner, or a holder of the token).
+func (s *Server) getLease(w http.ResponseWriter, r *http.Request) {
+	p, err := s.findLease(r.PathValue("id"))
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	l, _ := p.Get(r.PathValue("id"))
+	writeJSON(w, 200, l)
+}
+
+func (s *Server) release(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	mode := pool.Dirty
+	switch r.URL.Query().Get("mode") {
+	case "", "dirty":
+	case "unchanged":
+		mode = pool.Unchanged
+	default:
+		fail(w, fmt.Errorf("%w: mode must be dirty or unchanged", errBadRequest))
+		return
+	}
+	p, err := s.findLease(id)
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	reset, err := p.Release(r.Context(), id, mode)
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	s.log.Info("release", "id", id, "template", p.Meta.Name, "reset", reset)
+	writeJSON(w, 200, ReleaseResult{Released: id, Reset: reset})
+}
+
+func (s *Server) keep(w http.ResponseWriter, r *http.Request) {
+	p, err := s.findLease(r.PathValue("id"))
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	l, err := p.Keep(r.PathValue("id"))
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	// The DSN is logged so a failed test's database can be found; the
+	// password is not.
+	s.log.Warn("lease kept for debugging", "id", l.ID, "template", l.Template, "slot", l.Slot,
+		"host", l.Host, "port", l.Port, "socket", l.Socket, "user", l.User, "database", l.Database)
+	writeJSON(w, 200, l)
+}
+
+func (s *Server) extend(w http.ResponseWriter, r *http.Request) {
+	var req ExtendRequest
+	if err := decode(r, &req); err != nil {
+		fail(w, err)
+		return
+	}
+	p, err := s.findLease(r.PathValue("id"))
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	l, err := p.Extend(r.PathValue("id"), seconds(req.TTL, 0))
+	if err != nil {
+		fail(w, fmt.Errorf("%w: %v", errBadRequest, err))
+		return
+	}
+	writeJSON(w, 200, l)
+}

@@ -1,0 +1,139 @@
+package pool
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/hex"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/pristinedb/pristine/internal/mariadb"
+)
+
+// account is the user of one unit: made fresh for every lease, dropped (and
+// its connections killed) when the lease ends, so a former holder's
+// credentials stop working at release.
+type account struct {
+	user, password string
+}
+
+func (a account) ok() bool { return a.user != "" }
+
+// waitGone waits until the server has no connection of user left, so a
+// statement still running when its connection was killed has finished.
+func waitGone(ctx context.Context, admin *sql.DB, user string) error {
+	for i := 0; i < 400; i++ {
+		var n int
+		if err := admin.QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE USER = ?", user).Scan(&n); err != nil {
+			return fmt.Errorf("list lease connections: %w", err)
+		}
+		if n == 0 {
+			return nil
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	return fmt.Errorf("connections of %s did not end within 2s", user)
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	if _, err := rand.Read(b); err != nil {
+		panic(err)
+	}
+	return hex.EncodeToString(b)
+}
+
+// openAdmin connects as root over the slot's unix socket; root is never
+// handed out.
+func openAdmin(in *mariadb.Instance) (*sql.DB, error) {
+	db, err := in.Open("")
+	if err != nil {
+		return nil, err
+	}
+	db.SetMaxOpenConns(2)
+	db.SetMaxIdleConns(2)
+	return db, nil
+}
+
+// newAccount creates a user that can reach database db of this server
+// only: with one database per slot it gets every privilege on the server
+// (which serves only its holder); with several, only its own database.
+func newAccount(ctx context.Context, admin *sql.DB, db string, shared bool) (account, error) {
+	a := account{user: "lease_" + randomHex(6), password: randomHex(16)}
+	grant := "GRANT ALL PRIVILEGES ON *.* TO " + quoteAccount(a.user) + " WITH GRANT OPTION"
+	if shared {
+		grant = "GRANT ALL PRIVILEGES ON " + quoteIdent(db) + ".* TO " + quoteAccount(a.user)
+	}
+	for _, q := range []string{"CREATE USER " + quoteAccount(a.user) + " IDENTIFIED BY '" + a.password + "'", grant} {
+		if _, err := admin.ExecContext(ctx, q); err != nil {
+			return account{}, fmt.Errorf("create lease account: %w", err)
+		}
+	}
+	return a, nil
+}
+
+// endAccount kills the account's connections and drops it.
+func endAccount(ctx context.Context, admin *sql.DB, a account) error {
+	if err := killConnections(ctx, admin, a.user); err != nil {
+		return err
+	}
+	if _, err := admin.ExecContext(ctx, "DROP USER IF EXISTS "+quoteAccount(a.user)); err != nil {
+		return fmt.Errorf("drop lease account: %w", err)
+	}
+	return nil
+}
+
+func killConnections(ctx context.Context, admin *sql.DB, user string) error {
+	rows, err := admin.QueryContext(ctx, "SELECT ID FROM information_schema.PROCESSLIST WHERE USER = ?", user)
+	if err != nil {
+		return fmt.Errorf("list lease connections: %w", err)
+	}
+	var ids []int64
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			rows.Close()
+			return err
+		}
+		ids = append(ids, id)
+	}
+	rows.Close()
+	for _, id := range ids {
+		// A connection that ended meanwhile is not an error.
+		_, _ = admin.ExecContext(ctx, fmt.Sprintf("KILL CONNECTION %d", id))
+	}
+	return nil
+}
+
+// writeMarkQuery sums the counters that move when anything is written: the
+// InnoDB log sequence number (every InnoDB change, DDL included), row
+// writes of every engine (internal temporary tables are counted apart, in
+// Handler_tmp_*), and DDL and account statements (temporary tables, which
+// die with their connection, apart). Global variables are
+// hashed, since SET GLOBAL outlives a connection.
+const writeMarkQuery = `SELECT
+ (SELECT CAST(SUM(VARIABLE_VALUE) AS CHAR) FROM information_schema.GLOBAL_STATUS
+   WHERE (VARIABLE_NAME IN ('INNODB_LSN_CURRENT','HANDLER_WRITE','HANDLER_UPDATE','HANDLER_DELETE',
+            'COM_TRUNCATE','COM_GRANT','COM_REVOKE','COM_REVOKE_ALL','COM_SET_PASSWORD',
+            'COM_INSTALL_PLUGIN','COM_UNINSTALL_PLUGIN')
+          OR VARIABLE_NAME LIKE 'COM\_CREATE\_%' OR VARIABLE_NAME LIKE 'COM\_DROP\_%'
+          OR VARIABLE_NAME LIKE 'COM\_ALTER\_%' OR VARIABLE_NAME LIKE 'COM\_RENAME\_%')
+     AND VARIABLE_NAME NOT IN ('COM_CREATE_TEMPORARY_TABLE','COM_DROP_TEMPORARY_TABLE')),
+ (SELECT MD5(GROUP_CONCAT(VARIABLE_NAME, '=', VARIABLE_VALUE ORDER BY VARIABLE_NAME SEPARATOR '\n'))
+   FROM information_schema.GLOBAL_VARIABLES
+   WHERE VARIABLE_NAME NOT IN ('GTID_BINLOG_POS','GTID_CURRENT_POS','GTID_SLAVE_POS','TIMESTAMP'))`
+
+// writeMark reads the slot's write counters.
+func writeMark(ctx context.Context, admin *sql.DB) (string, error) {
+	var counters, vars sql.NullString
+	if err := admin.QueryRowContext(ctx, writeMarkQuery).Scan(&counters, &vars); err != nil {
+		return "", fmt.Errorf("read write counters: %w", err)
+	}
+	return counters.String + "/" + vars.String, nil
+}
+
+func quoteAccount(user string) string { return "'" + user + "'@'%'" }
+
+func quoteIdent(s string) string { return "`" + strings.ReplaceAll(s, "`", "``") + "`" }

@@ -1,0 +1,326 @@
+package pool
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// LeaseOptions describe a lease request.
+type LeaseOptions struct {
+	Holder string        // who holds it, for status and logs
+	TTL    time.Duration // reclaimed after this long; 0: no limit
+	// PID, when set, is the holder's process on this host: the lease is
+	// reclaimed when it exits.
+	PID int
+}
+
+// ReleaseMode says what the holder did with a lease.
+type ReleaseMode int
+
+// The release modes.
+const (
+	// Dirty: the database may have been written; reset before reuse.
+	Dirty ReleaseMode = iota
+	// Unchanged: the holder says it wrote nothing. pristine checks the
+	// server's write counters and, when they did not move, hands the
+	// database out again at once; otherwise it resets it.
+	Unchanged
+)
+
+// signal wakes every waiter; the caller holds p.mu.
+func (p *Pool) signal() {
+	close(p.wake)
+	p.wake = make(chan struct{})
+}
+
+// Lease hands out a pristine database, waiting up to ctx's deadline for one
+// to become free.
+func (p *Pool) Lease(ctx context.Context, opt LeaseOptions) (*Lease, error) {
+	start := time.Now()
+	for {
+		p.mu.Lock()
+		if p.closed {
+			p.mu.Unlock()
+			return nil, ErrClosed
+		}
+		for _, s := range p.slots {
+			u := s.freeUnit()
+			if u < 0 || !s.inst.Running() {
+				continue // a dead server is replaced by watch
+			}
+			l := &Lease{ID: newLeaseID(), Template: p.Meta.Name, Slot: s.idx, Holder: opt.Holder, PID: opt.PID, Created: time.Now().UTC()}
+			if opt.TTL > 0 {
+				l.Expires = l.Created.Add(opt.TTL)
+			}
+			if opt.PID > 0 {
+				l.pidStart = procStart(opt.PID)
+			}
+			l.fill(s, &s.units[u])
+			s.units[u].lease, s.units[u].spent = l, true
+			if s.state == Ready {
+				s.set(Leased)
+			}
+			l.gen = s.gen
+			p.leases[l.ID] = l
+			p.stats.Leases++
+			p.stats.observeWait(time.Since(start))
+			cp := *l
+			p.mu.Unlock()
+			return &cp, nil
+		}
+		wake := p.wake
+		p.mu.Unlock()
+		select {
+		case <-wake:
+		case <-ctx.Done():
+			return nil, fmt.Errorf("%w: all %d slots of %s are leased or resetting after %s: release leases, or bring the pool up with a larger --size", ErrLeaseTimeout, len(p.slots), p.Meta.Name, time.Since(start).Round(time.Millisecond))
+		}
+	}
+}
+
+// Release returns a lease. A dirty (or kept, or unverifiable) database is
+// reset in the background; an unchanged one is handed out again at once.
+// It reports whether the database will be reset.
+func (p *Pool) Release(ctx context.Context, id string, mode ReleaseMode) (reset bool, err error) {
+	p.mu.Lock()
+	l, ok := p.leases[id]
+	if !ok {
+		p.mu.Unlock()
+		return false, fmt.Errorf("%w %q: it was released already, expired, or belongs to another pool (see `pristine pool status`)", ErrUnknownLease, id)
+	}
+	s := p.slots[l.Slot]
+	// Only a slot with one database can be checked: with several, the
+	// server's counters mix the writes of several holders.
+	if mode == Dirty || l.Kept || len(s.units) > 1 {
+		p.releaseLocked(l)
+		p.mu.Unlock()
+		return true, nil
+	}
+	delete(p.leases, l.ID)
+	u := &s.units[0]
+	u.lease, u.checking = nil, true
+	admin, mark, acct := s.admin, s.mark, u.acct
+	gen := s.gen
+	p.mu.Unlock()
+
+	fresh, newMark, err := p.recycle(ctx, admin, mark, acct, u.db)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	u.checking = false
+	if s.gen != gen || p.closed {
+		return true, nil // the slot died or the pool went down meanwhile
+	}
+	if err != nil || !fresh.ok() {
+		p.resetIfDone(s)
+		return true, nil
+	}
+	u.acct, u.spent, s.mark = fresh, false, newMark
+	p.stats.Reused++
+	if s.active() == 0 {
+		s.set(Ready)
+		l.gen = s.gen
+	}
+	p.signal()
+	return false, nil
+}
+
+// recycle ends a lease's account and, when the server's write counters did
+// not move since the slot was ready, makes a new account for the next
+// holder. A zero account means the database must be reset.
+func (p *Pool) recycle(ctx context.Context, admin *sql.DB, mark string, a account, db string) (account, string, error) {
+	if err := killConnections(ctx, admin, a.user); err != nil {
+		return account{}, "", err
+	}
+	if err := waitGone(ctx, admin, a.user); err != nil {
+		return account{}, "", err
+	}
+	now, err := writeMark(ctx, admin)
+	if err != nil || now != mark {
+		return account{}, "", err
+	}
+	if err := endAccount(ctx, admin, a); err != nil {
+		return account{}, "", err
+	}
+	fresh, err := newAccount(ctx, admin, db, false)
+	if err != nil {
+		return account{}, "", err
+	}
+	newMark, err := writeMark(ctx, admin)
+	return fresh, newMark, err
+}
+
+// releaseLocked ends a lease whose database will be reset.
+func (p *Pool) releaseLocked(l *Lease) {
+	delete(p.leases, l.ID)
+	s := p.slots[l.Slot]
+	for i := range s.units {
+		if s.units[i].lease == l {
+			s.units[i].lease = nil
+		}
+	}
+	p.resetIfDone(s)
+}
+
+// resetIfDone queues a slot for reset once none of its databases is on
+// lease, being checked, or fresh.
+func (p *Pool) resetIfDone(s *slot) {
+	if !p.closed && s.needsReset() && (s.state == Leased || s.state == Kept) {
+		s.set(Resetting)
+		p.resetq <- s
+	}
+}
+
+// Keep holds a lease for debugging: it no longer expires, its holder's
+// exit does not reclaim it, and its slot is not reset until it is released.
+func (p *Pool) Keep(id string) (*Lease, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	l, ok := p.leases[id]
+	if !ok {
+		return nil, fmt.Errorf("%w %q", ErrUnknownLease, id)
+	}
+	l.Kept, l.Expires, l.PID = true, time.Time{}, 0
+	if s := p.slots[l.Slot]; len(s.units) == 1 {
+		s.set(Kept)
+	}
+	cp := *l
+	return &cp, nil
+}
+
+// Extend pushes a lease's expiry to ttl from now.
+func (p *Pool) Extend(id string, ttl time.Duration) (*Lease, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	l, ok := p.leases[id]
+	if !ok {
+		return nil, fmt.Errorf("%w %q", ErrUnknownLease, id)
+	}
+	if ttl <= 0 {
+		return nil, fmt.Errorf("extend lease %s: the TTL must be positive", id)
+	}
+	if !l.Kept {
+		l.Expires = time.Now().UTC().Add(ttl)
+	}
+	cp := *l
+	return &cp, nil
+}
+
+// Leases lists the leases held now, oldest first.
+func (p *Pool) Leases() []Lease {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := make([]Lease, 0, len(p.leases))
+	for _, l := range p.leases {
+		out = append(out, *l)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Created.Before(out[j].Created) })
+	return out
+}
+
+// Get returns a lease of this pool.
+func (p *Pool) Get(id string) (Lease, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	l, ok := p.leases[id]
+	if !ok {
+		return Lease{}, false
+	}
+	return *l, true
+}
+
+// resetWorker resets slots from the queue: kill the server, throw the clone
+// away, clone again, start. A failed reset is retried after a pause.
+func (p *Pool) resetWorker() {
+	defer p.wg.Done()
+	for s := range p.resetq {
+		p.mu.Lock()
+		if p.closed {
+			p.mu.Unlock()
+			return
+		}
+		in := s.inst
+		if s.state != Failed {
+			s.set(Resetting)
+		}
+		p.mu.Unlock()
+		start := time.Now()
+		if in != nil {
+			in.Kill()
+		}
+		err := p.startSlot(context.Background(), s)
+		p.mu.Lock()
+		if err != nil {
+			s.err = err.Error()
+			s.set(Failed)
+			p.stats.ResetFailures++
+			if !p.closed {
+				go func() { time.Sleep(time.Second); p.requeue(s) }()
+			}
+		} else {
+			p.stats.observeReset(time.Since(start))
+		}
+		p.mu.Unlock()
+	}
+}
+
+func (p *Pool) requeue(s *slot) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.closed {
+		p.resetq <- s
+	}
+}
+
+// janitor reclaims leases that expired or whose holder process exited.
+func (p *Pool) janitor() {
+	defer p.wg.Done()
+	t := time.NewTicker(250 * time.Millisecond)
+	defer t.Stop()
+	for range t.C {
+		p.mu.Lock()
+		if p.closed {
+			p.mu.Unlock()
+			return
+		}
+		now := time.Now()
+		for _, l := range p.leases {
+			switch {
+			case !l.Expires.IsZero() && now.After(l.Expires):
+				p.stats.Expired++
+			case l.PID > 0 && procStart(l.PID) != l.pidStart:
+				p.stats.HolderGone++
+			default:
+				continue
+			}
+			p.releaseLocked(l)
+		}
+		p.mu.Unlock()
+	}
+}
+
+// procStart identifies a process by its start time (field 22 of
+// /proc/PID/stat), so a recycled pid is not mistaken for the holder. It is
+// empty when the process does not exist.
+func procStart(pid int) string {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return ""
+	}
+	// The command name may hold spaces; fields count from after its ')'.
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return ""
+	}
+	f := strings.Fields(s[i+1:])
+	if len(f) < 20 {
+		return ""
+	}
+	return f[19]
+}
