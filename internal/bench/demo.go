@@ -91,7 +91,11 @@ func Demo(ctx context.Context, store *template.Store, opt DemoOptions) (*DemoRes
 	if err != nil {
 		return nil, err
 	}
-	srv := server.New(store.Root, store, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	srv, err := server.New(ctx, store.Root, store, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		ln.Close()
+		return nil, err
+	}
 	sctx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	var wg sync.WaitGroup
 	wg.Add(1)

@@ -15,6 +15,7 @@ import (
 	"github.com/pristinedb/pristine/internal/client"
 	"github.com/pristinedb/pristine/internal/rootdir"
 	"github.com/pristinedb/pristine/internal/server"
+	"github.com/pristinedb/pristine/internal/state"
 )
 
 func init() { register(newServeCmd) }
@@ -47,7 +48,11 @@ func RunServe(ctx context.Context, g *Globals, backend string, exitWhenIdle bool
 	if err != nil {
 		return err
 	}
-	srv := server.New(st.Root, st, log)
+	srv, err := server.New(ctx, st.Root, st, log)
+	if err != nil {
+		ln.Close()
+		return err
+	}
 	srv.ExitWhenIdle = exitWhenIdle
 	return srv.Serve(ctx, ln)
 }
@@ -61,7 +66,12 @@ func (g *Globals) daemon(ctx context.Context, start bool) (*client.Client, *root
 	}
 	c := client.New(server.SocketPath(root))
 	err = c.Health(ctx)
-	if err == nil || !start || !errors.Is(err, client.ErrNoDaemon) {
+	if err == nil || !errors.Is(err, client.ErrNoDaemon) {
+		return c, root, err
+	}
+	// A daemon that was killed left its state behind: start one, and it
+	// brings its pools and leases back.
+	if !start && !state.HasPools(root.Path) {
 		return c, root, err
 	}
 	if err := spawnDaemon(root); err != nil {

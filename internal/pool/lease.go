@@ -30,8 +30,8 @@ type Lease struct {
 	// Kept leases are held for debugging: no expiry, no reset until released.
 	Kept bool `json:"kept,omitempty"`
 	// PID is the holder's process; the lease is reclaimed when it exits.
-	PID      int `json:"pid,omitempty"`
-	pidStart string
+	PID      int    `json:"pid,omitempty"`
+	PIDStart string `json:"pid_start,omitempty"`
 	gen      uint64
 }
 

@@ -33,6 +33,31 @@ const (
 	Unchanged
 )
 
+// Journal keeps leases across a restart of the daemon (state.Store).
+type Journal interface {
+	PutLease(id string, l any) error
+	DeleteLease(id string) error
+}
+
+// record writes a lease to the journal; the caller holds p.mu.
+func (p *Pool) record(l *Lease) {
+	if p.opt.Journal != nil {
+		if err := p.opt.Journal.PutLease(l.ID, l); err != nil {
+			p.stats.JournalErrors++
+		}
+	}
+}
+
+// forget drops a lease from the pool and the journal; the caller holds p.mu.
+func (p *Pool) forget(l *Lease) {
+	delete(p.leases, l.ID)
+	if p.opt.Journal != nil {
+		if err := p.opt.Journal.DeleteLease(l.ID); err != nil {
+			p.stats.JournalErrors++
+		}
+	}
+}
+
 // signal wakes every waiter; the caller holds p.mu.
 func (p *Pool) signal() {
 	close(p.wake)
@@ -59,7 +84,7 @@ func (p *Pool) Lease(ctx context.Context, opt LeaseOptions) (*Lease, error) {
 				l.Expires = l.Created.Add(opt.TTL)
 			}
 			if opt.PID > 0 {
-				l.pidStart = procStart(opt.PID)
+				l.PIDStart = procStart(opt.PID)
 			}
 			l.fill(s, &s.units[u])
 			s.units[u].lease, s.units[u].spent = l, true
@@ -68,6 +93,7 @@ func (p *Pool) Lease(ctx context.Context, opt LeaseOptions) (*Lease, error) {
 			}
 			l.gen = s.gen
 			p.leases[l.ID] = l
+			p.record(l)
 			p.stats.Leases++
 			p.stats.observeWait(time.Since(start))
 			cp := *l
@@ -102,7 +128,7 @@ func (p *Pool) Release(ctx context.Context, id string, mode ReleaseMode) (reset 
 		p.mu.Unlock()
 		return true, nil
 	}
-	delete(p.leases, l.ID)
+	p.forget(l)
 	u := &s.units[0]
 	u.lease, u.checking = nil, true
 	admin, mark, acct := s.admin, s.mark, u.acct
@@ -157,7 +183,7 @@ func (p *Pool) recycle(ctx context.Context, admin *sql.DB, mark string, a accoun
 
 // releaseLocked ends a lease whose database will be reset.
 func (p *Pool) releaseLocked(l *Lease) {
-	delete(p.leases, l.ID)
+	p.forget(l)
 	s := p.slots[l.Slot]
 	for i := range s.units {
 		if s.units[i].lease == l {
@@ -189,6 +215,7 @@ func (p *Pool) Keep(id string) (*Lease, error) {
 	if s := p.slots[l.Slot]; len(s.units) == 1 {
 		s.set(Kept)
 	}
+	p.record(l)
 	cp := *l
 	return &cp, nil
 }
@@ -206,6 +233,7 @@ func (p *Pool) Extend(id string, ttl time.Duration) (*Lease, error) {
 	}
 	if !l.Kept {
 		l.Expires = time.Now().UTC().Add(ttl)
+		p.record(l)
 	}
 	cp := *l
 	return &cp, nil
@@ -293,7 +321,7 @@ func (p *Pool) janitor() {
 			switch {
 			case !l.Expires.IsZero() && now.After(l.Expires):
 				p.stats.Expired++
-			case l.PID > 0 && procStart(l.PID) != l.pidStart:
+			case l.PID > 0 && procStart(l.PID) != l.PIDStart:
 				p.stats.HolderGone++
 			default:
 				continue

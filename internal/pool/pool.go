@@ -28,6 +28,12 @@ type Options struct {
 	ResetWorkers int
 	// Progress, when set, is told how many slots are ready during Up.
 	Progress func(ready, total int)
+	// Journal, when set, records every lease so a restarted daemon knows it.
+	Journal Journal
+	// Restore are the leases a previous daemon handed out from this pool:
+	// their slots start again on their existing clones (crash recovery) on
+	// the same port, and the leases stay valid.
+	Restore []Lease
 }
 
 // Errors callers map to messages, exit codes and HTTP statuses.
@@ -92,7 +98,7 @@ func Up(ctx context.Context, store *template.Store, m *template.Meta, opt Option
 		run:  filepath.Join(store.Root.Path, "run", m.Hash[:8]),
 		wake: make(chan struct{}), leases: map[string]*Lease{},
 		resetq: make(chan *slot, opt.Size)}
-	if _, err := os.Stat(p.dir); err == nil {
+	if _, err := os.Stat(p.dir); err == nil && len(opt.Restore) == 0 {
 		return nil, fmt.Errorf("a pool of template %s already exists at %s: run `pristine pool down --template %s` first", m.Name, p.dir, m.Name)
 	}
 	if err := os.MkdirAll(p.dir, 0o755); err != nil {
@@ -106,6 +112,13 @@ func Up(ctx context.Context, store *template.Store, m *template.Meta, opt Option
 		}
 		s.set(Starting)
 		p.slots = append(p.slots, s)
+	}
+	for _, l := range opt.Restore {
+		if l.Slot >= 0 && l.Slot < len(p.slots) {
+			s := p.slots[l.Slot]
+			s.restore = append(s.restore, l)
+			s.wantPort = l.Port
+		}
 	}
 	start := time.Now()
 	if err := p.startAll(ctx); err != nil {
@@ -126,13 +139,28 @@ func Up(ctx context.Context, store *template.Store, m *template.Meta, opt Option
 // time. Cloning first keeps btrfs snapshots cheap: a snapshot commits the
 // filesystem's transaction, which is quick only while no server is writing.
 func (p *Pool) startAll(ctx context.Context) error {
-	if err := p.parallel(ctx, p.opt.Parallel, p.cloneSlot); err != nil {
+	err := p.parallel(ctx, p.opt.Parallel, func(ctx context.Context, s *slot) error {
+		if len(s.restore) > 0 {
+			if _, err := os.Stat(filepath.Join(s.dir, "data")); err == nil {
+				return nil // restart on the clone its leases were using
+			}
+			s.restore = nil
+		}
+		return p.cloneSlot(ctx, s)
+	})
+	if err != nil {
 		return err
 	}
 	var mu sync.Mutex
 	ready := 0
 	return p.parallel(ctx, p.opt.Parallel, func(ctx context.Context, s *slot) error {
-		if err := p.bootSlot(ctx, s); err != nil {
+		err := p.bootSlot(ctx, s)
+		if err != nil && len(s.restore) > 0 {
+			// The clone did not survive: its leases are lost, the slot is new.
+			s.restore, s.wantPort = nil, 0
+			err = p.startSlot(ctx, s)
+		}
+		if err != nil {
 			return err
 		}
 		mu.Lock()
@@ -236,8 +264,16 @@ func (p *Pool) prepareUnits(ctx context.Context, s *slot, in *mariadb.Instance) 
 		return err
 	}
 	units := make([]unit, len(s.units))
+	var restored []*Lease
 	for i := range units {
 		units[i].db = s.units[i].db
+		if l := s.restoredLease(units[i].db); l != nil {
+			// The account of a lease from before a restart lives in the clone.
+			units[i].acct = account{user: l.User, password: l.Password}
+			units[i].lease, units[i].spent = l, true
+			restored = append(restored, l)
+			continue
+		}
 		if units[i].acct, err = newAccount(ctx, admin, units[i].db, len(units) > 1); err != nil {
 			admin.Close()
 			return err
@@ -255,7 +291,17 @@ func (p *Pool) prepareUnits(ctx context.Context, s *slot, in *mariadb.Instance) 
 	s.inst, s.admin, s.port, s.wantPort, s.mark = in, admin, in.Config.Port, 0, mark
 	s.err = ""
 	s.units = units
+	s.restore = nil
 	s.set(Ready)
+	for _, l := range restored {
+		l.Socket = in.Config.Socket()
+		l.gen = s.gen
+		p.leases[l.ID] = l
+		s.state = Leased
+		if l.Kept && len(units) == 1 {
+			s.state = Kept
+		}
+	}
 	gen := s.gen
 	p.signal()
 	p.mu.Unlock()
@@ -274,7 +320,7 @@ func (p *Pool) watch(s *slot, in *mariadb.Instance, gen uint64) {
 	s.err = "server exited: " + in.LogTail(2)
 	for i := range s.units {
 		if l := s.units[i].lease; l != nil {
-			delete(p.leases, l.ID)
+			p.forget(l)
 		}
 		s.units[i].lease, s.units[i].spent = nil, true
 	}

@@ -47,6 +47,8 @@ type slot struct {
 	mark  string  // write counters when the slot became ready
 	// wantPort asks a restart to keep the port a lease already knows.
 	wantPort int
+	// restore holds the leases of this slot from before a daemon restart.
+	restore []Lease
 	// units are the databases of the slot: one, or K with --dbs-per-slot.
 	units []unit
 	// since is when the slot entered its state, for status and metrics.
@@ -104,4 +106,15 @@ func (s *slot) needsReset() bool {
 		}
 	}
 	return true
+}
+
+// restoredLease returns the restored lease of database db, if any.
+func (s *slot) restoredLease(db string) *Lease {
+	for i := range s.restore {
+		if s.restore[i].Database == db {
+			l := s.restore[i]
+			return &l
+		}
+	}
+	return nil
 }

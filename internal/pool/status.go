@@ -12,6 +12,7 @@ type Stats struct {
 	Expired       int64   `json:"expired"`
 	HolderGone    int64   `json:"holder_gone"`
 	Reused        int64   `json:"reused_unchanged"`
+	JournalErrors int64   `json:"journal_errors,omitempty"`
 	Replaced      int64   `json:"replaced"`
 	ResetFailures int64   `json:"reset_failures"`
 	waits         ring

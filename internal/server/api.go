@@ -9,8 +9,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/pristinedb/pristine/internal/mariadb"
 	"github.com/pristinedb/pristine/internal/pool"
+	"github.com/pristinedb/pristine/internal/state"
 	"github.com/pristinedb/pristine/internal/template"
 )
 
@@ -79,6 +79,8 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("POST /v1/leases/{id}/keep", s.keep)
 	mux.HandleFunc("POST /v1/leases/{id}/extend", s.extend)
 	mux.HandleFunc("POST /v1/shutdown", func(w http.ResponseWriter, r *http.Request) {
+		// Answer only once every pool is down, so the caller can rely on it.
+		s.downAll()
 		writeJSON(w, 200, map[string]any{"ok": true})
 		go s.stop()
 	})
@@ -186,17 +188,15 @@ func (s *Server) poolUp(w http.ResponseWriter, r *http.Request) {
 			flusher.Flush()
 		}
 	}
-	prof := mariadb.DefaultProfile()
-	if req.BufferPool > 0 {
-		prof.BufferPool = req.BufferPool
-	}
+	rec := state.Pool{Template: m.Name, Hash: m.Hash, Size: req.Size, BufferPool: req.BufferPool, Parallel: req.Parallel}
+	opt := s.poolOptions(rec, nil)
 	last := time.Now()
-	opt := pool.Options{Size: req.Size, Profile: prof, Parallel: req.Parallel, Progress: func(ready, total int) {
+	opt.Progress = func(ready, total int) {
 		if ready == total || time.Since(last) > 200*time.Millisecond {
 			last = time.Now()
 			send(PoolEvent{Ready: ready, Total: total})
 		}
-	}}
+	}
 	// The pool outlives the request: a client that goes away does not
 	// cancel it halfway.
 	p, err := pool.Up(context.WithoutCancel(r.Context()), s.store, m, opt)
@@ -205,6 +205,9 @@ func (s *Server) poolUp(w http.ResponseWriter, r *http.Request) {
 		delete(s.pools, m.Name)
 	} else {
 		s.pools[m.Name] = p
+		if perr := s.state.PutPool(rec); perr != nil {
+			s.log.Error("record pool", "template", m.Name, "err", perr)
+		}
 	}
 	s.mu.Unlock()
 	if err != nil {
@@ -236,6 +239,7 @@ func (s *Server) poolDown(w http.ResponseWriter, r *http.Request) {
 		fail(w, err)
 		return
 	}
+	_ = s.state.DeletePool(p.Meta.Name)
 	s.log.Info("pool down", "template", p.Meta.Name)
 	writeJSON(w, 200, st)
 	s.stopIfIdle()

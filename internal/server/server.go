@@ -20,6 +20,7 @@ import (
 	"github.com/pristinedb/pristine/internal/mariadb"
 	"github.com/pristinedb/pristine/internal/pool"
 	"github.com/pristinedb/pristine/internal/rootdir"
+	"github.com/pristinedb/pristine/internal/state"
 	"github.com/pristinedb/pristine/internal/template"
 )
 
@@ -35,29 +36,88 @@ type Server struct {
 	// started on demand by `pool up`).
 	ExitWhenIdle bool
 
+	state *state.Store
+
 	mu    sync.Mutex
 	pools map[string]*pool.Pool // by template name
 	quit  chan struct{}
 	once  sync.Once
 }
 
-// New prepares a daemon for root: it kills servers and removes clones that
-// an earlier daemon, killed before it could stop them, left under the root.
-func New(root *rootdir.Root, store *template.Store, log *slog.Logger) *Server {
+// New prepares a daemon for root. It takes the root's state file (one
+// daemon per root), kills servers an earlier daemon left running, brings
+// back the pools that daemon had, with their leases, and removes clones
+// nobody owns.
+func New(ctx context.Context, root *rootdir.Root, store *template.Store, log *slog.Logger) (*Server, error) {
+	st, err := state.Open(root.Path)
+	if err != nil {
+		return nil, err
+	}
 	if killed := mariadb.KillOrphans(root.Data()); len(killed) > 0 {
 		log.Warn("killed servers left by an earlier daemon", "pids", killed)
 	}
-	s := &Server{root: root, store: store, log: log, pools: map[string]*pool.Pool{}, quit: make(chan struct{})}
-	s.removeStalePools()
-	return s
+	s := &Server{root: root, store: store, log: log, state: st, pools: map[string]*pool.Pool{}, quit: make(chan struct{})}
+	keep := s.restore(ctx)
+	s.removeStalePools(keep)
+	return s, nil
+}
+
+// restore brings back the pools recorded in the state file and returns
+// their clone directories.
+func (s *Server) restore(ctx context.Context) map[string]bool {
+	keep := map[string]bool{}
+	recs, err := s.state.Pools()
+	if err != nil {
+		s.log.Error("read state", "err", err)
+		return keep
+	}
+	leases := map[string][]pool.Lease{}
+	_ = s.state.Leases(func(raw []byte) error {
+		var l pool.Lease
+		if json.Unmarshal(raw, &l) == nil {
+			leases[l.Template] = append(leases[l.Template], l)
+		}
+		return nil
+	})
+	for _, rec := range recs {
+		m, err := s.store.Get(rec.Hash)
+		if err != nil {
+			s.log.Error("restore pool: template gone", "template", rec.Template, "err", err)
+			_ = s.state.DeletePool(rec.Template)
+			continue
+		}
+		keep[pool.Dir(s.store, m)] = true
+		p, err := pool.Up(ctx, s.store, m, s.poolOptions(rec, leases[rec.Template]))
+		if err != nil {
+			s.log.Error("restore pool", "template", rec.Template, "err", err)
+			_ = s.state.DeletePool(rec.Template)
+			delete(keep, pool.Dir(s.store, m))
+			continue
+		}
+		s.pools[m.Name] = p
+		s.log.Info("restored pool", "template", m.Name, "size", rec.Size, "leases", len(p.Leases()))
+	}
+	return keep
+}
+
+// poolOptions turns a pool record into pool options.
+func (s *Server) poolOptions(rec state.Pool, restore []pool.Lease) pool.Options {
+	prof := mariadb.DefaultProfile()
+	if rec.BufferPool > 0 {
+		prof.BufferPool = rec.BufferPool
+	}
+	return pool.Options{Size: rec.Size, Profile: prof, Parallel: rec.Parallel, Journal: s.state, Restore: restore}
 }
 
 // removeStalePools removes clone directories no live pool owns.
-func (s *Server) removeStalePools() {
+func (s *Server) removeStalePools(keep map[string]bool) {
 	dir := filepath.Join(s.root.Data(), "pools")
 	ents, _ := os.ReadDir(dir)
 	for _, e := range ents {
 		pdir := filepath.Join(dir, e.Name())
+		if keep[pdir] {
+			continue
+		}
 		slots, _ := os.ReadDir(pdir)
 		for _, sl := range slots {
 			data := filepath.Join(pdir, sl.Name(), "data")
@@ -69,9 +129,6 @@ func (s *Server) removeStalePools() {
 			os.RemoveAll(pdir)
 		}
 		s.log.Info("removed stale pool", "path", pdir)
-	}
-	if run := filepath.Join(s.root.Path, "run"); s.root.Check(run) == nil {
-		os.RemoveAll(run)
 	}
 }
 
@@ -100,6 +157,13 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
 	s.log.Info("serving", "socket", ln.Addr().String(), "backend", s.store.Backend.Name(), "server", s.store.Bin.Version)
+	if s.ExitWhenIdle {
+		// A daemon started on demand that has nothing to serve goes away.
+		go func() {
+			time.Sleep(30 * time.Second)
+			s.stopIfIdle()
+		}()
+	}
 	var err error
 	select {
 	case <-ctx.Done():
@@ -110,6 +174,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	defer cancel()
 	_ = hs.Shutdown(shutCtx)
 	s.downAll()
+	s.state.Close()
 	if errors.Is(err, http.ErrServerClosed) {
 		err = nil
 	}
@@ -131,6 +196,7 @@ func (s *Server) downAll() {
 			if err := p.Down(context.Background()); err != nil {
 				s.log.Error("pool down", "template", name, "err", err)
 			}
+			_ = s.state.DeletePool(name)
 		}(name, p)
 	}
 	wg.Wait()

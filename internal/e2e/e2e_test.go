@@ -1,0 +1,224 @@
+// Package e2e runs the pristine binary as a user would: template build,
+// pool up through a background daemon, lease, release, status, down, and a
+// daemon killed with SIGKILL and started again.
+package e2e
+
+import (
+	"bytes"
+	"database/sql"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	_ "github.com/go-sql-driver/mysql"
+
+	"github.com/pristinedb/pristine/internal/mariadb"
+	"github.com/pristinedb/pristine/internal/mariadb/mariadbtest"
+)
+
+var bin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "pristine-e2e-bin-")
+	if err != nil {
+		panic(err)
+	}
+	bin = filepath.Join(dir, "pristine")
+	out, err := exec.Command("go", "build", "-o", bin, "github.com/pristinedb/pristine/cmd/pristine").CombinedOutput()
+	if err != nil {
+		os.Stderr.Write(out)
+		panic(err)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// env is one root for one test, on /dev/shm.
+type env struct {
+	t    *testing.T
+	root string
+}
+
+func newEnv(t *testing.T) *env {
+	mariadbtest.Binary(t)
+	dir, err := os.MkdirTemp("/dev/shm", "pristine-e2e-test-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &env{t: t, root: filepath.Join(dir, "root")}
+	t.Cleanup(func() {
+		e.run("pool", "down", "--all") // ignore errors: nothing may be up
+		for i := 0; i < 100; i++ {
+			if _, err := os.Stat(filepath.Join(e.root, "pristine.sock")); err != nil {
+				break
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		if k := mariadb.KillOrphans(dir); len(k) > 0 {
+			t.Errorf("servers left running: %v", k)
+		}
+		os.RemoveAll(dir)
+	})
+	return e
+}
+
+// run runs pristine with the env's root and returns stdout, stderr and the error.
+func (e *env) run(args ...string) (string, string, error) {
+	cmd := exec.Command(bin, append([]string{"--root", e.root}, args...)...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	return out.String(), errb.String(), err
+}
+
+// must runs pristine and fails the test on error.
+func (e *env) must(args ...string) string {
+	e.t.Helper()
+	out, errOut, err := e.run(args...)
+	if err != nil {
+		e.t.Fatalf("pristine %s: %v\n%s%s", strings.Join(args, " "), err, out, errOut)
+	}
+	return out
+}
+
+type lease struct {
+	ID, Host, Socket, User, Password, Database, DSN string
+	Port                                           int
+}
+
+func (e *env) lease() lease {
+	e.t.Helper()
+	var l lease
+	if err := json.Unmarshal([]byte(e.must("lease", "--json")), &l); err != nil {
+		e.t.Fatal(err)
+	}
+	for _, f := range []string{l.ID, l.Host, l.Socket, l.User, l.Password, l.Database, l.DSN} {
+		if f == "" {
+			e.t.Fatalf("lease --json lacks a field: %+v", l)
+		}
+	}
+	return l
+}
+
+func query(t *testing.T, dsn, q string) (string, error) {
+	db, err := sql.Open("mysql", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var s string
+	err = db.QueryRow(q).Scan(&s)
+	return s, err
+}
+
+const schema = "CREATE TABLE canary (id INT PRIMARY KEY, v VARCHAR(20));\nINSERT INTO canary VALUES (1, 'pristine');\n"
+
+func TestCLIFlow(t *testing.T) {
+	e := newEnv(t)
+	in := filepath.Join(t.TempDir(), "s.sql")
+	os.WriteFile(in, []byte(schema), 0o644)
+	e.must("template", "build", "app", "--from-sql", in)
+	if out := e.must("template", "ls"); !strings.Contains(out, "app") {
+		t.Fatalf("template ls: %s", out)
+	}
+	e.must("pool", "up", "--template", "app", "--size", "2")
+	l := e.lease()
+	if v, err := query(t, l.DSN, "SELECT v FROM canary"); err != nil || v != "pristine" {
+		t.Fatalf("leased database: %q %v", v, err)
+	}
+	// The shell form sets the variables a client reads.
+	out := e.must("lease")
+	if !strings.Contains(out, "export DATABASE_URL='mysql://") || !strings.Contains(out, "export MYSQL_PWD=") {
+		t.Fatalf("lease output is not shell: %s", out)
+	}
+	var st []struct {
+		Leased int `json:"leased"`
+	}
+	json.Unmarshal([]byte(e.must("pool", "status", "--json")), &st)
+	if len(st) != 1 || st[0].Leased != 2 {
+		t.Fatalf("pool status: %+v", st)
+	}
+	e.must("release", l.ID)
+	if _, err := query(t, l.DSN, "SELECT 1"); err == nil {
+		t.Fatal("a released lease's credentials still work")
+	}
+	_, errOut, err := e.run("release", l.ID)
+	if err == nil || !strings.Contains(errOut, "unknown lease") {
+		t.Fatalf("releasing twice: %v %s", err, errOut)
+	}
+	_, errOut, err = e.run("pool", "up", "--template", "nope", "--size", "1")
+	if err == nil || !strings.Contains(errOut, "template not found") {
+		t.Fatalf("pool up of an unknown template: %v %s", err, errOut)
+	}
+	e.must("pool", "down")
+	// The daemon started by pool up exits with its last pool.
+	for i := 0; i < 100; i++ {
+		if _, err := os.Stat(filepath.Join(e.root, "pristine.sock")); os.IsNotExist(err) {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if _, _, err := e.run("pool", "status"); err == nil {
+		t.Fatal("pool status answered after the last pool went down")
+	}
+}
+
+func TestDaemonKilledKeepsLeases(t *testing.T) {
+	e := newEnv(t)
+	in := filepath.Join(t.TempDir(), "s.sql")
+	os.WriteFile(in, []byte(schema), 0o644)
+	e.must("template", "build", "app", "--from-sql", in)
+	e.must("pool", "up", "--template", "app", "--size", "2")
+	l := e.lease()
+	db, _ := sql.Open("mysql", l.DSN)
+	if _, err := db.Exec("UPDATE canary SET v='mine'"); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+
+	pid := daemonPID(t, e.root)
+	syscall.Kill(pid, syscall.SIGKILL)
+	for i := 0; i < 200 && syscall.Kill(pid, 0) == nil; i++ {
+		time.Sleep(10 * time.Millisecond)
+	}
+	// The next command starts a daemon, which brings the pool and the
+	// lease back on the same port, with the holder's writes.
+	var ls []lease
+	if err := json.Unmarshal([]byte(e.must("lease", "ls", "--json")), &ls); err != nil || len(ls) != 1 || ls[0].ID != l.ID {
+		t.Fatalf("after a restart the daemon lists %+v (%v), want lease %s", ls, err, l.ID)
+	}
+	if v, err := query(t, l.DSN, "SELECT v FROM canary"); err != nil || v != "mine" {
+		t.Fatalf("the leased database after a restart: %q %v", v, err)
+	}
+	if newPID := daemonPID(t, e.root); newPID == pid {
+		t.Fatal("the daemon was not restarted")
+	}
+	e.must("release", l.ID)
+	e.lease()
+}
+
+// daemonPID finds the daemon serving root.
+func daemonPID(t *testing.T, root string) int {
+	t.Helper()
+	ents, _ := os.ReadDir("/proc")
+	for _, ent := range ents {
+		pid, err := strconv.Atoi(ent.Name())
+		if err != nil {
+			continue
+		}
+		b, _ := os.ReadFile(filepath.Join("/proc", ent.Name(), "cmdline"))
+		args := strings.Split(string(b), "\x00")
+		if len(args) > 3 && args[0] == bin && args[1] == "serve" && args[3] == root {
+			return pid
+		}
+	}
+	t.Fatal("no daemon running")
+	return 0
+}
