@@ -16,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -44,7 +45,7 @@ type Options struct {
 // Stats describe a finished load.
 type Stats struct {
 	Bytes      int64 // SQL text read, after decompression
-	Statements int64 // statements run (dropped LOCK TABLES not counted)
+	Statements int64 // statements run (session statements once, dropped LOCK TABLES not at all)
 	Tables     int   // CREATE TABLE statements run
 	Duration   time.Duration
 }
@@ -269,6 +270,7 @@ func (l *loader) dispatchStatement(name string, st Statement) error {
 			q.push(j)
 		}
 		l.main.pending = append(l.main.pending, j)
+		l.done.Add(1)
 		return nil
 	case kindTable:
 		return l.dispatchTable(c, j)
@@ -283,10 +285,12 @@ func (l *loader) dispatchStatement(name string, st Statement) error {
 
 // dispatchTable queues a statement on the worker that owns its table; a
 // table seen for the first time goes to the worker with the least work.
+// Names are compared without case, in case the server ignores it
+// (lower_case_table_names); at worst two tables share a worker.
 func (l *loader) dispatchTable(c class, j job) error {
-	k := key{c.db, c.table}
+	k := key{strings.ToLower(c.db), strings.ToLower(c.table)}
 	if k.db == "" {
-		k.db = l.curDB
+		k.db = strings.ToLower(l.curDB)
 	}
 	w, ok := l.owner[k]
 	if !ok {

@@ -81,9 +81,16 @@ func TestLoadSessionStateAndDatabases(t *testing.T) {
 
 func TestLoadDefaultDatabase(t *testing.T) {
 	in := mariadbtest.Start(t)
-	src := sqlload.StringSource("s.sql", "CREATE TABLE t (a INT);\nINSERT INTO t VALUES (1),(2);\n")
-	if _, err := sqlload.Load(context.Background(), in.DSN(""), []sqlload.Source{src}, sqlload.Options{Database: "fresh"}); err != nil {
+	input := "CREATE TABLE t (a INT);\nINSERT INTO t VALUES (1),(2);\n"
+	var lastBytes, lastStatements int64
+	progress := func(b, s int64) { lastBytes, lastStatements = b, s }
+	st, err := sqlload.Load(context.Background(), in.DSN(""), []sqlload.Source{sqlload.StringSource("s.sql", input)},
+		sqlload.Options{Database: "fresh", Progress: progress})
+	if err != nil {
 		t.Fatal(err)
+	}
+	if lastBytes != int64(len(input)) || lastStatements != 2 || st.Statements != 2 {
+		t.Errorf("last progress (%d bytes, %d statements), stats %+v; want %d bytes and 2 statements", lastBytes, lastStatements, st, len(input))
 	}
 	db := mariadbtest.Open(t, in, "")
 	if got := queryString(t, db, "SELECT SUM(a) FROM fresh.t"); got != "3" {

@@ -1,0 +1,159 @@
+package sqlload_test
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/pristinedb/pristine/internal/demo"
+	"github.com/pristinedb/pristine/internal/mariadb"
+	"github.com/pristinedb/pristine/internal/sqlload"
+)
+
+// startBuildServer starts a throwaway server with the profile template builds
+// use (a larger buffer pool than the test helper's).
+func startBuildServer(b *testing.B) *mariadb.Instance {
+	b.Helper()
+	ctx := context.Background()
+	bin, err := mariadb.FindBinary(ctx)
+	if err != nil {
+		b.Skipf("no database server to benchmark: %v", err)
+	}
+	dir, err := os.MkdirTemp("/dev/shm", "pristine-bench-")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { os.RemoveAll(dir) })
+	data := filepath.Join(dir, "data")
+	if err := bin.InitDatadir(ctx, data); err != nil {
+		b.Fatal(err)
+	}
+	in, err := mariadb.Start(bin, mariadb.Config{Datadir: data, RunDir: filepath.Join(dir, "run"), Profile: mariadb.BuildProfile(mariadb.DefaultProfile())})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(in.Kill)
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	if err := in.WaitReady(ctx); err != nil {
+		b.Fatal(err)
+	}
+	return in
+}
+
+// BenchmarkLoad times loading the demo schema from its generated SQL, and
+// loading a mariadb-dump of it with 1 and 4 workers and with the mariadb
+// client.
+func BenchmarkLoad(b *testing.B) {
+	in := startBuildServer(b)
+	db, err := in.Open("")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	var gen bytes.Buffer
+	demo.Write(&gen, demo.Options{})
+	srcs := []sqlload.Source{sqlload.StringSource("demo.sql", gen.String())}
+	if _, err := sqlload.Load(context.Background(), in.DSN(""), srcs, sqlload.Options{Database: "src"}); err != nil {
+		b.Fatal(err)
+	}
+	dumpPath := filepath.Join(b.TempDir(), "dump.sql")
+	dump, err := exec.Command("mariadb-dump", "--socket="+in.Config.Socket(), "--user=root", "src").Output()
+	if err != nil {
+		b.Skipf("mariadb-dump: %v", err)
+	}
+	os.WriteFile(dumpPath, dump, 0o644)
+	dumpSrcs, _ := sqlload.Sources(dumpPath)
+
+	fresh := func(b *testing.B) {
+		b.StopTimer()
+		mustExec(b, db, "DROP DATABASE IF EXISTS d")
+		quiesce(b, db)
+		b.StartTimer()
+	}
+	loader := func(srcs []sqlload.Source, workers int) func(b *testing.B) {
+		return func(b *testing.B) {
+			b.SetBytes(int64(len(dump)))
+			for b.Loop() {
+				fresh(b)
+				if _, err := sqlload.Load(context.Background(), in.DSN(""), srcs, sqlload.Options{Database: "d", Workers: workers}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+	}
+	b.Run("demo-sql/workers=4", loader(srcs, 4))
+	b.Run("demo-sql/workers=1", loader(srcs, 1))
+	b.Run("dump/workers=1", loader(dumpSrcs, 1))
+	b.Run("dump/workers=2", loader(dumpSrcs, 2))
+	b.Run("dump/workers=4", loader(dumpSrcs, 4))
+	client := func(input []byte) func(b *testing.B) {
+		return func(b *testing.B) {
+			b.SetBytes(int64(len(dump)))
+			for b.Loop() {
+				fresh(b)
+				mustExec(b, db, "CREATE DATABASE d")
+				cmd := exec.Command("mariadb", "--socket="+in.Config.Socket(), "--user=root", "d")
+				cmd.Stdin = bytes.NewReader(input)
+				if out, err := cmd.CombinedOutput(); err != nil {
+					b.Fatalf("mariadb: %v: %s", err, out)
+				}
+			}
+		}
+	}
+	b.Run("demo-sql/mariadb-client", client(gen.Bytes()))
+	b.Run("dump/mariadb-client", client(dump))
+}
+
+// BenchmarkLoadManyTables times the pathological schema of 30,000 small
+// tables.
+func BenchmarkLoadManyTables(b *testing.B) {
+	in := startBuildServer(b)
+	db, err := in.Open("")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	var gen bytes.Buffer
+	demo.Write(&gen, demo.Options{Tables: 30000})
+	srcs := []sqlload.Source{sqlload.StringSource("demo.sql", gen.String())}
+	for b.Loop() {
+		b.StopTimer()
+		mustExec(b, db, "DROP DATABASE IF EXISTS d")
+		quiesce(b, db)
+		b.StartTimer()
+		if _, err := sqlload.Load(context.Background(), in.DSN(""), srcs, sqlload.Options{Database: "d"}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func mustExec(b *testing.B, db *sql.DB, q string) {
+	b.Helper()
+	if _, err := db.Exec(q); err != nil {
+		b.Fatalf("%s: %v", q, err)
+	}
+}
+
+// quiesce waits until the buffer pool has no dirty pages, so that flushing
+// left over from the previous run does not slow the next one.
+func quiesce(b *testing.B, db *sql.DB) {
+	b.Helper()
+	mustExec(b, db, "SET GLOBAL innodb_max_dirty_pages_pct = 0")
+	defer mustExec(b, db, "SET GLOBAL innodb_max_dirty_pages_pct = DEFAULT")
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		var name string
+		var dirty int64
+		if err := db.QueryRow("SHOW GLOBAL STATUS LIKE 'Innodb_buffer_pool_pages_dirty'").Scan(&name, &dirty); err != nil {
+			b.Fatal(err)
+		}
+		if dirty == 0 {
+			return
+		}
+	}
+}
