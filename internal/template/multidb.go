@@ -23,7 +23,7 @@ var plainName = regexp.MustCompile(`^[A-Za-z0-9_]{1,56}$`)
 // SHOW CREATE TABLE (foreign keys kept), DISCARD, copy the exported .ibd and
 // .cfg files, IMPORT. Objects that name their schema (views, triggers,
 // routines, events) or that IMPORT cannot carry (non-InnoDB and partitioned
-// tables, sequences) make it refuse, naming them.
+// tables, sequences) or that name it (grants) make it refuse, naming them.
 func copySchema(ctx context.Context, db *sql.DB, datadir, name string, k int) ([]string, error) {
 	if !plainName.MatchString(name) {
 		return nil, fmt.Errorf("%w: --dbs-per-slot needs a database name of letters, digits and '_' (got %q): pass --database", ErrNotCopyable, name)
@@ -38,8 +38,8 @@ func copySchema(ctx context.Context, db *sql.DB, datadir, name string, k int) ([
 		return nil, err
 	}
 	defer conn.Close()
-	var charset, collation string
-	if err := conn.QueryRowContext(ctx, "SELECT DEFAULT_CHARACTER_SET_NAME, DEFAULT_COLLATION_NAME FROM information_schema.SCHEMATA WHERE SCHEMA_NAME=?", name).Scan(&charset, &collation); err != nil {
+	var charset, collation, comment string
+	if err := conn.QueryRowContext(ctx, "SELECT DEFAULT_CHARACTER_SET_NAME, DEFAULT_COLLATION_NAME, SCHEMA_COMMENT FROM information_schema.SCHEMATA WHERE SCHEMA_NAME=?", name).Scan(&charset, &collation, &comment); err != nil {
 		return nil, fmt.Errorf("read schema %s: %w", name, err)
 	}
 	tables, creates, err := showCreates(ctx, conn, name)
@@ -59,7 +59,7 @@ func copySchema(ctx context.Context, db *sql.DB, datadir, name string, k int) ([
 	for i := 2; i <= k; i++ {
 		dst := name + "_" + strconv.Itoa(i)
 		names = append(names, dst)
-		if err := exec(fmt.Sprintf("CREATE DATABASE %s CHARACTER SET %s COLLATE %s", quoteIdent(dst), charset, collation)); err != nil {
+		if err := exec(fmt.Sprintf("CREATE DATABASE %s CHARACTER SET %s COLLATE %s COMMENT %s", quoteIdent(dst), charset, collation, quoteString(comment))); err != nil {
 			return nil, err
 		}
 		if err := exec("USE " + quoteIdent(dst)); err != nil {
@@ -192,7 +192,42 @@ func uncopyable(ctx context.Context, db *sql.DB, schema string) ([]string, error
 		}
 		rows.Close()
 	}
-	return bad, nil
+	grants, err := grantsOn(ctx, db, schema)
+	return append(bad, grants...), err
+}
+
+// grantsOn lists the grants that name schema: each copy would still name
+// the original.
+func grantsOn(ctx context.Context, db *sql.DB, schema string) ([]string, error) {
+	var out []string
+	for _, q := range []string{
+		"SELECT '', User, Host FROM mysql.db WHERE Db=?",
+		"SELECT Table_name, User, Host FROM mysql.tables_priv WHERE Db=?",
+		"SELECT Routine_name, User, Host FROM mysql.procs_priv WHERE Db=?",
+	} {
+		rows, err := db.QueryContext(ctx, q, schema)
+		if err != nil {
+			return nil, fmt.Errorf("inspect grants on %s: %w", schema, err)
+		}
+		for rows.Next() {
+			var obj, user, host string
+			if err := rows.Scan(&obj, &user, &host); err != nil {
+				rows.Close()
+				return nil, err
+			}
+			on := quoteIdent(schema) + ".*"
+			if obj != "" {
+				on = quoteIdent(schema) + "." + quoteIdent(obj)
+			}
+			to := quoteString(user)
+			if host != "" {
+				to += "@" + quoteString(host)
+			}
+			out = append(out, "grant on "+on+" to "+to)
+		}
+		rows.Close()
+	}
+	return out, nil
 }
 
 func abbrev(q string) string {
