@@ -1,0 +1,281 @@
+package capture
+
+import (
+	"bufio"
+	"context"
+	"database/sql"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"sync/atomic"
+
+	"github.com/go-sql-driver/mysql"
+)
+
+// A chunk is a table, or a primary-key range of one, copied by one worker.
+type chunk struct {
+	t      *table
+	lo, hi *int64 // pk >= lo AND pk < hi; nil is unbounded
+}
+
+func (c chunk) String() string {
+	if c.lo == nil && c.hi == nil {
+		return c.t.String()
+	}
+	return fmt.Sprintf("%s (%s from %s to %s)", c.t, c.t.pk, fmtBound(c.lo), fmtBound(c.hi))
+}
+
+func fmtBound(b *int64) string {
+	if b == nil {
+		return "end"
+	}
+	return strconv.FormatInt(*b, 10)
+}
+
+// selectSQL reads the chunk's stored columns; BIT columns as numbers.
+func (c chunk) selectSQL() string {
+	var b strings.Builder
+	b.WriteString("SELECT ")
+	for i, col := range c.t.cols {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		if col.bit {
+			b.WriteString("CAST(" + quoteIdent(col.name) + " AS UNSIGNED)")
+		} else {
+			b.WriteString(quoteIdent(col.name))
+		}
+	}
+	b.WriteString(" FROM " + c.t.quoted())
+	var where []string
+	if c.lo != nil {
+		where = append(where, quoteIdent(c.t.pk)+" >= "+strconv.FormatInt(*c.lo, 10))
+	}
+	if c.hi != nil {
+		where = append(where, quoteIdent(c.t.pk)+" < "+strconv.FormatInt(*c.hi, 10))
+	}
+	if len(where) > 0 {
+		b.WriteString(" WHERE " + strings.Join(where, " AND "))
+	}
+	return b.String()
+}
+
+// split cuts a big table with an integer primary key into ranges of about
+// chunkRows rows, reading the key's bounds inside the snapshot.
+func split(ctx context.Context, src *sql.Conn, t *table, chunkRows int64) ([]chunk, error) {
+	if t.pk == "" || t.rows <= chunkRows || chunkRows <= 0 {
+		return []chunk{{t: t}}, nil
+	}
+	var lo, hi sql.NullInt64
+	q := fmt.Sprintf("SELECT MIN(%[1]s), MAX(%[1]s) FROM %[2]s", quoteIdent(t.pk), t.quoted())
+	if err := src.QueryRowContext(ctx, q).Scan(&lo, &hi); err != nil {
+		return nil, fmt.Errorf("key range of %s: %w", t, err)
+	}
+	if !lo.Valid || hi.Int64-lo.Int64 < 2 {
+		return []chunk{{t: t}}, nil
+	}
+	n := (t.rows + chunkRows - 1) / chunkRows
+	step := (hi.Int64 - lo.Int64) / n
+	if step < 1 {
+		step = 1
+	}
+	var out []chunk
+	var prev *int64
+	for b := lo.Int64 + step; b <= hi.Int64; b += step {
+		v := b
+		out = append(out, chunk{t: t, lo: prev, hi: &v})
+		prev = &v
+	}
+	return append(out, chunk{t: t, lo: prev}), nil
+}
+
+// counters are the progress of a copy.
+type counters struct{ rows, bytes atomic.Int64 }
+
+// copyLoadData streams a chunk into the target with LOAD DATA LOCAL INFILE
+// from a reader: tab-separated, backslash-escaped, \N for NULL, bytes as
+// stored (character_set_results=binary on the source, CHARACTER SET binary
+// on the target).
+func copyLoadData(ctx context.Context, src, dst *sql.Conn, c chunk, n *counters, name string) error {
+	rows, err := src.QueryContext(ctx, c.selectSQL())
+	if err != nil {
+		return fmt.Errorf("read %s: %w", c, err)
+	}
+	defer rows.Close()
+	pr, pw := io.Pipe()
+	mysql.RegisterReaderHandler(name, func() io.Reader { return pr })
+	defer mysql.DeregisterReaderHandler(name)
+	done := make(chan error, 1)
+	go func() {
+		err := writeTSV(rows, pw, len(c.t.cols), n)
+		pw.CloseWithError(err)
+		done <- err
+	}()
+	var cols, sets []string
+	for i, col := range c.t.cols {
+		if col.bit {
+			v := "@v" + strconv.Itoa(i)
+			cols = append(cols, v)
+			sets = append(sets, quoteIdent(col.name)+"=CAST("+v+" AS UNSIGNED)")
+		} else {
+			cols = append(cols, quoteIdent(col.name))
+		}
+	}
+	q := "LOAD DATA LOCAL INFILE 'Reader::" + name + "' INTO TABLE " + c.t.quoted() + " CHARACTER SET binary (" + strings.Join(cols, ",") + ")"
+	if len(sets) > 0 {
+		q += " SET " + strings.Join(sets, ", ")
+	}
+	_, loadErr := dst.ExecContext(ctx, q)
+	pr.CloseWithError(io.ErrClosedPipe) // unblock the writer if the load stopped early
+	readErr := <-done
+	if readErr != nil && readErr != io.ErrClosedPipe {
+		return fmt.Errorf("read %s: %w", c, readErr)
+	}
+	if loadErr != nil {
+		return fmt.Errorf("write %s: %w", c, loadErr)
+	}
+	return nil
+}
+
+func writeTSV(rows *sql.Rows, w io.Writer, ncol int, n *counters) error {
+	bw := bufio.NewWriterSize(w, 256<<10)
+	vals := make([]sql.RawBytes, ncol)
+	ptrs := make([]any, ncol)
+	for i := range vals {
+		ptrs[i] = &vals[i]
+	}
+	var nrows, nbytes int64
+	for rows.Next() {
+		if err := rows.Scan(ptrs...); err != nil {
+			return err
+		}
+		for i, v := range vals {
+			if i > 0 {
+				bw.WriteByte('\t')
+			}
+			if v == nil {
+				bw.WriteString(`\N`)
+				continue
+			}
+			nbytes += int64(len(v))
+			writeEscaped(bw, v)
+		}
+		bw.WriteByte('\n')
+		nrows++
+		if nrows%4096 == 0 {
+			n.rows.Add(4096)
+			n.bytes.Add(nbytes)
+			nbytes = 0
+		}
+	}
+	n.rows.Add(nrows % 4096)
+	n.bytes.Add(nbytes)
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	return bw.Flush()
+}
+
+// writeEscaped writes a field with LOAD DATA's default escaping.
+func writeEscaped(bw *bufio.Writer, v []byte) {
+	start := 0
+	for i, b := range v {
+		var esc string
+		switch b {
+		case '\\':
+			esc = `\\`
+		case '\t':
+			esc = `\t`
+		case '\n':
+			esc = `\n`
+		default:
+			continue
+		}
+		bw.Write(v[start:i])
+		bw.WriteString(esc)
+		start = i + 1
+	}
+	bw.Write(v[start:])
+}
+
+// copyInsert copies a chunk with multi-row INSERTs of about 4 MiB, the
+// alternative to LOAD DATA that bench-capture measures.
+func copyInsert(ctx context.Context, src, dst *sql.Conn, c chunk, n *counters) error {
+	rows, err := src.QueryContext(ctx, c.selectSQL())
+	if err != nil {
+		return fmt.Errorf("read %s: %w", c, err)
+	}
+	defer rows.Close()
+	names := make([]string, len(c.t.cols))
+	for i, col := range c.t.cols {
+		names[i] = quoteIdent(col.name)
+	}
+	head := "INSERT INTO " + c.t.quoted() + " (" + strings.Join(names, ",") + ") VALUES "
+	vals := make([]sql.RawBytes, len(c.t.cols))
+	ptrs := make([]any, len(vals))
+	for i := range vals {
+		ptrs[i] = &vals[i]
+	}
+	buf := make([]byte, 0, 4<<20+64<<10)
+	flush := func() error {
+		if len(buf) == 0 {
+			return nil
+		}
+		_, err := dst.ExecContext(ctx, head+string(buf))
+		buf = buf[:0]
+		if err != nil {
+			return fmt.Errorf("write %s: %w", c, err)
+		}
+		return nil
+	}
+	for rows.Next() {
+		if err := rows.Scan(ptrs...); err != nil {
+			return fmt.Errorf("read %s: %w", c, err)
+		}
+		if len(buf) > 0 {
+			buf = append(buf, ',')
+		}
+		buf = append(buf, '(')
+		for i, v := range vals {
+			if i > 0 {
+				buf = append(buf, ',')
+			}
+			switch {
+			case v == nil:
+				buf = append(buf, "NULL"...)
+			case c.t.cols[i].bit:
+				buf = append(buf, v...)
+			default:
+				buf = appendQuoted(buf, v)
+			}
+			n.bytes.Add(int64(len(v)))
+		}
+		buf = append(buf, ')')
+		n.rows.Add(1)
+		if len(buf) >= 4<<20 {
+			if err := flush(); err != nil {
+				return err
+			}
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("read %s: %w", c, err)
+	}
+	return flush()
+}
+
+func appendQuoted(buf []byte, v []byte) []byte {
+	buf = append(buf, '\'')
+	for _, b := range v {
+		switch b {
+		case '\'', '\\':
+			buf = append(buf, '\\', b)
+		case 0:
+			buf = append(buf, '\\', '0')
+		default:
+			buf = append(buf, b)
+		}
+	}
+	return append(buf, '\'')
+}

@@ -1,0 +1,167 @@
+package capture
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/go-sql-driver/mysql"
+)
+
+// object is a schema object made by one statement that must run with the
+// session context the source recorded for it.
+type object struct {
+	kind, db, name string
+	create         string
+	sqlMode        string
+	charsetClient  string
+	collationConn  string
+	timeZone       string // events only
+}
+
+// readObjects reads the routines, views, triggers and events of a
+// database, in the order they must be created: routines (views may call
+// them), views (in dependency order, worked out when they are created),
+// triggers (in their action order), events.
+func readObjects(ctx context.Context, db *sql.DB, schema string) ([]object, error) {
+	var out []object
+	q := func(kind, list, show string, pick func(cols []string, vals []sql.NullString) object) error {
+		names, err := queryStrings(ctx, db, list, schema)
+		if err != nil {
+			return fmt.Errorf("list %ss of %s: %w", kind, schema, err)
+		}
+		for _, n := range names {
+			kindWord := kind
+			if kind == "routine" {
+				var typ string
+				n, typ, _ = strings.Cut(n, "\x00")
+				kindWord = strings.ToLower(typ)
+			}
+			showQ := fmt.Sprintf(show, strings.ToUpper(kindWord), quoteIdent(schema)+"."+quoteIdent(n))
+			rows, err := db.QueryContext(ctx, showQ)
+			if err != nil {
+				return fmt.Errorf("%s: %w", showQ, err)
+			}
+			cols, _ := rows.Columns()
+			vals := make([]sql.NullString, len(cols))
+			ptrs := make([]any, len(cols))
+			for i := range vals {
+				ptrs[i] = &vals[i]
+			}
+			if !rows.Next() {
+				rows.Close()
+				return fmt.Errorf("%s: no row (was it dropped during the capture?)", showQ)
+			}
+			err = rows.Scan(ptrs...)
+			rows.Close()
+			if err != nil {
+				return fmt.Errorf("%s: %w", showQ, err)
+			}
+			o := pick(cols, vals)
+			o.kind, o.db, o.name = kindWord, schema, n
+			if o.create == "" {
+				return fmt.Errorf("%w: %s returned no definition: run GRANT SELECT ON `mysql`.`proc` TO the capturing user on the source", ErrPrivilege, showQ)
+			}
+			out = append(out, o)
+		}
+		return nil
+	}
+	byName := func(cols []string, vals []sql.NullString, create string) object {
+		o := object{}
+		for i, c := range cols {
+			switch c {
+			case create:
+				o.create = vals[i].String
+			case "sql_mode":
+				o.sqlMode = vals[i].String
+			case "character_set_client":
+				o.charsetClient = vals[i].String
+			case "collation_connection":
+				o.collationConn = vals[i].String
+			case "time_zone":
+				o.timeZone = vals[i].String
+			}
+		}
+		return o
+	}
+	steps := []struct{ kind, list, show, create string }{
+		{"routine", "SELECT CONCAT(ROUTINE_NAME, '\\0', ROUTINE_TYPE) FROM information_schema.ROUTINES WHERE ROUTINE_SCHEMA=? AND ROUTINE_TYPE IN ('PROCEDURE','FUNCTION') ORDER BY ROUTINE_TYPE, ROUTINE_NAME", "SHOW CREATE %s %s", ""},
+		{"view", "SELECT TABLE_NAME FROM information_schema.VIEWS WHERE TABLE_SCHEMA=? ORDER BY TABLE_NAME", "SHOW CREATE %s %s", "Create View"},
+		{"trigger", "SELECT TRIGGER_NAME FROM information_schema.TRIGGERS WHERE TRIGGER_SCHEMA=? ORDER BY EVENT_OBJECT_TABLE, ACTION_TIMING, EVENT_MANIPULATION, ACTION_ORDER", "SHOW CREATE %s %s", "SQL Original Statement"},
+		{"event", "SELECT EVENT_NAME FROM information_schema.EVENTS WHERE EVENT_SCHEMA=? ORDER BY EVENT_NAME", "SHOW CREATE %s %s", "Create Event"},
+	}
+	for _, st := range steps {
+		st := st
+		err := q(st.kind, st.list, st.show, func(cols []string, vals []sql.NullString) object {
+			create := st.create
+			if create == "" { // "Create Procedure" or "Create Function"
+				for _, c := range cols {
+					if strings.HasPrefix(c, "Create ") {
+						create = c
+					}
+				}
+			}
+			return byName(cols, vals, create)
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// createObjects creates objects on the target connection, each in its
+// database with its recorded sql_mode, client character set, collation and
+// time zone. Views that name views not created yet are retried after the
+// others, which orders them by dependency.
+func createObjects(ctx context.Context, dst *sql.Conn, objs []object) error {
+	pending := objs
+	for len(pending) > 0 {
+		var retry []object
+		var lastErr error
+		for _, o := range pending {
+			err := createObject(ctx, dst, o)
+			if err != nil && o.kind == "view" && isMissingTable(err) {
+				retry = append(retry, o)
+				lastErr = err
+				continue
+			}
+			if err != nil {
+				return err
+			}
+		}
+		if len(retry) == len(pending) {
+			return lastErr
+		}
+		pending = retry
+	}
+	_, err := dst.ExecContext(ctx, "SET SESSION sql_mode=DEFAULT, character_set_client=DEFAULT, collation_connection=DEFAULT, time_zone='+00:00'")
+	return err
+}
+
+func createObject(ctx context.Context, dst *sql.Conn, o object) error {
+	set := []string{"sql_mode=" + quoteString(o.sqlMode)}
+	if o.charsetClient != "" {
+		set = append(set, "character_set_client="+quoteString(o.charsetClient))
+	}
+	if o.collationConn != "" {
+		set = append(set, "collation_connection="+quoteString(o.collationConn))
+	}
+	if o.timeZone != "" {
+		set = append(set, "time_zone="+quoteString(o.timeZone))
+	}
+	for _, q := range []string{"USE " + quoteIdent(o.db), "SET SESSION " + strings.Join(set, ", "), o.create} {
+		if _, err := dst.ExecContext(ctx, q); err != nil {
+			return fmt.Errorf("create %s %s.%s: %w", o.kind, o.db, o.name, err)
+		}
+	}
+	return nil
+}
+
+func isMissingTable(err error) bool {
+	var me *mysql.MySQLError
+	// 1146 no such table, 1356 view references invalid objects.
+	return errors.As(err, &me) && (me.Number == 1146 || me.Number == 1356)
+}

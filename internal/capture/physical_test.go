@@ -1,0 +1,139 @@
+package capture_test
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"os/exec"
+	"strings"
+	"testing"
+
+	"github.com/pristinedb/pristine/internal/capture"
+	"github.com/pristinedb/pristine/internal/dsn"
+	"github.com/pristinedb/pristine/internal/mariadb"
+	"github.com/pristinedb/pristine/internal/mariadb/mariadbtest"
+	"github.com/pristinedb/pristine/internal/template"
+)
+
+func needBackup(t *testing.T) {
+	if _, err := exec.LookPath("mariadb-backup"); err != nil {
+		t.Skip("mariadb-backup is not installed (apt-get install mariadb-backup): physical capture cannot be tested")
+	}
+}
+
+func TestPhysicalBuildsAWorkingTemplate(t *testing.T) {
+	needBackup(t)
+	st := newStore(t)
+	srcIn := mariadbtest.Start(t)
+	db := mariadbtest.Open(t, srcIn, "")
+	execAll(t, db, fixture...)
+	want := fingerprint(t, db)
+	m, built, err := st.Build(context.Background(), template.BuildOptions{Name: "phys", Profile: mariadb.DefaultProfile(),
+		Server: template.ServerSource{DSN: sourceURL(srcIn, "root", ""), Databases: []string{"shop"}, Method: "physical"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !built || m.Database() != "shop" || !strings.Contains(m.Inputs[0], "method=physical") {
+		t.Fatalf("built=%v meta databases %v inputs %v", built, m.Databases, m.Inputs)
+	}
+	r, err := st.Start(context.Background(), m, "phys-check")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	// The lease account reaches the copy over TCP with its new password.
+	lease, err := sql.Open("mysql", mariadb.TCPDSN(r.Inst.Config.Port, m.User, m.Password, m.Database()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lease.Close()
+	if got := fingerprint(t, lease); got != want {
+		t.Errorf("the physical copy differs from the source:\n--- source\n%s--- copy\n%s", want, got)
+	}
+	// Only the asked-for database (and mysql) came along.
+	if n := queryString(t, lease, "SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA='other'"); n != "0" {
+		t.Errorf("database other was copied though only shop was asked for")
+	}
+}
+
+func TestChoose(t *testing.T) {
+	needBackup(t)
+	bin := mariadbtest.Binary(t)
+	srcIn := mariadbtest.Start(t)
+	execAll(t, mariadbtest.Open(t, srcIn, ""),
+		"CREATE DATABASE d",
+		"CREATE USER 'plain'@'localhost' IDENTIFIED BY 'pw'",
+		"GRANT SELECT, LOCK TABLES ON d.* TO 'plain'@'localhost'",
+	)
+	other := *bin
+	other.Minor++
+	for _, tc := range []struct {
+		name, url, method string
+		bin               *mariadb.Binary
+		want, why         string
+		err               string
+	}{
+		{name: "auto, root on the socket", url: sourceURL(srcIn, "root", ""), method: "auto", bin: bin, want: "physical", why: "mariadb-backup"},
+		{name: "auto, no RELOAD", url: sourceURL(srcIn, "plain", "pw"), method: "auto", bin: bin, want: "logical", why: "lacks RELOAD"},
+		{name: "auto, other server version", url: sourceURL(srcIn, "root", ""), method: "auto", bin: &other, want: "logical", why: "same version"},
+		{name: "physical, no RELOAD", url: sourceURL(srcIn, "plain", "pw"), method: "physical", bin: bin, err: "lacks RELOAD"},
+		{name: "logical", url: sourceURL(srcIn, "root", ""), method: "logical", bin: bin, want: "logical", why: "asked"},
+		{name: "bad method", url: sourceURL(srcIn, "root", ""), method: "copy", bin: bin, err: "use logical, physical or auto"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			src := openSource(t, tc.url, "d")
+			got, why, err := capture.Choose(context.Background(), src, tc.bin, tc.method)
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("Choose = %s, %v; want an error saying %q", got, err, tc.err)
+				}
+				return
+			}
+			if err != nil || got != tc.want || !strings.Contains(why, tc.why) {
+				t.Fatalf("Choose = %s (%s), %v; want %s because of %q", got, why, err, tc.want, tc.why)
+			}
+		})
+	}
+}
+
+func TestMissingPrivilegeNamesIt(t *testing.T) {
+	srcIn := mariadbtest.Start(t)
+	execAll(t, mariadbtest.Open(t, srcIn, ""),
+		"CREATE DATABASE d",
+		"CREATE TABLE d.t (id INT PRIMARY KEY)",
+		"CREATE TRIGGER d.tr BEFORE INSERT ON d.t FOR EACH ROW SET NEW.id = NEW.id",
+		"CREATE DATABASE e",
+		"CREATE EVENT e.ev ON SCHEDULE EVERY 1 DAY DISABLE DO SELECT 1",
+		"CREATE USER 'u1'@'localhost'", "GRANT SELECT ON e.* TO 'u1'@'localhost'",
+		"CREATE USER 'u2'@'localhost'", "GRANT SELECT, SHOW VIEW ON d.* TO 'u2'@'localhost'",
+		"CREATE USER 'u3'@'localhost'", "GRANT SELECT, TRIGGER ON e.* TO 'u3'@'localhost'", "GRANT SELECT ON d.* TO 'u3'@'localhost'",
+		"CREATE USER 'u4'@'localhost'", "GRANT SELECT, TRIGGER, EVENT ON `d%`.* TO 'u4'@'localhost'",
+	)
+	dst := mariadbtest.Start(t)
+	for _, tc := range []struct{ user, db, want string }{
+		{"u1", "d", "lacks SELECT on `d`.*"},
+		{"u2", "d", "lacks TRIGGER on `d`.*"},
+		{"u3", "e", "lacks EVENT on `e`.*"},
+		{"u4", "d", ""}, // a LIKE pattern grant covers d
+	} {
+		cfg, err := dsn.Parse(sourceURL(srcIn, tc.user, ""))
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Open checks the databases can be seen, Logical the rest.
+		src, err := capture.Open(context.Background(), cfg, []string{tc.db})
+		if err == nil {
+			_, err = capture.Logical(context.Background(), src, dst.DSN(""), capture.Options{})
+			src.Close()
+		}
+		if tc.want == "" {
+			if err != nil {
+				t.Errorf("%s on %s: %v", tc.user, tc.db, err)
+			}
+			continue
+		}
+		if !errors.Is(err, capture.ErrPrivilege) || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "GRANT ") {
+			t.Errorf("%s on %s: %v; want ErrPrivilege saying %q and the GRANT that fixes it", tc.user, tc.db, err, tc.want)
+		}
+	}
+}

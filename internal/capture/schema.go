@@ -1,0 +1,111 @@
+package capture
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// tableRef names a table.
+type tableRef struct{ db, name string }
+
+func (t tableRef) quoted() string { return quoteIdent(t.db) + "." + quoteIdent(t.name) }
+func (t tableRef) String() string { return t.db + "." + t.name }
+
+// table is a base table or sequence to copy.
+type table struct {
+	tableRef
+	create   string // SHOW CREATE TABLE, as the server gives it
+	sequence bool
+	rows     int64 // the optimizer's estimate
+	bytes    int64 // DATA_LENGTH, for progress
+	cols     []column
+	// pk is the single integer primary key column, when there is one:
+	// big tables are split by ranges of it.
+	pk string
+}
+
+// column is a stored (not generated) column.
+type column struct {
+	name string
+	bit  bool // BIT columns travel as numbers
+}
+
+// listTables lists the base tables and sequences of the databases.
+func listTables(ctx context.Context, db *sql.DB, dbs []string) ([]*table, error) {
+	var out []*table
+	for _, d := range dbs {
+		rows, err := db.QueryContext(ctx, `SELECT TABLE_NAME, TABLE_TYPE, COALESCE(TABLE_ROWS,0), COALESCE(DATA_LENGTH,0)
+		 FROM information_schema.TABLES WHERE TABLE_SCHEMA=? AND TABLE_TYPE IN ('BASE TABLE','SEQUENCE') ORDER BY TABLE_NAME`, d)
+		if err != nil {
+			return nil, fmt.Errorf("list tables of %s: %w", d, err)
+		}
+		for rows.Next() {
+			t := &table{tableRef: tableRef{db: d}}
+			var typ string
+			if err := rows.Scan(&t.name, &typ, &t.rows, &t.bytes); err != nil {
+				rows.Close()
+				return nil, err
+			}
+			t.sequence = typ == "SEQUENCE"
+			out = append(out, t)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// describe reads a table's CREATE statement, stored columns and integer
+// primary key.
+func describe(ctx context.Context, db *sql.DB, t *table) error {
+	var name string
+	if err := db.QueryRowContext(ctx, "SHOW CREATE TABLE "+t.quoted()).Scan(&name, &t.create); err != nil {
+		return fmt.Errorf("show create table %s: %w", t, err)
+	}
+	if t.sequence {
+		return nil
+	}
+	rows, err := db.QueryContext(ctx, `SELECT COLUMN_NAME, DATA_TYPE, COLUMN_KEY, IS_GENERATED
+	 FROM information_schema.COLUMNS WHERE TABLE_SCHEMA=? AND TABLE_NAME=? ORDER BY ORDINAL_POSITION`, t.db, t.name)
+	if err != nil {
+		return fmt.Errorf("columns of %s: %w", t, err)
+	}
+	defer rows.Close()
+	var pkCols []string
+	intPK := false
+	for rows.Next() {
+		var name, typ, key, gen string
+		if err := rows.Scan(&name, &typ, &key, &gen); err != nil {
+			return err
+		}
+		if gen == "ALWAYS" {
+			continue
+		}
+		t.cols = append(t.cols, column{name: name, bit: typ == "bit"})
+		if key == "PRI" {
+			pkCols = append(pkCols, name)
+			intPK = strings.HasSuffix(typ, "int")
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	if len(pkCols) == 1 && intPK {
+		// COLUMN_KEY says PRI for a unique key promoted to primary too;
+		// check there is a real PRIMARY KEY of that one column.
+		if strings.Contains(t.create, "PRIMARY KEY ("+quoteIdent(pkCols[0])+")") {
+			t.pk = pkCols[0]
+		}
+	}
+	return nil
+}
+
+// sortBySize puts the biggest tables first, so the long copies start early.
+func sortBySize(ts []*table) {
+	sort.SliceStable(ts, func(i, j int) bool { return ts[i].bytes > ts[j].bytes })
+}

@@ -1,0 +1,244 @@
+package template
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/pristinedb/pristine/internal/capture"
+	"github.com/pristinedb/pristine/internal/dsn"
+	"github.com/pristinedb/pristine/internal/mariadb"
+)
+
+// ServerSource says which live server a template is captured from
+// (`template build --from-server`); see docs/capture.md.
+type ServerSource struct {
+	// DSN is a mysql:// URL (internal/dsn); empty means no capture.
+	DSN string
+	// Databases to capture; empty means every non-system database.
+	Databases []string
+	// Method is logical, physical or auto (the default).
+	Method string
+	// LockWait bounds the wait for the snapshot's read lock (default 30s).
+	LockWait time.Duration
+	// Insert copies rows with INSERT instead of LOAD DATA (benchmarks).
+	Insert bool
+	// AfterSnapshot is a test seam: it runs once a logical capture's
+	// snapshot is taken, before rows are copied.
+	AfterSnapshot func(ctx context.Context) error
+}
+
+// liveSource is a probed source with the method chosen for it.
+type liveSource struct {
+	src            *capture.Source
+	method, reason string
+	marker         string // "gtid <pos>" or "time <RFC3339>"
+}
+
+// openSource connects to the source, resolves the method and the default
+// database (the first captured one) and reads the change marker.
+func (s *Store) openSource(ctx context.Context, opt *BuildOptions) (*liveSource, error) {
+	if opt.FromSQL != "" {
+		return nil, errors.New("template build: --from-server and --from-sql cannot be combined: capture the server, then run SQL with --init-cmd")
+	}
+	cfg, err := dsn.Parse(opt.Server.DSN)
+	if err != nil {
+		return nil, fmt.Errorf("template build: --from-server: %w", err)
+	}
+	src, err := capture.Open(ctx, cfg, opt.Server.Databases)
+	if err != nil {
+		return nil, fmt.Errorf("template build: %w", err)
+	}
+	method, reason, err := capture.Choose(ctx, src, s.Bin, opt.Server.Method)
+	if err != nil {
+		src.Close()
+		return nil, fmt.Errorf("template build: %w", err)
+	}
+	if opt.Database == "" {
+		opt.Database = src.Databases[0]
+	}
+	ls := &liveSource{src: src, method: method, reason: reason}
+	if src.GTID != "" {
+		ls.marker = "gtid " + src.GTID
+	} else {
+		ls.marker = "time " + time.Now().UTC().Format(time.RFC3339Nano)
+	}
+	return ls, nil
+}
+
+// serverHash is the hash of a template captured from a live server: the
+// source's identity (address, server id, data directory, version), the
+// databases, the method and a change marker: @@gtid_binlog_pos when the
+// source keeps a binary log, else the capture time, so that a source
+// without one is captured again on every build.
+func (s *Store) serverHash(opt BuildOptions) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	ls, err := s.openSource(ctx, &opt)
+	if err != nil {
+		return "", err
+	}
+	defer ls.src.Close()
+	return s.hashLive(opt, ls), nil
+}
+
+func (s *Store) hashLive(opt BuildOptions, ls *liveSource) string {
+	x := NewHasher()
+	x.Field("name", opt.Name)
+	x.Field("server", s.Bin.Version)
+	x.Field("flavor", string(s.Bin.Flavor))
+	x.Field("profile", opt.Profile.Key())
+	x.Field("database", opt.database())
+	x.Field("dbs-per-slot", strconv.Itoa(max(opt.DBsPerSlot, 1)))
+	x.Field("init-cmd", opt.InitCmd)
+	x.Field("source", ls.src.Identity())
+	x.Field("databases", strings.Join(ls.src.Databases, ","))
+	x.Field("method", ls.method)
+	x.Field("marker", ls.marker)
+	for _, w := range opt.Watch {
+		x.Field("watch", w)
+		_ = x.Path(w) // a missing watch path fails the normal build too
+	}
+	return x.Sum()
+}
+
+// buildFromServer is buildData for a live source: the data directory comes
+// from a physical copy, or from the base directory filled by a logical
+// copy; then the server is started with the build profile, the lease
+// account made, the init command run and the server stopped cleanly with
+// innodb_fast_shutdown=0, exactly as for SQL input.
+func (s *Store) buildFromServer(ctx context.Context, dir string, opt BuildOptions, m *Meta) error {
+	ls, err := s.openSource(ctx, &opt)
+	if err != nil {
+		return err
+	}
+	defer ls.src.Close()
+	src := ls.src
+	s.progress("capturing %s, databases %s, by %s capture (%s)", src.Name(), strings.Join(src.Databases, ","), ls.method, ls.reason)
+	if src.GTID != "" {
+		s.progress("change marker: GTID position %s (the template is reused while the source's position stays there)", src.GTID)
+	} else {
+		s.progress("change marker: capture time (the source has no binary log, so every build captures it again)")
+	}
+	copts := capture.Options{Workers: opt.Workers, LockWait: opt.Server.LockWait, Insert: opt.Server.Insert, Log: s.progress, AfterSnapshot: opt.Server.AfterSnapshot}
+	if s.Progress != nil && isTerminal(os.Stderr) {
+		copts.Progress = os.Stderr
+	}
+	data := filepath.Join(dir, "data")
+	var extra []string
+	if ls.method == capture.MethodPhysical {
+		if err := s.Backend.MakeDir(data); err != nil {
+			return err
+		}
+		st, err := capture.Physical(ctx, src, data, len(opt.Server.Databases) == 0, copts)
+		if err != nil {
+			return err
+		}
+		s.progress("copied and prepared %s in %.1fs", HumanBytes(st.Bytes), st.Elapsed.Seconds())
+		// The copy's accounts are the source's: start once without them
+		// to give pristine its passwordless root on the private socket.
+		extra = []string{"--skip-grant-tables"}
+	} else {
+		base, err := s.base(ctx, opt.Profile)
+		if err != nil {
+			return err
+		}
+		if err := s.Backend.Clone(base, data); err != nil {
+			return err
+		}
+	}
+	runDir := filepath.Join(s.Root.Path, "run", "build-"+m.Hash[:12])
+	defer os.RemoveAll(runDir)
+	in, err := mariadb.Start(s.Bin, mariadb.Config{Datadir: data, RunDir: runDir, Profile: mariadb.BuildProfile(opt.Profile), Extra: extra})
+	if err != nil {
+		return err
+	}
+	defer in.Kill()
+	if err := in.WaitReady(ctx); err != nil {
+		return err
+	}
+	db, err := in.Open("")
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	if ls.method == capture.MethodPhysical {
+		if err := adoptAccounts(ctx, in); err != nil {
+			return err
+		}
+	} else {
+		st, err := capture.Logical(ctx, src, in.DSN(""), copts)
+		if err != nil {
+			return fmt.Errorf("capture %s: %w", src.Name(), err)
+		}
+		s.progress("captured %d rows (%s) of %d tables, %d objects, %d accounts in %.1fs", st.Rows, HumanBytes(st.Bytes), st.Tables, st.Objects, st.Accounts, st.Elapsed.Seconds())
+	}
+	dbName := opt.database()
+	if err := setupAccount(ctx, db, dbName, m); err != nil {
+		return err
+	}
+	m.Inputs = []string{fmt.Sprintf("%s databases=%s method=%s marker=%s", src.Name(), strings.Join(src.Databases, ","), ls.method, ls.marker)}
+	if opt.InitCmd != "" {
+		s.progress("running init command")
+		if err := runInitCmd(ctx, in, opt, m); err != nil {
+			return err
+		}
+	}
+	m.Databases = []string{dbName}
+	if opt.DBsPerSlot > 1 {
+		s.progress("making %d copies of %s inside the template", opt.DBsPerSlot-1, dbName)
+		names, err := copySchema(ctx, db, data, dbName, opt.DBsPerSlot)
+		if err != nil {
+			return err
+		}
+		m.Databases = names
+	}
+	if _, err := db.ExecContext(ctx, "SET GLOBAL innodb_fast_shutdown=0"); err != nil {
+		return fmt.Errorf("prepare shutdown: %w", err)
+	}
+	db.Close()
+	s.progress("stopping the template server cleanly")
+	return in.Stop(ctx, 10*time.Minute)
+}
+
+// adoptAccounts runs on a physical copy started with --skip-grant-tables:
+// it loads the copied grant tables, gives root@localhost an empty password
+// (pristine reaches every server as root on its private socket) and drops
+// a copied lease account, which setupAccount makes again with a new
+// password. The source's other accounts are kept as they are.
+func adoptAccounts(ctx context.Context, in *mariadb.Instance) error {
+	db, err := in.Open("")
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	c, err := db.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	for _, q := range []string{
+		"FLUSH PRIVILEGES",
+		"CREATE USER IF NOT EXISTS 'root'@'localhost'",
+		"ALTER USER 'root'@'localhost' IDENTIFIED BY ''",
+		"GRANT ALL PRIVILEGES ON *.* TO 'root'@'localhost' WITH GRANT OPTION",
+		"DROP USER IF EXISTS 'pristine'@'%'",
+	} {
+		if _, err := c.ExecContext(ctx, q); err != nil {
+			return fmt.Errorf("adopt the copied accounts: %s: %w", q, err)
+		}
+	}
+	return nil
+}
+
+func isTerminal(f *os.File) bool {
+	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
+	return err == nil
+}
