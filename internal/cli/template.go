@@ -91,6 +91,10 @@ MYSQL_USER, MYSQL_PWD and MYSQL_DATABASE set for the template server.`,
 	fl.BoolVar(&f.Rebuild, "rebuild", false, "build even if an identical template exists")
 	fl.StringVar(&f.Backend, "backend", "auto", "copy-on-write backend: auto, btrfs, reflink or copy")
 	fl.StringVar(&f.LogSize, "log-file-size", "48M", "innodb_log_file_size of the template and its slots")
+	fl.StringVar(&f.Server.DSN, "from-server", "", "capture a live server: mysql://user:password@host:port/ (?socket=PATH for a unix socket); see docs/capture.md")
+	fl.StringSliceVar(&f.Server.Databases, "databases", nil, "with --from-server: the databases to capture (default: every non-system database)")
+	fl.StringVar(&f.Server.Method, "method", "auto", "with --from-server: logical, physical (mariadb-backup) or auto")
+	fl.DurationVar(&f.Server.LockWait, "lock-wait", 30*time.Second, "with --from-server: longest wait for the snapshot's read lock")
 	return cmd
 }
 

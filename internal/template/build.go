@@ -42,6 +42,8 @@ type BuildOptions struct {
 	Rebuild    bool // build even when a template with the same hash exists
 	// InitOutput receives the init command's output; nil means stderr.
 	InitOutput io.Writer
+	// Server, when its DSN is set, captures a live server (fromserver.go).
+	Server ServerSource
 }
 
 var nameRe = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`)
@@ -64,6 +66,9 @@ func (o *BuildOptions) database() string {
 // Hash computes the content hash of a build without building it. Input
 // from stdin must have been spooled to a file first.
 func (s *Store) Hash(opt BuildOptions) (string, error) {
+	if opt.Server.DSN != "" {
+		return s.serverHash(opt)
+	}
 	x := NewHasher()
 	x.Field("name", opt.Name)
 	x.Field("server", s.Bin.Version)
@@ -93,7 +98,7 @@ func (s *Store) Build(ctx context.Context, opt BuildOptions) (m *Meta, built boo
 	if err := ValidName(opt.Name); err != nil {
 		return nil, false, err
 	}
-	if opt.FromSQL == "" && opt.InitCmd == "" {
+	if opt.FromSQL == "" && opt.InitCmd == "" && opt.Server.DSN == "" {
 		return nil, false, errors.New("template build: nothing to build from: pass --from-sql PATH, --init-cmd CMD, or both")
 	}
 	if opt.DBsPerSlot < 1 {
@@ -148,7 +153,11 @@ func (s *Store) Build(ctx context.Context, opt BuildOptions) (m *Meta, built boo
 	if opt.FromSQL != "" {
 		m.Inputs = []string{opt.FromSQL}
 	}
-	if err := s.buildData(ctx, dir, opt, m); err != nil {
+	build := s.buildData
+	if opt.Server.DSN != "" {
+		build = s.buildFromServer
+	}
+	if err := build(ctx, dir, opt, m); err != nil {
 		return nil, false, fmt.Errorf("template build %s: %w", opt.Name, err)
 	}
 	m.Bytes = diskUsage(filepath.Join(dir, "data"))
