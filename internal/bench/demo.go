@@ -99,7 +99,7 @@ func Demo(ctx context.Context, store *template.Store, opt DemoOptions) (*DemoRes
 	sctx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	var wg sync.WaitGroup
 	wg.Add(1)
-	go func() { defer wg.Done(); _ = srv.Serve(sctx, ln) }()
+	go func() { defer wg.Done(); _ = srv.Serve(sctx, ln, nil) }()
 	defer func() { stop(); wg.Wait() }()
 	c := client.New(server.SocketPath(store.Root))
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"os/exec"
 	"syscall"
@@ -20,25 +21,38 @@ import (
 
 func init() { register(newServeCmd) }
 
+// ServeFlags are the flags of `pristine serve`.
+type ServeFlags struct {
+	Backend      string
+	ExitWhenIdle bool
+	Listen       string // loopback TCP address, e.g. 127.0.0.1:7878
+	AllowRemote  bool
+}
+
 func newServeCmd(g *Globals) *cobra.Command {
-	var idle bool
-	var backend string
+	var f ServeFlags
 	cmd := &cobra.Command{
-		Use:   "serve",
+		Use:   "serve [--listen 127.0.0.1:7878]",
 		Short: "run the daemon that owns the pools of a root (pool up starts one when none runs)",
-		Args:  cobra.NoArgs,
+		Long: `serve owns the pools of a root and answers the HTTP/JSON API (docs: /v1/openapi.yaml)
+on <root>/pristine.sock. With --listen it also serves loopback TCP, where every request
+needs the bearer token kept in <root>/token, and the live dashboard at / (open
+/?token=TOKEN once). Prometheus metrics are at /metrics.`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return RunServe(cmd.Context(), g, backend, idle)
+			return RunServe(cmd.Context(), g, f)
 		},
 	}
-	cmd.Flags().BoolVar(&idle, "exit-when-idle", false, "exit when the last pool goes down")
-	cmd.Flags().StringVar(&backend, "backend", "auto", "copy-on-write backend for new clones: auto, btrfs, reflink or copy")
+	cmd.Flags().BoolVar(&f.ExitWhenIdle, "exit-when-idle", false, "exit when the last pool goes down")
+	cmd.Flags().StringVar(&f.Backend, "backend", "auto", "copy-on-write backend for new clones: auto, btrfs, reflink or copy")
+	cmd.Flags().StringVar(&f.Listen, "listen", "", "also serve loopback TCP on this address (token required)")
+	cmd.Flags().BoolVar(&f.AllowRemote, "allow-remote", false, "allow --listen on an address that is not loopback")
 	return cmd
 }
 
 // RunServe runs the daemon until ctx ends or it is asked to stop.
-func RunServe(ctx context.Context, g *Globals, backend string, exitWhenIdle bool) error {
-	st, err := g.openStore(ctx, backend)
+func RunServe(ctx context.Context, g *Globals, f ServeFlags) error {
+	st, err := g.openStore(ctx, f.Backend)
 	if err != nil {
 		return err
 	}
@@ -48,13 +62,26 @@ func RunServe(ctx context.Context, g *Globals, backend string, exitWhenIdle bool
 	if err != nil {
 		return err
 	}
+	defer ln.Close()
+	var tcp net.Listener
+	if f.Listen != "" {
+		if tcp, err = server.ListenTCP(f.Listen, f.AllowRemote); err != nil {
+			return err
+		}
+		defer tcp.Close()
+	}
 	srv, err := server.New(ctx, st.Root, st, log)
 	if err != nil {
-		ln.Close()
 		return err
 	}
-	srv.ExitWhenIdle = exitWhenIdle
-	return srv.Serve(ctx, ln)
+	srv.ExitWhenIdle = f.ExitWhenIdle
+	if tcp != nil {
+		if srv.Token, err = server.LoadToken(st.Root); err != nil {
+			return err
+		}
+		fmt.Fprintf(os.Stderr, "pristine: serving http://%s/ (token in %s)\n", tcp.Addr(), server.TokenFile(st.Root))
+	}
+	return srv.Serve(ctx, ln, tcp)
 }
 
 // daemon returns a client of the root's daemon, starting one in the

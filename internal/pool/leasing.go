@@ -58,6 +58,19 @@ func (p *Pool) forget(l *Lease) {
 	}
 }
 
+// observe records a duration in the pool's stats and with Options.Observe;
+// the caller holds p.mu.
+func (p *Pool) observe(kind string, d time.Duration) {
+	if kind == "reset" {
+		p.stats.resets.add(d)
+	} else {
+		p.stats.waits.add(d)
+	}
+	if p.opt.Observe != nil {
+		p.opt.Observe(p.Meta.Name, kind, d)
+	}
+}
+
 // signal wakes every waiter; the caller holds p.mu.
 func (p *Pool) signal() {
 	close(p.wake)
@@ -95,7 +108,7 @@ func (p *Pool) Lease(ctx context.Context, opt LeaseOptions) (*Lease, error) {
 			p.leases[l.ID] = l
 			p.record(l)
 			p.stats.Leases++
-			p.stats.observeWait(time.Since(start))
+			p.observe("lease_wait", time.Since(start))
 			cp := *l
 			p.mu.Unlock()
 			return &cp, nil
@@ -291,7 +304,7 @@ func (p *Pool) resetWorker() {
 				go func() { time.Sleep(time.Second); p.requeue(s) }()
 			}
 		} else {
-			p.stats.observeReset(time.Since(start))
+			p.observe("reset", time.Since(start))
 		}
 		p.mu.Unlock()
 	}

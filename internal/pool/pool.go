@@ -30,6 +30,9 @@ type Options struct {
 	Progress func(ready, total int)
 	// Journal, when set, records every lease so a restarted daemon knows it.
 	Journal Journal
+	// Observe, when set, is told every lease wait and reset duration
+	// (kind "lease_wait" or "reset"), for metrics.
+	Observe func(template, kind string, d time.Duration)
 	// Restore are the leases a previous daemon handed out from this pool:
 	// their slots start again on their existing clones (crash recovery) on
 	// the same port, and the leases stay valid.

@@ -64,10 +64,27 @@ type ErrorBody struct {
 // Handler returns the API's routes.
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", s.metrics.handler())
+	mux.HandleFunc("GET /v1/series", func(w http.ResponseWriter, r *http.Request) {
+		window := 5 * time.Minute
+		if v, err := time.ParseDuration(r.URL.Query().Get("window")); err == nil && v > 0 && v <= recentWindow {
+			window = v
+		}
+		writeJSON(w, 200, s.metrics.recent.series(window))
+	})
+	mux.Handle("GET /{$}", dashboardHandler())
+	mux.HandleFunc("GET /v1/openapi.yaml", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/yaml")
+		w.Write(openapiSpec)
+	})
 	mux.HandleFunc("GET /v1/health", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, 200, map[string]any{"ok": true, "pools": s.poolNames()})
 	})
 	mux.HandleFunc("GET /v1/templates", s.listTemplates)
+	mux.HandleFunc("POST /v1/templates", s.beginTemplate)
+	mux.HandleFunc("GET /v1/templates/{ref}", s.getTemplate)
+	mux.HandleFunc("PUT /v1/templates/{hash}", s.finishTemplate)
+	mux.HandleFunc("DELETE /v1/templates/{ref}", s.deleteTemplate)
 	mux.HandleFunc("GET /v1/pools", s.listPools)
 	mux.HandleFunc("GET /v1/pools/{template}", s.getPool)
 	mux.HandleFunc("POST /v1/pools", s.poolUp)

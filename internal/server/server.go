@@ -35,6 +35,10 @@ type Server struct {
 	// ExitWhenIdle makes Serve return once the last pool is down (a daemon
 	// started on demand by `pool up`).
 	ExitWhenIdle bool
+	// Token is the bearer token TCP clients must present.
+	Token   string
+	metrics *metrics
+	builds  builds
 
 	state *state.Store
 
@@ -57,6 +61,8 @@ func New(ctx context.Context, root *rootdir.Root, store *template.Store, log *sl
 		log.Warn("killed servers left by an earlier daemon", "pids", killed)
 	}
 	s := &Server{root: root, store: store, log: log, state: st, pools: map[string]*pool.Pool{}, quit: make(chan struct{})}
+	s.metrics = newMetrics(s)
+	s.builds = builds{sessions: map[string]*buildSession{}, failed: map[string]string{}, changed: make(chan struct{})}
 	keep := s.restore(ctx)
 	s.removeStalePools(keep)
 	return s, nil
@@ -106,7 +112,7 @@ func (s *Server) poolOptions(rec state.Pool, restore []pool.Lease) pool.Options 
 	if rec.BufferPool > 0 {
 		prof.BufferPool = rec.BufferPool
 	}
-	return pool.Options{Size: rec.Size, Profile: prof, Parallel: rec.Parallel, Journal: s.state, Restore: restore}
+	return pool.Options{Size: rec.Size, Profile: prof, Parallel: rec.Parallel, Journal: s.state, Restore: restore, Observe: s.metrics.observe}
 }
 
 // removeStalePools removes clone directories no live pool owns.
@@ -149,14 +155,38 @@ func Listen(root *rootdir.Root) (net.Listener, error) {
 	return ln, nil
 }
 
-// Serve answers the API on ln until ctx ends, a shutdown request comes, or
+// Serve answers the API on the unix socket ln, and on tcp (when not nil)
+// for holders of the token, until ctx ends, a shutdown request comes, or
 // (with ExitWhenIdle) the last pool goes down. Every pool is brought down
 // before it returns.
-func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
-	hs := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second}
-	errc := make(chan error, 1)
+func (s *Server) Serve(ctx context.Context, ln, tcp net.Listener) error {
+	defer s.stop()
+	h := s.Handler()
+	hs := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	errc := make(chan error, 2)
 	go func() { errc <- hs.Serve(ln) }()
 	s.log.Info("serving", "socket", ln.Addr().String(), "backend", s.store.Backend.Name(), "server", s.store.Bin.Version)
+	if tcp != nil {
+		if s.Token == "" {
+			return errors.New("serve on TCP: no token: every TCP client must present one")
+		}
+		ts := &http.Server{Handler: s.requireToken(h), ReadHeaderTimeout: 10 * time.Second}
+		go func() { errc <- ts.Serve(tcp) }()
+		defer ts.Close()
+		s.log.Info("serving", "tcp", tcp.Addr().String(), "dashboard", "http://"+tcp.Addr().String()+"/")
+	}
+	go func() {
+		t := time.NewTicker(time.Second)
+		defer t.Stop()
+		for {
+			select {
+			case <-t.C:
+				s.expireBuilds()
+			case <-s.quit:
+				return
+			}
+		}
+	}()
 	if s.ExitWhenIdle {
 		// A daemon started on demand that has nothing to serve goes away.
 		go func() {
@@ -173,6 +203,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	shutCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	_ = hs.Shutdown(shutCtx)
+	s.abortBuilds()
 	s.downAll()
 	s.state.Close()
 	if errors.Is(err, http.ErrServerClosed) {

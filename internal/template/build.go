@@ -32,6 +32,9 @@ type BuildOptions struct {
 	// Watch lists files or directories whose content goes into the hash
 	// (migrations and seeders InitCmd reads).
 	Watch []string
+	// Key is a content key computed by a client (over its migrations and
+	// fixtures) for a template it builds itself through the API.
+	Key string
 	// Database is the schema loads run in and leases hand out; default: Name.
 	Database string
 	// DBsPerSlot, when above 1, puts that many copies of Database in the
@@ -71,6 +74,7 @@ func (s *Store) Hash(opt BuildOptions) (string, error) {
 	}
 	x := NewHasher()
 	x.Field("name", opt.Name)
+	x.Field("key", opt.Key)
 	x.Field("server", s.Bin.Version)
 	x.Field("flavor", string(s.Bin.Flavor))
 	x.Field("profile", opt.Profile.Key())
@@ -133,12 +137,9 @@ func (s *Store) Build(ctx context.Context, opt BuildOptions) (m *Meta, built boo
 		}
 	}
 	start := time.Now()
-	dir := filepath.Join(s.templatesDir(), ".build-"+hash)
-	if err := s.removeDir(dir); err != nil {
+	dir, err := s.newBuildDir(hash)
+	if err != nil {
 		return nil, false, err
-	}
-	if err := os.Mkdir(dir, 0o700); err != nil {
-		return nil, false, fmt.Errorf("template build: %w", err)
 	}
 	defer func() {
 		if err != nil {
@@ -147,9 +148,7 @@ func (s *Store) Build(ctx context.Context, opt BuildOptions) (m *Meta, built boo
 			}
 		}
 	}()
-	m = &Meta{Name: opt.Name, Hash: hash, Server: s.Bin.Version, Flavor: string(s.Bin.Flavor),
-		Backend: s.Backend.Name(), LogFileSize: opt.Profile.LogFileSize, User: "pristine",
-		Password: randomPassword(), InitCmd: opt.InitCmd}
+	m = s.newMeta(opt, hash)
 	if opt.FromSQL != "" {
 		m.Inputs = []string{opt.FromSQL}
 	}
@@ -160,50 +159,58 @@ func (s *Store) Build(ctx context.Context, opt BuildOptions) (m *Meta, built boo
 	if err := build(ctx, dir, opt, m); err != nil {
 		return nil, false, fmt.Errorf("template build %s: %w", opt.Name, err)
 	}
+	if err := s.publish(dir, m, start); err != nil {
+		return nil, false, err
+	}
+	return m, true, nil
+}
+
+// publish writes meta.json into a finished build directory and renames it
+// to its hash: from then on the template exists.
+func (s *Store) publish(dir string, m *Meta, start time.Time) error {
 	m.Bytes = diskUsage(filepath.Join(dir, "data"))
 	m.Created = time.Now().UTC()
 	m.LastUsed = m.Created
 	m.BuildSeconds = time.Since(start).Seconds()
 	if err := writeMeta(dir, m); err != nil {
-		return nil, false, err
+		return err
 	}
-	if err := os.Rename(dir, s.Dir(hash)); err != nil {
-		return nil, false, fmt.Errorf("template build %s: publish: %w", opt.Name, err)
+	if err := os.Rename(dir, s.Dir(m.Hash)); err != nil {
+		return fmt.Errorf("template build %s: publish: %w", m.Name, err)
 	}
-	s.progress("template %s built in %.1fs (%s, %s on disk)", opt.Name, m.BuildSeconds, hash[:12], HumanBytes(m.Bytes))
-	return m, true, nil
+	s.progress("template %s built in %.1fs (%s, %s on disk)", m.Name, m.BuildSeconds, m.Hash[:12], HumanBytes(m.Bytes))
+	return nil
+}
+
+// newBuildDir makes an empty build directory for hash, removing one a
+// killed build left; the caller holds the hash's lock.
+func (s *Store) newBuildDir(hash string) (string, error) {
+	dir := filepath.Join(s.templatesDir(), ".build-"+hash)
+	if err := s.removeDir(dir); err != nil {
+		return "", err
+	}
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		return "", fmt.Errorf("template build: %w", err)
+	}
+	return dir, nil
+}
+
+// newMeta starts the record of a build.
+func (s *Store) newMeta(opt BuildOptions, hash string) *Meta {
+	return &Meta{Name: opt.Name, Hash: hash, Key: opt.Key, Server: s.Bin.Version, Flavor: string(s.Bin.Flavor),
+		Backend: s.Backend.Name(), LogFileSize: opt.Profile.LogFileSize, User: "pristine",
+		Password: randomPassword(), InitCmd: opt.InitCmd, Databases: []string{opt.database()}}
 }
 
 // buildData clones the base data directory into dir/data, starts a server
 // on it, loads the inputs, runs the init command and stops it cleanly.
 func (s *Store) buildData(ctx context.Context, dir string, opt BuildOptions, m *Meta) error {
-	base, err := s.base(ctx, opt.Profile)
-	if err != nil {
-		return err
-	}
-	data := filepath.Join(dir, "data")
-	if err := s.Backend.Clone(base, data); err != nil {
-		return err
-	}
-	runDir := filepath.Join(s.Root.Path, "run", "build-"+m.Hash[:12])
-	defer os.RemoveAll(runDir)
-	in, err := mariadb.Start(s.Bin, mariadb.Config{Datadir: data, RunDir: runDir, Profile: mariadb.BuildProfile(opt.Profile)})
+	in, db, err := s.startBuild(ctx, dir, opt, m)
 	if err != nil {
 		return err
 	}
 	defer in.Kill()
-	if err := in.WaitReady(ctx); err != nil {
-		return err
-	}
-	db, err := in.Open("")
-	if err != nil {
-		return err
-	}
 	defer db.Close()
-	dbName := opt.database()
-	if err := setupAccount(ctx, db, dbName, m); err != nil {
-		return err
-	}
 	if opt.FromSQL != "" {
 		if err := s.load(ctx, in, opt); err != nil {
 			return err
@@ -215,10 +222,49 @@ func (s *Store) buildData(ctx context.Context, dir string, opt BuildOptions, m *
 			return err
 		}
 	}
+	return s.finishBuild(ctx, in, db, opt, m)
+}
+
+// startBuild clones the base data directory into dir/data and starts a
+// server on it with the build profile, with the template's database and
+// account made. The caller kills the server if it does not finish.
+func (s *Store) startBuild(ctx context.Context, dir string, opt BuildOptions, m *Meta) (*mariadb.Instance, *sql.DB, error) {
+	base, err := s.base(ctx, opt.Profile)
+	if err != nil {
+		return nil, nil, err
+	}
+	data := filepath.Join(dir, "data")
+	if err := s.Backend.Clone(base, data); err != nil {
+		return nil, nil, err
+	}
+	runDir := filepath.Join(s.Root.Path, "run", "build-"+m.Hash[:12])
+	in, err := mariadb.Start(s.Bin, mariadb.Config{Datadir: data, RunDir: runDir, Profile: mariadb.BuildProfile(opt.Profile)})
+	if err != nil {
+		return nil, nil, err
+	}
+	db, err := in.Open("")
+	if err == nil {
+		if err = in.WaitReady(ctx); err == nil {
+			err = setupAccount(ctx, db, opt.database(), m)
+		}
+	}
+	if err != nil {
+		in.Kill()
+		os.RemoveAll(runDir)
+		return nil, nil, err
+	}
+	return in, db, nil
+}
+
+// finishBuild makes the copies of --dbs-per-slot and stops the server
+// cleanly, leaving a data directory every clone can start from.
+func (s *Store) finishBuild(ctx context.Context, in *mariadb.Instance, db *sql.DB, opt BuildOptions, m *Meta) error {
+	defer os.RemoveAll(in.Config.RunDir)
+	dbName := opt.database()
 	m.Databases = []string{dbName}
 	if opt.DBsPerSlot > 1 {
 		s.progress("making %d copies of %s inside the template", opt.DBsPerSlot-1, dbName)
-		names, err := copySchema(ctx, db, data, dbName, opt.DBsPerSlot)
+		names, err := copySchema(ctx, db, in.Config.Datadir, dbName, opt.DBsPerSlot)
 		if err != nil {
 			return err
 		}

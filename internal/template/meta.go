@@ -18,6 +18,7 @@ import (
 type Meta struct {
 	Name     string    `json:"name"`
 	Hash     string    `json:"hash"`
+	Key      string    `json:"key,omitempty"` // the client's content key, if a client built it
 	Created  time.Time `json:"created"`
 	LastUsed time.Time `json:"last_used"`
 	// Server is the version of the server that built it; a slot must run the same.

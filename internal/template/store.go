@@ -99,7 +99,7 @@ func (s *Store) Get(ref string) (*Meta, error) {
 	}
 	var byPrefix []*Meta
 	for _, m := range all {
-		if m.Name == ref || m.Hash == ref {
+		if m.Name == ref || m.Hash == ref || (m.Key != "" && m.Key == ref) {
 			return m, nil
 		}
 		if len(ref) >= 8 && strings.HasPrefix(m.Hash, ref) {

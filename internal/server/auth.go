@@ -1,0 +1,81 @@
+package server
+
+import (
+	"crypto/rand"
+	"crypto/subtle"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/pristinedb/pristine/internal/rootdir"
+)
+
+// TokenFile is where the daemon keeps its bearer token, readable by the
+// root's owner only.
+func TokenFile(root *rootdir.Root) string { return filepath.Join(root.Path, "token") }
+
+// LoadToken reads the root's token, making one the first time.
+func LoadToken(root *rootdir.Root) (string, error) {
+	path := TokenFile(root)
+	if b, err := os.ReadFile(path); err == nil && len(strings.TrimSpace(string(b))) >= 32 {
+		return strings.TrimSpace(string(b)), nil
+	}
+	b := make([]byte, 24)
+	if _, err := rand.Read(b); err != nil {
+		return "", err
+	}
+	tok := hex.EncodeToString(b)
+	if err := os.WriteFile(path, []byte(tok+"\n"), 0o600); err != nil {
+		return "", fmt.Errorf("write token %s: %w", path, err)
+	}
+	return tok, nil
+}
+
+// ListenTCP listens on addr, refusing addresses that are not loopback
+// unless allowRemote.
+func ListenTCP(addr string, allowRemote bool) (net.Listener, error) {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, fmt.Errorf("listen %q: %w: use HOST:PORT, e.g. 127.0.0.1:7878", addr, err)
+	}
+	ip := net.ParseIP(host)
+	if !allowRemote && (ip == nil || !ip.IsLoopback()) && host != "localhost" {
+		return nil, errors.New("listen " + addr + ": not a loopback address: pristine serves loopback only unless you pass --allow-remote")
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("listen on %s: %w", addr, err)
+	}
+	return ln, nil
+}
+
+const tokenCookie = "pristine_token"
+
+// requireToken lets through requests that carry the token as a bearer
+// header or a cookie; a browser opening /?token=T gets the cookie.
+func (s *Server) requireToken(next http.Handler) http.Handler {
+	want := []byte(s.Token)
+	ok := func(got string) bool { return subtle.ConstantTimeCompare([]byte(got), want) == 1 }
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if t := r.URL.Query().Get("token"); r.URL.Path == "/" && t != "" && ok(t) {
+			http.SetCookie(w, &http.Cookie{Name: tokenCookie, Value: t, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode})
+			http.Redirect(w, r, "/", http.StatusSeeOther)
+			return
+		}
+		if h, found := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); found && ok(h) {
+			next.ServeHTTP(w, r)
+			return
+		}
+		if c, err := r.Cookie(tokenCookie); err == nil && ok(c.Value) {
+			next.ServeHTTP(w, r)
+			return
+		}
+		w.Header().Set("WWW-Authenticate", `Bearer realm="pristine"`)
+		writeJSON(w, http.StatusUnauthorized, ErrorBody{Error: "missing or wrong token: send Authorization: Bearer <token> (the token is in " + "<root>/token" + ")"})
+	})
+}

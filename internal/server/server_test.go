@@ -1,0 +1,336 @@
+package server_test
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/pristinedb/pristine/internal/client"
+	"github.com/pristinedb/pristine/internal/mariadb"
+	"github.com/pristinedb/pristine/internal/mariadb/mariadbtest"
+	"github.com/pristinedb/pristine/internal/rootdir"
+	"github.com/pristinedb/pristine/internal/server"
+	"github.com/pristinedb/pristine/internal/template"
+)
+
+// daemon is an in-process daemon on a root in /dev/shm, serving its unix
+// socket and a loopback TCP port with a token.
+type daemon struct {
+	t     *testing.T
+	store *template.Store
+	c     *client.Client
+	base  string // http://127.0.0.1:PORT
+	token string
+}
+
+func newDaemon(t *testing.T) *daemon {
+	t.Helper()
+	mariadbtest.Binary(t)
+	dir, err := os.MkdirTemp("/dev/shm", "pristine-server-test-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	root, err := rootdir.Open(filepath.Join(dir, "root"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := template.NewStore(context.Background(), root, "auto")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := server.Listen(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tcp, err := server.ListenTCP("127.0.0.1:0", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := server.New(context.Background(), root, st, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if srv.Token, err = server.LoadToken(root); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { srv.Serve(ctx, ln, tcp); close(done) }()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+		if k := mariadb.KillOrphans(dir); len(k) > 0 {
+			t.Errorf("servers left running: %v", k)
+		}
+		os.RemoveAll(dir)
+	})
+	return &daemon{t: t, store: st, c: client.New(server.SocketPath(root)), base: "http://" + tcp.Addr().String(), token: srv.Token}
+}
+
+// do sends a request over TCP with the token and decodes the answer.
+func (d *daemon) do(method, path, body string, out any) int {
+	d.t.Helper()
+	req, _ := http.NewRequest(method, d.base+path, strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+d.token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		d.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if out != nil {
+		if err := json.Unmarshal(b, out); err != nil {
+			d.t.Fatalf("%s %s: %v: %s", method, path, err, b)
+		}
+	}
+	return resp.StatusCode
+}
+
+func (d *daemon) buildFromSQL(name, sqlText string) *template.Meta {
+	d.t.Helper()
+	in := filepath.Join(d.t.TempDir(), name+".sql")
+	os.WriteFile(in, []byte(sqlText), 0o644)
+	m, _, err := d.store.Build(context.Background(), template.BuildOptions{Name: name, FromSQL: in, Profile: mariadb.DefaultProfile()})
+	if err != nil {
+		d.t.Fatal(err)
+	}
+	return m
+}
+
+func (d *daemon) poolUp(name string, size int) {
+	d.t.Helper()
+	if _, err := d.c.PoolUp(context.Background(), server.PoolRequest{Template: name, Size: size}, nil); err != nil {
+		d.t.Fatal(err)
+	}
+}
+
+func TestTemplateIsBuiltOnce(t *testing.T) {
+	d := newDaemon(t)
+	body := `{"name":"mig","key":"k-123"}`
+	// Two workers race to build the same template: one builds, one waits.
+	var wg sync.WaitGroup
+	codes := make([]int, 2)
+	answers := make([]server.TemplateAnswer, 2)
+	for i := range codes {
+		wg.Add(1)
+		go func(i int) { defer wg.Done(); codes[i] = d.do("POST", "/v1/templates", body, &answers[i]) }(i)
+	}
+	wg.Wait()
+	builder := 0
+	if codes[1] == http.StatusCreated {
+		builder = 1
+	}
+	if codes[builder] != http.StatusCreated || codes[1-builder] != http.StatusLocked {
+		t.Fatalf("racing builders got %v, want one 201 and one 423", codes)
+	}
+	a := answers[builder]
+	waited := make(chan int)
+	go func() {
+		var w server.TemplateAnswer
+		waited <- d.do("GET", "/v1/templates/k-123?wait=60", "", &w)
+	}()
+	db, err := sql.Open("mysql", a.DSN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec("CREATE TABLE migrated (id INT PRIMARY KEY)"); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	var fin server.TemplateAnswer
+	if code := d.do("PUT", "/v1/templates/"+a.Hash, "", &fin); code != 200 || fin.Status != "ready" {
+		t.Fatalf("finish: %d %+v", code, fin)
+	}
+	if code := <-waited; code != 200 {
+		t.Fatalf("the waiting worker got %d, want 200 once the build finished", code)
+	}
+	var again server.TemplateAnswer
+	if code := d.do("POST", "/v1/templates", body, &again); code != 200 || again.Status != "ready" {
+		t.Fatalf("after the build, POST = %d %+v, want ready", code, again)
+	}
+	// A failed build is reported to waiters, and may be tried again.
+	var b server.TemplateAnswer
+	if code := d.do("POST", "/v1/templates", `{"name":"bad","key":"k-bad"}`, &b); code != 201 {
+		t.Fatalf("begin: %d", code)
+	}
+	if code := d.do("DELETE", "/v1/templates/"+b.Hash, "", nil); code != 200 {
+		t.Fatalf("abort: %d", code)
+	}
+	if code := d.do("GET", "/v1/templates/"+b.Hash, "", nil); code != http.StatusGone {
+		t.Fatalf("after an abort, GET = %d, want 410", code)
+	}
+	d.poolUp("mig", 1)
+	l, err := d.c.Lease(context.Background(), server.LeaseRequest{Template: "mig"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, _ = sql.Open("mysql", l.DSN)
+	defer db.Close()
+	var n int
+	if err := db.QueryRow("SELECT COUNT(*) FROM migrated").Scan(&n); err != nil {
+		t.Fatalf("the migrated table is not in the lease: %v", err)
+	}
+}
+
+func TestBadRequests(t *testing.T) {
+	d := newDaemon(t)
+	d.buildFromSQL("app", "CREATE TABLE t (id INT PRIMARY KEY);")
+	d.poolUp("app", 1)
+	for _, tc := range []struct {
+		name, method, path, body string
+		token                    string
+		want                     int
+	}{
+		{"no token", "GET", "/v1/health", "", "-", 401},
+		{"wrong token", "GET", "/v1/health", "", "nope", 401},
+		{"malformed JSON", "POST", "/v1/leases", "{", "", 400},
+		{"unknown field", "POST", "/v1/leases", `{"tempalte":"app"}`, "", 400},
+		{"unknown template", "POST", "/v1/pools", `{"template":"nope","size":1}`, "", 404},
+		{"bad size", "POST", "/v1/pools", `{"template":"app","size":0}`, "", 400},
+		{"pool twice", "POST", "/v1/pools", `{"template":"app","size":1}`, "", 409},
+		{"lease from unknown pool", "POST", "/v1/leases", `{"template":"nope"}`, "", 404},
+		{"foreign lease", "DELETE", "/v1/leases/0123456789abcdef", "", "", 404},
+		{"bad release mode", "DELETE", "/v1/leases/x?mode=maybe", "", "", 400},
+		{"template without key", "POST", "/v1/templates", `{"name":"x"}`, "", 400},
+		{"remove a template in use", "DELETE", "/v1/templates/app", "", "", 409},
+	} {
+		req, _ := http.NewRequest(tc.method, d.base+tc.path, strings.NewReader(tc.body))
+		switch tc.token {
+		case "":
+			req.Header.Set("Authorization", "Bearer "+d.token)
+		case "-":
+		default:
+			req.Header.Set("Authorization", "Bearer "+tc.token)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var e server.ErrorBody
+		json.NewDecoder(resp.Body).Decode(&e)
+		resp.Body.Close()
+		if resp.StatusCode != tc.want || e.Error == "" {
+			t.Errorf("%s: %d %q, want %d with an error message", tc.name, resp.StatusCode, e.Error, tc.want)
+		}
+	}
+	// The only slot is leased: a second lease waits, then gets 503.
+	if _, err := d.c.Lease(context.Background(), server.LeaseRequest{Template: "app"}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := d.c.Lease(context.Background(), server.LeaseRequest{Template: "app", Wait: 0.2})
+	if ae, ok := err.(*client.APIError); !ok || ae.Status != 503 {
+		t.Fatalf("lease from a full pool: %v, want 503", err)
+	}
+	// A client that disconnects while waiting for a lease leaks nothing.
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	d.c.Lease(ctx, server.LeaseRequest{Template: "app", Wait: 5})
+	cancel()
+	time.Sleep(200 * time.Millisecond)
+	ls, _ := d.c.Leases(context.Background())
+	if len(ls) != 1 {
+		t.Fatalf("after a client gave up waiting, %d leases are held, want 1", len(ls))
+	}
+	// The spec served is the one checked in, and it names every route.
+	var spec bytes.Buffer
+	resp, err := http.Get(d.base + "/v1/openapi.yaml")
+	if err == nil {
+		io.Copy(&spec, resp.Body)
+		resp.Body.Close()
+	}
+	if resp == nil || resp.StatusCode != 401 {
+		t.Fatalf("the spec without a token: %v", resp)
+	}
+	d.do("GET", "/v1/openapi.yaml", "", nil)
+}
+
+func TestMetricsAndDashboard(t *testing.T) {
+	d := newDaemon(t)
+	d.buildFromSQL("app", "CREATE TABLE t (id INT PRIMARY KEY);")
+	d.poolUp("app", 4)
+	var leases []string
+	for i := 0; i < 2; i++ {
+		l, err := d.c.Lease(context.Background(), server.LeaseRequest{Template: "app"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		leases = append(leases, l.ID)
+	}
+	if _, err := d.c.Release(context.Background(), leases[0], false); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(1500 * time.Millisecond) // the reset lands in the series
+
+	req, _ := http.NewRequest("GET", d.base+"/metrics", nil)
+	req.Header.Set("Authorization", "Bearer "+d.token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, want := range []string{
+		`pristine_slots{state="leased",template="app"} 1`,
+		`pristine_lease_wait_seconds_count{template="app"} 2`,
+		`pristine_reset_seconds_count{template="app"} 1`,
+		`pristine_template_build_seconds{hash=`,
+		`pristine_memory_bytes `,
+		`pristine_disk_used_bytes `,
+	} {
+		if !bytes.Contains(body, []byte(want)) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+
+	chromium, err := exec.LookPath("chromium")
+	if err != nil {
+		t.Skip("no chromium to test the dashboard in: apt-get install chromium")
+	}
+	out := os.Getenv("PRISTINE_TEST_ARTIFACTS")
+	if out == "" {
+		out = t.TempDir()
+	}
+	os.MkdirAll(out, 0o755)
+	shot := filepath.Join(out, "dashboard.png")
+	url := d.base + "/?token=" + d.token
+	flags := []string{"--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+		"--disable-background-networking", "--disable-component-update", "--disable-sync",
+		"--user-data-dir=" + t.TempDir(), "--window-size=1200,700", "--virtual-time-budget=4000"}
+	dom, err := exec.Command(chromium, append(flags, "--dump-dom", url)...).Output()
+	if err != nil {
+		t.Fatalf("chromium --dump-dom: %v", err)
+	}
+	page := string(dom)
+	if !strings.Contains(page, `data-loaded="1"`) {
+		t.Fatalf("the dashboard never loaded its data:\n%s", page)
+	}
+	if n := strings.Count(page, `class="slot"`); n != 4 {
+		t.Errorf("the dashboard shows %d slots, want 4", n)
+	}
+	if n := strings.Count(page, `data-state="leased"`); n != 1 {
+		t.Errorf("the dashboard shows %d leased slots, want 1", n)
+	}
+	if !strings.Contains(page, `id="chart-reset" viewBox="0 0 600 160" preserveAspectRatio="none" data-points="`) ||
+		strings.Contains(page, `id="chart-reset" viewBox="0 0 600 160" preserveAspectRatio="none" data-points="0"`) {
+		t.Errorf("the reset chart has no points")
+	}
+	if err := exec.Command(chromium, append(flags, "--screenshot="+shot, url)...).Run(); err != nil {
+		t.Fatalf("chromium --screenshot: %v", err)
+	}
+	if st, err := os.Stat(shot); err != nil || st.Size() < 5000 {
+		t.Fatalf("no screenshot: %v", err)
+	}
+	t.Logf("dashboard screenshot: %s", shot)
+	_ = net.IPv4len
+}

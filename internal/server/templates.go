@@ -1,0 +1,241 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/pristinedb/pristine/internal/mariadb"
+	"github.com/pristinedb/pristine/internal/template"
+)
+
+// TemplateRequest asks for a template a client builds itself: "I will
+// build it" when nobody has, "someone else is building it" otherwise.
+type TemplateRequest struct {
+	Name       string  `json:"name"`
+	Key        string  `json:"key"` // the client's content hash of its migrations and fixtures
+	Database   string  `json:"database,omitempty"`
+	DBsPerSlot int     `json:"dbs_per_slot,omitempty"`
+	TTL        float64 `json:"ttl_seconds,omitempty"` // the build is aborted after this long; 0: 30 minutes
+}
+
+// TemplateAnswer answers POST /v1/templates and GET /v1/templates/{ref}.
+type TemplateAnswer struct {
+	// Status is "ready" (Template is set), "build" (the caller builds: the
+	// connection fields are set), "building" (someone else is) or "failed".
+	Status   string         `json:"status"`
+	Hash     string         `json:"hash,omitempty"`
+	Template *template.Meta `json:"template,omitempty"`
+	Error    string         `json:"error,omitempty"`
+	Host     string         `json:"host,omitempty"`
+	Port     int            `json:"port,omitempty"`
+	Socket   string         `json:"socket,omitempty"`
+	User     string         `json:"user,omitempty"`
+	Password string         `json:"password,omitempty"`
+	Database string         `json:"database,omitempty"`
+	DSN      string         `json:"dsn,omitempty"`
+	URL      string         `json:"url,omitempty"`
+	Env      []string       `json:"env,omitempty"`
+}
+
+// builds tracks the build sessions clients drive through the API.
+type builds struct {
+	mu       sync.Mutex
+	sessions map[string]*buildSession // by hash
+	failed   map[string]string        // hash -> why, for waiters
+	changed  chan struct{}            // closed and replaced on every change
+}
+
+type buildSession struct {
+	*template.Session
+	expires time.Time
+}
+
+func (b *builds) signal() {
+	close(b.changed)
+	b.changed = make(chan struct{})
+}
+
+func public(m *template.Meta) *template.Meta {
+	cp := *m
+	cp.Password = ""
+	return &cp
+}
+
+func (s *Server) beginTemplate(w http.ResponseWriter, r *http.Request) {
+	var req TemplateRequest
+	if err := decode(r, &req); err != nil {
+		fail(w, err)
+		return
+	}
+	if req.Key == "" {
+		fail(w, fmt.Errorf("%w: key is required: a hash of the files that define the template", errBadRequest))
+		return
+	}
+	opt := template.BuildOptions{Name: req.Name, Key: req.Key, Database: req.Database, DBsPerSlot: req.DBsPerSlot, Profile: mariadb.DefaultProfile()}
+	sess, m, err := s.store.Begin(context.WithoutCancel(r.Context()), opt)
+	switch {
+	case errors.Is(err, template.ErrBuilding):
+		writeJSON(w, http.StatusLocked, TemplateAnswer{Status: "building", Error: err.Error()})
+		return
+	case err != nil:
+		fail(w, fmt.Errorf("%w: %v", errBadRequest, err))
+		return
+	case m != nil:
+		writeJSON(w, 200, TemplateAnswer{Status: "ready", Hash: m.Hash, Template: public(m)})
+		return
+	}
+	ttl := seconds(req.TTL, 30*time.Minute)
+	s.builds.mu.Lock()
+	s.builds.sessions[sess.Hash()] = &buildSession{Session: sess, expires: time.Now().Add(ttl)}
+	delete(s.builds.failed, sess.Hash())
+	s.builds.mu.Unlock()
+	in, meta := sess.Inst, sess.Meta
+	db := meta.Database()
+	s.log.Info("template build session", "template", meta.Name, "hash", meta.Hash[:12], "port", in.Config.Port)
+	writeJSON(w, http.StatusCreated, TemplateAnswer{Status: "build", Hash: meta.Hash,
+		Host: "127.0.0.1", Port: in.Config.Port, Socket: in.Config.Socket(), User: meta.User, Password: meta.Password,
+		Database: db, DSN: mariadb.TCPDSN(in.Config.Port, meta.User, meta.Password, db),
+		URL: template.URL(in.Config.Port, meta.User, meta.Password, db), Env: sess.Env()})
+}
+
+// takeSession removes and returns the session of a hash.
+func (s *Server) takeSession(hash string) *buildSession {
+	s.builds.mu.Lock()
+	defer s.builds.mu.Unlock()
+	bs := s.builds.sessions[hash]
+	delete(s.builds.sessions, hash)
+	return bs
+}
+
+func (s *Server) failSession(hash, why string) {
+	s.builds.mu.Lock()
+	s.builds.failed[hash] = why
+	s.builds.signal()
+	s.builds.mu.Unlock()
+}
+
+func (s *Server) finishTemplate(w http.ResponseWriter, r *http.Request) {
+	hash := r.PathValue("hash")
+	bs := s.takeSession(hash)
+	if bs == nil {
+		fail(w, fmt.Errorf("%w: no build session %q: begin one with POST /v1/templates", template.ErrNotFound, hash))
+		return
+	}
+	m, err := bs.Finish(context.WithoutCancel(r.Context()))
+	if err != nil {
+		s.failSession(hash, err.Error())
+		fail(w, err)
+		return
+	}
+	s.builds.mu.Lock()
+	s.builds.signal()
+	s.builds.mu.Unlock()
+	s.log.Info("template built", "template", m.Name, "hash", m.Hash[:12], "seconds", m.BuildSeconds)
+	writeJSON(w, 200, TemplateAnswer{Status: "ready", Hash: m.Hash, Template: public(m)})
+}
+
+// getTemplate answers a lookup by name, hash or key; with ?wait=SECONDS it
+// blocks while the template is being built.
+func (s *Server) getTemplate(w http.ResponseWriter, r *http.Request) {
+	ref := r.PathValue("ref")
+	wait, _ := strconv.ParseFloat(r.URL.Query().Get("wait"), 64)
+	deadline := time.Now().Add(seconds(wait, time.Nanosecond))
+	for {
+		if m, err := s.store.Get(ref); err == nil {
+			writeJSON(w, 200, TemplateAnswer{Status: "ready", Hash: m.Hash, Template: public(m)})
+			return
+		}
+		s.builds.mu.Lock()
+		why, failed := s.builds.failed[ref]
+		building := false
+		for h, bs := range s.builds.sessions {
+			if h == ref || bs.Meta.Key == ref || bs.Meta.Name == ref {
+				building = true
+			}
+		}
+		changed := s.builds.changed
+		s.builds.mu.Unlock()
+		switch {
+		case failed:
+			writeJSON(w, http.StatusGone, TemplateAnswer{Status: "failed", Hash: ref, Error: why})
+			return
+		case !building:
+			fail(w, fmt.Errorf("%w: %q", template.ErrNotFound, ref))
+			return
+		case time.Now().After(deadline):
+			writeJSON(w, http.StatusLocked, TemplateAnswer{Status: "building", Hash: ref})
+			return
+		}
+		select {
+		case <-changed:
+		case <-time.After(time.Until(deadline)):
+		case <-r.Context().Done():
+			return
+		}
+	}
+}
+
+// deleteTemplate aborts a build session, or removes a built template that
+// no pool uses.
+func (s *Server) deleteTemplate(w http.ResponseWriter, r *http.Request) {
+	ref := r.PathValue("ref")
+	if bs := s.takeSession(ref); bs != nil {
+		bs.Abort()
+		s.failSession(ref, "the builder aborted the build")
+		writeJSON(w, 200, TemplateAnswer{Status: "failed", Hash: ref, Error: "aborted"})
+		return
+	}
+	m, err := s.store.Get(ref)
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	inUse := func(hash string) bool {
+		for _, n := range s.poolNames() {
+			if p, err := s.pool(n); err == nil && p != nil && p.Meta.Hash == hash {
+				return true
+			}
+		}
+		return false
+	}
+	if err := s.store.Remove(m, inUse); err != nil {
+		fail(w, err)
+		return
+	}
+	writeJSON(w, 200, TemplateAnswer{Status: "removed", Hash: m.Hash, Template: public(m)})
+}
+
+// expireBuilds aborts build sessions whose builder went quiet.
+func (s *Server) expireBuilds() {
+	now := time.Now()
+	s.builds.mu.Lock()
+	var doomed []*buildSession
+	for h, bs := range s.builds.sessions {
+		if now.After(bs.expires) {
+			doomed = append(doomed, bs)
+			delete(s.builds.sessions, h)
+		}
+	}
+	s.builds.mu.Unlock()
+	for _, bs := range doomed {
+		bs.Abort()
+		s.failSession(bs.Hash(), "the build session expired before it was finished")
+		s.log.Warn("template build session expired", "template", bs.Meta.Name, "hash", bs.Hash()[:12])
+	}
+}
+
+// abortBuilds throws away every open build session (daemon shutdown).
+func (s *Server) abortBuilds() {
+	s.builds.mu.Lock()
+	all := s.builds.sessions
+	s.builds.sessions = map[string]*buildSession{}
+	s.builds.mu.Unlock()
+	for _, bs := range all {
+		bs.Abort()
+	}
+}
