@@ -27,6 +27,8 @@ type ServeFlags struct {
 	ExitWhenIdle bool
 	Listen       string // loopback TCP address, e.g. 127.0.0.1:7878
 	AllowRemote  bool
+	MaxMemory    string
+	MaxDisk      string
 }
 
 func newServeCmd(g *Globals) *cobra.Command {
@@ -47,6 +49,8 @@ needs the bearer token kept in <root>/token, and the live dashboard at / (open
 	cmd.Flags().StringVar(&f.Backend, "backend", "auto", "copy-on-write backend for new clones: auto, btrfs, reflink or copy")
 	cmd.Flags().StringVar(&f.Listen, "listen", "", "also serve loopback TCP on this address (token required)")
 	cmd.Flags().BoolVar(&f.AllowRemote, "allow-remote", false, "allow --listen on an address that is not loopback")
+	cmd.Flags().StringVar(&f.MaxMemory, "max-memory", "", "memory all pools may take together, e.g. 16G (idle pools are shrunk to make room)")
+	cmd.Flags().StringVar(&f.MaxDisk, "max-disk", "", "disk all pools may take together, e.g. 50G")
 	return cmd
 }
 
@@ -75,6 +79,16 @@ func RunServe(ctx context.Context, g *Globals, f ServeFlags) error {
 		return err
 	}
 	srv.ExitWhenIdle = f.ExitWhenIdle
+	for _, b := range []struct {
+		flag string
+		dst  *int64
+	}{{f.MaxMemory, &srv.Budget.Memory}, {f.MaxDisk, &srv.Budget.Disk}} {
+		if b.flag != "" {
+			if *b.dst, err = parseBytes(b.flag); err != nil {
+				return err
+			}
+		}
+	}
 	if tcp != nil {
 		if srv.Token, err = server.LoadToken(st.Root); err != nil {
 			return err

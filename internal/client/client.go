@@ -114,7 +114,7 @@ func (c *Client) PoolUp(ctx context.Context, req server.PoolRequest, progress fu
 		}
 		switch {
 		case ev.Error != "":
-			return nil, &APIError{Status: 500, Message: ev.Error}
+			return nil, &APIError{Status: ev.Code, Message: ev.Error}
 		case ev.Status != nil:
 			return ev.Status, nil
 		case progress != nil:

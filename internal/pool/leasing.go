@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"os"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -108,6 +109,7 @@ func (p *Pool) Lease(ctx context.Context, opt LeaseOptions) (*Lease, error) {
 			p.leases[l.ID] = l
 			p.record(l)
 			p.stats.Leases++
+			p.lastLease = time.Now()
 			p.observe("lease_wait", time.Since(start))
 			cp := *l
 			p.mu.Unlock()
@@ -364,4 +366,48 @@ func procStart(pid int) string {
 		return ""
 	}
 	return f[19]
+}
+
+// LastUsed is when the pool last handed out a lease (or came up).
+func (p *Pool) LastUsed() time.Time {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.lastLease
+}
+
+// Live counts the slots that are not retired.
+func (p *Pool) Live() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n := 0
+	for _, s := range p.slots {
+		if s.state != Retired {
+			n++
+		}
+	}
+	return n
+}
+
+// Shrink retires up to n ready slots (stops their servers and removes their
+// clones) and returns how many it retired. Leased slots are never touched.
+func (p *Pool) Shrink(n int) int {
+	var doomed []*slot
+	p.mu.Lock()
+	for i := len(p.slots) - 1; i >= 0 && len(doomed) < n; i-- {
+		if s := p.slots[i]; s.state == Ready {
+			s.set(Retired)
+			doomed = append(doomed, s)
+		}
+	}
+	p.mu.Unlock()
+	for _, s := range doomed {
+		if s.admin != nil {
+			s.admin.Close()
+		}
+		if s.inst != nil {
+			s.inst.Kill()
+		}
+		_ = p.backend.Remove(filepath.Join(s.dir, "data"))
+	}
+	return len(doomed)
 }

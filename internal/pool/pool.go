@@ -24,7 +24,7 @@ type Options struct {
 	// 4 per core.
 	Parallel int
 	// ResetWorkers is how many slots are reset at once in the background;
-	// default one per core.
+	// default two per core (a reset waits on the server half the time).
 	ResetWorkers int
 	// Progress, when set, is told how many slots are ready during Up.
 	Progress func(ready, total int)
@@ -63,6 +63,9 @@ type Pool struct {
 	resetq chan *slot
 	wg     sync.WaitGroup
 	stats  Stats
+	// lastLease is when a lease was last handed out, for least-recently-
+	// used shrinking.
+	lastLease time.Time
 }
 
 // Dir is where a template's pool keeps its clones.
@@ -88,7 +91,7 @@ func Up(ctx context.Context, store *template.Store, m *template.Meta, opt Option
 		opt.Parallel = 4 * runtime.NumCPU()
 	}
 	if opt.ResetWorkers <= 0 {
-		opt.ResetWorkers = runtime.NumCPU()
+		opt.ResetWorkers = 2 * runtime.NumCPU()
 	}
 	backend, err := store.BackendFor(m)
 	if err != nil {
@@ -129,6 +132,7 @@ func Up(ctx context.Context, store *template.Store, m *template.Meta, opt Option
 		return nil, err
 	}
 	p.stats.UpSeconds = time.Since(start).Seconds()
+	p.lastLease = time.Now()
 	for i := 0; i < opt.ResetWorkers; i++ {
 		p.wg.Add(1)
 		go p.resetWorker()

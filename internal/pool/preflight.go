@@ -11,6 +11,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/pristinedb/pristine/internal/cow"
+	"github.com/pristinedb/pristine/internal/mariadb"
 	"github.com/pristinedb/pristine/internal/template"
 )
 
@@ -29,11 +30,7 @@ const (
 // refuses, naming the largest size that fits, when that is more than the
 // machine has.
 func Preflight(store *template.Store, backend cow.Backend, m *template.Meta, opt Options) error {
-	perMem := int64(slotBaseRSS) + opt.Profile.BufferPool
-	perDisk := int64(slotDiskWrite)
-	if backend.Name() == "copy" {
-		perDisk += m.Bytes
-	}
+	perMem, perDisk := SlotCost(backend, m, opt.Profile)
 	avail, err := memAvailable()
 	if err == nil {
 		avail -= memReserve
@@ -51,6 +48,23 @@ func Preflight(store *template.Store, backend cow.Backend, m *template.Meta, opt
 		}
 	}
 	return nil
+}
+
+// SlotCost projects the memory and disk one slot of template m takes.
+func SlotCost(backend cow.Backend, m *template.Meta, p mariadb.Profile) (mem, disk int64) {
+	mem = slotBaseRSS + p.BufferPool
+	disk = slotDiskWrite
+	if backend.Name() == "copy" {
+		disk += m.Bytes
+	}
+	return mem, disk
+}
+
+// Cost is the projected memory and disk of the pool's live slots.
+func (p *Pool) Cost() (mem, disk int64) {
+	m, d := SlotCost(p.backend, p.Meta, p.opt.Profile)
+	n := int64(p.Live())
+	return m * n, d * n
 }
 
 func mib(n int64) string { return strconv.FormatInt(n>>20, 10) + " MiB" }

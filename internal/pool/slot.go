@@ -32,6 +32,8 @@ const (
 	Resetting State = "resetting"
 	Kept      State = "kept"
 	Failed    State = "failed"
+	// Retired slots were stopped to give their memory to another pool.
+	Retired State = "retired"
 )
 
 // slot is one server on one clone. Its fields are guarded by Pool.mu.

@@ -45,7 +45,6 @@ func (r *ring) quantiles() (p50, p99, maxMS float64) {
 	return ms(s[len(s)/2]), ms(s[(len(s)*99)/100]), ms(s[len(s)-1])
 }
 
-
 // SlotStatus is one slot as status reports it.
 type SlotStatus struct {
 	Slot   int       `json:"slot"`

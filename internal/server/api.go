@@ -29,6 +29,7 @@ type PoolEvent struct {
 	Total  int          `json:"total,omitempty"`
 	Status *pool.Status `json:"status,omitempty"`
 	Error  string       `json:"error,omitempty"`
+	Code   int          `json:"code,omitempty"` // the HTTP status the error maps to
 }
 
 // LeaseRequest asks for a lease.
@@ -106,6 +107,11 @@ func (s *Server) Handler() http.Handler {
 
 // fail writes err with the status code its kind maps to.
 func fail(w http.ResponseWriter, err error) {
+	writeJSON(w, statusOf(err), ErrorBody{Error: err.Error()})
+}
+
+// statusOf maps an error's kind to an HTTP status, in one place.
+func statusOf(err error) int {
 	code := http.StatusInternalServerError
 	switch {
 	case errors.Is(err, errBadRequest):
@@ -119,7 +125,7 @@ func fail(w http.ResponseWriter, err error) {
 	case errors.Is(err, pool.ErrNoRoom):
 		code = http.StatusInsufficientStorage
 	}
-	writeJSON(w, code, ErrorBody{Error: err.Error()})
+	return code
 }
 
 var (
@@ -192,6 +198,15 @@ func (s *Server) poolUp(w http.ResponseWriter, r *http.Request) {
 	s.pools[m.Name] = nil // reserve the name while it comes up
 	s.mu.Unlock()
 
+	rec := state.Pool{Template: m.Name, Hash: m.Hash, Size: req.Size, BufferPool: req.BufferPool, Parallel: req.Parallel}
+	opt := s.poolOptions(rec, nil)
+	if err := s.makeRoom(m, opt.Profile, req.Size); err != nil {
+		s.mu.Lock()
+		delete(s.pools, m.Name)
+		s.mu.Unlock()
+		fail(w, err)
+		return
+	}
 	w.Header().Set("Content-Type", "application/x-ndjson")
 	w.WriteHeader(http.StatusOK)
 	enc := json.NewEncoder(w)
@@ -205,8 +220,6 @@ func (s *Server) poolUp(w http.ResponseWriter, r *http.Request) {
 			flusher.Flush()
 		}
 	}
-	rec := state.Pool{Template: m.Name, Hash: m.Hash, Size: req.Size, BufferPool: req.BufferPool, Parallel: req.Parallel}
-	opt := s.poolOptions(rec, nil)
 	last := time.Now()
 	opt.Progress = func(ready, total int) {
 		if ready == total || time.Since(last) > 200*time.Millisecond {
@@ -229,7 +242,7 @@ func (s *Server) poolUp(w http.ResponseWriter, r *http.Request) {
 	s.mu.Unlock()
 	if err != nil {
 		s.log.Error("pool up", "template", m.Name, "err", err)
-		send(PoolEvent{Error: err.Error()})
+		send(PoolEvent{Error: err.Error(), Code: statusOf(err)})
 		s.stopIfIdle()
 		return
 	}

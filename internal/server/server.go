@@ -36,7 +36,9 @@ type Server struct {
 	// started on demand by `pool up`).
 	ExitWhenIdle bool
 	// Token is the bearer token TCP clients must present.
-	Token   string
+	Token string
+	// Budget caps the memory and disk of all pools together.
+	Budget  Budget
 	metrics *metrics
 	builds  builds
 

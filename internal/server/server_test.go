@@ -35,7 +35,7 @@ type daemon struct {
 	token string
 }
 
-func newDaemon(t *testing.T) *daemon {
+func newDaemon(t *testing.T, opts ...func(*server.Server)) *daemon {
 	t.Helper()
 	mariadbtest.Binary(t)
 	dir, err := os.MkdirTemp("/dev/shm", "pristine-server-test-")
@@ -64,6 +64,9 @@ func newDaemon(t *testing.T) *daemon {
 	}
 	if srv.Token, err = server.LoadToken(root); err != nil {
 		t.Fatal(err)
+	}
+	for _, o := range opts {
+		o(srv)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -333,4 +336,31 @@ func TestMetricsAndDashboard(t *testing.T) {
 	}
 	t.Logf("dashboard screenshot: %s", shot)
 	_ = net.IPv4len
+}
+
+func TestBudgetShrinksIdlePools(t *testing.T) {
+	slot := int64(56 << 20) // 40 MB base + a 16 MB buffer pool
+	d := newDaemon(t, func(s *server.Server) { s.Budget.Memory = 5 * slot })
+	d.buildFromSQL("a", "CREATE TABLE t (id INT PRIMARY KEY);")
+	d.buildFromSQL("b", "CREATE TABLE u (id INT PRIMARY KEY);")
+	d.buildFromSQL("c", "CREATE TABLE v (id INT PRIMARY KEY);")
+	d.poolUp("a", 3)
+	if _, err := d.c.Lease(context.Background(), server.LeaseRequest{Template: "a"}); err != nil {
+		t.Fatal(err)
+	}
+	d.poolUp("b", 3) // fits only once a's idle slots give way
+	a, err := d.c.Pool(context.Background(), "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.States["retired"] != 1 || a.States["leased"] != 1 {
+		t.Fatalf("pool a after b came up: %v, want 1 retired and its lease kept", a.States)
+	}
+	_, err = d.c.PoolUp(context.Background(), server.PoolRequest{Template: "c", Size: 6}, nil)
+	if ae, ok := err.(*client.APIError); !ok || ae.Status != 507 || !strings.Contains(ae.Message, "--max-memory") {
+		t.Fatalf("a pool over the budget: %v, want 507 naming the budget", err)
+	}
+	if a2, _ := d.c.Pool(context.Background(), "a"); a2.States["retired"] != 1 {
+		t.Fatalf("a refused pool shrank others: %v", a2.States)
+	}
 }

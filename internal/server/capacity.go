@@ -1,0 +1,95 @@
+package server
+
+import (
+	"fmt"
+	"sort"
+
+	"github.com/pristinedb/pristine/internal/mariadb"
+	"github.com/pristinedb/pristine/internal/pool"
+	"github.com/pristinedb/pristine/internal/template"
+)
+
+// Budget caps what every pool of the daemon may take together; zero means
+// only the machine's limits (pool.Preflight) apply.
+type Budget struct {
+	Memory int64
+	Disk   int64
+}
+
+// makeRoom checks a new pool of size slots of m against the budget and,
+// when it does not fit, retires ready slots of the other pools, least
+// recently used first. It fails, saying what would fit, when even that is
+// not enough.
+func (s *Server) makeRoom(m *template.Meta, prof mariadb.Profile, size int) error {
+	if s.Budget.Memory <= 0 && s.Budget.Disk <= 0 {
+		return nil
+	}
+	b, err := s.store.BackendFor(m)
+	if err != nil {
+		return err
+	}
+	mem1, disk1 := pool.SlotCost(b, m, prof)
+	needMem, needDisk := mem1*int64(size), disk1*int64(size)
+	var others []*pool.Pool
+	for _, n := range s.poolNames() {
+		if p, err := s.pool(n); err == nil && p != nil && n != m.Name {
+			others = append(others, p)
+		}
+	}
+	sort.Slice(others, func(i, j int) bool { return others[i].LastUsed().Before(others[j].LastUsed()) })
+	over := func() (int64, int64) {
+		var mem, disk int64
+		for _, p := range others {
+			pm, pd := p.Cost()
+			mem, disk = mem+pm, disk+pd
+		}
+		return overBy(mem+needMem, s.Budget.Memory), overBy(disk+needDisk, s.Budget.Disk)
+	}
+	// Refuse before touching anything when even retiring every ready slot
+	// of the other pools would not be enough.
+	om, od := over()
+	for _, p := range others {
+		pm, pd := p.Cost()
+		if live := int64(p.Live()); live > 0 {
+			ready := int64(p.Status(false).States[pool.Ready])
+			om, od = om-pm/live*ready, od-pd/live*ready
+		}
+	}
+	if om > 0 || od > 0 {
+		return fmt.Errorf("%w: %d slots of %s need %d MiB of memory and %d MiB of disk; the daemon's budget (--max-memory %d MiB, --max-disk %d MiB) would still be short by %d MiB of memory and %d MiB of disk after shrinking every idle pool: ask for fewer slots, release leases, or raise the budget",
+			pool.ErrNoRoom, size, m.Name, needMem>>20, needDisk>>20, s.Budget.Memory>>20, s.Budget.Disk>>20, max(om, 0)>>20, max(od, 0)>>20)
+	}
+	for _, p := range others {
+		om, od := over()
+		if om <= 0 && od <= 0 {
+			return nil
+		}
+		pm, pd := p.Cost()
+		live := int64(p.Live())
+		if live == 0 {
+			continue
+		}
+		per := max(ceilDiv(om, pm/live), ceilDiv(od, pd/live))
+		if n := p.Shrink(int(per)); n > 0 {
+			s.log.Info("shrank an idle pool to make room", "template", p.Meta.Name, "slots", n, "for", m.Name)
+		}
+	}
+	if om, od := over(); om > 0 || od > 0 {
+		return fmt.Errorf("%w: %d slots of %s do not fit the daemon's budget: slots became busy while shrinking idle pools; try again", pool.ErrNoRoom, size, m.Name)
+	}
+	return nil
+}
+
+func overBy(used, budget int64) int64 {
+	if budget <= 0 {
+		return 0
+	}
+	return used - budget
+}
+
+func ceilDiv(a, b int64) int64 {
+	if a <= 0 || b <= 0 {
+		return 0
+	}
+	return (a + b - 1) / b
+}
