@@ -225,9 +225,9 @@ func (o *object) set(part, value string) {
 
 // summary is the object's main definition, for a missing or extra object.
 func (o *object) summary() string {
-	for _, p := range []string{"definition", "create"} {
-		if v, ok := o.parts[p]; ok {
-			return abbrev(v, 200)
+	for _, p := range o.order {
+		if strings.HasPrefix(p, "create ") || p == "sql original statement" {
+			return abbrev(o.parts[p], 200)
 		}
 	}
 	if len(o.order) > 0 {
