@@ -90,7 +90,7 @@ func (e *env) must(args ...string) string {
 
 type lease struct {
 	ID, Host, Socket, User, Password, Database, DSN string
-	Port                                           int
+	Port                                            int
 }
 
 func (e *env) lease() lease {

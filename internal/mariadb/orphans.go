@@ -15,9 +15,26 @@ import (
 // carries --datadir= inside under (pristine's own root). It returns the pids
 // it killed. Processes of other owners are never touched.
 func KillOrphans(under string) []int {
+	var killed []int
+	for _, pid := range Servers(under) {
+		if syscall.Kill(pid, syscall.SIGKILL) == nil {
+			killed = append(killed, pid)
+		}
+	}
+	// Give the kernel a moment to tear them down so their files are released.
+	for _, pid := range killed {
+		for i := 0; i < 200 && syscall.Kill(pid, 0) == nil; i++ {
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	return killed
+}
+
+// Servers lists the server processes whose --datadir lies inside under.
+func Servers(under string) []int {
 	prefix := "--datadir=" + filepath.Clean(under) + string(filepath.Separator)
 	self := os.Getpid()
-	var killed []int
+	var pids []int
 	ents, _ := os.ReadDir("/proc")
 	for _, e := range ents {
 		pid, err := strconv.Atoi(e.Name())
@@ -34,20 +51,12 @@ func KillOrphans(under string) []int {
 		}
 		for _, a := range args[1:] {
 			if strings.HasPrefix(a, prefix) {
-				if syscall.Kill(pid, syscall.SIGKILL) == nil {
-					killed = append(killed, pid)
-				}
+				pids = append(pids, pid)
 				break
 			}
 		}
 	}
-	// Give the kernel a moment to tear them down so their files are released.
-	for _, pid := range killed {
-		for i := 0; i < 200 && syscall.Kill(pid, 0) == nil; i++ {
-			time.Sleep(5 * time.Millisecond)
-		}
-	}
-	return killed
+	return pids
 }
 
 func isServerName(n string) bool {

@@ -1,0 +1,195 @@
+package bench
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/pristinedb/pristine/internal/client"
+	"github.com/pristinedb/pristine/internal/mariadb"
+	"github.com/pristinedb/pristine/internal/rootdir"
+	"github.com/pristinedb/pristine/internal/server"
+)
+
+// SoakOptions shape a soak: Clients concurrent test runners doing Cycles
+// lease -> check -> write -> release cycles in all.
+type SoakOptions struct {
+	Template string
+	Clients  int
+	Cycles   int
+	Size     int           // pool size when the soak brings the pool up itself
+	Hold     time.Duration // how long each client keeps its lease (a test's work)
+	Log      io.Writer
+}
+
+// SoakResult is what a soak measured.
+type SoakResult struct {
+	Template      string  `json:"template"`
+	Clients       int     `json:"clients"`
+	Cycles        int64   `json:"cycles"`
+	PoolSize      int     `json:"pool_size"`
+	HoldMS        float64 `json:"hold_ms"`
+	NotPristine   int64   `json:"not_pristine"`
+	Errors        int64   `json:"errors"`
+	Seconds       float64 `json:"seconds"`
+	LeasesPerSec  float64 `json:"leases_per_second"`
+	LeaseP50MS    float64 `json:"lease_wait_p50_ms"`
+	LeaseP99MS    float64 `json:"lease_wait_p99_ms"`
+	LeaseMaxMS    float64 `json:"lease_wait_max_ms"`
+	ResetP50MS    float64 `json:"reset_p50_ms"`
+	ResetP99MS    float64 `json:"reset_p99_ms"`
+	LeftServers   []int   `json:"left_servers"`
+	LeftPoolFiles bool    `json:"left_pool_files"`
+	FirstError    string  `json:"first_error,omitempty"`
+}
+
+// Soak runs the soak through the daemon c serves for root. Each client
+// checks a canary table's checksum before writing: a lease that is not
+// pristine is counted, never hidden.
+func Soak(ctx context.Context, c *client.Client, root *rootdir.Root, opt SoakOptions) (*SoakResult, error) {
+	say := func(format string, args ...any) {
+		if opt.Log != nil {
+			fmt.Fprintf(opt.Log, "pristine soak: "+format+"\n", args...)
+		}
+	}
+	res := &SoakResult{Template: opt.Template, Clients: opt.Clients, HoldMS: float64(opt.Hold.Microseconds()) / 1000}
+	st, err := c.Pool(ctx, opt.Template)
+	ours := false
+	if err != nil {
+		say("bringing up %d slots of %s", opt.Size, opt.Template)
+		if st, err = c.PoolUp(ctx, server.PoolRequest{Template: opt.Template, Size: opt.Size}, nil); err != nil {
+			return nil, err
+		}
+		ours = true
+	}
+	res.PoolSize = st.Size
+	table, want, err := canary(ctx, c, opt.Template)
+	if err != nil {
+		return nil, err
+	}
+	say("canary: CHECKSUM TABLE %s = %d; %d clients x %d cycles", table, want, opt.Clients, opt.Cycles)
+
+	var (
+		next, bad, errs atomic.Int64
+		mu              sync.Mutex
+		waits           []float64
+		firstErr        string
+		wg              sync.WaitGroup
+	)
+	start := time.Now()
+	for i := 0; i < opt.Clients; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			for next.Add(1) <= int64(opt.Cycles) && ctx.Err() == nil {
+				wait, pristine, err := cycle(ctx, c, opt, table, want, fmt.Sprintf("soak-%d", i))
+				mu.Lock()
+				if err != nil {
+					errs.Add(1)
+					if firstErr == "" {
+						firstErr = err.Error()
+					}
+				} else {
+					waits = append(waits, wait)
+					if !pristine {
+						bad.Add(1)
+					}
+				}
+				mu.Unlock()
+			}
+		}(i)
+	}
+	wg.Wait()
+	res.Seconds = time.Since(start).Seconds()
+	res.Cycles = int64(len(waits))
+	res.NotPristine, res.Errors, res.FirstError = bad.Load(), errs.Load(), firstErr
+	res.LeasesPerSec = float64(res.Cycles) / res.Seconds
+	res.LeaseP50MS, res.LeaseP99MS, res.LeaseMaxMS = quantile(waits, 0.5), quantile(waits, 0.99), quantile(waits, 1)
+	if ps, err := c.Pool(ctx, opt.Template); err == nil {
+		res.ResetP50MS, res.ResetP99MS = ps.ResetP50MS, ps.ResetP99MS
+	}
+	say("%d cycles in %.1fs: %.1f leases/s, lease wait p99 %.2f ms, %d not pristine, %d errors", res.Cycles, res.Seconds, res.LeasesPerSec, res.LeaseP99MS, res.NotPristine, res.Errors)
+	if ours {
+		if _, err := c.PoolDown(ctx, opt.Template); err != nil {
+			return res, err
+		}
+		res.LeftServers = mariadb.Servers(root.Data())
+		if ents, err := os.ReadDir(root.Data() + "/pools"); err == nil && len(ents) > 0 {
+			res.LeftPoolFiles = true
+		}
+	}
+	return res, ctx.Err()
+}
+
+// cycle is one test: lease, check the canary, write, hold, release dirty.
+func cycle(ctx context.Context, c *client.Client, opt SoakOptions, table string, want int64, holder string) (waitMS float64, pristine bool, err error) {
+	t := time.Now()
+	l, err := c.Lease(ctx, server.LeaseRequest{Template: opt.Template, Holder: holder, Wait: 120})
+	if err != nil {
+		return 0, false, err
+	}
+	waitMS = float64(time.Since(t).Microseconds()) / 1000
+	defer func() {
+		if _, rerr := c.Release(context.WithoutCancel(ctx), l.ID, false); rerr != nil && err == nil {
+			err = rerr
+		}
+	}()
+	db, err := sql.Open("mysql", l.DSN)
+	if err != nil {
+		return waitMS, false, err
+	}
+	defer db.Close()
+	got, err := checksum(ctx, db, table)
+	if err != nil {
+		return waitMS, false, err
+	}
+	if _, err := db.ExecContext(ctx, "DELETE FROM "+quote(table)+" LIMIT 1"); err != nil {
+		return waitMS, false, err
+	}
+	if opt.Hold > 0 {
+		time.Sleep(opt.Hold)
+	}
+	return waitMS, got == want, nil
+}
+
+// canary picks the template's smallest non-empty table and its checksum,
+// from a lease released unchanged.
+func canary(ctx context.Context, c *client.Client, template string) (string, int64, error) {
+	l, err := c.Lease(ctx, server.LeaseRequest{Template: template, Holder: "soak-canary", Wait: 120})
+	if err != nil {
+		return "", 0, err
+	}
+	defer c.Release(context.WithoutCancel(ctx), l.ID, true)
+	db, err := sql.Open("mysql", l.DSN)
+	if err != nil {
+		return "", 0, err
+	}
+	defer db.Close()
+	var table string
+	err = db.QueryRowContext(ctx, "SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA=DATABASE() AND TABLE_TYPE='BASE TABLE' AND TABLE_ROWS > 0 ORDER BY TABLE_ROWS, TABLE_NAME LIMIT 1").Scan(&table)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", 0, fmt.Errorf("soak: template %s has no table with rows to use as a canary", template)
+	}
+	if err != nil {
+		return "", 0, err
+	}
+	sum, err := checksum(ctx, db, table)
+	return table, sum, err
+}
+
+func checksum(ctx context.Context, db *sql.DB, table string) (int64, error) {
+	var name string
+	var sum sql.NullInt64
+	if err := db.QueryRowContext(ctx, "CHECKSUM TABLE "+quote(table)).Scan(&name, &sum); err != nil {
+		return 0, fmt.Errorf("checksum %s: %w", table, err)
+	}
+	return sum.Int64, nil
+}
+
+func quote(ident string) string { return "`" + ident + "`" }

@@ -1,0 +1,57 @@
+package cli
+
+import (
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/pristinedb/pristine/internal/bench"
+)
+
+func init() { register(newSoakCmd) }
+
+func newSoakCmd(g *Globals) *cobra.Command {
+	opt := bench.SoakOptions{Log: os.Stderr}
+	cmd := &cobra.Command{
+		Use:   "soak --template NAME",
+		Short: "concurrent clients run lease -> check canary -> write -> release cycles through the daemon",
+		Long: `soak plays a parallel test suite against a pool: each client leases a database,
+checks a canary table's checksum (a lease that is not pristine is counted), writes,
+holds the lease for --hold, and releases it dirty. It reports pristine leases per
+second and lease waits, and, when it brought the pool up itself, that no server or
+file is left after the pool goes down. Exit status 1 on any non-pristine lease.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, root, err := g.daemon(cmd.Context(), true)
+			if err != nil {
+				return err
+			}
+			res, err := bench.Soak(cmd.Context(), c, root, opt)
+			if err != nil {
+				return err
+			}
+			if g.JSON {
+				if err := printJSON(res); err != nil {
+					return err
+				}
+			} else {
+				fmt.Printf("| clients | cycles | pool | hold | leases/s | lease wait p50 / p99 / max | reset p50 / p99 | not pristine | errors | left behind |\n|---|---|---|---|---|---|---|---|---|---|\n")
+				fmt.Printf("| %d | %d | %d | %.0f ms | %.1f | %.2f / %.2f / %.1f ms | %.0f / %.0f ms | %d | %d | servers %v, files %v |\n",
+					res.Clients, res.Cycles, res.PoolSize, res.HoldMS, res.LeasesPerSec, res.LeaseP50MS, res.LeaseP99MS, res.LeaseMaxMS,
+					res.ResetP50MS, res.ResetP99MS, res.NotPristine, res.Errors, len(res.LeftServers), res.LeftPoolFiles)
+			}
+			if res.NotPristine > 0 || res.Errors > 0 || len(res.LeftServers) > 0 || res.LeftPoolFiles {
+				return fmt.Errorf("soak failed: %d leases not pristine, %d errors (first: %s), %d servers and pool files=%v left", res.NotPristine, res.Errors, res.FirstError, len(res.LeftServers), res.LeftPoolFiles)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&opt.Template, "template", "demo", "template to soak")
+	cmd.Flags().IntVar(&opt.Clients, "clients", 8, "concurrent clients")
+	cmd.Flags().IntVar(&opt.Cycles, "cycles", 2000, "lease cycles in all")
+	cmd.Flags().IntVar(&opt.Size, "size", 32, "pool size, when no pool of the template is up")
+	cmd.Flags().DurationVar(&opt.Hold, "hold", 200*time.Millisecond, "how long each client keeps a lease")
+	return cmd
+}
