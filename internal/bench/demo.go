@@ -16,7 +16,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/pristinedb/pristine/internal/client"
+	"github.com/pristinedb/pristine/client"
 	"github.com/pristinedb/pristine/internal/demo"
 	"github.com/pristinedb/pristine/internal/pool"
 	"github.com/pristinedb/pristine/internal/server"

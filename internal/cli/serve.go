@@ -13,7 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/pristinedb/pristine/internal/client"
+	"github.com/pristinedb/pristine/client"
 	"github.com/pristinedb/pristine/internal/rootdir"
 	"github.com/pristinedb/pristine/internal/server"
 	"github.com/pristinedb/pristine/internal/state"

@@ -17,7 +17,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pristinedb/pristine/internal/client"
+	"github.com/pristinedb/pristine/client"
 	"github.com/pristinedb/pristine/internal/mariadb"
 	"github.com/pristinedb/pristine/internal/mariadb/mariadbtest"
 	"github.com/pristinedb/pristine/internal/rootdir"
