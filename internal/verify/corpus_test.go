@@ -291,10 +291,12 @@ func (e *corpusEnv) compare(ctx context.Context, t *testing.T, c fidelityCase, p
 	t.Logf("%s: %d differences over %v in %.2fs", path, len(r.Diffs), r.Objects, r.Seconds)
 }
 
-// mysql runs SQL through the mariadb client as root, as a person would.
+// mysql runs SQL through the mariadb client as root, as a person would,
+// keeping comments in routine bodies as pristine's loader does (the client
+// strips them unless told --comments).
 func (e *corpusEnv) mysql(t *testing.T, in *mariadb.Instance, db string, sqlText interface{ Read([]byte) (int, error) }) {
 	t.Helper()
-	args := []string{"--no-defaults", "--default-character-set=utf8mb4", "-S", in.Config.Socket(), "-uroot"}
+	args := []string{"--no-defaults", "--default-character-set=utf8mb4", "--comments", "-S", in.Config.Socket(), "-uroot"}
 	if db != "" {
 		args = append(args, db)
 	}
