@@ -222,3 +222,36 @@ func daemonPID(t *testing.T, root string) int {
 	t.Fatal("no daemon running")
 	return 0
 }
+
+func TestMissingServerAndBadRoot(t *testing.T) {
+	e := newEnv(t)
+	in := filepath.Join(t.TempDir(), "s.sql")
+	os.WriteFile(in, []byte(schema), 0o644)
+	cmd := exec.Command(bin, "--root", e.root, "template", "build", "app", "--from-sql", in)
+	cmd.Env = append(os.Environ(), "PRISTINE_MARIADBD=/nonexistent/mariadbd")
+	out, err := cmd.CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "PRISTINE_MARIADBD=/nonexistent/mariadbd") || strings.Count(strings.TrimSpace(string(out)), "\n") > 0 {
+		t.Fatalf("a missing server: %v\n%s; want one line naming the cause and the fix", err, out)
+	}
+	// A directory pristine does not own is refused as a root.
+	foreign := t.TempDir()
+	os.WriteFile(filepath.Join(foreign, "precious.txt"), []byte("keep me"), 0o644)
+	cmd = exec.Command(bin, "--root", foreign, "template", "ls")
+	out, err = cmd.CombinedOutput()
+	if err == nil || !strings.Contains(string(out), ".pristine-root") {
+		t.Fatalf("a foreign root: %v\n%s", err, out)
+	}
+	if b, _ := os.ReadFile(filepath.Join(foreign, "precious.txt")); string(b) != "keep me" {
+		t.Fatal("a foreign root was touched")
+	}
+	// A broken dump names the file and line, and leaves no template.
+	bad := filepath.Join(t.TempDir(), "bad.sql")
+	os.WriteFile(bad, []byte("CREATE TABLE a (id INT PRIMARY KEY);\nINSERT INTO a VALUES (1);\nINSERT INTO a VALUES (1);\n"), 0o644)
+	_, errOut, err := e.run("template", "build", "bad", "--from-sql", bad)
+	if err == nil || !strings.Contains(errOut, "bad.sql:3") {
+		t.Fatalf("a broken dump: %v %s", err, errOut)
+	}
+	if out := e.must("template", "ls", "--json"); strings.Contains(out, `"bad"`) {
+		t.Fatalf("a failed build left a template: %s", out)
+	}
+}

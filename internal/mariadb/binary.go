@@ -46,6 +46,9 @@ var searchDirs = []string{"/usr/sbin", "/usr/libexec", "/usr/local/mysql/bin", "
 // on PATH and in the usual system directories. It runs `--version` once.
 func FindBinary(ctx context.Context) (*Binary, error) {
 	if p := os.Getenv("PRISTINE_MARIADBD"); p != "" {
+		if _, err := os.Stat(p); err != nil {
+			return nil, fmt.Errorf("PRISTINE_MARIADBD=%s: %w: point it at an installed mariadbd (e.g. /usr/sbin/mariadbd) or unset it", p, err)
+		}
 		return probeBinary(ctx, p)
 	}
 	for _, name := range []string{"mariadbd", "mysqld"} {

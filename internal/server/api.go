@@ -227,9 +227,9 @@ func (s *Server) poolUp(w http.ResponseWriter, r *http.Request) {
 			send(PoolEvent{Ready: ready, Total: total})
 		}
 	}
-	// The pool outlives the request: a client that goes away does not
-	// cancel it halfway.
-	p, err := pool.Up(context.WithoutCancel(r.Context()), s.store, m, opt)
+	// A client that goes away (Ctrl-C on `pool up`) abandons the pool: what
+	// was started is stopped and removed.
+	p, err := pool.Up(r.Context(), s.store, m, opt)
 	s.mu.Lock()
 	if err != nil {
 		delete(s.pools, m.Name)
@@ -307,6 +307,11 @@ func (s *Server) lease(w http.ResponseWriter, r *http.Request) {
 	l, err := p.Lease(ctx, pool.LeaseOptions{Holder: req.Holder, TTL: ttl, PID: req.PID})
 	if err != nil {
 		fail(w, err)
+		return
+	}
+	if r.Context().Err() != nil {
+		// The client left while the lease was being made: nobody holds it.
+		_, _ = p.Release(context.Background(), l.ID, pool.Dirty)
 		return
 	}
 	s.log.Info("lease", "id", l.ID, "template", l.Template, "slot", l.Slot, "holder", l.Holder)
