@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"database/sql"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -47,9 +48,14 @@ func startBuildServer(b *testing.B) *mariadb.Instance {
 }
 
 // BenchmarkLoad times loading the demo schema from its generated SQL, and
-// loading a mariadb-dump of it with 1 and 4 workers and with the mariadb
-// client.
-func BenchmarkLoad(b *testing.B) {
+// loading a mariadb-dump of it, with the loader and with the mariadb client.
+func BenchmarkLoad(b *testing.B) { loadSuite(b, demo.Options{}, 1, 2, 4) }
+
+// BenchmarkLoadManyTables does the same for the pathological schema of
+// 30,000 small tables.
+func BenchmarkLoadManyTables(b *testing.B) { loadSuite(b, demo.Options{Tables: 30000}, 4) }
+
+func loadSuite(b *testing.B, opt demo.Options, workers ...int) {
 	in := startBuildServer(b)
 	db, err := in.Open("")
 	if err != nil {
@@ -57,18 +63,19 @@ func BenchmarkLoad(b *testing.B) {
 	}
 	defer db.Close()
 	var gen bytes.Buffer
-	demo.Write(&gen, demo.Options{})
+	demo.Write(&gen, opt)
 	srcs := []sqlload.Source{sqlload.StringSource("demo.sql", gen.String())}
 	if _, err := sqlload.Load(context.Background(), in.DSN(""), srcs, sqlload.Options{Database: "src"}); err != nil {
 		b.Fatal(err)
 	}
 	dumpPath := filepath.Join(b.TempDir(), "dump.sql")
-	dump, err := exec.Command("mariadb-dump", "--socket="+in.Config.Socket(), "--user=root", "src").Output()
+	dump, err := exec.Command("mariadb-dump", "--socket="+in.Config.Socket(), "--user=root", "--single-transaction", "src").Output()
 	if err != nil {
 		b.Skipf("mariadb-dump: %v", err)
 	}
 	os.WriteFile(dumpPath, dump, 0o644)
 	dumpSrcs, _ := sqlload.Sources(dumpPath)
+	b.Logf("generated SQL %d bytes, dump %d bytes", gen.Len(), len(dump))
 
 	fresh := func(b *testing.B) {
 		b.StopTimer()
@@ -78,7 +85,6 @@ func BenchmarkLoad(b *testing.B) {
 	}
 	loader := func(srcs []sqlload.Source, workers int) func(b *testing.B) {
 		return func(b *testing.B) {
-			b.SetBytes(int64(len(dump)))
 			for b.Loop() {
 				fresh(b)
 				if _, err := sqlload.Load(context.Background(), in.DSN(""), srcs, sqlload.Options{Database: "d", Workers: workers}); err != nil {
@@ -87,14 +93,8 @@ func BenchmarkLoad(b *testing.B) {
 			}
 		}
 	}
-	b.Run("demo-sql/workers=4", loader(srcs, 4))
-	b.Run("demo-sql/workers=1", loader(srcs, 1))
-	b.Run("dump/workers=1", loader(dumpSrcs, 1))
-	b.Run("dump/workers=2", loader(dumpSrcs, 2))
-	b.Run("dump/workers=4", loader(dumpSrcs, 4))
 	client := func(input []byte) func(b *testing.B) {
 		return func(b *testing.B) {
-			b.SetBytes(int64(len(dump)))
 			for b.Loop() {
 				fresh(b)
 				mustExec(b, db, "CREATE DATABASE d")
@@ -106,31 +106,14 @@ func BenchmarkLoad(b *testing.B) {
 			}
 		}
 	}
+	for _, w := range workers {
+		b.Run(fmt.Sprintf("demo-sql/workers=%d", w), loader(srcs, w))
+	}
 	b.Run("demo-sql/mariadb-client", client(gen.Bytes()))
+	for _, w := range workers {
+		b.Run(fmt.Sprintf("dump/workers=%d", w), loader(dumpSrcs, w))
+	}
 	b.Run("dump/mariadb-client", client(dump))
-}
-
-// BenchmarkLoadManyTables times the pathological schema of 30,000 small
-// tables.
-func BenchmarkLoadManyTables(b *testing.B) {
-	in := startBuildServer(b)
-	db, err := in.Open("")
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer db.Close()
-	var gen bytes.Buffer
-	demo.Write(&gen, demo.Options{Tables: 30000})
-	srcs := []sqlload.Source{sqlload.StringSource("demo.sql", gen.String())}
-	for b.Loop() {
-		b.StopTimer()
-		mustExec(b, db, "DROP DATABASE IF EXISTS d")
-		quiesce(b, db)
-		b.StartTimer()
-		if _, err := sqlload.Load(context.Background(), in.DSN(""), srcs, sqlload.Options{Database: "d"}); err != nil {
-			b.Fatal(err)
-		}
-	}
 }
 
 func mustExec(b *testing.B, db *sql.DB, q string) {

@@ -102,7 +102,6 @@ func Load(ctx context.Context, dsn string, srcs []Source, opt Options) (Stats, e
 	}
 	db := sql.OpenDB(connector)
 	defer db.Close()
-	db.SetMaxIdleConns(opt.Workers + 1)
 
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)

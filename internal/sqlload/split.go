@@ -134,10 +134,7 @@ func (s *Splitter) skip() (int, error) {
 	i := 0
 	for {
 		if !s.need(i, 4) && i >= len(s.buf) {
-			if s.rerr != nil {
-				return 0, fmt.Errorf("read: %w", s.rerr)
-			}
-			return -1, nil
+			return s.atEnd()
 		}
 		c := s.buf[i]
 		switch {
@@ -146,19 +143,28 @@ func (s *Splitter) skip() (int, error) {
 		case c == '#' || isDashComment(s.buf[i:], s.eof):
 			j, ok := s.lineEnd(i)
 			if !ok {
-				return -1, nil // a comment runs to the end of the input
+				return s.atEnd() // a comment runs to the end of the input
 			}
 			i = j + 1
 		case c == '/' && i+1 < len(s.buf) && s.buf[i+1] == '*' && !isExecutable(s.buf[i:]):
 			j, ok := s.commentEnd(i + 2)
 			if !ok {
-				return -1, nil
+				return s.atEnd()
 			}
 			i = j
 		default:
 			return i, nil
 		}
 	}
+}
+
+// atEnd is skip's result when the input ends: -1, or the read error that
+// ended it.
+func (s *Splitter) atEnd() (int, error) {
+	if s.rerr != nil {
+		return 0, fmt.Errorf("read: %w", s.rerr)
+	}
+	return -1, nil
 }
 
 // lineEnd returns the position of the next newline at or after i.

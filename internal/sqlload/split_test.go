@@ -112,13 +112,16 @@ func TestSplitDelimiterNeedsArgument(t *testing.T) {
 
 func TestSplitReadError(t *testing.T) {
 	boom := errors.New("boom")
-	r := io.MultiReader(strings.NewReader("SELECT 1; SELECT 'x"), iotest.ErrReader(boom))
-	s := NewSplitter(r)
-	if _, err := s.Next(); err != nil {
-		t.Fatalf("first statement: %v", err)
-	}
-	if _, err := s.Next(); !errors.Is(err, boom) {
-		t.Fatalf("got %v, want the read error", err)
+	// The input breaks off inside a statement, a comment, or between
+	// statements.
+	for _, in := range []string{"SELECT 1; SELECT 'x", "SELECT 1; -- x", "SELECT 1; /* x", "SELECT 1; "} {
+		s := NewSplitter(io.MultiReader(strings.NewReader(in), iotest.ErrReader(boom)))
+		if _, err := s.Next(); err != nil {
+			t.Fatalf("%q: first statement: %v", in, err)
+		}
+		if _, err := s.Next(); !errors.Is(err, boom) {
+			t.Errorf("%q: got %v, want the read error", in, err)
+		}
 	}
 }
 
