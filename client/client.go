@@ -1,4 +1,8 @@
-// Package client talks to a pristine daemon over its unix socket.
+// Package client talks to a pristine daemon, over its unix socket or over
+// loopback TCP with a bearer token. Besides the daemon's API it carries the
+// flow test helpers share: build a template once across processes
+// (EnsureTemplate), bring its pool up (EnsurePool), and key a template by
+// the content of the files that define it (ContentKey).
 package client
 
 import (
@@ -12,6 +16,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strings"
 	"time"
 
 	"github.com/pristinedb/pristine/internal/pool"
@@ -21,7 +26,9 @@ import (
 // Client is a connection to one daemon.
 type Client struct {
 	hc     *http.Client
-	socket string
+	socket string // the unix socket, or "" over TCP
+	base   string // "http://pristine" over the socket, "http://ADDR" over TCP
+	token  string // the bearer token over TCP
 }
 
 // APIError is an error the daemon answered with.
@@ -41,7 +48,26 @@ func New(socket string) *Client {
 		var d net.Dialer
 		return d.DialContext(ctx, "unix", socket)
 	}}
-	return &Client{hc: &http.Client{Transport: tr}, socket: socket}
+	return &Client{hc: &http.Client{Transport: tr}, socket: socket, base: "http://pristine"}
+}
+
+// NewTCP returns a client for a daemon serving loopback TCP (`pristine
+// serve --listen ADDR`); token is the one kept in <root>/token. addr is
+// HOST:PORT or an http:// URL.
+func NewTCP(addr, token string) *Client {
+	base := strings.TrimSuffix(addr, "/")
+	if !strings.Contains(base, "://") {
+		base = "http://" + base
+	}
+	return &Client{hc: &http.Client{}, base: base, token: token}
+}
+
+// Where names the daemon the client talks to: its socket or its URL.
+func (c *Client) Where() string {
+	if c.socket != "" {
+		return c.socket
+	}
+	return c.base
 }
 
 func (c *Client) do(ctx context.Context, method, path string, body, out any) error {
@@ -68,18 +94,17 @@ func (c *Client) send(ctx context.Context, method, path string, body any) (*http
 		}
 		rd = bytes.NewReader(b)
 	}
-	req, err := http.NewRequestWithContext(ctx, method, "http://pristine"+path, rd)
+	req, err := http.NewRequestWithContext(ctx, method, c.base+path, rd)
 	if err != nil {
 		return nil, err
 	}
 	req.Header.Set("Content-Type", "application/json")
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
 	resp, err := c.hc.Do(req)
 	if err != nil {
-		var op *net.OpError
-		if errors.As(err, &op) && op.Op == "dial" {
-			return nil, fmt.Errorf("%w on %s: start one with `pristine pool up` or `pristine serve`", ErrNoDaemon, c.socket)
-		}
-		return nil, fmt.Errorf("%s %s: %w", method, path, err)
+		return nil, c.transportError(method, path, err)
 	}
 	if resp.StatusCode >= 300 {
 		defer resp.Body.Close()
@@ -91,6 +116,16 @@ func (c *Client) send(ctx context.Context, method, path string, body any) (*http
 		return nil, &APIError{Status: resp.StatusCode, Message: eb.Error}
 	}
 	return resp, nil
+}
+
+// transportError says what went wrong before the daemon answered; a
+// daemon that is not there is ErrNoDaemon, with how to start one.
+func (c *Client) transportError(method, path string, err error) error {
+	var op *net.OpError
+	if errors.As(err, &op) && op.Op == "dial" {
+		return fmt.Errorf("%w on %s: start one with `pristine pool up` or `pristine serve`", ErrNoDaemon, c.Where())
+	}
+	return fmt.Errorf("%s %s: %w", method, path, err)
 }
 
 // Health checks that the daemon answers.

@@ -1,0 +1,150 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/pristinedb/pristine/internal/pool"
+	"github.com/pristinedb/pristine/internal/server"
+)
+
+// BuildFunc runs a template's migrations and fixtures against the template
+// server conn describes (DSN, URL, Env, Host, Port, Socket, User, Password,
+// Database). An error aborts the build.
+type BuildFunc func(ctx context.Context, conn *server.TemplateAnswer) error
+
+// EnsureTemplate returns the template req describes, building it with
+// build when nobody has: across processes and runs exactly one caller
+// builds a key, the others wait up to wait for it. The answer's Hash names
+// the template.
+func (c *Client) EnsureTemplate(ctx context.Context, req server.TemplateRequest, build BuildFunc, wait time.Duration) (*server.TemplateAnswer, error) {
+	if wait <= 0 {
+		wait = 30 * time.Minute
+	}
+	deadline := time.Now().Add(wait)
+	for {
+		a, err := c.BeginTemplate(ctx, req)
+		if err != nil {
+			return nil, fmt.Errorf("template %s: %w", req.Name, err)
+		}
+		switch a.Status {
+		case StatusReady:
+			return a, nil
+		case StatusBuild:
+			return c.build(ctx, req, a, build)
+		}
+		// Someone else builds it: wait, then begin again (it is ready, or
+		// its builder failed and this caller tries).
+		for a.Status == StatusBuilding {
+			left := time.Until(deadline)
+			if left <= 0 {
+				return nil, fmt.Errorf("template %s: another process has been building it for longer than %s: see its output, or `pristine template ls`", req.Name, wait)
+			}
+			a, err = c.WaitTemplate(ctx, req.Key, min(left, 30*time.Second))
+			var ae *APIError
+			if errors.As(err, &ae) && ae.Status == http.StatusNotFound {
+				break // the builder aborted: begin again
+			}
+			if err != nil {
+				return nil, fmt.Errorf("template %s: wait for its build: %w", req.Name, err)
+			}
+			if a.Status == StatusReady {
+				return a, nil
+			}
+			if a.Status == StatusFailed {
+				break
+			}
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// build runs build against the session a opened and finishes it, or
+// aborts it when build fails.
+func (c *Client) build(ctx context.Context, req server.TemplateRequest, a *server.TemplateAnswer, build BuildFunc) (*server.TemplateAnswer, error) {
+	if build == nil {
+		_ = c.AbortTemplate(context.WithoutCancel(ctx), a.Hash)
+		return nil, fmt.Errorf("template %s: it does not exist and nothing was given to build it", req.Name)
+	}
+	if err := build(ctx, a); err != nil {
+		_ = c.AbortTemplate(context.WithoutCancel(ctx), a.Hash)
+		return nil, fmt.Errorf("template %s: build failed, so it was aborted: %w", req.Name, err)
+	}
+	done, err := c.FinishTemplate(ctx, a.Hash)
+	if err != nil {
+		return nil, fmt.Errorf("template %s: finish build: %w", req.Name, err)
+	}
+	return done, nil
+}
+
+// EnsurePool makes sure a pool of the template hash is up, bringing one of
+// size slots up when none is. A pool of the same name built from other
+// files is replaced when nobody holds a lease on it, and refused otherwise.
+// A pool a peer is bringing up right now counts as up: leases wait for it.
+func (c *Client) EnsurePool(ctx context.Context, name, hash string, size int) error {
+	st, err := c.Pool(ctx, name)
+	var ae *APIError
+	switch {
+	case err == nil && st.Hash == hash:
+		return nil
+	case err == nil && st.Leased > 0:
+		return fmt.Errorf("pool %s: a pool of an older build of this template is up with %d leases: let its tests end, or run `pristine pool down --template %s`", name, st.Leased, name)
+	case err == nil:
+		if _, err := c.PoolDown(ctx, name); err != nil {
+			return fmt.Errorf("pool %s: replace the pool of an older build: %w", name, err)
+		}
+	case errors.As(err, &ae) && ae.Status == http.StatusNotFound:
+	case errors.Is(err, ErrNoDaemon):
+		return err
+	case ae == nil:
+		return nil // a peer's pool is coming up (the daemon cannot describe it yet)
+	default:
+		return fmt.Errorf("pool %s: %w", name, err)
+	}
+	if size < 1 {
+		size = 1
+	}
+	_, err = c.PoolUp(ctx, server.PoolRequest{Template: hash, Size: size}, nil)
+	if errors.As(err, &ae) && ae.Status == http.StatusConflict {
+		return nil // a peer brought it up first
+	}
+	if err != nil {
+		return fmt.Errorf("pool %s: %w", name, err)
+	}
+	return nil
+}
+
+// LeaseWait acquires a lease like Lease, but also waits (up to req.Wait
+// seconds, default 60) for a pool that a peer is still bringing up. The
+// lease names this process as its holder process unless req.PID is set,
+// so the daemon reclaims it if the process dies.
+func (c *Client) LeaseWait(ctx context.Context, req server.LeaseRequest) (*pool.Lease, error) {
+	if req.PID == 0 {
+		req.PID = os.Getpid()
+	}
+	wait := 60 * time.Second
+	if req.Wait > 0 {
+		wait = time.Duration(req.Wait * float64(time.Second))
+	}
+	deadline := time.Now().Add(wait)
+	for {
+		r := req
+		r.Wait = max(time.Until(deadline).Seconds(), 0.001)
+		l, err := c.Lease(ctx, r)
+		var ae *APIError
+		if err == nil || !errors.As(err, &ae) || ae.Status != http.StatusServiceUnavailable || time.Now().After(deadline) {
+			return l, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}

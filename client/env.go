@@ -1,0 +1,31 @@
+package client
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/pristinedb/pristine/internal/rootdir"
+)
+
+// FromEnv returns a client for the daemon the environment names:
+// PRISTINE_URL (with PRISTINE_TOKEN, or the token file of PRISTINE_ROOT)
+// for loopback TCP, else the unix socket of PRISTINE_ROOT, else the socket
+// of the default root (/var/lib/pristine for root, ~/.local/share/pristine
+// otherwise). It does not contact the daemon.
+func FromEnv() (*Client, error) {
+	root := rootdir.Default()
+	if u := os.Getenv("PRISTINE_URL"); u != "" {
+		tok := os.Getenv("PRISTINE_TOKEN")
+		if tok == "" {
+			b, err := os.ReadFile(filepath.Join(root, "token"))
+			if err != nil {
+				return nil, fmt.Errorf("PRISTINE_URL is set but PRISTINE_TOKEN is not, and %s: set PRISTINE_TOKEN to the token in <root>/token", err)
+			}
+			tok = strings.TrimSpace(string(b))
+		}
+		return NewTCP(u, tok), nil
+	}
+	return New(filepath.Join(root, "pristine.sock")), nil
+}

@@ -1,0 +1,217 @@
+// Package pristinetest gives each Go test its own pristine MariaDB
+// database from a pristine daemon:
+//
+//	func TestSignup(t *testing.T) {
+//		t.Parallel()
+//		db := pristinetest.New(t,
+//			pristinetest.Template("app"),
+//			pristinetest.Files("migrations"),
+//			pristinetest.Migrate(func(ctx context.Context, db *sql.DB) error { return migrate.Up(ctx, db) }),
+//		)
+//		db.Exec("INSERT ...")
+//	}
+//
+// The template is keyed by the content of Files, built once across test
+// processes and runs (by the first test that needs it, with Migrate), and
+// a pool of it is brought up when none is. Each call leases a database for
+// the test, with this process as the lease's holder (the daemon reclaims it
+// if the process is killed), and releases it through t.Cleanup. With
+// KeepOnFailure a failed test's database is kept and its DSN logged.
+package pristinetest
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	_ "github.com/go-sql-driver/mysql" // the driver the DSN is for
+
+	"github.com/pristinedb/pristine/client"
+	"github.com/pristinedb/pristine/internal/pool"
+	"github.com/pristinedb/pristine/internal/server"
+)
+
+// DB is a test's leased database: an open *sql.DB and the lease it came
+// from (host, port, socket, user, password, database, DSN, URL, Env).
+type DB struct {
+	*sql.DB
+	Lease *pool.Lease
+}
+
+// DSN is the database's go-sql-driver/mysql DSN.
+func (d *DB) DSN() string { return d.Lease.DSN }
+
+type config struct {
+	client    *client.Client
+	name      string
+	files     []string
+	extra     []string
+	migrate   func(ctx context.Context, db *sql.DB) error
+	build     client.BuildFunc
+	database  string
+	poolSize  int
+	wait      time.Duration
+	ttl       time.Duration
+	keep      bool
+	unchanged bool
+}
+
+// Option configures New.
+type Option func(*config)
+
+// Client sets the daemon's client (default: client.FromEnv()).
+func Client(c *client.Client) Option { return func(o *config) { o.client = c } }
+
+// Template names the template (default "app").
+func Template(name string) Option { return func(o *config) { o.name = name } }
+
+// Files names the files that define the template (client.ContentKey
+// patterns): migrations, fixtures, schema dumps. Extra strings (e.g. a
+// migration tool's version) are hashed with them.
+func Files(patterns ...string) Option {
+	return func(o *config) { o.files = append(o.files, patterns...) }
+}
+
+// KeyExtra adds strings to the template's key.
+func KeyExtra(s ...string) Option { return func(o *config) { o.extra = append(o.extra, s...) } }
+
+// Migrate builds the template: it runs against the template server's
+// database when the template does not exist yet.
+func Migrate(f func(ctx context.Context, db *sql.DB) error) Option {
+	return func(o *config) { o.migrate = f }
+}
+
+// Build is Migrate with the template server's full connection (DSN, URL,
+// Env for a migration tool run as a command).
+func Build(f client.BuildFunc) Option { return func(o *config) { o.build = f } }
+
+// Database names the template's database (default: pristine's).
+func Database(name string) Option { return func(o *config) { o.database = name } }
+
+// PoolSize is the size of the pool brought up when none is (default 4).
+func PoolSize(n int) Option { return func(o *config) { o.poolSize = n } }
+
+// Wait bounds how long New waits for a free database (default 60s).
+func Wait(d time.Duration) Option { return func(o *config) { o.wait = d } }
+
+// TTL is the lease's lifetime; the daemon reclaims it after (default 30m).
+func TTL(d time.Duration) Option { return func(o *config) { o.ttl = d } }
+
+// KeepOnFailure keeps a failed test's database for debugging and logs its
+// DSN; release it with `pristine release ID`.
+func KeepOnFailure() Option { return func(o *config) { o.keep = true } }
+
+// ReleaseUnchanged releases with mode=unchanged: the daemon checks that
+// nothing was written and hands the database out again without a reset
+// (it resets it when something was). For tests that mostly read.
+func ReleaseUnchanged() Option { return func(o *config) { o.unchanged = true } }
+
+// ready remembers, per process, the templates whose pools are known up;
+// a failed preparation is tried again by the next test.
+var ready sync.Map // name+key -> *readyEntry
+
+type readyEntry struct {
+	mu   sync.Mutex
+	hash string
+}
+
+// New leases a pristine database for t, building the template and
+// bringing its pool up first when needed, and releases it when t ends.
+// Every failure stops the test with a message saying the cause and fix.
+func New(t testing.TB, opts ...Option) *DB {
+	t.Helper()
+	o := config{name: "app", poolSize: 4, wait: time.Minute}
+	for _, f := range opts {
+		f(&o)
+	}
+	if o.client == nil {
+		c, err := client.FromEnv()
+		if err != nil {
+			t.Fatalf("pristinetest: %v", err)
+		}
+		o.client = c
+	}
+	ctx := context.Background()
+	key, err := o.key()
+	if err != nil {
+		t.Fatalf("pristinetest: %v", err)
+	}
+	v, _ := ready.LoadOrStore(o.name+"\x00"+key, &readyEntry{})
+	r := v.(*readyEntry)
+	r.mu.Lock()
+	if r.hash == "" {
+		r.hash, err = o.prepare(ctx, key)
+	}
+	r.mu.Unlock()
+	if err != nil {
+		t.Fatalf("pristinetest: %v", err)
+	}
+	l, err := o.client.LeaseWait(ctx, server.LeaseRequest{Template: o.name, Holder: t.Name(),
+		TTL: o.ttl.Seconds(), Wait: o.wait.Seconds(), PID: os.Getpid()})
+	if err != nil {
+		t.Fatalf("pristinetest: lease a database of %s: %v", o.name, err)
+	}
+	db, err := sql.Open("mysql", l.DSN)
+	if err != nil {
+		t.Fatalf("pristinetest: open %s: %v", l.Database, err)
+	}
+	t.Cleanup(func() {
+		db.Close()
+		cctx := context.Background()
+		if o.keep && t.Failed() {
+			if _, err := o.client.Keep(cctx, l.ID); err != nil {
+				t.Logf("pristinetest: keep lease %s: %v", l.ID, err)
+				return
+			}
+			t.Logf("pristinetest: kept the database of this failed test for debugging:\n  mariadb -h%s -P%d -u%s -p%s %s\n  DSN %s\n  release it with: pristine release %s",
+				l.Host, l.Port, l.User, l.Password, l.Database, l.DSN, l.ID)
+			return
+		}
+		if _, err := o.client.Release(cctx, l.ID, o.unchanged); err != nil {
+			t.Errorf("pristinetest: release lease %s: %v", l.ID, err)
+		}
+	})
+	return &DB{DB: db, Lease: l}
+}
+
+func (o *config) key() (string, error) {
+	if len(o.files) == 0 && len(o.extra) == 0 {
+		return "", fmt.Errorf("no template files: pass pristinetest.Files(\"migrations\") naming the files that define template %s", o.name)
+	}
+	return client.ContentKey(o.files, o.extra...)
+}
+
+// prepare builds the template if needed and brings its pool up.
+func (o *config) prepare(ctx context.Context, key string) (string, error) {
+	build := o.build
+	if build == nil && o.migrate != nil {
+		build = func(ctx context.Context, conn *server.TemplateAnswer) error {
+			db, err := sql.Open("mysql", withParam(conn.DSN, "multiStatements=true"))
+			if err != nil {
+				return err
+			}
+			defer db.Close()
+			return o.migrate(ctx, db)
+		}
+	}
+	a, err := o.client.EnsureTemplate(ctx, server.TemplateRequest{Name: o.name, Key: key, Database: o.database}, build, 0)
+	if err != nil {
+		return "", err
+	}
+	if err := o.client.EnsurePool(ctx, o.name, a.Hash, o.poolSize); err != nil {
+		return "", err
+	}
+	return a.Hash, nil
+}
+
+func withParam(dsn, p string) string {
+	if strings.Contains(dsn, "?") {
+		return dsn + "&" + p
+	}
+	return dsn + "?" + p
+}
