@@ -1,0 +1,142 @@
+package client_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/pristinedb/pristine/client"
+	"github.com/pristinedb/pristine/internal/mariadb/mariadbtest"
+	"github.com/pristinedb/pristine/internal/server"
+	"github.com/pristinedb/pristine/pristinetest"
+)
+
+var bin string
+
+func TestMain(m *testing.M) {
+	if bin = os.Getenv("PRISTINE_BIN"); bin != "" {
+		os.Exit(m.Run())
+	}
+	dir, err := os.MkdirTemp("", "client-bin-")
+	if err != nil {
+		panic(err)
+	}
+	bin = filepath.Join(dir, "pristine")
+	if out, err := exec.Command("go", "build", "-o", bin, "github.com/pristinedb/pristine/cmd/pristine").CombinedOutput(); err != nil {
+		os.Stderr.Write(out)
+		panic(err)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+func write(t *testing.T, dir string, files map[string]string) {
+	for name, body := range files {
+		p := filepath.Join(dir, name)
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func TestContentKey(t *testing.T) {
+	base := map[string]string{"m/001.sql": "CREATE TABLE a (id INT);", "m/sub/002.sql": "CREATE TABLE b (id INT);"}
+	key := func(files map[string]string, extra ...string) string {
+		dir := t.TempDir()
+		write(t, dir, files)
+		k, err := client.ContentKey([]string{filepath.Join(dir, "m")}, extra...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return k
+	}
+	k0 := key(base)
+	cases := []struct {
+		name  string
+		files map[string]string
+		extra []string
+		same  bool
+	}{
+		{"same files elsewhere", base, nil, true},
+		{"a byte changed", map[string]string{"m/001.sql": "CREATE TABLE a (id BIGINT);", "m/sub/002.sql": base["m/sub/002.sql"]}, nil, false},
+		{"a file renamed", map[string]string{"m/001.sql": base["m/001.sql"], "m/sub/003.sql": base["m/sub/002.sql"]}, nil, false},
+		{"a file added", map[string]string{"m/001.sql": base["m/001.sql"], "m/sub/002.sql": base["m/sub/002.sql"], "m/x": ""}, nil, false},
+		{"an extra string", base, []string{"tool 1.2"}, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if got := key(c.files, c.extra...); (got == k0) != c.same {
+				t.Fatalf("key %s vs %s: same=%v, want %v", got, k0, got == k0, c.same)
+			}
+		})
+	}
+	if _, err := client.ContentKey([]string{filepath.Join(t.TempDir(), "nope")}); err == nil {
+		t.Fatal("a pattern matching nothing gave a key")
+	}
+}
+
+// TestEnsureTemplateBuildsOnce: concurrent callers over the socket and
+// over TCP build a template once; the others wait and get the same hash.
+func TestEnsureTemplateBuildsOnce(t *testing.T) {
+	mariadbtest.Binary(t)
+	d := pristinetest.Serve(t, bin)
+	tcp := client.NewTCP(d.Addr, d.Token)
+	if err := client.NewTCP(d.Addr, "wrong").Health(context.Background()); err == nil {
+		t.Fatal("a wrong token was accepted over TCP")
+	}
+	t.Setenv("PRISTINE_ROOT", d.Root)
+	t.Setenv("PRISTINE_URL", "http://"+d.Addr)
+	fromEnv, err := client.FromEnv()
+	if err != nil {
+		t.Fatal(err)
+	}
+	clients := []*client.Client{d.Client, tcp, fromEnv, d.Client}
+	var builds atomic.Int32
+	build := func(ctx context.Context, conn *server.TemplateAnswer) error {
+		builds.Add(1)
+		if conn.DSN == "" || conn.Database != "shop" {
+			return errors.New("the build session lacks a connection")
+		}
+		return nil
+	}
+	hashes := make([]string, len(clients))
+	var wg sync.WaitGroup
+	for i, c := range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			a, err := c.EnsureTemplate(context.Background(), server.TemplateRequest{Name: "shop", Key: "k1", Database: "shop"}, build, 0)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			hashes[i] = a.Hash
+			if err := c.EnsurePool(context.Background(), "shop", a.Hash, 1); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	if n := builds.Load(); n != 1 {
+		t.Fatalf("built %d times, want once", n)
+	}
+	for _, h := range hashes {
+		if h == "" || h != hashes[0] {
+			t.Fatalf("callers got different templates: %v", hashes)
+		}
+	}
+	l, err := tcp.LeaseWait(context.Background(), server.LeaseRequest{Template: "shop"})
+	if err != nil || l.PID != os.Getpid() {
+		t.Fatalf("lease over TCP: %+v %v, want this process as its holder", l, err)
+	}
+	if _, err := tcp.Release(context.Background(), l.ID, true); err != nil {
+		t.Fatal(err)
+	}
+}
