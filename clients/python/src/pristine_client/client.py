@@ -1,0 +1,268 @@
+"""HTTP/JSON client of a pristine daemon, over its unix socket or loopback TCP."""
+
+import http.client
+import json
+import os
+import socket
+import time
+import urllib.parse
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional
+
+
+class PristineError(Exception):
+    """An error the daemon answered with, or a failure to reach it.
+
+    ``status`` is the HTTP status (0 when the daemon was not reached).
+    """
+
+    def __init__(self, message: str, status: int = 0):
+        super().__init__(message)
+        self.status = status
+
+
+class NoDaemonError(PristineError):
+    """Nothing answers where the daemon should be."""
+
+
+def default_root() -> str:
+    """$PRISTINE_ROOT, else /var/lib/pristine for root, else ~/.local/share/pristine."""
+    if os.environ.get("PRISTINE_ROOT"):
+        return os.environ["PRISTINE_ROOT"]
+    if os.geteuid() == 0:
+        return "/var/lib/pristine"
+    return os.path.join(os.path.expanduser("~"), ".local", "share", "pristine")
+
+
+class _UnixConnection(http.client.HTTPConnection):
+    def __init__(self, path: str, timeout: Optional[float]):
+        super().__init__("pristine", timeout=timeout)
+        self._path = path
+
+    def connect(self):
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.settimeout(self.timeout)
+        s.connect(self._path)
+        self.sock = s
+
+
+@dataclass
+class Lease:
+    """A leased database: its connection, and the lease's id to release it."""
+
+    id: str
+    template: str
+    host: str
+    port: int
+    socket: str
+    user: str
+    password: str
+    database: str
+    dsn: str
+    url: str
+    env: Dict[str, str] = field(default_factory=dict)
+    slot: int = 0
+    kept: bool = False
+    pid: int = 0
+
+    @classmethod
+    def from_json(cls, d: Dict[str, Any]) -> "Lease":
+        env = dict(e.split("=", 1) for e in d.get("env") or [] if "=" in e)
+        return cls(id=d["id"], template=d.get("template", ""), host=d.get("host", "127.0.0.1"),
+                   port=int(d.get("port", 0)), socket=d.get("socket", ""), user=d.get("user", ""),
+                   password=d.get("password", ""), database=d.get("database", ""), dsn=d.get("dsn", ""),
+                   url=d.get("url", ""), env=env, slot=int(d.get("slot", 0)), kept=bool(d.get("kept")),
+                   pid=int(d.get("pid") or 0))
+
+    def connect_kwargs(self) -> Dict[str, Any]:
+        """Keyword arguments for PyMySQL's or mysqlclient's connect()."""
+        return {"host": self.host, "port": self.port, "user": self.user,
+                "password": self.password, "database": self.database}
+
+    def mysql_command(self) -> str:
+        """A mariadb client command line that opens this database."""
+        return f"mariadb -h{self.host} -P{self.port} -u{self.user} -p{self.password} {self.database}"
+
+
+class Client:
+    """A connection to one daemon.
+
+    Client(socket="/var/lib/pristine/pristine.sock") talks over the unix
+    socket; Client(url="http://127.0.0.1:7878", token=T) over loopback TCP.
+    """
+
+    def __init__(self, socket: Optional[str] = None, url: Optional[str] = None,
+                 token: Optional[str] = None, timeout: Optional[float] = None):
+        if not socket and not url:
+            socket = os.path.join(default_root(), "pristine.sock")
+        self.socket = socket
+        self.url = url.rstrip("/") if url else None
+        self.token = token
+        self.timeout = timeout
+
+    @classmethod
+    def from_env(cls) -> "Client":
+        """The daemon of PRISTINE_URL (+ PRISTINE_TOKEN, or the root's token
+        file), else the unix socket of PRISTINE_ROOT or the default root."""
+        url = os.environ.get("PRISTINE_URL")
+        if url:
+            token = os.environ.get("PRISTINE_TOKEN")
+            if not token:
+                path = os.path.join(default_root(), "token")
+                try:
+                    with open(path) as f:
+                        token = f.read().strip()
+                except OSError as e:
+                    raise PristineError(f"PRISTINE_URL is set but PRISTINE_TOKEN is not, and {path}: {e.strerror}: "
+                                        "set PRISTINE_TOKEN to the token in <root>/token") from e
+            return cls(url=url, token=token)
+        return cls(socket=os.path.join(default_root(), "pristine.sock"))
+
+    def where(self) -> str:
+        return self.socket or self.url or ""
+
+    def _connection(self, timeout: Optional[float]) -> http.client.HTTPConnection:
+        if self.url:
+            u = urllib.parse.urlsplit(self.url if "://" in self.url else "http://" + self.url)
+            return http.client.HTTPConnection(u.hostname, u.port or 80, timeout=timeout)
+        return _UnixConnection(self.socket, timeout)
+
+    def request(self, method: str, path: str, body: Any = None, ok=(200,), timeout: Optional[float] = None):
+        """Send one request; return (status, decoded JSON) for statuses in ok,
+        raise PristineError otherwise."""
+        conn = self._connection(timeout if timeout is not None else self.timeout)
+        headers = {"Content-Type": "application/json"}
+        if self.token:
+            headers["Authorization"] = "Bearer " + self.token
+        data = json.dumps(body).encode() if body is not None else None
+        try:
+            conn.request(method, path, body=data, headers=headers)
+            resp = conn.getresponse()
+            raw = resp.read()
+        except (FileNotFoundError, ConnectionRefusedError) as e:
+            raise NoDaemonError(f"no pristine daemon is running on {self.where()}: "
+                                "start one with `pristine pool up` or `pristine serve`") from e
+        except OSError as e:
+            raise PristineError(f"{method} {path}: {e}") from e
+        finally:
+            conn.close()
+        if resp.status in ok:
+            return resp.status, _decode(raw)
+        msg = ""
+        try:
+            msg = json.loads(raw).get("error", "")
+        except (ValueError, AttributeError):
+            pass
+        raise PristineError(msg or f"{method} {path}: {resp.status} {resp.reason}: {raw[:500]!r}", resp.status)
+
+    # --- the API ---
+
+    def health(self) -> Dict[str, Any]:
+        return self.request("GET", "/v1/health")[1]
+
+    def begin_template(self, name: str, key: str, database: Optional[str] = None,
+                       ttl_seconds: Optional[float] = None) -> Dict[str, Any]:
+        """POST /v1/templates: the answer's status is ready, build (the caller
+        builds: connection fields are set) or building (someone else is)."""
+        body: Dict[str, Any] = {"name": name, "key": key}
+        if database:
+            body["database"] = database
+        if ttl_seconds:
+            body["ttl_seconds"] = ttl_seconds
+        return self.request("POST", "/v1/templates", body, ok=(200, 201, 423))[1]
+
+    def finish_template(self, hash: str) -> Dict[str, Any]:
+        return self.request("PUT", "/v1/templates/" + _q(hash))[1]
+
+    def abort_template(self, hash: str) -> None:
+        self.request("DELETE", "/v1/templates/" + _q(hash))
+
+    def wait_template(self, ref: str, wait: float) -> Dict[str, Any]:
+        """GET /v1/templates/REF?wait=: status ready, building or failed."""
+        return self.request("GET", f"/v1/templates/{_q(ref)}?wait={wait:.3f}", ok=(200, 410, 423),
+                            timeout=wait + 30)[1]
+
+    def pool(self, template: str) -> Dict[str, Any]:
+        return self.request("GET", "/v1/pools/" + _q(template))[1]
+
+    def pool_up(self, template: str, size: int) -> Dict[str, Any]:
+        """Bring a pool up; returns its status once every slot is ready."""
+        conn = self._connection(None)
+        headers = {"Content-Type": "application/json"}
+        if self.token:
+            headers["Authorization"] = "Bearer " + self.token
+        try:
+            conn.request("POST", "/v1/pools", body=json.dumps({"template": template, "size": size}).encode(),
+                         headers=headers)
+            resp = conn.getresponse()
+            if resp.status != 200:
+                raw = resp.read()
+                try:
+                    msg = json.loads(raw).get("error", "")
+                except ValueError:
+                    msg = raw.decode(errors="replace")
+                raise PristineError(msg, resp.status)
+            for line in resp:
+                ev = json.loads(line)
+                if ev.get("error"):
+                    raise PristineError(ev["error"], ev.get("code", 500))
+                if ev.get("status"):
+                    return ev["status"]
+        except (FileNotFoundError, ConnectionRefusedError) as e:
+            raise NoDaemonError(f"no pristine daemon is running on {self.where()}: "
+                                "start one with `pristine pool up` or `pristine serve`") from e
+        finally:
+            conn.close()
+        raise PristineError("pool up: the daemon closed the connection before the pool was ready: "
+                            "see serve.log under the root")
+
+    def pool_down(self, template: str) -> Dict[str, Any]:
+        return self.request("DELETE", "/v1/pools/" + _q(template))[1]
+
+    def lease(self, template: Optional[str] = None, holder: str = "", ttl: float = 0, wait: float = 60,
+              pid: Optional[int] = None) -> Lease:
+        """Lease a database, waiting up to wait seconds for a free one (and for
+        a pool a peer is still bringing up). pid (default: this process) is
+        the holder process: the daemon reclaims the lease when it exits."""
+        body: Dict[str, Any] = {"holder": holder, "pid": os.getpid() if pid is None else pid}
+        if template:
+            body["template"] = template
+        if ttl:
+            body["ttl_seconds"] = ttl
+        deadline = time.monotonic() + wait
+        while True:
+            body["wait_seconds"] = max(deadline - time.monotonic(), 0.001)
+            try:
+                return Lease.from_json(self.request("POST", "/v1/leases", body,
+                                                    timeout=body["wait_seconds"] + 30)[1])
+            except PristineError as e:
+                if e.status != 503 or time.monotonic() >= deadline:
+                    raise
+            time.sleep(0.1)
+
+    def release(self, lease_id: str, unchanged: bool = False) -> Dict[str, Any]:
+        path = "/v1/leases/" + _q(lease_id) + ("?mode=unchanged" if unchanged else "")
+        return self.request("DELETE", path)[1]
+
+    def keep(self, lease_id: str) -> Lease:
+        return Lease.from_json(self.request("POST", f"/v1/leases/{_q(lease_id)}/keep")[1])
+
+    def extend(self, lease_id: str, ttl: float) -> Lease:
+        return Lease.from_json(self.request("POST", f"/v1/leases/{_q(lease_id)}/extend", {"ttl_seconds": ttl})[1])
+
+    def get_lease(self, lease_id: str) -> Lease:
+        return Lease.from_json(self.request("GET", "/v1/leases/" + _q(lease_id))[1])
+
+    def leases(self) -> List[Dict[str, Any]]:
+        return self.request("GET", "/v1/leases")[1]
+
+    def shutdown(self) -> None:
+        self.request("POST", "/v1/shutdown", timeout=120)
+
+
+def _q(s: str) -> str:
+    return urllib.parse.quote(s, safe="")
+
+
+def _decode(raw: bytes):
+    return json.loads(raw) if raw.strip() else None

@@ -1,0 +1,113 @@
+"""The build-once flow every integration shares: make sure a template
+exists (building it in exactly one process), and that a pool of it is up."""
+
+import os
+import subprocess
+import time
+from typing import Any, Callable, Dict, Optional
+
+from .client import Client, NoDaemonError, PristineError
+
+BuildFn = Callable[[Dict[str, Any]], None]
+
+
+def ensure_template(client: Client, name: str, key: str, build: Optional[BuildFn],
+                    database: Optional[str] = None, wait: float = 1800) -> Dict[str, Any]:
+    """Return the template answer (status "ready", with its "hash") of the
+    template keyed by key, building it with build(conn) when nobody has.
+
+    conn is the daemon's answer: host, port, socket, user, password,
+    database, dsn, url and env (a list of NAME=VALUE for a migration
+    command). Across processes exactly one caller builds a key; the others
+    wait. A build that raises is aborted and the error raised again."""
+    deadline = time.monotonic() + wait
+    while True:
+        a = client.begin_template(name, key, database=database)
+        status = a.get("status")
+        if status == "ready":
+            return a
+        if status == "build":
+            return _build(client, name, a, build)
+        # Someone else builds it: wait, then begin again (it is ready, or
+        # its builder failed and this caller tries).
+        while status == "building":
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise PristineError(f"template {name}: another process has been building it for longer than "
+                                    f"{wait:.0f}s: see its output, or `pristine template ls`")
+            try:
+                a = client.wait_template(key, min(left, 30))
+            except PristineError as e:
+                if e.status == 404:
+                    break  # the builder aborted
+                raise
+            status = a.get("status")
+            if status == "ready":
+                return a
+
+
+def _build(client: Client, name: str, a: Dict[str, Any], build: Optional[BuildFn]) -> Dict[str, Any]:
+    if build is None:
+        client.abort_template(a["hash"])
+        raise PristineError(f"template {name}: it does not exist and nothing was given to build it")
+    try:
+        build(a)
+    except BaseException as e:
+        try:
+            client.abort_template(a["hash"])
+        except PristineError:
+            pass
+        if isinstance(e, Exception):
+            raise TemplateBuildError(f"template {name}: build failed, so it was aborted: {e}") from e
+        raise
+    return client.finish_template(a["hash"])
+
+
+class TemplateBuildError(PristineError):
+    """The user's migrations or fixtures failed against the template server."""
+
+
+def ensure_pool(client: Client, name: str, hash: str, size: int) -> None:
+    """Make sure a pool of template hash is up, bringing one of size slots up
+    when none is. A pool of the same name built from other files is replaced
+    when nobody holds a lease on it, and refused otherwise. A pool a peer is
+    bringing up right now counts as up: leases wait for it."""
+    try:
+        st = client.pool(name)
+    except NoDaemonError:
+        raise
+    except PristineError as e:
+        if e.status == 0:
+            return  # a peer's pool is coming up (the daemon cannot describe it yet)
+        if e.status != 404:
+            raise
+        st = None
+    if st is not None:
+        if st.get("hash") == hash:
+            return
+        if st.get("leased", 0) > 0:
+            raise PristineError(f"pool {name}: a pool of an older build of this template is up with "
+                                f"{st['leased']} leases: let its tests end, or run `pristine pool down --template {name}`")
+        client.pool_down(name)
+    try:
+        client.pool_up(hash, max(size, 1))
+    except PristineError as e:
+        if e.status != 409:  # 409: a peer brought it up first
+            raise PristineError(f"pool {name}: {e}", e.status) from e
+
+
+def run_command(command: str, conn: Dict[str, Any], cwd: Optional[str] = None) -> None:
+    """Run a shell command (migrations, a schema load) against the template
+    server conn describes: it sees DATABASE_URL, MYSQL_HOST, MYSQL_PORT (and
+    MYSQL_TCP_PORT, which the mariadb client reads), MYSQL_UNIX_PORT,
+    MYSQL_USER, MYSQL_PWD and MYSQL_DATABASE, so
+    `mariadb -u"$MYSQL_USER" "$MYSQL_DATABASE" < schema.sql` works."""
+    env = dict(os.environ)
+    env.update(dict(e.split("=", 1) for e in conn.get("env") or []))
+    # The mariadb and mysql clients read the port from MYSQL_TCP_PORT.
+    if "MYSQL_PORT" in env:
+        env.setdefault("MYSQL_TCP_PORT", env["MYSQL_PORT"])
+    p = subprocess.run(command, shell=True, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    if p.returncode != 0:
+        out = p.stdout.decode(errors="replace").strip()
+        raise RuntimeError(f"`{command}` exited with status {p.returncode}: {out[-2000:]}")

@@ -1,0 +1,184 @@
+"""pytest plugin: a pristine database per test (pristine_db) or per worker
+process (pristine_worker_db), from a pristine daemon.
+
+Configure in pytest.ini / pyproject.toml ([tool.pytest.ini_options]):
+
+    pristine_template = app              # the template's name
+    pristine_files = migrations/*.sql    # the files that define it (its key)
+    pristine_migrate = ./migrate up      # builds it; sees DATABASE_URL, MYSQL_*
+    pristine_pool_size = 4               # default: 2 per xdist worker, at least 2
+
+or implement the hook pytest_pristine_build(conn) in a conftest.py to build
+the template in Python. With pytest-xdist every worker asks for the same
+template: one builds it, the others wait. Each lease names its worker
+process, so a worker that is killed has its leases reclaimed.
+"""
+
+import os
+
+import pytest
+
+from .client import Client, Lease, PristineError
+from .ensure import ensure_pool, ensure_template, run_command
+from .key import content_key
+
+
+class _Hooks:
+    @pytest.hookspec(firstresult=True)
+    def pytest_pristine_build(self, conn, config):
+        """Build the template: run migrations and fixtures against the
+        template server conn describes (host, port, socket, user, password,
+        database, dsn, url, env). Return True when done."""
+
+
+def pytest_addhooks(pluginmanager):
+    pluginmanager.add_hookspecs(_Hooks)
+
+
+def pytest_addoption(parser):
+    g = parser.getgroup("pristine", "pristine databases")
+    g.addoption("--pristine-keep-failed", action="store_true", default=None,
+                help="keep a failed test's database for debugging and print its DSN")
+    g.addoption("--pristine-template", default=None, help="the template's name (default: app)")
+    g.addoption("--pristine-pool-size", type=int, default=None, help="size of the pool brought up when none is")
+    parser.addini("pristine_template", "the template's name", default="app")
+    parser.addini("pristine_files", "files that define the template (globs, relative to rootdir)", type="linelist")
+    parser.addini("pristine_migrate", "shell command that builds the template (sees DATABASE_URL, MYSQL_*)")
+    parser.addini("pristine_database", "the template's database name (default: pristine's)")
+    parser.addini("pristine_pool_size", "size of the pool brought up when none is")
+    parser.addini("pristine_keep_failed", "keep failed tests' databases", type="bool", default=False)
+    parser.addini("pristine_release", "release mode: unchanged (checked, reused if nothing was written) or dirty",
+                  default="unchanged")
+    parser.addini("pristine_wait", "seconds to wait for a free database", default="60")
+
+
+class PristineSetup:
+    """The session's template and pool, made ready once per process."""
+
+    def __init__(self, config):
+        self.config = config
+        self.client = Client.from_env()
+        self.name = config.getoption("pristine_template") or config.getini("pristine_template")
+        self.keep_failed = bool(config.getoption("pristine_keep_failed") or config.getini("pristine_keep_failed"))
+        self.unchanged = config.getini("pristine_release") != "dirty"
+        self.wait = float(config.getini("pristine_wait"))
+        self.hash = None
+
+    def pool_size(self) -> int:
+        n = self.config.getoption("pristine_pool_size") or self.config.getini("pristine_pool_size")
+        if n:
+            return int(n)
+        workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+        return max(2, 2 * workers)
+
+    def ensure(self) -> str:
+        if self.hash:
+            return self.hash
+        cfg = self.config
+        root = str(cfg.rootpath)
+        files = [p if os.path.isabs(p) else os.path.join(root, p) for p in cfg.getini("pristine_files")]
+        command = cfg.getini("pristine_migrate")
+        if not files:
+            raise pytest.UsageError("pristine: set pristine_files in the pytest configuration to the files that "
+                                    "define the template (migrations, fixtures, schema dumps)")
+        key = content_key(files, extra=[command])
+
+        def build(conn):
+            if command:
+                run_command(command, conn, cwd=root)
+            cfg.hook.pytest_pristine_build(conn=conn, config=cfg)
+
+        t = ensure_template(self.client, self.name, key, build, database=cfg.getini("pristine_database") or None)
+        ensure_pool(self.client, self.name, t["hash"], self.pool_size())
+        self.hash = t["hash"]
+        return self.hash
+
+    def lease(self, holder: str) -> Lease:
+        return self.client.lease(self.name, holder=holder, wait=self.wait, pid=os.getpid())
+
+    def done(self, lease: Lease, failed: bool) -> str:
+        """Release a lease, or keep it when its test failed and keeping was
+        asked for; returns what to tell the user, if anything."""
+        if failed and self.keep_failed:
+            self.client.keep(lease.id)
+            return (f"pristine: kept the database of this failed test for debugging:\n"
+                    f"  {lease.mysql_command()}\n  URL {lease.url}\n"
+                    f"  release it with: pristine release {lease.id}")
+        self.client.release(lease.id, unchanged=self.unchanged)
+        return ""
+
+
+def _setup(config) -> PristineSetup:
+    s = getattr(config, "_pristine", None)
+    if s is None:
+        s = config._pristine = PristineSetup(config)
+    return s
+
+
+@pytest.fixture(scope="session")
+def pristine_template(pytestconfig) -> str:
+    """The hash of the session's template, built once across processes, with
+    a pool of it up."""
+    s = _setup(pytestconfig)
+    try:
+        return s.ensure()
+    except PristineError as e:
+        pytest.fail(f"pristine: {e}", pytrace=False)
+
+
+@pytest.fixture
+def pristine_db(request, pristine_template) -> Lease:
+    """A pristine database for one test, released when it ends (kept, with
+    its DSN printed, when it failed and --pristine-keep-failed is given)."""
+    s = _setup(request.config)
+    try:
+        lease = s.lease(request.node.nodeid)
+    except PristineError as e:
+        pytest.fail(f"pristine: lease a database of {s.name}: {e}", pytrace=False)
+    request.node._pristine_lease = lease
+    yield lease
+    failed = getattr(request.node, "_pristine_failed", False)
+    msg = s.done(lease, failed)
+    if msg:
+        request.node._pristine_kept = msg
+
+
+@pytest.fixture(scope="session")
+def pristine_worker_db(request, pristine_template) -> Lease:
+    """One pristine database for this worker process (each pytest-xdist
+    worker has its own), released when the session ends; kept when a test
+    failed and --pristine-keep-failed is given."""
+    s = _setup(request.config)
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
+    try:
+        lease = s.lease(f"pytest worker {worker}")
+    except PristineError as e:
+        pytest.fail(f"pristine: lease a database of {s.name}: {e}", pytrace=False)
+    yield lease
+    msg = s.done(lease, request.session.testsfailed > 0)
+    if msg:
+        reporter = request.config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is not None:
+            reporter.write_line(msg)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    rep = outcome.get_result()
+    if rep.when == "call" and rep.failed:
+        item._pristine_failed = True
+    if rep.when == "teardown":
+        msg = getattr(item, "_pristine_kept", "")
+        if msg:
+            rep.sections.append(("pristine", msg))
+
+
+def pytest_terminal_summary(terminalreporter):
+    kept = [(r.nodeid, text) for reps in terminalreporter.stats.values() for r in reps
+            if hasattr(r, "sections") for (title, text) in r.sections if title == "pristine"]
+    if kept:
+        terminalreporter.section("pristine: kept databases")
+        for nodeid, text in kept:
+            terminalreporter.write_line(f"{nodeid}\n{text}")
+

@@ -1,0 +1,105 @@
+"""A real pristine daemon for the tests, on a fresh root under /dev/shm."""
+
+import os
+import re
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+
+import pytest
+
+from pristine_client import Client
+
+pytest_plugins = ["pytester"]
+
+REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
+
+
+def pristine_bin(tmp_path_factory) -> str:
+    """$PRISTINE_BIN, else a pristine built from this checkout."""
+    b = os.environ.get("PRISTINE_BIN")
+    if b:
+        return b
+    out = str(tmp_path_factory.mktemp("bin") / "pristine")
+    go = shutil.which("go") or "/usr/local/go/bin/go"
+    subprocess.run([go, "build", "-o", out, "./cmd/pristine"], cwd=REPO, check=True)
+    return out
+
+
+class Daemon:
+    def __init__(self, root, addr, token, proc):
+        self.root, self.addr, self.token, self.proc = root, addr, token, proc
+        self.client = Client(socket=os.path.join(root, "pristine.sock"))
+
+    def env(self):
+        return {"PRISTINE_ROOT": self.root}
+
+
+def kill_servers_under(path: str):
+    """Kill mariadbd processes whose command line names path (ours only)."""
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                cmd = f.read().decode(errors="replace")
+        except OSError:
+            continue
+        if "mariadbd" in cmd and path in cmd:
+            try:
+                os.kill(int(pid), signal.SIGKILL)
+            except OSError:
+                pass
+
+
+@pytest.fixture(scope="session")
+def daemon(tmp_path_factory):
+    if not shutil.which("mariadbd") and not os.path.exists("/usr/sbin/mariadbd"):
+        pytest.skip("mariadbd is not installed: run scripts/install-deps.sh")
+    binary = pristine_bin(tmp_path_factory)
+    base = tempfile.mkdtemp(prefix="pristine-clients-test-", dir="/dev/shm")
+    root = os.path.join(base, "root")
+    proc = subprocess.Popen([binary, "serve", "--root", root, "--listen", "127.0.0.1:0"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    addr = None
+    for line in proc.stderr:
+        m = re.match(r"pristine: serving http://([^/]+)/", line)
+        if m:
+            addr = m.group(1)
+            break
+    if addr is None:
+        proc.wait()
+        shutil.rmtree(base, ignore_errors=True)
+        pytest.fail(f"{binary} serve did not start")
+    # Drain the daemon's log so it never blocks on a full pipe.
+    import threading
+    threading.Thread(target=lambda: [None for _ in proc.stderr], daemon=True).start()
+    with open(os.path.join(root, "token")) as f:
+        token = f.read().strip()
+    d = Daemon(root, addr, token, proc)
+    yield d
+    try:
+        d.client.shutdown()
+    except Exception:
+        pass
+    try:
+        proc.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+    kill_servers_under(base)
+    shutil.rmtree(base, ignore_errors=True)
+
+
+@pytest.fixture
+def in_root(daemon, monkeypatch):
+    """Point Client.from_env() at the test daemon."""
+    monkeypatch.setenv("PRISTINE_ROOT", daemon.root)
+    monkeypatch.delenv("PRISTINE_URL", raising=False)
+    return daemon
+
+
+def canary_sql():
+    return "CREATE TABLE canary (id INT PRIMARY KEY, v VARCHAR(20)); INSERT INTO canary VALUES (1, 'pristine');"

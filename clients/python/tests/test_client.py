@@ -1,0 +1,142 @@
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+
+import pymysql
+import pytest
+
+from pristine_client import (Client, NoDaemonError, PristineError, TemplateBuildError, content_key,
+                             ensure_pool, ensure_template, run_command)
+
+from conftest import canary_sql
+
+
+def connect(lease_or_conn):
+    d = lease_or_conn if isinstance(lease_or_conn, dict) else lease_or_conn.connect_kwargs()
+    return pymysql.connect(host=d["host"], port=int(d["port"]), user=d["user"], password=d["password"],
+                           database=d["database"], autocommit=True)
+
+
+def build_canary(conn):
+    with connect(conn) as db, db.cursor() as c:
+        for stmt in canary_sql().split(";"):
+            if stmt.strip():
+                c.execute(stmt)
+
+
+def canary(lease):
+    with connect(lease) as db, db.cursor() as c:
+        c.execute("SELECT v FROM canary WHERE id = 1")
+        return c.fetchone()[0]
+
+
+def test_content_key_matches_the_go_client(tmp_path):
+    (tmp_path / "m" / "sub").mkdir(parents=True)
+    (tmp_path / "m" / "001.sql").write_text("CREATE TABLE a (id INT);")
+    (tmp_path / "m" / "sub" / "002.sql").write_text("CREATE TABLE b (id INT);")
+    # The same files and extra string through client.ContentKey in Go.
+    assert content_key([str(tmp_path / "m")], ["v1"]) == \
+        "469c6fadcf0cdddd236881f69b788abcb1752e48af4ddca5907462d3e676630d"
+    before = content_key([str(tmp_path / "m")])
+    (tmp_path / "m" / "sub" / "002.sql").write_text("CREATE TABLE b (id BIGINT);")
+    assert content_key([str(tmp_path / "m")]) != before
+    with pytest.raises(ValueError, match="matches no file"):
+        content_key([str(tmp_path / "nope")])
+
+
+def test_build_once_across_threads_socket_and_tcp(daemon):
+    tcp = Client(url="http://" + daemon.addr, token=daemon.token)
+    with pytest.raises(PristineError) as e:
+        Client(url="http://" + daemon.addr, token="wrong").health()
+    assert e.value.status == 401
+    builds = []
+    hashes = []
+
+    def go(c):
+        def build(conn):
+            builds.append(1)
+            time.sleep(0.5)  # others arrive while this one builds
+            build_canary(conn)
+        t = ensure_template(c, "pyonce", "key-once", build, database="shop")
+        ensure_pool(c, "pyonce", t["hash"], 2)
+        hashes.append(t["hash"])
+
+    threads = [threading.Thread(target=go, args=(c,)) for c in (daemon.client, tcp, daemon.client)]
+    [t.start() for t in threads]
+    [t.join() for t in threads]
+    assert len(builds) == 1
+    assert len(hashes) == 3 and len(set(hashes)) == 1
+    lease = tcp.lease("pyonce")
+    assert lease.pid == os.getpid() and lease.database == "shop"
+    assert canary(lease) == "pristine"
+    with connect(lease) as db, db.cursor() as c:
+        c.execute("UPDATE canary SET v = 'dirty'")
+    tcp.release(lease.id, unchanged=True)  # the daemon sees the write and resets it
+    again = [daemon.client.lease("pyonce") for _ in range(2)]
+    assert [canary(l) for l in again] == ["pristine", "pristine"]
+    for l in again:
+        daemon.client.release(l.id)
+    daemon.client.pool_down("pyonce")
+
+
+def test_faults_say_cause_and_fix(daemon, tmp_path):
+    nobody = Client(socket=str(tmp_path / "pristine.sock"))
+    with pytest.raises(NoDaemonError, match="no pristine daemon is running.*pristine serve"):
+        nobody.health()
+    c = daemon.client
+
+    def bad(conn):
+        run_command("""mariadb -u"$MYSQL_USER" "$MYSQL_DATABASE" -e 'CREATE TABLE broken ('""", conn)
+
+    with pytest.raises(TemplateBuildError, match="(?s)build failed, so it was aborted.*SQL syntax"):
+        ensure_template(c, "pyfault", "key-fault", bad)
+    # The aborted build leaves nothing behind: the next one builds.
+    t = ensure_template(c, "pyfault", "key-fault", build_canary)
+    assert t["status"] == "ready"
+    ensure_pool(c, "pyfault", t["hash"], 1)
+    held = c.lease("pyfault")
+    with pytest.raises(PristineError) as e:
+        c.lease("pyfault", wait=1)
+    assert e.value.status == 503 and "pyfault" in str(e.value)
+    c.release(held.id)
+    with pytest.raises(PristineError) as e:
+        c.release(held.id)
+    assert e.value.status == 404 and "unknown lease" in str(e.value)
+    c.pool_down("pyfault")
+
+
+def test_killed_test_process_lease_is_reclaimed(daemon):
+    t = ensure_template(daemon.client, "pykill", "key-kill", build_canary)
+    ensure_pool(daemon.client, "pykill", t["hash"], 1)
+    child = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
+        import time
+        from pristine_client import Client
+        l = Client(socket={daemon.client.socket!r}).lease("pykill", holder="doomed")
+        print("LEASED", l.id, flush=True)
+        time.sleep(120)
+        """)], stdout=subprocess.PIPE, text=True)
+    try:
+        line = child.stdout.readline()
+        assert line.startswith("LEASED "), line
+        leases = daemon.client.leases()
+        assert [(l["id"], l["pid"]) for l in leases] == [(line.split()[1], child.pid)]
+        child.send_signal(signal.SIGKILL)
+        child.wait()
+        for _ in range(100):
+            if not daemon.client.leases():
+                break
+            time.sleep(0.1)
+        assert daemon.client.leases() == []
+        assert daemon.client.pool("pykill")["stats"]["holder_gone"] == 1
+        # The slot is usable again.
+        l = daemon.client.lease("pykill", wait=30)
+        assert canary(l) == "pristine"
+        daemon.client.release(l.id)
+    finally:
+        child.kill()
+        child.wait()
+        daemon.client.pool_down("pykill")
