@@ -28,15 +28,22 @@ func DumpLoadOnce(ctx context.Context, store *template.Store, m *template.Meta) 
 // `mariadb-dump --single-transaction --routines --triggers --events src |
 // mariadb dst`, the way most projects copy a test database today.
 func DumpLoad(ctx context.Context, in *mariadb.Instance, src, dst string) (time.Duration, error) {
+	return dumpLoad(ctx, in, src, dst, nil)
+}
+
+// dumpLoad is DumpLoad with the clients' environment (nil: inherited).
+func dumpLoad(ctx context.Context, in *mariadb.Instance, src, dst string, env []string) (time.Duration, error) {
 	sock := in.Config.Socket()
 	start := time.Now()
 	create := exec.CommandContext(ctx, "mariadb", "--no-defaults", "-uroot", "--socket="+sock, "-e", "CREATE DATABASE `"+dst+"`")
+	create.Env = env
 	if out, err := create.CombinedOutput(); err != nil {
 		return 0, fmt.Errorf("create %s: %v: %s", dst, err, out)
 	}
 	dump := exec.CommandContext(ctx, "mariadb-dump", "--no-defaults", "-uroot", "--socket="+sock,
 		"--single-transaction", "--routines", "--triggers", "--events", src)
 	load := exec.CommandContext(ctx, "mariadb", "--no-defaults", "-uroot", "--socket="+sock, dst)
+	dump.Env, load.Env = env, env
 	pr, pw := io.Pipe()
 	dump.Stdout, load.Stdin = pw, pr
 	var dumpErr, loadErr []byte

@@ -1,0 +1,176 @@
+package bench
+
+import (
+	"fmt"
+	"io"
+	"path/filepath"
+	"strings"
+)
+
+// Document writes docs/benchmarks.md from saved runs: for each, its
+// machine, the headline comparisons computed from its rows, its tables and
+// charts. paths are the runs' bench.json files, relative to the repository;
+// charts are linked relative to docs/.
+func Document(w io.Writer, reps []*Report, paths []string) error {
+	fmt.Fprint(w, `# Benchmarks
+
+Every figure on this page comes from a run of `+"`pristine bench`"+` and was
+written by `+"`bash scripts/bench.sh`"+`, which regenerates the whole page; nothing
+here is edited by hand. Time is wall time from a built template to N usable
+copies, one-time setup included (starting the source server, mydumper's dump,
+the export of IMPORT); CPU is the CPU time of pristine, every child it ran and
+every server it started; peak RSS is the largest sum of the resident memory of
+those processes; disk is the growth of the used space of the filesystem.
+
+**Projections.** Methods that would run past their time budget stop; their
+rows say **projected**, and the time is the method's setup plus its measured
+time per copy times N. Every such row names how many copies were measured
+and how long they took. Rows without that word were measured in full.
+
+Other benchmarks: template capture from a live server against mariadb-dump,
+mydumper and mariadb-backup is in [capture.md](capture.md) (`+"`pristine bench --capture`"+`,
+the same as `+"`pristine bench-capture`"+`); pack and unpack against mbstream
+are measured by `+"`pristine bench --archive`"+` (`+"`pristine bench-archive`"+`), see
+[archive-format.md](archive-format.md).
+
+`)
+	for i, rep := range reps {
+		dir := strings.TrimPrefix(filepath.Dir(paths[i]), "docs/")
+		fmt.Fprintf(w, "## Run %d: data on %s\n\n", i+1, rep.Machine.Filesystem)
+		headlines(w, rep)
+		files, err := chartsOf(rep)
+		if err != nil {
+			return err
+		}
+		for j := range files {
+			files[j] = dir + "/" + files[j]
+		}
+		if err := Markdown(w, rep, files); err != nil {
+			return err
+		}
+		fmt.Fprintf(w, "Raw results: [%s](%s).\n\n", filepath.Base(paths[i]), dir+"/"+filepath.Base(paths[i]))
+	}
+	return nil
+}
+
+// chartsOf names the charts Save drew for rep.
+func chartsOf(rep *Report) ([]string, error) {
+	var out []string
+	for _, wl := range rep.Workloads {
+		out = append(out, "copies-"+wl.Name+".png")
+	}
+	for _, s := range rep.Service {
+		if s.Error == "" && s.Resets > 0 {
+			out = append(out, "reset.png")
+			break
+		}
+	}
+	return out, nil
+}
+
+// headlines prints the comparisons the project's goals name, computed
+// from the rows: the best thin method against serial dump|load and against
+// every other method at each N, and time per copy against table count.
+func headlines(w io.Writer, rep *Report) {
+	var lines []string
+	perCopy := map[string]float64{}
+	for _, wl := range rep.Workloads {
+		counts := map[int]bool{}
+		for _, r := range rep.Rows {
+			if r.Workload == wl.Name && r.Error == "" {
+				counts[r.Copies] = true
+			}
+		}
+		for _, n := range sortedKeys(counts) {
+			thin, other, base := best(rep.Rows, wl.Name, n)
+			if thin == nil {
+				continue
+			}
+			if n == maxKey(counts) {
+				perCopy[wl.Name] = thin.Seconds / float64(n)
+			}
+			s := fmt.Sprintf("- %s, %d copies: fastest pristine slots (%s) %s", wl.Name, n, thin.Label(), secs(thin.Seconds))
+			if base != nil {
+				s += fmt.Sprintf("; serial dump|load %s%s: **%.0fx faster**", proj(base), secs(base.Seconds), base.Seconds/thin.Seconds)
+			}
+			if other != nil {
+				verdict := "faster than"
+				if other.Seconds < thin.Seconds {
+					verdict = "**slower** than"
+				}
+				s += fmt.Sprintf("; %s the best other method, %s (%s%s)", verdict, other.Label(), proj(other), secs(other.Seconds))
+			}
+			lines = append(lines, s+".")
+		}
+	}
+	if a, b := perCopy["demo"], perCopy["tables30k"]; a > 0 && b > 0 {
+		lines = append(lines, fmt.Sprintf("- Time per copy with pristine slots: %.3f s for 51 tables, %.3f s for the many-table schema (%.2fx).", a, b, b/a))
+	}
+	for _, s := range rep.Service {
+		if s.Error == "" && s.Resets > 0 {
+			lines = append(lines, fmt.Sprintf("- Reset of a released slot, %.0f MB template: p50 %.0f ms, p99 %.0f ms (%d single resets of an idle pool).", s.TemplateMB, s.ResetP50MS, s.ResetP99MS, s.Resets))
+		}
+		if s.Error == "" && s.Leases > 0 {
+			lines = append(lines, fmt.Sprintf("- Lease of a ready slot through the daemon: p50 %.2f ms, p99 %.2f ms over %d leases; %.1f MB resident per instance (mean).", s.LeaseP50MS, s.LeaseP99MS, s.Leases, s.RSSMeanMB))
+		}
+	}
+	if len(lines) > 0 {
+		fmt.Fprintln(w, strings.Join(lines, "\n"))
+		fmt.Fprintln(w)
+	}
+}
+
+// best returns, for one workload and copy count, the fastest thin row, the
+// fastest row of any other method, and serial dump|load.
+func best(rows []Row, workload string, n int) (thin, other, base *Row) {
+	for i := range rows {
+		r := &rows[i]
+		if r.Workload != workload || r.Copies != n || r.Error != "" || r.Seconds <= 0 {
+			continue
+		}
+		switch {
+		case r.Method == MethodThin:
+			if thin == nil || r.Seconds < thin.Seconds {
+				thin = r
+			}
+		default:
+			if r.Method == MethodDumpLoad && r.Workers == 1 && !r.EatMyData {
+				base = r
+			}
+			if other == nil || r.Seconds < other.Seconds {
+				other = r
+			}
+		}
+	}
+	return thin, other, base
+}
+
+func proj(r *Row) string {
+	if r.Projected {
+		return "projected "
+	}
+	return ""
+}
+
+func sortedKeys(m map[int]bool) []int {
+	var out []int
+	for k := range m {
+		out = append(out, k)
+	}
+	for i := range out {
+		for j := i + 1; j < len(out); j++ {
+			if out[j] < out[i] {
+				out[i], out[j] = out[j], out[i]
+			}
+		}
+	}
+	return out
+}
+
+func maxKey(m map[int]bool) int {
+	k := sortedKeys(m)
+	if len(k) == 0 {
+		return 0
+	}
+	return k[len(k)-1]
+}

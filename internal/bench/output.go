@@ -1,0 +1,112 @@
+package bench
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+)
+
+// Charts draws the report's charts into dir: one per workload (time to N
+// copies for every method, log scale) and one of reset time against
+// template size. It returns the files' names, relative to dir.
+func Charts(dir string, rep *Report) ([]string, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	var files []string
+	for _, wl := range rep.Workloads {
+		c := &barChart{Title: fmt.Sprintf("%s (%d tables, %.0f MB): time to N copies", wl.Name, wl.Tables, wl.TemplateMB), YLabel: "seconds (log scale)", Log: true}
+		idx := map[int]int{}
+		for _, row := range rep.Rows {
+			if row.Workload == wl.Name {
+				if _, ok := idx[row.Copies]; !ok {
+					idx[row.Copies] = len(c.Groups)
+					c.Groups = append(c.Groups, strconv.Itoa(row.Copies)+" copies")
+				}
+			}
+		}
+		seriesOf := map[string]int{}
+		for _, row := range rep.Rows {
+			if row.Workload != wl.Name || row.Error != "" {
+				continue
+			}
+			s, ok := seriesOf[row.Label()]
+			if !ok {
+				s = len(c.Series)
+				seriesOf[row.Label()] = s
+				c.Series = append(c.Series, series{Name: row.Label(), Values: make([]float64, len(c.Groups)), Projected: make([]bool, len(c.Groups))})
+			}
+			c.Series[s].Values[idx[row.Copies]] = row.Seconds
+			c.Series[s].Projected[idx[row.Copies]] = row.Projected
+		}
+		name := "copies-" + wl.Name + ".png"
+		if err := c.writePNG(filepath.Join(dir, name)); err != nil {
+			return nil, err
+		}
+		files = append(files, name)
+	}
+	if len(rep.Service) > 0 {
+		c := &barChart{Title: "reset of a released slot against template size", YLabel: "milliseconds",
+			Series: []series{{Name: "p50"}, {Name: "p99"}, {Name: "max"}}}
+		for _, s := range rep.Service {
+			if s.Error != "" || s.Resets == 0 {
+				continue
+			}
+			c.Groups = append(c.Groups, fmt.Sprintf("%.0f MB", s.TemplateMB))
+			c.Series[0].Values = append(c.Series[0].Values, s.ResetP50MS)
+			c.Series[1].Values = append(c.Series[1].Values, s.ResetP99MS)
+			c.Series[2].Values = append(c.Series[2].Values, s.ResetMaxMS)
+		}
+		if len(c.Groups) > 0 {
+			if err := c.writePNG(filepath.Join(dir, "reset.png")); err != nil {
+				return nil, err
+			}
+			files = append(files, "reset.png")
+		}
+	}
+	return files, nil
+}
+
+// Save writes the report to dir: bench.json, the charts, and bench.md
+// (the tables, linking the charts).
+func Save(dir string, rep *Report) error {
+	files, err := Charts(dir, rep)
+	if err != nil {
+		return fmt.Errorf("bench: charts: %w", err)
+	}
+	js, err := json.MarshalIndent(rep, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := writeFile(filepath.Join(dir, "bench.json"), append(js, '\n')); err != nil {
+		return err
+	}
+	var md bytes.Buffer
+	if err := Markdown(&md, rep, files); err != nil {
+		return err
+	}
+	return writeFile(filepath.Join(dir, "bench.md"), md.Bytes())
+}
+
+// Load reads a report Save wrote.
+func Load(path string) (*Report, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var rep Report
+	if err := json.Unmarshal(b, &rep); err != nil {
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	return &rep, nil
+}
+
+func writeFile(path string, b []byte) error {
+	if err := os.WriteFile(path+".tmp", b, 0o644); err != nil {
+		return err
+	}
+	return os.Rename(path+".tmp", path)
+}

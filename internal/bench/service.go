@@ -1,0 +1,190 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/pristinedb/pristine/client"
+	"github.com/pristinedb/pristine/internal/demo"
+	"github.com/pristinedb/pristine/internal/server"
+	"github.com/pristinedb/pristine/internal/template"
+)
+
+// ServiceRow is what the service section measured on one template: the
+// figures a test suite sees through the daemon.
+type ServiceRow struct {
+	Template   string  `json:"template"`
+	Scale      float64 `json:"scale"`
+	TemplateMB float64 `json:"template_mb"`
+	// BuildSeconds is the template's build from the SQL dump.
+	BuildSeconds float64 `json:"build_seconds"`
+	Slots        int     `json:"slots"`
+	// PoolUpSeconds is Slots slots ready from the built template;
+	// FromSQLSeconds adds the build.
+	PoolUpSeconds  float64 `json:"pool_up_seconds"`
+	FromSQLSeconds float64 `json:"from_sql_seconds"`
+	Leases         int     `json:"leases"`
+	LeaseP50MS     float64 `json:"lease_p50_ms"`
+	LeaseP99MS     float64 `json:"lease_p99_ms"`
+	RSSMeanMB      float64 `json:"rss_mean_mb"`
+	RSSMaxMB       float64 `json:"rss_max_mb"`
+	// Resets single resets of a released slot in an otherwise idle pool.
+	Resets     int     `json:"resets"`
+	ResetP50MS float64 `json:"reset_p50_ms"`
+	ResetP99MS float64 `json:"reset_p99_ms"`
+	ResetMaxMS float64 `json:"reset_max_ms"`
+	// DumpLoad1Seconds is one copy by mariadb-dump | mariadb in this run;
+	// DumpLoadNSeconds is Slots copies, measured or projected.
+	DumpLoad1Seconds   float64 `json:"dumpload_1_seconds,omitempty"`
+	DumpLoadNSeconds   float64 `json:"dumpload_n_seconds,omitempty"`
+	DumpLoadNProjected bool    `json:"dumpload_n_projected,omitempty"`
+	Error              string  `json:"error,omitempty"`
+}
+
+// service measures, through an in-process daemon on the root's socket, a
+// pool of ServiceSlots slots of the demo template (pool up, lease latency,
+// memory per instance) and single resets of an idle pool on the demo
+// template and on one ServiceScale times larger.
+func (r *runner) service(ctx context.Context) error {
+	ln, err := server.Listen(r.store.Root)
+	if err != nil {
+		return err
+	}
+	srv, err := server.New(ctx, r.store.Root, r.store, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	sctx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { defer wg.Done(); _ = srv.Serve(sctx, ln, nil) }()
+	defer func() { stop(); wg.Wait() }()
+	c := client.New(server.SocketPath(r.store.Root))
+
+	for _, scale := range []float64{1, r.opt.ServiceScale} {
+		row := r.serviceTemplate(ctx, c, scale)
+		r.rep.Service = append(r.rep.Service, row)
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (r *runner) serviceTemplate(ctx context.Context, c *client.Client, scale float64) ServiceRow {
+	w := Workload{Name: fmt.Sprintf("service-x%g", scale), Demo: demo.Options{Scale: scale}}
+	row := ServiceRow{Template: "bench-" + w.Name, Scale: scale}
+	fail := func(err error) ServiceRow {
+		row.Error = err.Error()
+		r.say("service %s: %v", w.Name, err)
+		return row
+	}
+	m, err := r.buildTemplate(ctx, w, 1, "")
+	if err != nil {
+		return fail(err)
+	}
+	defer r.removeTemplate(m)
+	row.TemplateMB, row.BuildSeconds = float64(m.Bytes)/(1<<20), m.BuildSeconds
+
+	// Pool up, lease every slot, memory: on the demo-sized template only.
+	if scale == 1 {
+		row.Slots = r.opt.ServiceSlots
+		r.say("service %s: %d slots through the daemon", w.Name, row.Slots)
+		t0 := time.Now()
+		if _, err := c.PoolUp(ctx, server.PoolRequest{Template: m.Name, Size: row.Slots}, nil); err != nil {
+			return fail(err)
+		}
+		row.PoolUpSeconds = round3(time.Since(t0).Seconds())
+		row.FromSQLSeconds = round3(row.PoolUpSeconds + m.BuildSeconds)
+		waits := make([]float64, 0, row.Slots)
+		var ids []string
+		for range row.Slots {
+			t := time.Now()
+			l, err := c.Lease(ctx, server.LeaseRequest{Template: m.Name, Holder: "bench"})
+			if err != nil {
+				c.PoolDown(context.WithoutCancel(ctx), m.Name)
+				return fail(err)
+			}
+			waits = append(waits, float64(time.Since(t).Microseconds())/1000)
+			ids = append(ids, l.ID)
+		}
+		row.Leases = len(waits)
+		row.LeaseP50MS, row.LeaseP99MS = quantile(waits, 0.5), quantile(waits, 0.99)
+		row.RSSMeanMB, row.RSSMaxMB = slotRSS(ctx, c, m.Name)
+		for _, id := range ids {
+			c.Release(ctx, id, true)
+		}
+		if _, err := c.PoolDown(context.WithoutCancel(ctx), m.Name); err != nil {
+			return fail(err)
+		}
+		r.dumpLoadBeside(ctx, &row, m)
+	}
+
+	// Single resets of an otherwise idle pool of two slots.
+	r.say("service %s: %d single resets", w.Name, r.opt.Resets)
+	t0 := time.Now()
+	if _, err := c.PoolUp(ctx, server.PoolRequest{Template: m.Name, Size: 2}, nil); err != nil {
+		return fail(err)
+	}
+	if row.Slots == 0 {
+		row.Slots, row.PoolUpSeconds = 2, round3(time.Since(t0).Seconds())
+		row.FromSQLSeconds = round3(row.PoolUpSeconds + m.BuildSeconds)
+	}
+	defer c.PoolDown(context.WithoutCancel(ctx), m.Name)
+	for range r.opt.Resets {
+		l, err := c.Lease(ctx, server.LeaseRequest{Template: m.Name, Holder: "bench", Wait: 60})
+		if err != nil {
+			return fail(err)
+		}
+		if _, err := c.Release(ctx, l.ID, false); err != nil {
+			return fail(err)
+		}
+		if err := waitReady(ctx, c, m.Name, 2); err != nil {
+			return fail(err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	ps, err := c.Pool(ctx, m.Name)
+	if err != nil {
+		return fail(err)
+	}
+	row.Resets = r.opt.Resets
+	row.ResetP50MS, row.ResetP99MS, row.ResetMaxMS = ps.ResetP50MS, ps.ResetP99MS, ps.ResetMaxMS
+	r.say("service %s: reset p50 %.0f ms, p99 %.0f ms", w.Name, row.ResetP50MS, row.ResetP99MS)
+	return row
+}
+
+// dumpLoadBeside fills the dump|load figures of a service row: from the
+// serial dumpload rows of the demo workload of this run, or one copy
+// measured now and projected.
+func (r *runner) dumpLoadBeside(ctx context.Context, row *ServiceRow, m *template.Meta) {
+	for _, x := range r.rep.Rows {
+		if x.Workload != "demo" || x.Method != MethodDumpLoad || x.Workers != 1 || x.EatMyData || x.Error != "" {
+			continue
+		}
+		if x.Copies == 1 {
+			row.DumpLoad1Seconds = x.Seconds
+		}
+		if x.Copies == row.Slots {
+			row.DumpLoadNSeconds, row.DumpLoadNProjected = x.Seconds, x.Projected
+		}
+	}
+	if row.DumpLoad1Seconds > 0 && row.DumpLoadNSeconds > 0 {
+		return
+	}
+	r.say("service: timing one copy by mariadb-dump | mariadb")
+	d, err := DumpLoadOnce(ctx, r.store, m)
+	if err != nil {
+		row.Error = "dump|load: " + err.Error()
+		return
+	}
+	row.DumpLoad1Seconds = round3(d.Seconds())
+	if row.DumpLoadNSeconds == 0 {
+		row.DumpLoadNSeconds, row.DumpLoadNProjected = round3(d.Seconds()*float64(row.Slots)), row.Slots > 1
+	}
+}

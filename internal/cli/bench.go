@@ -1,0 +1,217 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/pristinedb/pristine/internal/archive/archivebench"
+	"github.com/pristinedb/pristine/internal/bench"
+	"github.com/pristinedb/pristine/internal/capture/capturebench"
+)
+
+func init() { register(newBenchCmd) }
+
+// BenchFlags are the flags of `pristine bench`.
+type BenchFlags struct {
+	Workloads   string
+	Methods     string
+	Copies      string
+	Backends    string
+	DBsPerSlot  string
+	Workers     int
+	MaxTime     time.Duration
+	EatMyData   bool
+	Reset       bool
+	ResetScale  float64
+	Resets      int
+	Scale       float64
+	ManyTables  int
+	Out         string
+	Render      string
+	Verbose     bool
+	Archive     bool
+	Capture     bool
+	ServiceSize int
+}
+
+func newBenchCmd(g *Globals) *cobra.Command {
+	var f BenchFlags
+	cmd := &cobra.Command{
+		Use:   "bench",
+		Short: "every way of getting N pristine copies, side by side: dump|load, myloader, IMPORT TABLESPACE, pristine slots",
+		Long: `Builds each workload's template in the root, then makes N copies of it with
+every method on the same server binary and filesystem: mariadb-dump | mariadb
+into the same server (serial and with --workers), mydumper/myloader, IMPORT
+TABLESPACE with secondary indexes kept (import) and dropped then added
+(import-noidx), and pristine slots on each copy-on-write backend with 1 and K
+databases per slot (thin). A method that would exceed --max-time stops; its
+rows are projections from its measured rate and say so. --reset adds the
+service section: pool up, lease latency and memory through the daemon, and
+single resets of a 100 MB and a ~2 GB template.
+
+--out DIR writes bench.json, bench.md and PNG charts; --render a.json,b.json
+prints docs/benchmarks.md from saved runs. --archive and --capture run
+pristine bench-archive and bench-capture instead.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runBench(cmd.Context(), g, f)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.Workloads, "workload", "demo,demo10,tables30k", "workloads: demo (51 tables, ~110 MB), demo10 (10x the data), tables30k (30,000 small tables)")
+	fl.StringVar(&f.Methods, "methods", strings.Join(bench.AllMethods, ","), "methods to run")
+	fl.StringVar(&f.Copies, "copies", "1,10,200", "copy counts")
+	fl.StringVar(&f.Backends, "backends", "", "copy-on-write backends for thin slots (default: every one the root supports)")
+	fl.StringVar(&f.DBsPerSlot, "dbs-per-slot", "1,10", "databases per slot for thin slots")
+	fl.IntVar(&f.Workers, "workers", 4, "parallel workers of dumpload and myloader")
+	fl.DurationVar(&f.MaxTime, "max-time", 5*time.Minute, "time budget of one method on one workload")
+	fl.BoolVar(&f.EatMyData, "eatmydata", false, "also run dumpload and myloader under eatmydata (LD_PRELOAD)")
+	fl.BoolVar(&f.Reset, "reset", false, "add the service section: pool up, lease, memory, single resets of a small and a large template")
+	fl.Float64Var(&f.ResetScale, "reset-scale", 18, "demo scale of the large template of --reset (18 is about 2 GB)")
+	fl.IntVar(&f.Resets, "resets", 20, "single resets timed per template with --reset")
+	fl.IntVar(&f.ServiceSize, "reset-slots", 0, "slots of the --reset pool (default: the largest --copies)")
+	fl.Float64Var(&f.Scale, "scale", 1, "multiply every workload's data (for quick runs, e.g. 0.05)")
+	fl.IntVar(&f.ManyTables, "many-tables", 30000, "tables of the tables30k workload")
+	fl.StringVar(&f.Out, "out", "", "write bench.json, bench.md and the charts to this directory")
+	fl.StringVar(&f.Render, "render", "", "print docs/benchmarks.md from saved bench.json files (comma-separated) and measure nothing")
+	fl.BoolVar(&f.Verbose, "verbose", false, "show progress on stderr even when it is not a terminal")
+	fl.BoolVar(&f.Archive, "archive", false, "run pristine bench-archive (pack/unpack) instead")
+	fl.BoolVar(&f.Capture, "capture", false, "run pristine bench-capture (template capture from a live server) instead")
+	return cmd
+}
+
+func runBench(ctx context.Context, g *Globals, f BenchFlags) error {
+	var log io.Writer
+	if f.Verbose || isTerminal(os.Stderr) {
+		log = os.Stderr
+	}
+	switch {
+	case f.Archive:
+		exe, err := os.Executable()
+		if err != nil {
+			return fmt.Errorf("bench --archive: %w", err)
+		}
+		rep, err := archivebench.Run(ctx, archivebench.Options{SizeMB: 1024, Runs: 3, Exe: exe, Log: log})
+		if err != nil {
+			return err
+		}
+		if g.JSON {
+			return printJSON(rep)
+		}
+		return archivebench.Markdown(os.Stdout, rep)
+	case f.Capture:
+		rep, err := capturebench.Run(ctx, capturebench.Options{Dir: "/dev/shm", FKScale: 1, DemoScale: 1, Runs: 1, Workers: f.Workers, Log: log})
+		if err != nil {
+			return err
+		}
+		if g.JSON {
+			return printJSON(rep)
+		}
+		return capturebench.Markdown(os.Stdout, rep)
+	case f.Render != "":
+		var reps []*bench.Report
+		var paths []string
+		for _, p := range benchList(f.Render) {
+			rep, err := bench.Load(p)
+			if err != nil {
+				return err
+			}
+			reps, paths = append(reps, rep), append(paths, p)
+		}
+		return bench.Document(os.Stdout, reps, paths)
+	}
+	opt, err := f.options()
+	if err != nil {
+		return err
+	}
+	opt.Log = log
+	st, err := g.openStore(ctx, "auto")
+	if err != nil {
+		return err
+	}
+	if log == nil {
+		st.Progress = nil
+	}
+	rep, err := bench.Compare(ctx, st, opt)
+	if rep != nil && f.Out != "" {
+		if serr := bench.Save(f.Out, rep); serr != nil && err == nil {
+			err = serr
+		}
+	}
+	if err != nil {
+		return err
+	}
+	if g.JSON {
+		return printJSON(rep)
+	}
+	return bench.Markdown(os.Stdout, rep, nil)
+}
+
+// options turns the flags into bench options.
+func (f BenchFlags) options() (bench.CompareOptions, error) {
+	opt := bench.CompareOptions{Workers: f.Workers, MaxTime: f.MaxTime, EatMyData: f.EatMyData, Service: f.Reset,
+		ServiceScale: f.ResetScale, Resets: f.Resets, ServiceSlots: f.ServiceSize, Methods: benchList(f.Methods)}
+	for _, name := range benchList(f.Workloads) {
+		w, ok := bench.Workloads[name]
+		if !ok {
+			return opt, fmt.Errorf("%w: --workload %q: want demo, demo10 or tables30k", errUsage, name)
+		}
+		if w.Demo.Tables > 0 {
+			w.Demo.Tables = f.ManyTables
+		}
+		w.Demo.Scale = max(w.Demo.Scale, 1) * f.Scale
+		opt.Workloads = append(opt.Workloads, w)
+	}
+	for _, m := range opt.Methods {
+		if !benchHas(bench.AllMethods, m) {
+			return opt, fmt.Errorf("%w: --methods %q: want some of %s", errUsage, m, strings.Join(bench.AllMethods, ","))
+		}
+	}
+	var err error
+	if opt.Copies, err = benchInts("--copies", f.Copies); err != nil {
+		return opt, err
+	}
+	if opt.DBsPerSlot, err = benchInts("--dbs-per-slot", f.DBsPerSlot); err != nil {
+		return opt, err
+	}
+	opt.Backends = benchList(f.Backends)
+	return opt, nil
+}
+
+func benchList(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func benchInts(flag, s string) ([]int, error) {
+	var out []int
+	for _, p := range benchList(s) {
+		n, err := strconv.Atoi(p)
+		if err != nil || n < 1 {
+			return nil, fmt.Errorf("%w: %s %q: want positive whole numbers separated by commas, e.g. 1,10,200", errUsage, flag, s)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+func benchHas(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
