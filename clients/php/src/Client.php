@@ -1,0 +1,266 @@
+<?php
+
+declare(strict_types=1);
+
+namespace Pristine;
+
+/**
+ * HTTP/JSON client of a pristine daemon, over its unix socket (curl's
+ * CURLOPT_UNIX_SOCKET_PATH) or over loopback TCP with a bearer token.
+ */
+final class Client
+{
+    private function __construct(
+        private readonly ?string $socket,
+        private readonly string $base,
+        private readonly ?string $token,
+    ) {
+    }
+
+    /** A client of the daemon listening on a unix socket. */
+    public static function unix(string $socket): self
+    {
+        return new self($socket, 'http://pristine', null);
+    }
+
+    /** A client of a daemon serving loopback TCP (`pristine serve --listen ADDR`). */
+    public static function tcp(string $url, string $token): self
+    {
+        $url = str_contains($url, '://') ? $url : 'http://' . $url;
+        return new self(null, rtrim($url, '/'), $token);
+    }
+
+    /** $PRISTINE_ROOT, else /var/lib/pristine for root, else ~/.local/share/pristine. */
+    public static function defaultRoot(): string
+    {
+        $root = getenv('PRISTINE_ROOT');
+        if (is_string($root) && $root !== '') {
+            return $root;
+        }
+        if (function_exists('posix_geteuid') && posix_geteuid() === 0) {
+            return '/var/lib/pristine';
+        }
+        return rtrim((string) getenv('HOME'), '/') . '/.local/share/pristine';
+    }
+
+    /** The daemon of PRISTINE_URL (+ PRISTINE_TOKEN or the root's token file), else the socket of the root. */
+    public static function fromEnv(): self
+    {
+        $url = getenv('PRISTINE_URL');
+        if (is_string($url) && $url !== '') {
+            $token = getenv('PRISTINE_TOKEN');
+            if (!is_string($token) || $token === '') {
+                $file = self::defaultRoot() . '/token';
+                $token = @file_get_contents($file);
+                if ($token === false) {
+                    throw new PristineException("PRISTINE_URL is set but PRISTINE_TOKEN is not, and $file cannot be read: set PRISTINE_TOKEN to the token in <root>/token");
+                }
+            }
+            return self::tcp($url, trim($token));
+        }
+        return self::unix(self::defaultRoot() . '/pristine.sock');
+    }
+
+    public function where(): string
+    {
+        return $this->socket ?? $this->base;
+    }
+
+    /**
+     * Sends one request; returns [status, decoded JSON] for a status in $ok,
+     * throws PristineException otherwise.
+     *
+     * @param list<int> $ok
+     * @return array{0:int,1:mixed}
+     */
+    public function request(string $method, string $path, mixed $body = null, array $ok = [200], float $timeout = 0): array
+    {
+        $ch = curl_init($this->base . $path);
+        $headers = ['Content-Type: application/json'];
+        if ($this->token !== null) {
+            $headers[] = 'Authorization: Bearer ' . $this->token;
+        }
+        $opts = [CURLOPT_CUSTOMREQUEST => $method, CURLOPT_RETURNTRANSFER => true, CURLOPT_HTTPHEADER => $headers];
+        if ($this->socket !== null) {
+            $opts[CURLOPT_UNIX_SOCKET_PATH] = $this->socket;
+        }
+        if ($body !== null) {
+            $opts[CURLOPT_POSTFIELDS] = json_encode($body, JSON_THROW_ON_ERROR);
+        }
+        if ($timeout > 0) {
+            $opts[CURLOPT_TIMEOUT_MS] = (int) ($timeout * 1000);
+        }
+        curl_setopt_array($ch, $opts);
+        $raw = curl_exec($ch);
+        $errno = curl_errno($ch);
+        $status = (int) curl_getinfo($ch, CURLINFO_RESPONSE_CODE);
+        $err = curl_error($ch);
+        curl_close($ch);
+        if ($raw === false) {
+            if ($errno === CURLE_COULDNT_CONNECT) {
+                throw new NoDaemonException(sprintf('no pristine daemon is running on %s: start one with `pristine pool up` or `pristine serve`', $this->where()));
+            }
+            throw new PristineException("$method $path: $err");
+        }
+        $data = trim((string) $raw) === '' ? null : json_decode((string) $raw, true);
+        if (in_array($status, $ok, true)) {
+            return [$status, $data];
+        }
+        if (is_array($data) && isset($data['error']) && $data['error'] !== '') {
+            throw new PristineException((string) $data['error'], $status);
+        }
+        throw new PristineException("$method $path: HTTP $status: " . substr((string) $raw, 0, 500), $status);
+    }
+
+    /** @return array<string,mixed> */
+    public function health(): array
+    {
+        return $this->request('GET', '/v1/health')[1];
+    }
+
+    /**
+     * POST /v1/templates: status "ready", "build" (the caller builds: the
+     * connection fields are set) or "building" (someone else is).
+     *
+     * @return array<string,mixed>
+     */
+    public function beginTemplate(string $name, string $key, ?string $database = null): array
+    {
+        $body = ['name' => $name, 'key' => $key];
+        if ($database !== null && $database !== '') {
+            $body['database'] = $database;
+        }
+        return $this->request('POST', '/v1/templates', $body, [200, 201, 423])[1];
+    }
+
+    /** @return array<string,mixed> */
+    public function finishTemplate(string $hash): array
+    {
+        return $this->request('PUT', '/v1/templates/' . rawurlencode($hash))[1];
+    }
+
+    public function abortTemplate(string $hash): void
+    {
+        $this->request('DELETE', '/v1/templates/' . rawurlencode($hash));
+    }
+
+    /** @return array<string,mixed> status ready, building or failed */
+    public function waitTemplate(string $ref, float $wait): array
+    {
+        return $this->request('GET', sprintf('/v1/templates/%s?wait=%.3f', rawurlencode($ref), $wait), null, [200, 410, 423], $wait + 30)[1];
+    }
+
+    /** @return array<string,mixed> */
+    public function pool(string $template): array
+    {
+        return $this->request('GET', '/v1/pools/' . rawurlencode($template))[1];
+    }
+
+    /**
+     * Brings a pool up and returns its status once every slot is ready.
+     *
+     * @return array<string,mixed>
+     */
+    public function poolUp(string $template, int $size): array
+    {
+        $ch = curl_init($this->base . '/v1/pools');
+        $headers = ['Content-Type: application/json'];
+        if ($this->token !== null) {
+            $headers[] = 'Authorization: Bearer ' . $this->token;
+        }
+        $opts = [CURLOPT_POST => true, CURLOPT_RETURNTRANSFER => true, CURLOPT_HTTPHEADER => $headers,
+            CURLOPT_POSTFIELDS => json_encode(['template' => $template, 'size' => $size], JSON_THROW_ON_ERROR)];
+        if ($this->socket !== null) {
+            $opts[CURLOPT_UNIX_SOCKET_PATH] = $this->socket;
+        }
+        curl_setopt_array($ch, $opts);
+        $raw = curl_exec($ch);
+        $errno = curl_errno($ch);
+        $status = (int) curl_getinfo($ch, CURLINFO_RESPONSE_CODE);
+        curl_close($ch);
+        if ($raw === false) {
+            if ($errno === CURLE_COULDNT_CONNECT) {
+                throw new NoDaemonException(sprintf('no pristine daemon is running on %s: start one with `pristine pool up` or `pristine serve`', $this->where()));
+            }
+            throw new PristineException('pool up: the daemon did not answer');
+        }
+        if ($status !== 200) {
+            $d = json_decode((string) $raw, true);
+            throw new PristineException(is_array($d) && isset($d['error']) ? (string) $d['error'] : "pool up: HTTP $status", $status);
+        }
+        foreach (explode("\n", (string) $raw) as $line) {
+            $ev = json_decode($line, true);
+            if (!is_array($ev)) {
+                continue;
+            }
+            if (($ev['error'] ?? '') !== '') {
+                throw new PristineException((string) $ev['error'], (int) ($ev['code'] ?? 500));
+            }
+            if (isset($ev['status'])) {
+                return $ev['status'];
+            }
+        }
+        throw new PristineException('pool up: the daemon closed the connection before the pool was ready: see serve.log under the root');
+    }
+
+    /** @return array<string,mixed> */
+    public function poolDown(string $template): array
+    {
+        return $this->request('DELETE', '/v1/pools/' . rawurlencode($template))[1];
+    }
+
+    /**
+     * Leases a database, waiting up to $wait seconds for a free one (and for
+     * a pool a peer is still bringing up). $pid (default: this process) is
+     * the holder process: the daemon reclaims the lease when it exits.
+     */
+    public function lease(?string $template = null, string $holder = '', float $wait = 60, ?int $pid = null, float $ttl = 0): Lease
+    {
+        $body = ['holder' => $holder, 'pid' => $pid ?? getmypid()];
+        if ($template !== null && $template !== '') {
+            $body['template'] = $template;
+        }
+        if ($ttl > 0) {
+            $body['ttl_seconds'] = $ttl;
+        }
+        $deadline = microtime(true) + $wait;
+        while (true) {
+            $body['wait_seconds'] = max($deadline - microtime(true), 0.001);
+            try {
+                return Lease::fromArray($this->request('POST', '/v1/leases', $body, [200], $body['wait_seconds'] + 30)[1]);
+            } catch (PristineException $e) {
+                if ($e->status !== 503 || microtime(true) >= $deadline) {
+                    throw $e;
+                }
+            }
+            usleep(100000);
+        }
+    }
+
+    /** @return array<string,mixed> */
+    public function release(string $id, bool $unchanged = false): array
+    {
+        return $this->request('DELETE', '/v1/leases/' . rawurlencode($id) . ($unchanged ? '?mode=unchanged' : ''))[1];
+    }
+
+    public function keep(string $id): Lease
+    {
+        return Lease::fromArray($this->request('POST', '/v1/leases/' . rawurlencode($id) . '/keep')[1]);
+    }
+
+    public function getLease(string $id): Lease
+    {
+        return Lease::fromArray($this->request('GET', '/v1/leases/' . rawurlencode($id))[1]);
+    }
+
+    /** @return list<array<string,mixed>> leases without credentials */
+    public function leases(): array
+    {
+        return $this->request('GET', '/v1/leases')[1];
+    }
+
+    public function shutdown(): void
+    {
+        $this->request('POST', '/v1/shutdown', null, [200], 120);
+    }
+}

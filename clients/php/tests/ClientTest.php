@@ -1,0 +1,138 @@
+<?php
+
+declare(strict_types=1);
+
+namespace Pristine\Tests;
+
+use PHPUnit\Framework\TestCase;
+use Pristine\Client;
+use Pristine\ContentKey;
+use Pristine\NoDaemonException;
+use Pristine\Pristine;
+use Pristine\PristineException;
+use Pristine\TemplateBuildException;
+
+final class ClientTest extends TestCase
+{
+    private static Daemon $d;
+
+    public static function setUpBeforeClass(): void
+    {
+        self::$d = Daemon::start();
+    }
+
+    public static function tearDownAfterClass(): void
+    {
+        self::$d->stop();
+    }
+
+    private static function canary(array $conn): void
+    {
+        Pristine::runCommand('mariadb -u"$MYSQL_USER" "$MYSQL_DATABASE" -e "CREATE TABLE canary (id INT PRIMARY KEY, v VARCHAR(20)); INSERT INTO canary VALUES (1, \'pristine\')"', $conn);
+    }
+
+    public function testContentKeyMatchesTheGoClient(): void
+    {
+        $dir = sys_get_temp_dir() . '/pristine-key-' . getmypid();
+        @mkdir("$dir/m/sub", 0o755, true);
+        file_put_contents("$dir/m/001.sql", 'CREATE TABLE a (id INT);');
+        file_put_contents("$dir/m/sub/002.sql", 'CREATE TABLE b (id INT);');
+        // The same files and extra string through client.ContentKey in Go.
+        $this->assertSame('469c6fadcf0cdddd236881f69b788abcb1752e48af4ddca5907462d3e676630d', ContentKey::of(["$dir/m"], ['v1']));
+        $before = ContentKey::of(["$dir/m"]);
+        file_put_contents("$dir/m/sub/002.sql", 'CREATE TABLE b (id BIGINT);');
+        $this->assertNotSame($before, ContentKey::of(["$dir/m"]));
+        exec('rm -rf ' . escapeshellarg($dir));
+        $this->expectException(\InvalidArgumentException::class);
+        ContentKey::of(["$dir/nope"]);
+    }
+
+    public function testBuildOnceLeaseAndReleaseOverSocketAndTcp(): void
+    {
+        $c = self::$d->client;
+        $tcp = Client::tcp(self::$d->addr, self::$d->token);
+        try {
+            Client::tcp(self::$d->addr, 'wrong')->health();
+            $this->fail('a wrong token was accepted');
+        } catch (PristineException $e) {
+            $this->assertSame(401, $e->status);
+        }
+        $builds = 0;
+        $t = Pristine::ensureTemplate($c, 'phponce', 'key-once', function (array $conn) use (&$builds) {
+            $builds++;
+            self::canary($conn);
+        });
+        $again = Pristine::ensureTemplate($tcp, 'phponce', 'key-once', function () use (&$builds) {
+            $builds++;
+        });
+        $this->assertSame(1, $builds);
+        $this->assertSame($t['hash'], $again['hash']);
+        Pristine::ensurePool($tcp, 'phponce', $t['hash'], 1);
+        $l = $tcp->lease('phponce');
+        $this->assertSame(getmypid(), $l->pid);
+        $db = $l->pdo();
+        $this->assertSame('pristine', $db->query('SELECT v FROM canary')->fetchColumn());
+        $db->exec("UPDATE canary SET v = 'dirty'");
+        $db = null;
+        $tcp->release($l->id, true); // the daemon sees the write and resets it
+        $l2 = $c->lease('phponce', wait: 30);
+        $this->assertSame('pristine', $l2->pdo()->query('SELECT v FROM canary')->fetchColumn());
+        $c->release($l2->id);
+        $c->poolDown('phponce');
+    }
+
+    public function testFaultsSayCauseAndFix(): void
+    {
+        try {
+            Client::unix(sys_get_temp_dir() . '/nowhere/pristine.sock')->health();
+            $this->fail('no error without a daemon');
+        } catch (NoDaemonException $e) {
+            $this->assertStringContainsString('no pristine daemon is running', $e->getMessage());
+            $this->assertStringContainsString('pristine serve', $e->getMessage());
+        }
+        $c = self::$d->client;
+        try {
+            Pristine::ensureTemplate($c, 'phpfault', 'key-fault', fn (array $conn) => Pristine::runCommand('mariadb -u"$MYSQL_USER" "$MYSQL_DATABASE" -e "CREATE TABLE broken ("', $conn));
+            $this->fail('a failing build succeeded');
+        } catch (TemplateBuildException $e) {
+            $this->assertStringContainsString('build failed, so it was aborted', $e->getMessage());
+            $this->assertStringContainsString('SQL syntax', $e->getMessage());
+        }
+        $t = Pristine::ensureTemplate($c, 'phpfault', 'key-fault', fn (array $conn) => self::canary($conn));
+        $this->assertSame('ready', $t['status']);
+        Pristine::ensurePool($c, 'phpfault', $t['hash'], 1);
+        $held = $c->lease('phpfault');
+        try {
+            $c->lease('phpfault', wait: 1);
+            $this->fail('a second lease of a one-slot pool succeeded');
+        } catch (PristineException $e) {
+            $this->assertSame(503, $e->status);
+        }
+        $c->release($held->id);
+        $c->poolDown('phpfault');
+    }
+
+    public function testKilledTestProcessLeaseIsReclaimed(): void
+    {
+        $c = self::$d->client;
+        $t = Pristine::ensureTemplate($c, 'phpkill', 'key-kill', fn (array $conn) => self::canary($conn));
+        Pristine::ensurePool($c, 'phpkill', $t['hash'], 1);
+        $code = sprintf('require %s; $l = Pristine\Client::unix(%s)->lease("phpkill", "doomed"); echo "LEASED ", $l->id, "\n"; sleep(120);',
+            var_export(dirname(__DIR__) . '/autoload.php', true), var_export(self::$d->root . '/pristine.sock', true));
+        $p = proc_open(['php', '-r', $code], [1 => ['pipe', 'w']], $pipes);
+        $line = (string) fgets($pipes[1]);
+        $this->assertStringStartsWith('LEASED ', $line);
+        $pid = proc_get_status($p)['pid'];
+        $leases = $c->leases();
+        $this->assertCount(1, $leases);
+        $this->assertSame($pid, $leases[0]['pid']);
+        posix_kill($pid, 9);
+        proc_close($p);
+        for ($i = 0; $i < 100 && $c->leases() !== []; $i++) {
+            usleep(100000);
+        }
+        $this->assertSame([], $c->leases());
+        $this->assertSame(1, $c->pool('phpkill')['stats']['holder_gone']);
+        $c->poolDown('phpkill');
+    }
+}
