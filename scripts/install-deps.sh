@@ -8,6 +8,8 @@ need_go="$(sed -n 's/^go \([0-9.]*\).*/\1/p' "$(dirname "$0")/../go.mod")"
 export DEBIAN_FRONTEND=noninteractive
 
 pkgs=(mariadb-server mariadb-client mariadb-backup mydumper btrfs-progs xfsprogs zstd util-linux procps ca-certificates git python3 python3-venv chromium fonts-dejavu-core)
+# clients/php and examples/php (issue 8): PHP with PDO MySQL and curl, and Debian's PHPUnit.
+pkgs+=(php-cli php-mysql php-curl phpunit)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

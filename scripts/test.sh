@@ -12,6 +12,16 @@ export PRISTINE_TEST_ARTIFACTS="$PWD/artifacts"
 mkdir -p "$PRISTINE_TEST_ARTIFACTS"
 "$GO" test -count=1 -timeout 25m ./... 2>&1 | tee /tmp/pristine-go-test.log
 ls "$PRISTINE_TEST_ARTIFACTS" | sed 's|^|test artifact: artifacts/|'
+# Clients (issue 8): the Python and PHP packages' tests, the examples and the
+# Django comparison, each against a daemon of the binary built here.
+bash scripts/build.sh
+export PRISTINE_BIN="$PWD/bin/pristine"
+[ -x .venv/bin/python ] || "$(command -v /usr/bin/python3 || command -v python3)" -m venv .venv
+.venv/bin/pip install -q django pytest pytest-xdist pymysql -e clients/python
+bash examples/run-all.sh
+bash scripts/bench-django.sh 4 2
+phpunit -c clients/php/phpunit.xml
+.venv/bin/pytest -p no:cacheprovider clients/python/tests
 # Nothing may outlive the tests.
 left=$(pgrep -a mariadbd | grep -E 'pristine-[a-z-]*test' || true)
 if [ -n "$left" ]; then echo "test.sh: servers left running:"; echo "$left"; exit 1; fi

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Runs every example's suite in parallel against one pristine daemon on a
+# fresh root under /dev/shm (the commands of examples/README.md), then
+# stops the daemon and removes the root. Needs bin/pristine and .venv
+# (scripts/test.sh makes both).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+REPO="$PWD"
+GO="$(cat .go-path 2>/dev/null || command -v go)"
+BIN="${PRISTINE_BIN:-$REPO/bin/pristine}"
+W="$(mktemp -d /dev/shm/pristine-examples-test-XXXXXX)"
+export PRISTINE_ROOT="$W/root"
+"$BIN" serve --root "$PRISTINE_ROOT" 2>"$W/serve.log" &
+SPID=$!
+stop() {
+  kill "$SPID" 2>/dev/null || true
+  wait "$SPID" 2>/dev/null || true
+  rm -rf "$W"
+}
+trap stop EXIT
+for _ in $(seq 100); do [ -S "$PRISTINE_ROOT/pristine.sock" ] && break; sleep 0.1; done
+
+echo "examples: go"
+(cd examples/go && "$GO" test -count=1 .)
+echo "examples: python (pytest -n 2)"
+(cd examples/python && "$REPO/.venv/bin/pytest" -p no:cacheprovider -n 2)
+echo "examples: django (manage.py test --parallel 2)"
+(cd examples/django && PRISTINE=1 "$REPO/.venv/bin/python" manage.py test --parallel 2 --noinput)
+echo "examples: php (3 phpunit processes)"
+bash examples/php/run-parallel.sh 3
