@@ -77,6 +77,10 @@ func TestContentKey(t *testing.T) {
 			}
 		})
 	}
+	// The Python and PHP clients' tests check the same vector.
+	if got := key(base, "v1"); got != "469c6fadcf0cdddd236881f69b788abcb1752e48af4ddca5907462d3e676630d" {
+		t.Fatalf("the cross-language vector changed: %s", got)
+	}
 	if _, err := client.ContentKey([]string{filepath.Join(t.TempDir(), "nope")}); err == nil {
 		t.Fatal("a pattern matching nothing gave a key")
 	}
