@@ -77,6 +77,9 @@ type Row struct {
 	// template, setup included; a projection when Projected is set.
 	Seconds   float64 `json:"seconds"`
 	Projected bool    `json:"projected,omitempty"`
+	// LowerBound marks a projection from copies that did not finish: the
+	// real time is at least Seconds.
+	LowerBound bool `json:"lower_bound,omitempty"`
 	// Measured is how many copies were really made, in MeasuredSeconds.
 	Measured        int     `json:"copies_measured"`
 	MeasuredSeconds float64 `json:"measured_seconds"`

@@ -81,7 +81,7 @@ func (r *runner) runCopier(ctx context.Context, w Workload, m *template.Meta, c 
 
 	// Copies run on the method's workers; each worker checks the budget and
 	// the free space before it starts a copy.
-	hard, cancel := context.WithTimeout(ctx, 2*r.opt.MaxTime+time.Minute)
+	hard, cancel := context.WithTimeout(ctx, 2*r.opt.MaxTime)
 	defer cancel()
 	var (
 		mu       sync.Mutex
@@ -111,6 +111,10 @@ func (r *runner) runCopier(ctx context.Context, w Workload, m *template.Meta, c 
 		}
 		if free := freeBytes(data); free < perCopyDisk*int64(max(proto.Workers, 1))+256<<20 {
 			stopped = "disk"
+			return 0, false
+		}
+		if memAvailable() < memFloor {
+			stopped = "memory"
 			return 0, false
 		}
 		next++
@@ -155,9 +159,13 @@ func (r *runner) runCopier(ctx context.Context, w Workload, m *template.Meta, c 
 	wg.Wait()
 	if firstErr != nil && len(done) == 0 {
 		if errors.Is(hard.Err(), context.DeadlineExceeded) {
-			return errRow(fmt.Errorf("no copy finished within %s", 2*r.opt.MaxTime+time.Minute))
+			// Not one copy in twice the budget: the rows are lower bounds.
+			return lowerBounds(proto, r.opt.Copies, setup, (2 * r.opt.MaxTime).Seconds(), workers)
 		}
 		return errRow(firstErr)
+	}
+	if len(done) == 0 {
+		return errRow(fmt.Errorf("stopped before the first copy: not enough free %s for %d copies at once of about %s each", stopped, workers, template.HumanBytes(perCopyDisk)))
 	}
 	if firstErr != nil && stopped == "" {
 		stopped = "error: " + firstErr.Error()
@@ -171,6 +179,26 @@ func (r *runner) runCopier(ctx context.Context, w Workload, m *template.Meta, c 
 		last.seconds = done[n-1]
 	}
 	return copyRows(proto, r.opt.Copies, setup, done, points, last, stopped)
+}
+
+// memFloor is the memory left to the rest of the machine: a method stops
+// before it starts a copy with less than this available.
+const memFloor = 1536 << 20
+
+// lowerBounds are the rows of a method whose first copies did not finish
+// within limit seconds: each of the workers' copies took at least
+// limit-setup, so N copies take at least setup + N*(limit-setup)/workers.
+func lowerBounds(proto Row, counts []int, setup, limit float64, workers int) []Row {
+	var rows []Row
+	for _, n := range counts {
+		row := proto
+		row.Copies, row.SetupSeconds, row.MeasuredSeconds = n, setup, limit
+		row.Seconds = setup + float64(n)*(limit-setup)/float64(workers)
+		row.Projected, row.LowerBound = true, true
+		row.Stopped = fmt.Sprintf("max-time: no copy finished in %.0f s, so the time is a lower bound", limit)
+		rows = append(rows, finished(row))
+	}
+	return rows
 }
 
 // copyRows turns the completion times into one row per copy count.

@@ -25,7 +25,16 @@ those processes; disk is the growth of the used space of the filesystem.
 **Projections.** Methods that would run past their time budget stop; their
 rows say **projected**, and the time is the method's setup plus its measured
 time per copy times N. Every such row names how many copies were measured
-and how long they took. Rows without that word were measured in full.
+and how long they took; "at least" marks a method whose first copies did
+not finish in twice the budget, whose time is then a lower bound. Rows
+without the word were measured in full.
+
+**Backends.** "thin btrfs" clones a slot with a subvolume snapshot, "thin
+reflink" with FICLONE per file, "thin copy" with the copy backend, which uses
+copy_file_range: on btrfs and XFS the kernel may serve that by sharing
+extents, so the copy rows there show what that backend costs on those
+filesystems, not a byte-for-byte copy (the disk column tells which). The XFS
+run is a separate invocation on a fresh scratch filesystem.
 
 Other benchmarks: template capture from a live server against mariadb-dump,
 mydumper and mariadb-backup is in [capture.md](capture.md) (`+"`pristine bench --capture`"+`,
@@ -89,7 +98,7 @@ func headlines(w io.Writer, rep *Report) {
 			if n == maxKey(counts) {
 				perCopy[wl.Name] = thin.Seconds / float64(n)
 			}
-			s := fmt.Sprintf("- %s, %d copies: fastest pristine slots (%s) %s", wl.Name, n, thin.Label(), secs(thin.Seconds))
+			s := fmt.Sprintf("- %s, %s: fastest pristine slots (%s) %s", wl.Name, plural(n, "copy", "copies"), thin.Label(), secs(thin.Seconds))
 			if base != nil {
 				s += fmt.Sprintf("; serial dump|load %s%s: **%.0fx faster**", proj(base), secs(base.Seconds), base.Seconds/thin.Seconds)
 			}
@@ -145,7 +154,17 @@ func best(rows []Row, workload string, n int) (thin, other, base *Row) {
 	return thin, other, base
 }
 
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
+}
+
 func proj(r *Row) string {
+	if r.LowerBound {
+		return "projected at least "
+	}
 	if r.Projected {
 		return "projected "
 	}

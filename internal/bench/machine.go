@@ -1,7 +1,9 @@
 package bench
 
 import (
+	"fmt"
 	"os"
+	"path/filepath"
 	"runtime"
 	"strings"
 
@@ -63,11 +65,7 @@ func fsName(dir string) string {
 	if unix.Statfs(dir, &st) != nil {
 		return "unknown"
 	}
-	names := map[int64]string{unix.BTRFS_SUPER_MAGIC: "btrfs", unix.XFS_SUPER_MAGIC: "xfs", unix.EXT4_SUPER_MAGIC: "ext4", unix.TMPFS_MAGIC: "tmpfs"}
-	name, ok := names[int64(st.Type)]
-	if !ok {
-		name = "other"
-	}
+	name := typeName(dir)
 	b, err := os.ReadFile("/proc/self/mountinfo")
 	if err != nil {
 		return name
@@ -89,7 +87,24 @@ func fsName(dir string) string {
 		}
 	}
 	if strings.HasPrefix(src, "/dev/loop") {
-		return name + " (loop device, image in RAM when made by pristine scratch up)"
+		img, _ := os.ReadFile("/sys/block/" + strings.TrimPrefix(src, "/dev/") + "/loop/backing_file")
+		where := strings.TrimSpace(string(img))
+		if where == "" {
+			return name + " on " + src
+		}
+		return fmt.Sprintf("%s on %s, image %s on %s", name, src, where, typeName(filepath.Dir(where)))
 	}
 	return name
+}
+
+func typeName(dir string) string {
+	var st unix.Statfs_t
+	if unix.Statfs(dir, &st) != nil {
+		return "unknown"
+	}
+	names := map[int64]string{unix.BTRFS_SUPER_MAGIC: "btrfs", unix.XFS_SUPER_MAGIC: "xfs", unix.EXT4_SUPER_MAGIC: "ext4", unix.TMPFS_MAGIC: "tmpfs (RAM)"}
+	if n, ok := names[int64(st.Type)]; ok {
+		return n
+	}
+	return "another filesystem"
 }

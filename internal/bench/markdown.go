@@ -55,7 +55,10 @@ func (row Row) markdown() string {
 	}
 	t := secs(row.Seconds)
 	note := ""
-	if row.Projected {
+	if row.LowerBound {
+		t = "**projected, at least** " + t
+		note = escape(row.Stopped)
+	} else if row.Projected {
 		t = "**projected** " + t
 		note = fmt.Sprintf("projection: %d copies measured in %s; stopped: %s", row.Measured, secs(row.MeasuredSeconds), escape(abbrev(row.Stopped, 90)))
 	}

@@ -80,3 +80,23 @@ func seq(from, to int) []float64 {
 	}
 	return out
 }
+
+func TestLowerBounds(t *testing.T) {
+	for _, tc := range []struct {
+		workers int
+		want    []float64 // copies 1, 10
+	}{
+		{1, []float64{90, 882}}, // setup 2 s, each copy at least 88 s
+		{4, []float64{24, 222}}, // four copies at a time
+	} {
+		rows := lowerBounds(Row{Method: MethodImport}, []int{1, 10}, 2, 90, tc.workers)
+		for i, r := range rows {
+			if r.Seconds != tc.want[i] || !r.LowerBound || !r.Projected {
+				t.Errorf("workers %d, copies %d: %+v, want %v seconds as a lower bound", tc.workers, r.Copies, r, tc.want[i])
+			}
+			if !strings.Contains(r.markdown(), "at least") {
+				t.Errorf("lower bound not marked: %s", r.markdown())
+			}
+		}
+	}
+}

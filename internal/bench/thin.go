@@ -36,6 +36,11 @@ func (r *runner) backends() []string {
 func (r *runner) thin(ctx context.Context, w Workload, m1 *template.Meta) error {
 	for _, k := range r.opt.DBsPerSlot {
 		m := m1
+		if est := r.importSeconds(w.Name) * float64(k-1); k > 1 && est > r.opt.MaxTime.Seconds() {
+			r.say("%s: thin, %d per slot: skipped, the template would take about %.0f s to build", w.Name, k, est)
+			r.add(r.projectK(w.Name, k, est))
+			continue
+		}
 		if k > 1 {
 			var err error
 			if m, err = r.buildTemplate(ctx, w, k, ""); err != nil {
@@ -106,6 +111,47 @@ func (r *runner) thinRows(ctx context.Context, w Workload, m *template.Meta, b s
 		if ctx.Err() != nil {
 			break
 		}
+	}
+	return rows
+}
+
+// importSeconds is the measured time per copy of the import method on a
+// workload in this run (what each extra database of a --dbs-per-slot
+// template costs to build), or 0.
+func (r *runner) importSeconds(workload string) float64 {
+	for _, x := range r.rep.Rows {
+		if x.Workload == workload && x.Method == MethodImport && x.Error == "" {
+			return (x.MeasuredSeconds - x.SetupSeconds) / float64(max(x.Measured, 1))
+		}
+	}
+	// Not measured: a copy costs about what loading the template did.
+	for _, wl := range r.rep.Workloads {
+		if wl.Name == workload {
+			return wl.BuildSeconds
+		}
+	}
+	return 0
+}
+
+// projectK projects thin rows with k databases per slot from the rows
+// with one per slot, when building the k-database template would exceed
+// the budget: ceil(N/k) slots at the measured time per slot.
+func (r *runner) projectK(workload string, k int, build float64) []Row {
+	var rows []Row
+	for _, x := range r.rep.Rows {
+		if x.Workload != workload || x.Method != MethodThin || x.DBsPerSlot != 1 || x.Error != "" || x.Projected {
+			continue
+		}
+		row := x
+		row.DBsPerSlot, row.Projected = k, true
+		row.Stopped = fmt.Sprintf("max-time: building the template with %d databases would take about %.0f s (%d IMPORT copies)", k, build, k-1)
+		row.Measured, row.MeasuredSeconds = x.Copies, x.Seconds
+		slotsK := (x.Copies + k - 1) / k
+		row.Seconds = x.Seconds / float64(x.Copies) * float64(slotsK)
+		row.CPUPerCopy = x.CPUPerCopy / float64(k)
+		row.PeakRSSMB = x.PeakRSSMB / float64(x.Copies) * float64(slotsK)
+		row.DiskMB = x.DiskMB / float64(x.Copies) * float64(slotsK)
+		rows = append(rows, finished(row))
 	}
 	return rows
 }
