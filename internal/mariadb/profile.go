@@ -60,6 +60,10 @@ func (p Profile) args(f Flavor) []string {
 		"--innodb-buffer-pool-dump-at-shutdown=0",
 		"--innodb-buffer-pool-load-at-startup=0",
 		"--innodb-stats-persistent=0",
+		"--innodb-log-buffer-size=" + strconv.FormatInt(min(p.LogFileSize/8, 2<<20), 10),
+		// Internal temporary tables (information_schema queries among them)
+		// spill to disk sooner; user MEMORY tables keep their default limit.
+		"--tmp-table-size=" + strconv.FormatInt(4<<20, 10),
 		"--max-connections=" + strconv.Itoa(p.MaxConnections),
 		"--table-open-cache=" + strconv.Itoa(p.TableCache),
 		"--key-buffer-size=" + strconv.FormatInt(p.KeyBuffer, 10),

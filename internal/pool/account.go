@@ -53,7 +53,7 @@ func openAdmin(in *mariadb.Instance) (*sql.DB, error) {
 		return nil, err
 	}
 	db.SetMaxOpenConns(2)
-	db.SetMaxIdleConns(2)
+	db.SetMaxIdleConns(1)
 	return db, nil
 }
 
@@ -62,17 +62,27 @@ func openAdmin(in *mariadb.Instance) (*sql.DB, error) {
 // (which serves only its holder); with several, only its own database.
 func newAccount(ctx context.Context, admin *sql.DB, db string, shared bool) (account, error) {
 	a := account{user: "lease_" + randomHex(6), password: randomHex(16)}
-	grant := "GRANT ALL PRIVILEGES ON *.* TO " + quoteAccount(a.user) + " WITH GRANT OPTION"
+	qs := []string{"CREATE USER " + quoteAccount(a.user) + " IDENTIFIED BY '" + a.password + "'"}
 	if shared {
-		grant = "GRANT ALL PRIVILEGES ON " + quoteIdent(db) + ".* TO " + quoteAccount(a.user)
+		qs = append(qs, "GRANT ALL PRIVILEGES ON "+quoteIdent(db)+".* TO "+quoteAccount(a.user))
+	} else {
+		qs = append(qs, "GRANT ALL PRIVILEGES ON *.* TO "+quoteAccount(a.user)+" WITH GRANT OPTION",
+			"REVOKE "+globalAdminPrivileges+" ON *.* FROM "+quoteAccount(a.user))
 	}
-	for _, q := range []string{"CREATE USER " + quoteAccount(a.user) + " IDENTIFIED BY '" + a.password + "'", grant} {
+	for _, q := range qs {
 		if _, err := admin.ExecContext(ctx, q); err != nil {
 			return account{}, fmt.Errorf("create lease account: %w", err)
 		}
 	}
 	return a, nil
 }
+
+// globalAdminPrivileges are withheld from lease accounts: they change
+// global server state (SET GLOBAL, servers, replication) that outlives a
+// connection, so a database released as unchanged could carry it to the
+// next holder. Everything else, including SET USER for DEFINER clauses, is
+// granted.
+const globalAdminPrivileges = "SUPER, CONNECTION ADMIN, READ_ONLY ADMIN, BINLOG ADMIN, REPLICATION MASTER ADMIN, REPLICATION SLAVE ADMIN, FEDERATED ADMIN"
 
 // endAccount kills the account's connections and drops it.
 func endAccount(ctx context.Context, admin *sql.DB, a account) error {
@@ -111,27 +121,23 @@ func killConnections(ctx context.Context, admin *sql.DB, user string) error {
 // InnoDB log sequence number (every InnoDB change, DDL included), row
 // writes of every engine (internal temporary tables are counted apart, in
 // Handler_tmp_*), and DDL and account statements (temporary tables, which
-// die with their connection, apart). Global variables are
-// hashed, since SET GLOBAL outlives a connection.
-const writeMarkQuery = `SELECT
- (SELECT CAST(SUM(VARIABLE_VALUE) AS CHAR) FROM information_schema.GLOBAL_STATUS
-   WHERE (VARIABLE_NAME IN ('INNODB_LSN_CURRENT','HANDLER_WRITE','HANDLER_UPDATE','HANDLER_DELETE',
-            'COM_TRUNCATE','COM_GRANT','COM_REVOKE','COM_REVOKE_ALL','COM_SET_PASSWORD',
-            'COM_INSTALL_PLUGIN','COM_UNINSTALL_PLUGIN')
-          OR VARIABLE_NAME LIKE 'COM\_CREATE\_%' OR VARIABLE_NAME LIKE 'COM\_DROP\_%'
-          OR VARIABLE_NAME LIKE 'COM\_ALTER\_%' OR VARIABLE_NAME LIKE 'COM\_RENAME\_%')
-     AND VARIABLE_NAME NOT IN ('COM_CREATE_TEMPORARY_TABLE','COM_DROP_TEMPORARY_TABLE')),
- (SELECT MD5(GROUP_CONCAT(VARIABLE_NAME, '=', VARIABLE_VALUE ORDER BY VARIABLE_NAME SEPARATOR '\n'))
-   FROM information_schema.GLOBAL_VARIABLES
-   WHERE VARIABLE_NAME NOT IN ('GTID_BINLOG_POS','GTID_CURRENT_POS','GTID_SLAVE_POS','TIMESTAMP'))`
+// die with their connection, apart). Global variables need privileges
+// lease accounts do not have (globalAdminPrivileges).
+const writeMarkQuery = `SELECT CAST(SUM(VARIABLE_VALUE) AS CHAR) FROM information_schema.GLOBAL_STATUS
+ WHERE (VARIABLE_NAME IN ('INNODB_LSN_CURRENT','HANDLER_WRITE','HANDLER_UPDATE','HANDLER_DELETE',
+          'COM_TRUNCATE','COM_GRANT','COM_REVOKE','COM_REVOKE_ALL','COM_SET_PASSWORD',
+          'COM_INSTALL_PLUGIN','COM_UNINSTALL_PLUGIN')
+        OR VARIABLE_NAME LIKE 'COM\_CREATE\_%' OR VARIABLE_NAME LIKE 'COM\_DROP\_%'
+        OR VARIABLE_NAME LIKE 'COM\_ALTER\_%' OR VARIABLE_NAME LIKE 'COM\_RENAME\_%')
+   AND VARIABLE_NAME NOT IN ('COM_CREATE_TEMPORARY_TABLE','COM_DROP_TEMPORARY_TABLE')`
 
 // writeMark reads the slot's write counters.
 func writeMark(ctx context.Context, admin *sql.DB) (string, error) {
-	var counters, vars sql.NullString
-	if err := admin.QueryRowContext(ctx, writeMarkQuery).Scan(&counters, &vars); err != nil {
+	var counters sql.NullString
+	if err := admin.QueryRowContext(ctx, writeMarkQuery).Scan(&counters); err != nil {
 		return "", fmt.Errorf("read write counters: %w", err)
 	}
-	return counters.String + "/" + vars.String, nil
+	return counters.String, nil
 }
 
 func quoteAccount(user string) string { return "'" + user + "'@'%'" }

@@ -259,8 +259,12 @@ func TestReleaseUnchanged(t *testing.T) {
 	if b.User == a.User || b.Slot != a.Slot {
 		t.Fatalf("reused lease: user %s (was %s), slot %d (was %d)", b.User, a.User, b.Slot, a.Slot)
 	}
-	// A write the holder calls "unchanged" is caught, and the slot reset.
+	// Global state outlives connections: lease accounts cannot change it.
 	db = open(t, b)
+	if _, err := db.Exec("SET GLOBAL max_connections = 7"); err == nil {
+		t.Fatal("a lease account could SET GLOBAL")
+	}
+	// A write the holder calls "unchanged" is caught, and the slot reset.
 	if _, err := db.Exec("INSERT INTO canary VALUES (3, 'sneaky')"); err != nil {
 		t.Fatal(err)
 	}
