@@ -245,7 +245,11 @@ func (s *Store) startBuild(ctx context.Context, dir string, opt BuildOptions, m 
 	db, err := in.Open("")
 	if err == nil {
 		if err = in.WaitReady(ctx); err == nil {
-			err = setupAccount(ctx, db, opt.database(), m)
+			dbName := opt.database()
+			if opt.FromSQL != "" {
+				dbName = "" // the loader makes it, unless the dump does
+			}
+			err = setupAccount(ctx, db, dbName, m)
 		}
 	}
 	if err != nil {
@@ -294,13 +298,17 @@ func (s *Store) load(ctx context.Context, in *mariadb.Instance, opt BuildOptions
 	return nil
 }
 
-// setupAccount creates the schema and the account leases use.
+// setupAccount creates the schema (unless dbName is empty: a dump being
+// loaded may create it with its own options) and the template's account.
 func setupAccount(ctx context.Context, db *sql.DB, dbName string, m *Meta) error {
-	for _, q := range []string{
-		"CREATE DATABASE IF NOT EXISTS " + quoteIdent(dbName),
+	qs := []string{
 		"CREATE USER IF NOT EXISTS 'pristine'@'%' IDENTIFIED BY " + quoteString(m.Password),
 		"GRANT ALL PRIVILEGES ON *.* TO 'pristine'@'%' WITH GRANT OPTION",
-	} {
+	}
+	if dbName != "" {
+		qs = append([]string{"CREATE DATABASE IF NOT EXISTS " + quoteIdent(dbName)}, qs...)
+	}
+	for _, q := range qs {
 		if _, err := db.ExecContext(ctx, q); err != nil {
 			return fmt.Errorf("set up template account: %w", err)
 		}

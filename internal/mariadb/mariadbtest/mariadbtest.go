@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -41,13 +42,27 @@ func base(t testing.TB) (string, *mariadb.Binary) {
 		if baseErr != nil {
 			return
 		}
-		dir, err := os.MkdirTemp(tmpBase(), "pristine-test-base-")
+		// One base per server version, shared by every test process and
+		// made once: built aside, then renamed into place.
+		key := strings.NewReplacer("/", "_", "+", "_", "~", "_").Replace(baseBin.Version)
+		final := filepath.Join(tmpBase(), "pristine-test-base-"+key)
+		baseDir = filepath.Join(final, "data")
+		if _, err := os.Stat(filepath.Join(final, "ready")); err == nil {
+			return
+		}
+		tmp, err := os.MkdirTemp(tmpBase(), "pristine-test-base-tmp-")
 		if err != nil {
 			baseErr = err
 			return
 		}
-		baseDir = filepath.Join(dir, "data")
-		baseErr = baseBin.InitDatadir(context.Background(), baseDir)
+		if baseErr = baseBin.InitDatadir(context.Background(), filepath.Join(tmp, "data")); baseErr != nil {
+			os.RemoveAll(tmp)
+			return
+		}
+		os.WriteFile(filepath.Join(tmp, "ready"), nil, 0o644)
+		if err := os.Rename(tmp, final); err != nil {
+			os.RemoveAll(tmp) // another process won the race: use its base
+		}
 	})
 	if baseErr != nil {
 		t.Skipf("no database server to test against: %v", baseErr)
