@@ -9,8 +9,6 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
-
-	"github.com/go-sql-driver/mysql"
 )
 
 // A chunk is a table, or a primary-key range of one, copied by one worker.
@@ -75,6 +73,10 @@ func split(ctx context.Context, src *sql.Conn, t *table, chunkRows int64) ([]chu
 	if !lo.Valid || hi.Int64-lo.Int64 < 2 {
 		return []chunk{{t: t}}, nil
 	}
+	// Ranges are buffered in memory: keep each to about 32 MiB.
+	if avg := t.bytes / max(t.rows, 1); avg > 0 && chunkRows*avg > 32<<20 {
+		chunkRows = max(32<<20/avg, 1000)
+	}
 	n := (t.rows + chunkRows - 1) / chunkRows
 	step := (hi.Int64 - lo.Int64) / n
 	if step < 1 {
@@ -92,51 +94,6 @@ func split(ctx context.Context, src *sql.Conn, t *table, chunkRows int64) ([]chu
 
 // counters are the progress of a copy.
 type counters struct{ rows, bytes atomic.Int64 }
-
-// copyLoadData streams a chunk into the target with LOAD DATA LOCAL INFILE
-// from a reader: tab-separated, backslash-escaped, \N for NULL, bytes as
-// stored (character_set_results=binary on the source, CHARACTER SET binary
-// on the target).
-func copyLoadData(ctx context.Context, src, dst *sql.Conn, c chunk, n *counters, name string) error {
-	rows, err := src.QueryContext(ctx, c.selectSQL())
-	if err != nil {
-		return fmt.Errorf("read %s: %w", c, err)
-	}
-	defer rows.Close()
-	pr, pw := io.Pipe()
-	mysql.RegisterReaderHandler(name, func() io.Reader { return pr })
-	defer mysql.DeregisterReaderHandler(name)
-	done := make(chan error, 1)
-	go func() {
-		err := writeTSV(rows, pw, len(c.t.cols), n)
-		pw.CloseWithError(err)
-		done <- err
-	}()
-	var cols, sets []string
-	for i, col := range c.t.cols {
-		if col.bit {
-			v := "@v" + strconv.Itoa(i)
-			cols = append(cols, v)
-			sets = append(sets, quoteIdent(col.name)+"=CAST("+v+" AS UNSIGNED)")
-		} else {
-			cols = append(cols, quoteIdent(col.name))
-		}
-	}
-	q := "LOAD DATA LOCAL INFILE 'Reader::" + name + "' INTO TABLE " + c.t.quoted() + " CHARACTER SET binary (" + strings.Join(cols, ",") + ")"
-	if len(sets) > 0 {
-		q += " SET " + strings.Join(sets, ", ")
-	}
-	_, loadErr := dst.ExecContext(ctx, q)
-	pr.CloseWithError(io.ErrClosedPipe) // unblock the writer if the load stopped early
-	readErr := <-done
-	if readErr != nil && readErr != io.ErrClosedPipe {
-		return fmt.Errorf("read %s: %w", c, readErr)
-	}
-	if loadErr != nil {
-		return fmt.Errorf("write %s: %w", c, loadErr)
-	}
-	return nil
-}
 
 func writeTSV(rows *sql.Rows, w io.Writer, ncol int, n *counters) error {
 	bw := bufio.NewWriterSize(w, 256<<10)

@@ -136,6 +136,7 @@ func Logical(ctx context.Context, src *Source, target string, opt Options) (Stat
 		}
 	}
 	var chunks []chunk
+	byTable := map[*table][]chunk{}
 	sortBySize(tables)
 	for _, t := range tables {
 		if t.sequence {
@@ -146,6 +147,7 @@ func Logical(ctx context.Context, src *Source, target string, opt Options) (Stat
 			return st, explain(err)
 		}
 		chunks = append(chunks, cs...)
+		byTable[t] = cs
 	}
 	st.Chunks = len(chunks)
 	var total int64
@@ -154,7 +156,11 @@ func Logical(ctx context.Context, src *Source, target string, opt Options) (Stat
 	}
 	var n counters
 	stop := startProgress(opt.Progress, &n, total)
-	err = copyChunks(ctx, sn, dst, chunks, &n, opt.Insert)
+	if opt.Insert {
+		err = insertChunks(ctx, sn, dst, chunks, &n)
+	} else {
+		err = loadTables(ctx, sn, dst, tables, byTable, &n)
+	}
 	stop()
 	st.Rows, st.Bytes = n.rows.Load(), n.bytes.Load()
 	if err != nil {
@@ -252,9 +258,9 @@ func createSchema(ctx context.Context, srcDB *sql.DB, snap, dst *sql.Conn, dbs [
 	return nil
 }
 
-// copyChunks copies chunks on one worker per snapshot connection; the
-// first error stops them all.
-func copyChunks(ctx context.Context, sn *snapshot, dst *sql.DB, chunks []chunk, n *counters, insert bool) error {
+// insertChunks copies chunks with INSERT on one worker per snapshot
+// connection; the first error stops them all.
+func insertChunks(ctx context.Context, sn *snapshot, dst *sql.DB, chunks []chunk, n *counters) error {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	next := make(chan chunk)
@@ -273,20 +279,14 @@ func copyChunks(ctx context.Context, sn *snapshot, dst *sql.DB, chunks []chunk, 
 	for i := 0; i < workers; i++ {
 		srcConn := sn.conns[i]
 		wg.Go(func() {
-			d, err := targetSession(ctx, dst, insert)
+			d, err := targetSession(ctx, dst, true)
 			if err != nil {
 				cancel(err)
 				return
 			}
 			defer d.Close()
 			for c := range next {
-				var err error
-				if insert {
-					err = copyInsert(ctx, srcConn, d, c, n)
-				} else {
-					err = copyLoadData(ctx, srcConn, d, c, n, "pristine-capture-"+strconv.FormatInt(loadSeq.Add(1), 10))
-				}
-				if err != nil {
+				if err := copyInsert(ctx, srcConn, d, c, n); err != nil {
 					cancel(err)
 					return
 				}

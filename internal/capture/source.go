@@ -52,7 +52,10 @@ type Source struct {
 	// Databases are the schemas to capture: those asked for, or every
 	// non-system schema.
 	Databases []string
-	grants    *grants
+	// Bytes is the size of their tables and indexes (information_schema's
+	// estimate).
+	Bytes  int64
+	grants *grants
 }
 
 // Open connects to the server cfg names and probes it. databases limits
@@ -141,6 +144,15 @@ func (s *Source) probe(ctx context.Context, databases []string) error {
 	if len(s.Databases) == 0 {
 		return fmt.Errorf("no user databases to capture: create one or pass --databases")
 	}
+	in := make([]string, len(s.Databases))
+	for i, d := range s.Databases {
+		in[i] = quoteString(d)
+	}
+	var size sql.NullInt64
+	if err := s.DB.QueryRowContext(ctx, "SELECT SUM(DATA_LENGTH + INDEX_LENGTH) FROM information_schema.TABLES WHERE TABLE_SCHEMA IN ("+strings.Join(in, ",")+")").Scan(&size); err != nil {
+		return fmt.Errorf("size of the databases: %w", err)
+	}
+	s.Bytes = size.Int64
 	return nil
 }
 

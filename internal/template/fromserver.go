@@ -156,7 +156,13 @@ func (s *Store) buildFromServer(ctx context.Context, dir string, opt BuildOption
 	}
 	runDir := filepath.Join(s.Root.Path, "run", "build-"+m.Hash[:12])
 	defer os.RemoveAll(runDir)
-	in, err := mariadb.Start(s.Bin, mariadb.Config{Datadir: data, RunDir: runDir, Profile: mariadb.BuildProfile(opt.Profile), Extra: extra})
+	prof := mariadb.BuildProfile(opt.Profile)
+	if ls.method == capture.MethodLogical {
+		// Indexes built in memory load much faster: size the buffer pool
+		// to the data, within a quarter of the free memory.
+		prof.BufferPool = max(prof.BufferPool, min(src.Bytes+src.Bytes/4, memAvailable()/4))
+	}
+	in, err := mariadb.Start(s.Bin, mariadb.Config{Datadir: data, RunDir: runDir, Profile: prof, Extra: extra})
 	if err != nil {
 		return err
 	}
@@ -236,6 +242,21 @@ func adoptAccounts(ctx context.Context, in *mariadb.Instance) error {
 		}
 	}
 	return nil
+}
+
+// memAvailable is MemAvailable from /proc/meminfo, or 1 GiB if unknown.
+func memAvailable() int64 {
+	b, err := os.ReadFile("/proc/meminfo")
+	if err == nil {
+		for _, l := range strings.Split(string(b), "\n") {
+			if f := strings.Fields(l); len(f) >= 2 && f[0] == "MemAvailable:" {
+				if kb, err := strconv.ParseInt(f[1], 10, 64); err == nil {
+					return kb << 10
+				}
+			}
+		}
+	}
+	return 1 << 30
 }
 
 func isTerminal(f *os.File) bool {
