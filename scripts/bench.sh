@@ -1,25 +1,27 @@
 #!/usr/bin/env bash
 # Regenerates docs/benchmarks.md, every figure from a run (as root; takes
 # about an hour on 2 cores):
-#   1. on a btrfs scratch filesystem (a loop-mounted image): every method on every
+#   1. on a RAM-backed btrfs scratch filesystem: every method on every
 #      workload (demo, demo10, tables30k) for 1, 10 and 200 copies, and the
 #      service section (pool up, lease, memory, resets of a 100 MB and a
 #      ~2 GB template);
-#   2. on an XFS (reflink=1) scratch filesystem: pristine slots of the demo template;
+#   2. on a RAM-backed XFS (reflink=1): pristine slots of the demo template;
 #   3. dump|load and myloader of the demo template with and without
 #      eatmydata, as a ceiling on what durability-off settings can buy;
 # then renders the page from the three runs' JSON (docs/bench/*/bench.json).
 # Environment: PRISTINE_BENCH_ROOT (default /var/tmp/pristine-bench),
 # MAX_TIME (budget per method and workload, default 45s), SCRATCH_SIZE
-# (default 40G; a sparse image in SCRATCH_DIR, default /var/tmp, so the
-# many-table workload's copies do not take the machine's RAM), BENCH_ARGS (more flags for every run,
+# (default 12G: a sparse image in SCRATCH_DIR, default /dev/shm, so at most
+# that much RAM; methods stop when it is full), MANY_TABLES (tables of the
+# many-table workload, default 30000), BENCH_ARGS (more flags for every run,
 # e.g. "--scale 0.05 --many-tables 300 --copies 1,2" for a quick check).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT="${PRISTINE_BENCH_ROOT:-/var/tmp/pristine-bench}"
 MAX_TIME="${MAX_TIME:-45s}"
-SIZE="${SCRATCH_SIZE:-40G}"
-SCRATCH_DIR="${SCRATCH_DIR:-/var/tmp}"
+SIZE="${SCRATCH_SIZE:-12G}"
+SCRATCH_DIR="${SCRATCH_DIR:-/dev/shm}"
+MANY_TABLES="${MANY_TABLES:-30000}"
 if [ "$(id -u)" != 0 ]; then
 	echo "bench.sh: needs root to mount the scratch filesystems; run it with sudo" >&2
 	exit 1
@@ -39,7 +41,7 @@ run() { # run FS OUT ARGS...: one bench on a fresh scratch filesystem
 	"${P[@]}" scratch down >&2
 }
 
-run btrfs btrfs --reset
+run btrfs btrfs --reset --many-tables "$MANY_TABLES"
 run xfs xfs --workload demo --methods thin --dbs-per-slot 1
 EAT=()
 if ls /usr/lib/*/libeatmydata.so* >/dev/null 2>&1; then

@@ -43,6 +43,12 @@ func (im *importer) row() Row {
 }
 
 func (im *importer) setup(ctx context.Context, srv *template.Running, scratch string) error {
+	// The staged export is as large as the data: make sure it fits, also
+	// in memory when the filesystem is RAM-backed.
+	need := srv.Meta.Bytes
+	if free := freeBytes(scratch); free < need+256<<20 || memAvailable() < need+memFloor {
+		return fmt.Errorf("not enough free disk or memory to stage an export of %s", template.HumanBytes(need))
+	}
 	db, err := srv.Inst.Open("")
 	if err != nil {
 		return err

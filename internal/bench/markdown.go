@@ -100,8 +100,12 @@ func serviceMarkdown(w io.Writer, rows []ServiceRow) {
 				dn = "**projected** " + dn
 			}
 		}
-		fmt.Fprintf(w, "| %.0f MB (demo x%g) | %d | %s | %s | %s | %s | %s | %s | %d | %.0f / %.0f / %.0f ms |\n",
-			s.TemplateMB, s.Scale, s.Slots, secs(s.PoolUpSeconds), secs(s.FromSQLSeconds), d1, dn, lease, rss, s.Resets, s.ResetP50MS, s.ResetP99MS, s.ResetMaxMS)
+		slots := fmt.Sprint(s.Slots)
+		if s.Limited != "" {
+			slots += " (" + s.Limited + ")"
+		}
+		fmt.Fprintf(w, "| %.0f MB (demo x%g) | %s | %s | %s | %s | %s | %s | %s | %d | %.0f / %.0f / %.0f ms |\n",
+			s.TemplateMB, s.Scale, slots, secs(s.PoolUpSeconds), secs(s.FromSQLSeconds), d1, dn, lease, rss, s.Resets, s.ResetP50MS, s.ResetP99MS, s.ResetMaxMS)
 	}
 	fmt.Fprintln(w)
 }

@@ -10,6 +10,8 @@ import (
 
 	"github.com/pristinedb/pristine/client"
 	"github.com/pristinedb/pristine/internal/demo"
+	"github.com/pristinedb/pristine/internal/mariadb"
+	"github.com/pristinedb/pristine/internal/pool"
 	"github.com/pristinedb/pristine/internal/server"
 	"github.com/pristinedb/pristine/internal/template"
 )
@@ -42,7 +44,16 @@ type ServiceRow struct {
 	DumpLoad1Seconds   float64 `json:"dumpload_1_seconds,omitempty"`
 	DumpLoadNSeconds   float64 `json:"dumpload_n_seconds,omitempty"`
 	DumpLoadNProjected bool    `json:"dumpload_n_projected,omitempty"`
-	Error              string  `json:"error,omitempty"`
+	// Limited says why Slots is smaller than asked.
+	Limited string `json:"limited,omitempty"`
+	Error   string `json:"error,omitempty"`
+}
+
+// slotsThatFit is how many slots of m the memory available now holds, by
+// the pool's own estimate, leaving the pool's reserve and a little more.
+func (r *runner) slotsThatFit(m *template.Meta) int {
+	mem, _ := pool.SlotCost(r.store.Backend, m, mariadb.DefaultProfile())
+	return int((memAvailable() - 2<<30) / mem)
 }
 
 // service measures, through an in-process daemon on the root's socket, a
@@ -94,6 +105,10 @@ func (r *runner) serviceTemplate(ctx context.Context, c *client.Client, scale fl
 	// Pool up, lease every slot, memory: on the demo-sized template only.
 	if scale == 1 {
 		row.Slots = r.opt.ServiceSlots
+		if fit := r.slotsThatFit(m); fit < row.Slots {
+			row.Limited = fmt.Sprintf("%d slots asked, %d fit in the memory available", row.Slots, fit)
+			row.Slots = max(fit, 1)
+		}
 		r.say("service %s: %d slots through the daemon", w.Name, row.Slots)
 		t0 := time.Now()
 		if _, err := c.PoolUp(ctx, server.PoolRequest{Template: m.Name, Size: row.Slots}, nil); err != nil {

@@ -163,8 +163,9 @@ func (f BenchFlags) options() (bench.CompareOptions, error) {
 		if !ok {
 			return opt, fmt.Errorf("%w: --workload %q: want demo, demo10 or tables30k", errUsage, name)
 		}
-		if w.Demo.Tables > 0 {
+		if w.Demo.Tables > 0 && f.ManyTables != w.Demo.Tables {
 			w.Demo.Tables = f.ManyTables
+			w.Name = fmt.Sprintf("tables%d", f.ManyTables)
 		}
 		w.Demo.Scale = max(w.Demo.Scale, 1) * f.Scale
 		opt.Workloads = append(opt.Workloads, w)
