@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"errors"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -176,4 +178,47 @@ func TestFailuresLeaveNothing(t *testing.T) {
 		})
 	}
 	_ = locker
+}
+
+func TestGTIDMarkerReusesTemplateUntilTheSourceChanges(t *testing.T) {
+	bin := mariadbtest.Binary(t)
+	st := newStore(t)
+	dir, err := os.MkdirTemp("/dev/shm", "pristine-capture-binlog-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	data := filepath.Join(dir, "data")
+	if err := bin.InitDatadir(context.Background(), data); err != nil {
+		t.Fatal(err)
+	}
+	// The profile turns the binary log off; the options after it turn it on.
+	in, err := mariadb.Start(bin, mariadb.Config{Datadir: data, RunDir: filepath.Join(dir, "run"), Profile: mariadb.DefaultProfile(),
+		Extra: []string{"--log-bin=" + filepath.Join(dir, "binlog"), "--server-id=7"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(in.Kill)
+	if err := in.WaitReady(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	db := mariadbtest.Open(t, in, "")
+	execAll(t, db, "CREATE DATABASE g", "CREATE TABLE g.t (id INT PRIMARY KEY)", "INSERT INTO g.t VALUES (1)")
+	opt := template.BuildOptions{Name: "g", Profile: mariadb.DefaultProfile(), Server: template.ServerSource{DSN: sourceURL(in, "root", ""), Method: "logical"}}
+	m1, built, err := st.Build(context.Background(), opt)
+	if err != nil || !built {
+		t.Fatalf("first build: built=%v err=%v", built, err)
+	}
+	if !strings.Contains(m1.Inputs[0], "marker=gtid 0-7-") {
+		t.Errorf("a source with a binary log must be marked by its GTID position: %q", m1.Inputs[0])
+	}
+	m2, built, err := st.Build(context.Background(), opt)
+	if err != nil || built || m2.Hash != m1.Hash {
+		t.Fatalf("unchanged source: built=%v same hash=%v err=%v; want the template reused", built, m2.Hash == m1.Hash, err)
+	}
+	execAll(t, db, "INSERT INTO g.t VALUES (2)")
+	m3, built, err := st.Build(context.Background(), opt)
+	if err != nil || !built || m3.Hash == m1.Hash {
+		t.Fatalf("changed source: built=%v same hash=%v err=%v; want a new capture", built, m3.Hash == m1.Hash, err)
+	}
 }
