@@ -168,6 +168,7 @@ func TestFailuresLeaveNothing(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 				t.Fatalf("build error = %v, want one saying %q", err, tc.wantErr)
 			}
+			t.Logf("error: %v", err)
 			if tc.privilege != errors.Is(err, capture.ErrPrivilege) {
 				t.Errorf("errors.Is(err, ErrPrivilege) = %v, want %v", !tc.privilege, tc.privilege)
 			}

@@ -311,7 +311,7 @@ func explain(err error) error {
 	case errors.As(err, &me) && (me.Number == 1927 || me.Number == 1053): // ER_CONNECTION_KILLED, ER_SERVER_SHUTDOWN
 		return fmt.Errorf("%w: the capture's connection was killed on the source; run the build again", err)
 	case errors.As(err, &me) && me.Number == 1205:
-		return fmt.Errorf("%w: another session held a lock longer than the lock wait; run the build when it is done, or raise --lock-wait", err)
+		return fmt.Errorf("%w: another session holds a lock the capture needs (long statements or LOCK TABLES); run the build when it is done, or raise --lock-wait", err)
 	case isAccessDenied(err):
 		return fmt.Errorf("%w: %v", ErrPrivilege, err)
 	}

@@ -87,7 +87,7 @@ func Physical(ctx context.Context, src *Source, datadir string, alldbs bool, opt
 		"--target-dir=" + filepath.Join(work, "tmp"), "--datadir=" + src.Datadir, "--parallel=2"}
 	args = append(args, src.innodbPaths(ctx)...)
 	if !alldbs {
-		args = append(args, "--databases="+strings.Join(append([]string{"mysql"}, src.Databases...), " "))
+		args = append(args, "--databases="+strings.Join(append([]string{"mysql", "sys", "performance_schema"}, src.Databases...), " "))
 	}
 	if err := os.Mkdir(filepath.Join(work, "tmp"), 0o700); err != nil {
 		return st, err

@@ -54,7 +54,11 @@ func takeSnapshot(ctx context.Context, db *sql.DB, n int, mode string, tables []
 		}
 		if len(tables) > 0 || mode == "ftwrl" {
 			if _, err := lock.ExecContext(ctx, q); err != nil {
-				return nil, fmt.Errorf("snapshot: %s (waited up to %ds for running statements; raise --lock-wait or capture when the source is quieter): %w", strings.Fields(q)[0]+" "+strings.Fields(q)[1], secs, err)
+				head := "FLUSH TABLES WITH READ LOCK"
+				if mode == "lock-tables" {
+					head = "LOCK TABLES ... READ"
+				}
+				return nil, fmt.Errorf("snapshot: %s (waited up to %ds): %w", head, secs, err)
 			}
 		}
 	}
