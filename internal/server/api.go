@@ -39,8 +39,7 @@ type LeaseRequest struct {
 	TTL      float64 `json:"ttl_seconds,omitempty"`  // 0: 30 minutes
 	Wait     float64 `json:"wait_seconds,omitempty"` // 0: 60 seconds
 	// PID is the holder's process on the daemon's host; the lease is
-	// reclaimed when it exits. Over the unix socket it defaults to the
-	// connecting process.
+	// reclaimed when it exits. Zero: only the TTL reclaims it.
 	PID int `json:"pid,omitempty"`
 }
 
@@ -120,7 +119,7 @@ func statusOf(err error) int {
 		code = http.StatusNotFound
 	case errors.Is(err, errConflict), errors.Is(err, template.ErrInUse):
 		code = http.StatusConflict
-	case errors.Is(err, pool.ErrLeaseTimeout), errors.Is(err, pool.ErrClosed):
+	case errors.Is(err, pool.ErrLeaseTimeout), errors.Is(err, pool.ErrClosed), errors.Is(err, errComingUp):
 		code = http.StatusServiceUnavailable
 	case errors.Is(err, pool.ErrNoRoom):
 		code = http.StatusInsufficientStorage
@@ -254,10 +253,7 @@ func (s *Server) poolUp(w http.ResponseWriter, r *http.Request) {
 func (s *Server) poolDown(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("template")
 	p, err := s.pool(name)
-	if err != nil || p == nil {
-		if err == nil {
-			err = fmt.Errorf("%w: the pool of %s is still coming up", errConflict, name)
-		}
+	if err != nil {
 		fail(w, err)
 		return
 	}
@@ -294,10 +290,7 @@ func (s *Server) lease(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	p, err := s.pool(req.Template)
-	if err != nil || p == nil {
-		if err == nil {
-			err = fmt.Errorf("%w: the pool of %s is still coming up", pool.ErrLeaseTimeout, req.Template)
-		}
+	if err != nil {
 		fail(w, err)
 		return
 	}
@@ -328,7 +321,7 @@ func seconds(v float64, def time.Duration) time.Duration {
 func (s *Server) listLeases(w http.ResponseWriter, r *http.Request) {
 	out := []pool.Lease{}
 	for _, n := range s.poolNames() {
-		if p, err := s.pool(n); err == nil && p != nil {
+		if p, err := s.pool(n); err == nil {
 			for _, l := range p.Leases() {
 				l.Password = ""
 				l.DSN, l.URL, l.Env = "", "", nil
@@ -342,7 +335,7 @@ func (s *Server) listLeases(w http.ResponseWriter, r *http.Request) {
 // findLease returns the pool holding lease id.
 func (s *Server) findLease(id string) (*pool.Pool, error) {
 	for _, n := range s.poolNames() {
-		if p, err := s.pool(n); err == nil && p != nil {
+		if p, err := s.pool(n); err == nil {
 			if _, ok := p.Get(id); ok {
 				return p, nil
 			}

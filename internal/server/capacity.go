@@ -32,7 +32,7 @@ func (s *Server) makeRoom(m *template.Meta, prof mariadb.Profile, size int) erro
 	needMem, needDisk := mem1*int64(size), disk1*int64(size)
 	var others []*pool.Pool
 	for _, n := range s.poolNames() {
-		if p, err := s.pool(n); err == nil && p != nil && n != m.Name {
+		if p, err := s.pool(n); err == nil && n != m.Name {
 			others = append(others, p)
 		}
 	}

@@ -82,7 +82,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	var rss int64
 	for _, name := range c.s.poolNames() {
 		p, err := c.s.pool(name)
-		if err != nil || p == nil {
+		if err != nil {
 			continue
 		}
 		st := p.Status(true)

@@ -223,6 +223,9 @@ func (s *Server) downAll() {
 	s.mu.Unlock()
 	var wg sync.WaitGroup
 	for name, p := range pools {
+		if p == nil {
+			continue // still coming up: its request's context ends it
+		}
 		wg.Add(1)
 		go func(name string, p *pool.Pool) {
 			defer wg.Done()
@@ -236,28 +239,35 @@ func (s *Server) downAll() {
 }
 
 // pool finds a pool by template name; an empty name means the only pool.
+// A pool still coming up answers errComingUp.
 func (s *Server) pool(name string) (*pool.Pool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if name == "" {
 		if len(s.pools) == 1 {
-			for _, p := range s.pools {
-				return p, nil
+			for n := range s.pools {
+				name = n
 			}
-		}
-		if len(s.pools) == 0 {
+		} else if len(s.pools) == 0 {
 			return nil, fmt.Errorf("%w: no pool is up: run `pristine pool up --template NAME --size N`", errNoPool)
+		} else {
+			return nil, fmt.Errorf("%w: %d pools are up: name one with --template", errNoPool, len(s.pools))
 		}
-		return nil, fmt.Errorf("%w: %d pools are up: name one with --template", errNoPool, len(s.pools))
 	}
 	p, ok := s.pools[name]
 	if !ok {
 		return nil, fmt.Errorf("%w: no pool of template %q is up: run `pristine pool up --template %s --size N`", errNoPool, name, name)
 	}
+	if p == nil {
+		return nil, fmt.Errorf("%w: the pool of %s is still coming up: try again in a moment", errComingUp, name)
+	}
 	return p, nil
 }
 
-var errNoPool = errors.New("no such pool")
+var (
+	errNoPool   = errors.New("no such pool")
+	errComingUp = errors.New("pool coming up")
+)
 
 func (s *Server) poolNames() []string {
 	s.mu.Lock()

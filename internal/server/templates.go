@@ -197,7 +197,7 @@ func (s *Server) deleteTemplate(w http.ResponseWriter, r *http.Request) {
 	}
 	inUse := func(hash string) bool {
 		for _, n := range s.poolNames() {
-			if p, err := s.pool(n); err == nil && p != nil && p.Meta.Hash == hash {
+			if p, err := s.pool(n); err == nil && p.Meta.Hash == hash {
 				return true
 			}
 		}

@@ -466,6 +466,7 @@ func ConnEnv(port int, socket, user, password, database string) []string {
 		"DATABASE_URL=" + URL(port, user, password, database),
 		"MYSQL_HOST=127.0.0.1",
 		"MYSQL_PORT=" + strconv.Itoa(port),
+		"MYSQL_TCP_PORT=" + strconv.Itoa(port), // what the mariadb client reads
 		"MYSQL_UNIX_PORT=" + socket,
 		"MYSQL_USER=" + user,
 		"MYSQL_PWD=" + password,
