@@ -16,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -31,7 +32,8 @@ type Options struct {
 	// with its own CREATE DATABASE and USE statements works either way.
 	Database string
 	// Workers is the number of connections that load tables in parallel
-	// (default 4). One more connection runs everything else.
+	// (default: the number of CPUs, at least 2 and at most 4; the server is
+	// the bottleneck). One more connection runs everything else.
 	Workers int
 	// ReadAhead bounds the bytes of statements read but not yet run
 	// (default 256 MiB).
@@ -87,7 +89,7 @@ func Load(ctx context.Context, dsn string, srcs []Source, opt Options) (Stats, e
 		opt.Database = cfg.DBName
 	}
 	if opt.Workers <= 0 {
-		opt.Workers = 4
+		opt.Workers = min(4, max(2, runtime.NumCPU()))
 	}
 	if opt.ReadAhead <= 0 {
 		opt.ReadAhead = 256 << 20
