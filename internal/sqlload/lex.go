@@ -13,8 +13,8 @@ const (
 
 type token struct {
 	kind int
-	text string // for tokWord upper-cased in up
-	up   string
+	text string // the word, or the content of a string or quoted name
+	up   string // tokWord: text in upper case, for keyword tests
 }
 
 // is reports whether t is the unquoted keyword kw (given in upper case).

@@ -19,7 +19,7 @@ import (
 	"github.com/pristinedb/pristine/internal/sqlload"
 )
 
-// exec runs statements on db and fails the test on an error.
+// execAll runs statements on db and fails the test on an error.
 func execAll(t *testing.T, db *sql.DB, stmts ...string) {
 	t.Helper()
 	for _, s := range stmts {
