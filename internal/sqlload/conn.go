@@ -43,6 +43,9 @@ type conn struct {
 	c       *sql.Conn
 	db      string // the session's default database
 	pending []job
+	// stale: a database was created or altered since this session entered
+	// its default database; enter it again before the next statement.
+	stale bool
 }
 
 // run runs a statement after the session statements queued before it, in
@@ -54,6 +57,14 @@ func (c *conn) run(ctx context.Context, j job) error {
 		}
 	}
 	c.pending = c.pending[:0]
+	if c.stale {
+		// USE of the database a session is already in keeps the character
+		// set it had: step out first, so the next USE reads it afresh.
+		if err := c.exec(ctx, "USE information_schema"); err != nil {
+			return stmtError(j, err)
+		}
+		c.db, c.stale = "information_schema", false
+	}
 	if j.db != "" && j.db != c.db {
 		if err := c.exec(ctx, "USE "+quoteName(j.db)); err != nil {
 			return stmtError(j, fmt.Errorf("switch to database %s: %w", j.db, err))

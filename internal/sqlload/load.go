@@ -16,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"regexp"
 	"runtime"
 	"strings"
 	"sync"
@@ -68,6 +69,9 @@ type loader struct {
 	maxPkt  int64
 	curDB   string
 	serial  bool
+	// create is the default database while it has not been created: the
+	// input may create it itself, with its own character set and comment.
+	create string
 
 	raw, text, done atomic.Int64
 	tables          atomic.Int64
@@ -148,18 +152,12 @@ func (l *loader) open(db *sql.DB, opt Options) error {
 	if binlog {
 		_ = l.main.exec(l.ctx, "SET SESSION sql_log_bin=0")
 	}
-	if opt.Database != "" {
-		if err := l.main.exec(l.ctx, "CREATE DATABASE IF NOT EXISTS "+quoteName(opt.Database)); err != nil {
-			return fmt.Errorf("create database %s: %w", opt.Database, err)
-		}
-		if err := l.main.exec(l.ctx, "USE "+quoteName(opt.Database)); err != nil {
-			return fmt.Errorf("use database %s: %w", opt.Database, err)
-		}
-		l.main.db, l.curDB = opt.Database, opt.Database
-	}
+	// The default database is made when the first statement needs it,
+	// unless the input's own CREATE DATABASE comes first.
+	l.curDB, l.create = opt.Database, opt.Database
 	l.load = make([]atomic.Int64, opt.Workers)
 	for range opt.Workers {
-		c, err := openConn(l.ctx, db, opt.Database, binlog)
+		c, err := openConn(l.ctx, db, "", binlog)
 		if err != nil {
 			return err
 		}
@@ -262,6 +260,23 @@ func (l *loader) dispatchStatement(name string, st Statement) error {
 	if l.serial && c.kind != kindSkip {
 		c.kind = kindBarrier
 	}
+	if c.kind != kindSkip && c.kind != kindSession && l.create != "" {
+		if err := l.createDefault(j); err != nil {
+			return err
+		}
+		if createsDB(st.Text, j.db) {
+			// The input makes the default database itself: run it, then use it.
+			if err := l.budget.drain(l.ctx); err != nil {
+				return err
+			}
+			j.db = "" // it does not exist yet
+			if err := l.runMain(j, false); err != nil {
+				return err
+			}
+			l.forgetDatabases()
+			return nil
+		}
+	}
 	switch c.kind {
 	case kindSkip:
 		return nil
@@ -281,7 +296,57 @@ func (l *loader) dispatchStatement(name string, st Statement) error {
 	if err := l.budget.drain(l.ctx); err != nil {
 		return err
 	}
-	return l.runMain(j, c.changeDB)
+	if err := l.runMain(j, c.changeDB); err != nil {
+		return err
+	}
+	if databaseDDL.MatchString(j.text) {
+		l.forgetDatabases()
+	}
+	return nil
+}
+
+// databaseDDL matches statements that create, alter or drop a database.
+var databaseDDL = regexp.MustCompile(`(?is)^\s*(/\*!\d*\s*)?(CREATE|ALTER|DROP)\s+(DATABASE|SCHEMA)\b`)
+
+// createDB matches CREATE DATABASE and captures the name, as mariadb-dump
+// writes it: CREATE DATABASE /*!32312 IF NOT EXISTS*/ `app` ...
+var createDB = regexp.MustCompile("(?is)^\\s*CREATE\\s+(?:DATABASE|SCHEMA)\\s+(?:/\\*!\\d*\\s*)?(?:IF\\s+NOT\\s+EXISTS\\s*)?(?:\\*/\\s*)?(`(?:[^`]|``)+`|[A-Za-z0-9_$]+)")
+
+// createsDB reports whether text creates database name.
+func createsDB(text, name string) bool {
+	m := createDB.FindStringSubmatch(text)
+	if m == nil {
+		return false
+	}
+	got := m[1]
+	if strings.HasPrefix(got, "`") {
+		got = strings.ReplaceAll(got[1:len(got)-1], "``", "`")
+	}
+	return strings.EqualFold(got, name)
+}
+
+// createDefault makes the default database before the first statement that
+// needs it, unless that statement is the input's own CREATE DATABASE of it.
+func (l *loader) createDefault(j job) error {
+	name := l.create
+	l.create = ""
+	if createsDB(j.text, name) {
+		return nil
+	}
+	if err := l.main.exec(l.ctx, "CREATE DATABASE IF NOT EXISTS "+quoteName(name)); err != nil {
+		return fmt.Errorf("create database %s: %w", name, err)
+	}
+	return nil
+}
+
+// forgetDatabases makes every connection run USE again before its next
+// statement: a session keeps the character set its database had at USE
+// time, so a database created or altered since must be entered afresh.
+// Every worker is idle here (the caller drained them).
+func (l *loader) forgetDatabases() {
+	for _, c := range append(l.workers, l.main) {
+		c.stale = true
+	}
 }
 
 // dispatchTable queues a statement on the worker that owns its table; a

@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/pristinedb/pristine/internal/mariadb"
@@ -274,6 +275,10 @@ func (s *Store) finishBuild(ctx context.Context, in *mariadb.Instance, db *sql.D
 		}
 		m.Databases = names
 	}
+	if w := memoryRows(ctx, db); w != "" {
+		m.Warnings = append(m.Warnings, w)
+		s.progress("warning: %s", w)
+	}
 	// A slow shutdown purges undo logs and merges buffers, so slots start
 	// with no background work and every clone is byte-identical.
 	if _, err := db.ExecContext(ctx, "SET GLOBAL innodb_fast_shutdown=0"); err != nil {
@@ -480,3 +485,25 @@ func URL(port int, user, password, database string) string {
 }
 
 var _ = fs.ErrNotExist
+
+// memoryRows warns about MEMORY tables that hold rows: their rows live only
+// in the running server, so every clone of the template has them empty.
+func memoryRows(ctx context.Context, db *sql.DB) string {
+	rows, err := db.QueryContext(ctx, `SELECT CONCAT(TABLE_SCHEMA, '.', TABLE_NAME) FROM information_schema.TABLES
+		WHERE ENGINE = 'MEMORY' AND TABLE_ROWS > 0 AND TABLE_SCHEMA NOT IN ('mysql', 'information_schema', 'performance_schema', 'sys')`)
+	if err != nil {
+		return ""
+	}
+	defer rows.Close()
+	var names []string
+	for rows.Next() {
+		var n string
+		if rows.Scan(&n) == nil {
+			names = append(names, n)
+		}
+	}
+	if len(names) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("MEMORY tables lose their rows when the server stops, so every clone has %s empty: use InnoDB for rows the tests need", strings.Join(names, ", "))
+}

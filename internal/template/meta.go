@@ -36,7 +36,9 @@ type Meta struct {
 	Bytes        int64    `json:"bytes"`
 	BuildSeconds float64  `json:"build_seconds"`
 	Inputs       []string `json:"inputs,omitempty"`
-	InitCmd      string   `json:"init_cmd,omitempty"`
+	// Warnings are what the build found that clones will not carry.
+	Warnings []string `json:"warnings,omitempty"`
+	InitCmd  string   `json:"init_cmd,omitempty"`
 }
 
 // Database is the first (or only) database of the template.
