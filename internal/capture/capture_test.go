@@ -13,7 +13,6 @@ import (
 	"github.com/pristinedb/pristine/internal/dsn"
 	"github.com/pristinedb/pristine/internal/mariadb"
 	"github.com/pristinedb/pristine/internal/mariadb/mariadbtest"
-	"github.com/pristinedb/pristine/internal/rootdir"
 	"github.com/pristinedb/pristine/internal/template"
 )
 
@@ -57,29 +56,6 @@ func openSource(t *testing.T, url string, dbs ...string) *capture.Source {
 	}
 	t.Cleanup(func() { src.Close() })
 	return src
-}
-
-// newStore opens a template store in a fresh root on /dev/shm.
-func newStore(t *testing.T) *template.Store {
-	t.Helper()
-	mariadbtest.Binary(t)
-	dir, err := os.MkdirTemp("/dev/shm", "pristine-capture-test-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		mariadb.KillOrphans(dir)
-		os.RemoveAll(dir)
-	})
-	root, err := rootdir.Open(filepath.Join(dir, "root"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, err := template.NewStore(context.Background(), root, "auto")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return st
 }
 
 // checkNothingLeft asserts that a failed build left no build directory,

@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pristinedb/pristine/internal/template/templatetest"
+
 	"github.com/pristinedb/pristine/internal/capture"
 	"github.com/pristinedb/pristine/internal/mariadb"
 	"github.com/pristinedb/pristine/internal/mariadb/mariadbtest"
@@ -58,7 +60,7 @@ func transfer(ctx context.Context, db *sql.DB) error {
 }
 
 func TestConsistentWhileSourceChanges(t *testing.T) {
-	st := newStore(t)
+	st := templatetest.NewStore(t, "auto")
 	srcIn, srcDB := bankSource(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	var transfers atomic.Int64
@@ -159,7 +161,7 @@ func TestFailuresLeaveNothing(t *testing.T) {
 		{name: "missing privilege", url: sourceURL(srcIn, "reader", "reader-pass"), wantErr: "lacks SHOW VIEW on `bank`.*", privilege: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			st := newStore(t)
+			st := templatetest.NewStore(t, "auto")
 			if tc.setup != nil {
 				tc.setup(t)
 			}
@@ -183,7 +185,7 @@ func TestFailuresLeaveNothing(t *testing.T) {
 
 func TestGTIDMarkerReusesTemplateUntilTheSourceChanges(t *testing.T) {
 	bin := mariadbtest.Binary(t)
-	st := newStore(t)
+	st := templatetest.NewStore(t, "auto")
 	dir, err := os.MkdirTemp("/dev/shm", "pristine-capture-binlog-")
 	if err != nil {
 		t.Fatal(err)

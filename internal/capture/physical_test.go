@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pristinedb/pristine/internal/template/templatetest"
+
 	"github.com/pristinedb/pristine/internal/capture"
 	"github.com/pristinedb/pristine/internal/dsn"
 	"github.com/pristinedb/pristine/internal/mariadb"
@@ -23,7 +25,7 @@ func needBackup(t *testing.T) {
 
 func TestPhysicalBuildsAWorkingTemplate(t *testing.T) {
 	needBackup(t)
-	st := newStore(t)
+	st := templatetest.NewStore(t, "auto")
 	srcIn := mariadbtest.Start(t)
 	db := mariadbtest.Open(t, srcIn, "")
 	execAll(t, db, fixture...)

@@ -6,16 +6,14 @@ import (
 	"errors"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/pristinedb/pristine/internal/mariadb"
-	"github.com/pristinedb/pristine/internal/mariadb/mariadbtest"
 	"github.com/pristinedb/pristine/internal/pool"
-	"github.com/pristinedb/pristine/internal/rootdir"
 	"github.com/pristinedb/pristine/internal/template"
+	"github.com/pristinedb/pristine/internal/template/templatetest"
 )
 
 const schema = `CREATE TABLE canary (id INT PRIMARY KEY, v VARCHAR(20)) ENGINE=InnoDB;
@@ -24,38 +22,12 @@ CREATE TABLE child (id INT PRIMARY KEY, c INT, FOREIGN KEY (c) REFERENCES canary
 INSERT INTO child VALUES (1, 1);
 `
 
-// build makes a root on /dev/shm, a store on the given backend and a
-// template from schema.
+// build makes a store on the given backend in a new root and a template
+// from schema with k databases per slot.
 func build(t *testing.T, backend string, k int) (*template.Store, *template.Meta) {
 	t.Helper()
-	mariadbtest.Binary(t)
-	dir, err := os.MkdirTemp("/dev/shm", "pristine-pool-test-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if k := mariadb.KillOrphans(dir); len(k) > 0 {
-			t.Errorf("servers left running: %v", k)
-		}
-		os.RemoveAll(dir)
-	})
-	root, err := rootdir.Open(filepath.Join(dir, "root"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, err := template.NewStore(context.Background(), root, backend)
-	if err != nil {
-		t.Fatal(err)
-	}
-	in := filepath.Join(dir, "s.sql")
-	if err := os.WriteFile(in, []byte(schema), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	m, _, err := st.Build(context.Background(), template.BuildOptions{Name: "app", FromSQL: in, DBsPerSlot: k, Profile: mariadb.DefaultProfile()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return st, m
+	st := templatetest.NewStore(t, backend)
+	return st, templatetest.Build(t, st, "app", schema, template.BuildOptions{DBsPerSlot: k})
 }
 
 func open(t *testing.T, l *pool.Lease) *sql.DB {

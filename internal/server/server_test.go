@@ -18,11 +18,9 @@ import (
 	"time"
 
 	"github.com/pristinedb/pristine/client"
-	"github.com/pristinedb/pristine/internal/mariadb"
-	"github.com/pristinedb/pristine/internal/mariadb/mariadbtest"
-	"github.com/pristinedb/pristine/internal/rootdir"
 	"github.com/pristinedb/pristine/internal/server"
 	"github.com/pristinedb/pristine/internal/template"
+	"github.com/pristinedb/pristine/internal/template/templatetest"
 )
 
 // daemon is an in-process daemon on a root in /dev/shm, serving its unix
@@ -37,19 +35,8 @@ type daemon struct {
 
 func newDaemon(t *testing.T, opts ...func(*server.Server)) *daemon {
 	t.Helper()
-	mariadbtest.Binary(t)
-	dir, err := os.MkdirTemp("/dev/shm", "pristine-server-test-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	root, err := rootdir.Open(filepath.Join(dir, "root"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, err := template.NewStore(context.Background(), root, "auto")
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := templatetest.NewStore(t, "auto")
+	root := st.Root
 	ln, err := server.Listen(root)
 	if err != nil {
 		t.Fatal(err)
@@ -74,10 +61,6 @@ func newDaemon(t *testing.T, opts ...func(*server.Server)) *daemon {
 	t.Cleanup(func() {
 		cancel()
 		<-done
-		if k := mariadb.KillOrphans(dir); len(k) > 0 {
-			t.Errorf("servers left running: %v", k)
-		}
-		os.RemoveAll(dir)
 	})
 	return &daemon{t: t, store: st, c: client.New(server.SocketPath(root)), base: "http://" + tcp.Addr().String(), token: srv.Token}
 }
@@ -103,13 +86,7 @@ func (d *daemon) do(method, path, body string, out any) int {
 
 func (d *daemon) buildFromSQL(name, sqlText string) *template.Meta {
 	d.t.Helper()
-	in := filepath.Join(d.t.TempDir(), name+".sql")
-	os.WriteFile(in, []byte(sqlText), 0o644)
-	m, _, err := d.store.Build(context.Background(), template.BuildOptions{Name: name, FromSQL: in, Profile: mariadb.DefaultProfile()})
-	if err != nil {
-		d.t.Fatal(err)
-	}
-	return m
+	return templatetest.Build(d.t, d.store, name, sqlText, template.BuildOptions{})
 }
 
 func (d *daemon) poolUp(name string, size int) {

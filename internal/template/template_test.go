@@ -9,34 +9,9 @@ import (
 	"testing"
 
 	"github.com/pristinedb/pristine/internal/mariadb"
-	"github.com/pristinedb/pristine/internal/mariadb/mariadbtest"
-	"github.com/pristinedb/pristine/internal/rootdir"
 	"github.com/pristinedb/pristine/internal/template"
+	"github.com/pristinedb/pristine/internal/template/templatetest"
 )
-
-// newStore opens a store in a fresh root on /dev/shm (tmpfs: the copy
-// backend), so builds are fast and nothing touches the disk.
-func newStore(t *testing.T) *template.Store {
-	t.Helper()
-	mariadbtest.Binary(t)
-	dir, err := os.MkdirTemp("/dev/shm", "pristine-tmpl-test-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		mariadb.KillOrphans(dir)
-		os.RemoveAll(dir)
-	})
-	root, err := rootdir.Open(filepath.Join(dir, "root"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, err := template.NewStore(context.Background(), root, "auto")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return st
-}
 
 func writeFile(t *testing.T, dir, name, body string) string {
 	t.Helper()
@@ -55,7 +30,7 @@ INSERT INTO parent VALUES (1, 'a'), (2, 'b');
 `
 
 func TestBuildIsContentAddressed(t *testing.T) {
-	st := newStore(t)
+	st := templatetest.NewStore(t, "auto")
 	in := writeFile(t, t.TempDir(), "s.sql", schema)
 	opt := template.BuildOptions{Name: "app", FromSQL: in, Profile: mariadb.DefaultProfile(), Workers: 2}
 	m, built, err := st.Build(context.Background(), opt)
@@ -99,7 +74,7 @@ func TestBuildIsContentAddressed(t *testing.T) {
 }
 
 func TestBuildFailureNamesLineAndLeavesNothing(t *testing.T) {
-	st := newStore(t)
+	st := templatetest.NewStore(t, "auto")
 	in := writeFile(t, t.TempDir(), "broken.sql", "CREATE TABLE a (id INT PRIMARY KEY);\n\nINSERT INTO a VALUES (1);\nINSERT INTO nope VALUES (1);\n")
 	_, _, err := st.Build(context.Background(), template.BuildOptions{Name: "broken", FromSQL: in, Profile: mariadb.DefaultProfile()})
 	if err == nil || !strings.Contains(err.Error(), "broken.sql:4") {
@@ -117,7 +92,7 @@ func TestBuildFailureNamesLineAndLeavesNothing(t *testing.T) {
 }
 
 func TestInitCmdGetsEnvironment(t *testing.T) {
-	st := newStore(t)
+	st := templatetest.NewStore(t, "auto")
 	out := filepath.Join(t.TempDir(), "env.txt")
 	cmd := `env | grep -E '^(DATABASE_URL|MYSQL_[A-Z_]+)=' | sort > ` + out + ` && mariadb --no-defaults -h"$MYSQL_HOST" -P"$MYSQL_PORT" -u"$MYSQL_USER" "$MYSQL_DATABASE" -e 'CREATE TABLE migrated (id INT PRIMARY KEY)'`
 	m, _, err := st.Build(context.Background(), template.BuildOptions{Name: "mig", InitCmd: cmd, Profile: mariadb.DefaultProfile()})
@@ -143,7 +118,7 @@ func TestInitCmdGetsEnvironment(t *testing.T) {
 }
 
 func TestDBsPerSlot(t *testing.T) {
-	st := newStore(t)
+	st := templatetest.NewStore(t, "auto")
 	in := writeFile(t, t.TempDir(), "s.sql", schema)
 	m, _, err := st.Build(context.Background(), template.BuildOptions{Name: "k", FromSQL: in, DBsPerSlot: 3, Profile: mariadb.DefaultProfile()})
 	if err != nil {

@@ -14,8 +14,8 @@ import (
 	"github.com/pristinedb/pristine/internal/mariadb"
 	"github.com/pristinedb/pristine/internal/mariadb/mariadbtest"
 	"github.com/pristinedb/pristine/internal/pool"
-	"github.com/pristinedb/pristine/internal/rootdir"
 	"github.com/pristinedb/pristine/internal/template"
+	"github.com/pristinedb/pristine/internal/template/templatetest"
 	"github.com/pristinedb/pristine/internal/verify"
 )
 
@@ -58,24 +58,7 @@ func newCorpusEnv(t *testing.T) *corpusEnv {
 			t.Skipf("%s not installed: the corpus needs it to load sources and dump them (apt-get install mariadb-client)", p.names[0])
 		}
 	}
-	dir, err := os.MkdirTemp("/dev/shm", "pristine-fidelity-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if k := mariadb.KillOrphans(dir); len(k) > 0 {
-			t.Errorf("servers left running: %v", k)
-		}
-		os.RemoveAll(dir)
-	})
-	root, err := rootdir.Open(filepath.Join(dir, "root"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.st, err = template.NewStore(context.Background(), root, "auto")
-	if err != nil {
-		t.Fatal(err)
-	}
+	e.st = templatetest.NewStore(t, "auto")
 	return e
 }
 
