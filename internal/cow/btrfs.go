@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path/filepath"
 
+	"github.com/pristinedb/pristine/internal/mountinfo"
 	"github.com/pristinedb/pristine/internal/rootdir"
 	"golang.org/x/sys/unix"
 )
@@ -70,7 +71,7 @@ func (b *Btrfs) Remove(path string) error {
 	if !isSubvol(path) {
 		return removeTree(path)
 	}
-	below, err := mountsBelow(filepath.Clean(path))
+	below, err := mountinfo.Below(filepath.Clean(path))
 	if err != nil {
 		return fmt.Errorf("remove %s: %w", path, err)
 	}

@@ -6,6 +6,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/pristinedb/pristine/internal/errtag"
 	"github.com/pristinedb/pristine/internal/rootdir"
 	"golang.org/x/sys/unix"
 )
@@ -49,11 +50,11 @@ func ByName(root *rootdir.Root, name, dir string) (Backend, error) {
 			return nil, err
 		}
 		if fsType != unix.BTRFS_SUPER_MAGIC {
-			return nil, tag(ErrUnsupported, "backend btrfs: %s is on %s, not btrfs; use --backend auto, or run \"pristine scratch up\" for a RAM-backed btrfs",
+			return nil, errtag.New(ErrUnsupported, "backend btrfs: %s is on %s, not btrfs; use --backend auto, or run \"pristine scratch up\" for a RAM-backed btrfs",
 				dir, fsName(fsType))
 		}
 		if euid != 0 {
-			return nil, tag(ErrUnsupported, "backend btrfs: deleting subvolumes needs root; run pristine as root or use --backend reflink")
+			return nil, errtag.New(ErrUnsupported, "backend btrfs: deleting subvolumes needs root; run pristine as root or use --backend reflink")
 		}
 		return NewBtrfs(root), nil
 	case "reflink":
@@ -70,7 +71,7 @@ func ByName(root *rootdir.Root, name, dir string) (Backend, error) {
 			if fsType == unix.XFS_SUPER_MAGIC {
 				what = "xfs made without reflink (mkfs.xfs -m reflink=0)"
 			}
-			return nil, tag(ErrUnsupported, "backend reflink: %s is on %s, which cannot reflink; use --backend copy, or run \"pristine scratch up\" for a RAM-backed XFS/btrfs",
+			return nil, errtag.New(ErrUnsupported, "backend reflink: %s is on %s, which cannot reflink; use --backend copy, or run \"pristine scratch up\" for a RAM-backed XFS/btrfs",
 				dir, what)
 		}
 		return NewReflink(root), nil

@@ -70,11 +70,3 @@ func TestRemoveStaysInside(t *testing.T) {
 		}
 	})
 }
-
-func TestUnescapeMount(t *testing.T) {
-	for in, want := range map[string]string{`/a\040b`: "/a b", `/plain`: "/plain", `/x\134y`: `/x\y`, `/t\04`: `/t\04`} {
-		if got := unescapeMount(in); got != want {
-			t.Errorf("unescapeMount(%q) = %q; want %q", in, got, want)
-		}
-	}
-}

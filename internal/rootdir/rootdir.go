@@ -15,6 +15,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/pristinedb/pristine/internal/errtag"
 )
 
 // MarkerName is the file at the top of every root that holds the root's id.
@@ -73,7 +75,7 @@ func Open(path string) (*Root, error) {
 		return nil, err
 	}
 	if st, err := os.Lstat(real); err == nil && !st.IsDir() {
-		return nil, tag(ErrNotOwned, "open root %s: not a directory; pass a directory with --root", real)
+		return nil, errtag.New(ErrNotOwned, "open root %s: not a directory; pass a directory with --root", real)
 	}
 	if err := os.MkdirAll(real, 0o755); err != nil {
 		return nil, fmt.Errorf("open root %s: %w", real, err)
@@ -200,7 +202,7 @@ func refuseSystem(abs string) error {
 		if abs == "/" {
 			suggest = "/var/lib/pristine"
 		}
-		return tag(ErrNotOwned, "open root %s: a system or home directory cannot be pristine's root; pass a dedicated directory such as %s with --root",
+		return errtag.New(ErrNotOwned, "open root %s: a system or home directory cannot be pristine's root; pass a dedicated directory such as %s with --root",
 			abs, suggest)
 	}
 	return nil
@@ -214,7 +216,7 @@ func readMarker(dir string) (string, error) {
 	}
 	id := strings.TrimSpace(string(b))
 	if !validID(id) {
-		return "", tag(ErrNotOwned, "open root %s: marker %s is damaged (want 32 hex digits); restore it or pick another --root",
+		return "", errtag.New(ErrNotOwned, "open root %s: marker %s is damaged (want 32 hex digits); restore it or pick another --root",
 			dir, MarkerName)
 	}
 	return id, nil
@@ -240,7 +242,7 @@ func claim(dir string) (string, error) {
 		if strings.HasPrefix(e.Name(), MarkerName+".tmp") {
 			continue // another process is claiming it right now
 		}
-		return "", tag(ErrNotOwned, "open root %s: directory is not empty and has no %s marker, so pristine does not own it; pass an empty or new directory with --root",
+		return "", errtag.New(ErrNotOwned, "open root %s: directory is not empty and has no %s marker, so pristine does not own it; pass an empty or new directory with --root",
 			dir, MarkerName)
 	}
 	var b [16]byte

@@ -8,6 +8,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/pristinedb/pristine/internal/mountinfo"
 	"github.com/pristinedb/pristine/internal/rootdir"
 	"golang.org/x/sys/unix"
 )
@@ -32,13 +33,13 @@ func Down(ctx context.Context, root *rootdir.Root) error {
 		return fmt.Errorf("scratch down: %w", err)
 	}
 	if rec == nil {
-		m, err := mountAt(root.Data())
+		m, err := mountinfo.At(root.Data())
 		if err != nil {
 			return fmt.Errorf("scratch down: %w", err)
 		}
 		if m != nil {
 			return fmt.Errorf("scratch down: %s has %s mounted on it, but not by \"pristine scratch up\" (no %s); pristine leaves it alone",
-				root.Data(), m.source, recordName)
+				root.Data(), m.Source, recordName)
 		}
 		return nil
 	}
@@ -59,7 +60,7 @@ func cleanup(root *rootdir.Root, rec *record) error {
 		return err
 	}
 	if m != nil {
-		below, err := mountsBelow(root.Data())
+		below, err := mountinfo.Below(root.Data())
 		if err != nil {
 			return err
 		}

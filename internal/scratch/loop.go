@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pristinedb/pristine/internal/mountinfo"
 	"golang.org/x/sys/unix"
 )
 
@@ -76,9 +77,9 @@ func loopsOf(image string) ([]string, error) {
 // or "" when it does not come from a loop device. The mount's source names
 // the device (btrfs reports an anonymous device number instead of the
 // loop device's, so the number is only a fallback).
-func backingOf(m *mount) string {
-	p := "/sys/dev/block/" + m.dev + "/loop/backing_file"
-	if name, ok := strings.CutPrefix(m.source, "/dev/"); ok && strings.HasPrefix(name, "loop") && !strings.Contains(name, "/") {
+func backingOf(m *mountinfo.Mount) string {
+	p := "/sys/dev/block/" + m.Dev + "/loop/backing_file"
+	if name, ok := strings.CutPrefix(m.Source, "/dev/"); ok && strings.HasPrefix(name, "loop") && !strings.Contains(name, "/") {
 		p = "/sys/block/" + name + "/loop/backing_file"
 	}
 	b, err := os.ReadFile(p)

@@ -14,6 +14,8 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/pristinedb/pristine/internal/errtag"
+	"github.com/pristinedb/pristine/internal/mountinfo"
 	"github.com/pristinedb/pristine/internal/rootdir"
 	"golang.org/x/sys/unix"
 )
@@ -56,7 +58,7 @@ var ErrNeedRoot = errors.New("needs root")
 
 func needRoot(op string) error {
 	if os.Geteuid() != 0 {
-		return tag(ErrNeedRoot, "scratch %s: mounting a loop filesystem needs root; run it with sudo, or skip scratch and use --backend copy", op)
+		return errtag.New(ErrNeedRoot, "scratch %s: mounting a loop filesystem needs root; run it with sudo, or skip scratch and use --backend copy", op)
 	}
 	return nil
 }
@@ -118,14 +120,14 @@ func Status(root *rootdir.Root) (*Info, error) {
 // ourMount returns the mount at the root's data directory when it is backed
 // by the recorded image, nil when nothing is mounted there, and an error
 // when something else is.
-func ourMount(root *rootdir.Root, rec *record) (*mount, error) {
-	m, err := mountAt(root.Data())
+func ourMount(root *rootdir.Root, rec *record) (*mountinfo.Mount, error) {
+	m, err := mountinfo.At(root.Data())
 	if err != nil || m == nil {
 		return nil, err
 	}
 	if backing := backingOf(m); backing != rec.Image {
 		return nil, fmt.Errorf("%s is mounted from %s, not from pristine's image %s; pristine leaves it alone: unmount it yourself if it is stale",
-			root.Data(), m.source, rec.Image)
+			root.Data(), m.Source, rec.Image)
 	}
 	return m, nil
 }

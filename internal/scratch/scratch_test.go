@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/pristinedb/pristine/internal/cow"
+	"github.com/pristinedb/pristine/internal/mountinfo"
 	"github.com/pristinedb/pristine/internal/rootdir"
 	"golang.org/x/sys/unix"
 )
@@ -38,7 +39,7 @@ func newRoot(t *testing.T) *rootdir.Root {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		if m, _ := mountAt(root.Data()); m != nil {
+		if m, _ := mountinfo.At(root.Data()); m != nil {
 			unix.Unmount(root.Data(), unix.MNT_DETACH)
 		}
 		for _, dir := range []string{"/dev/shm"} {
@@ -68,7 +69,7 @@ func tmpfsDir(t *testing.T, mib int) string {
 // assertGone fails the test if anything of root's scratch filesystem remains.
 func assertGone(t *testing.T, root *rootdir.Root, image string) {
 	t.Helper()
-	if m, err := mountAt(root.Data()); err != nil || m != nil {
+	if m, err := mountinfo.At(root.Data()); err != nil || m != nil {
 		t.Errorf("still mounted at %s: %+v (%v)", root.Data(), m, err)
 	}
 	if devs, err := loopsOf(image); err != nil || len(devs) > 0 {
@@ -101,12 +102,12 @@ func TestUpDown(t *testing.T) {
 			if !info.Up || info.FS != c.fs || info.Size != opt.Size || info.Image != "/dev/shm/pristine-"+root.ID()+".img" || info.Mount != root.Data() {
 				t.Errorf("Up returned %+v", info)
 			}
-			m, err := mountAt(root.Data())
-			if err != nil || m == nil || m.fsType != c.fs {
+			m, err := mountinfo.At(root.Data())
+			if err != nil || m == nil || m.FSType != c.fs {
 				t.Fatalf("mount at %s: %+v, %v; want %s", root.Data(), m, err, c.fs)
 			}
-			if !strings.Contains(","+m.opts+",", ","+c.opt+",") {
-				t.Errorf("mount options %q lack %s", m.opts, c.opt)
+			if !strings.Contains(","+m.Options+",", ","+c.opt+",") {
+				t.Errorf("mount options %q lack %s", m.Options, c.opt)
 			}
 			b, err := cow.Detect(root, root.Data())
 			if err != nil || b.Name() != c.backend {
@@ -184,7 +185,7 @@ func TestUpRefusesBadDataDir(t *testing.T) {
 		if err := Down(context.Background(), root); err == nil || !strings.Contains(err.Error(), "pristine leaves it alone") {
 			t.Errorf("Down of a foreign mount: %v", err)
 		}
-		if m, _ := mountAt(root.Data()); m == nil || m.source != "foreign" {
+		if m, _ := mountinfo.At(root.Data()); m == nil || m.Source != "foreign" {
 			t.Errorf("the foreign mount is gone: %+v", m)
 		}
 	})
@@ -267,14 +268,6 @@ func TestFormatSize(t *testing.T) {
 	for n, want := range map[int64]string{8 << 30: "8G", 3 << 29: "1.5G", 100: "100B", 300 << 20: "300M"} {
 		if got := FormatSize(n); got != want {
 			t.Errorf("FormatSize(%d) = %s; want %s", n, got, want)
-		}
-	}
-}
-
-func TestUnescape(t *testing.T) {
-	for in, want := range map[string]string{`/a\040b`: "/a b", `/plain`: "/plain", `/x\134y`: `/x\y`, `/trail\04`: `/trail\04`} {
-		if got := unescape(in); got != want {
-			t.Errorf("unescape(%q) = %q; want %q", in, got, want)
 		}
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pristinedb/pristine/internal/mountinfo"
 	"github.com/pristinedb/pristine/internal/rootdir"
 	"golang.org/x/sys/unix"
 )
@@ -158,13 +159,13 @@ func checkMountPoint(root *rootdir.Root) error {
 	if err := root.Check(root.Data()); err != nil {
 		return fmt.Errorf("scratch up: %w", err)
 	}
-	m, err := mountAt(root.Data())
+	m, err := mountinfo.At(root.Data())
 	if err != nil {
 		return fmt.Errorf("scratch up: %w", err)
 	}
 	if m != nil {
 		return fmt.Errorf("scratch up: %s already has %s mounted on it (%s), which pristine did not make; unmount it first",
-			root.Data(), m.fsType, m.source)
+			root.Data(), m.FSType, m.Source)
 	}
 	ents, err := os.ReadDir(root.Data())
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {

@@ -1,4 +1,6 @@
-package scratch
+// Package mountinfo reads the kernel's table of mounts, for code that
+// must know what is mounted where before it unmounts or deletes anything.
+package mountinfo
 
 import (
 	"bufio"
@@ -8,23 +10,23 @@ import (
 	"strings"
 )
 
-// mount is one line of /proc/self/mountinfo.
-type mount struct {
-	dev    string // "major:minor"
-	point  string // where it is mounted
-	fsType string
-	source string
-	opts   string // the filesystem's own options
+// Mount is one line of /proc/self/mountinfo.
+type Mount struct {
+	Dev     string // "major:minor"
+	Point   string // where it is mounted
+	FSType  string
+	Source  string
+	Options string // the filesystem's own options
 }
 
-// mounts reads /proc/self/mountinfo.
-func mounts() ([]mount, error) {
+// Read reads /proc/self/mountinfo.
+func Read() ([]Mount, error) {
 	f, err := os.Open("/proc/self/mountinfo")
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	var out []mount
+	var out []Mount
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	for sc.Scan() {
@@ -39,12 +41,12 @@ func mounts() ([]mount, error) {
 		if sep < 0 || len(fields) < sep+3 {
 			return nil, fmt.Errorf("mountinfo: malformed line %q", sc.Text())
 		}
-		out = append(out, mount{
-			dev:    fields[2],
-			point:  unescape(fields[4]),
-			fsType: fields[sep+1],
-			source: unescape(fields[sep+2]),
-			opts:   strings.Join(fields[sep+3:], " "),
+		out = append(out, Mount{
+			Dev:     fields[2],
+			Point:   unescape(fields[4]),
+			FSType:  fields[sep+1],
+			Source:  unescape(fields[sep+2]),
+			Options: strings.Join(fields[sep+3:], " "),
 		})
 	}
 	return out, sc.Err()
@@ -69,31 +71,31 @@ func unescape(s string) string {
 	return b.String()
 }
 
-// mountAt returns the topmost mount at point, if any.
-func mountAt(point string) (*mount, error) {
-	ms, err := mounts()
+// At returns the topmost mount at point, if any.
+func At(point string) (*Mount, error) {
+	ms, err := Read()
 	if err != nil {
 		return nil, err
 	}
-	var found *mount
+	var found *Mount
 	for i := range ms {
-		if ms[i].point == point {
+		if ms[i].Point == point {
 			found = &ms[i]
 		}
 	}
 	return found, nil
 }
 
-// mountsBelow returns the mount points strictly below dir.
-func mountsBelow(dir string) ([]string, error) {
-	ms, err := mounts()
+// Below returns the mount points strictly below dir.
+func Below(dir string) ([]string, error) {
+	ms, err := Read()
 	if err != nil {
 		return nil, err
 	}
 	var out []string
 	for _, m := range ms {
-		if strings.HasPrefix(m.point, dir+"/") {
-			out = append(out, m.point)
+		if strings.HasPrefix(m.Point, dir+"/") {
+			out = append(out, m.Point)
 		}
 	}
 	return out, nil
