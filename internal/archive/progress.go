@@ -6,6 +6,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/pristinedb/pristine/internal/units"
 )
 
 // StartProgress prints "label: done / total  rate" to w five times a second
@@ -22,7 +24,7 @@ func StartProgress(w io.Writer, label string, total int64, done *atomic.Int64) f
 		if el > 0 {
 			rate = float64(done.Load()) / el
 		}
-		fmt.Fprintf(w, "\r%s: %s / %s  %s/s  %.1fs   %s", label, human(done.Load()), human(total), human(int64(rate)), el, end)
+		fmt.Fprintf(w, "\r%s: %s / %s  %s/s  %.1fs   %s", label, units.Bytes(done.Load()), units.Bytes(total), units.Bytes(int64(rate)), el, end)
 	}
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
@@ -48,18 +50,4 @@ func StartProgress(w io.Writer, label string, total int64, done *atomic.Int64) f
 			line("\n")
 		})
 	}
-}
-
-// human formats a byte count with a binary unit.
-func human(n int64) string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	f, u := float64(n), 0
-	for f >= unit && u < 5 {
-		f /= unit
-		u++
-	}
-	return fmt.Sprintf("%.1f %ciB", f, "KMGTPE"[u-1])
 }

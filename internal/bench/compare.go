@@ -15,6 +15,7 @@ import (
 
 	"github.com/pristinedb/pristine/internal/demo"
 	"github.com/pristinedb/pristine/internal/template"
+	"github.com/pristinedb/pristine/internal/units"
 )
 
 // Method names, as --methods and the JSON's "method" spell them.
@@ -261,7 +262,7 @@ func (r *runner) buildTemplate(ctx context.Context, w Workload, k int, backend s
 	if err != nil {
 		return nil, fmt.Errorf("bench %s: %w", w.Name, err)
 	}
-	r.say("%s: template %s: %s on disk, built in %.1fs", w.Name, name, template.HumanBytes(m.Bytes), m.BuildSeconds)
+	r.say("%s: template %s: %s on disk, built in %.1fs", w.Name, name, units.Bytes(m.Bytes), m.BuildSeconds)
 	return m, nil
 }
 

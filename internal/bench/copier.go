@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/pristinedb/pristine/internal/template"
+	"github.com/pristinedb/pristine/internal/units"
 )
 
 // A copier makes copies of the template's database inside one server
@@ -165,7 +166,7 @@ func (r *runner) runCopier(ctx context.Context, w Workload, m *template.Meta, c 
 		return errRow(firstErr)
 	}
 	if len(done) == 0 {
-		return errRow(fmt.Errorf("stopped before the first copy: not enough free %s for %d copies at once of about %s each", stopped, workers, template.HumanBytes(perCopyDisk)))
+		return errRow(fmt.Errorf("stopped before the first copy: not enough free %s for %d copies at once of about %s each", stopped, workers, units.Bytes(perCopyDisk)))
 	}
 	if firstErr != nil && stopped == "" {
 		stopped = "error: " + firstErr.Error()

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/pristinedb/pristine/internal/template"
+	"github.com/pristinedb/pristine/internal/units"
 )
 
 // exportBatch is how many tables one FLUSH TABLES ... FOR EXPORT holds, so
@@ -47,7 +48,7 @@ func (im *importer) setup(ctx context.Context, srv *template.Running, scratch st
 	// in memory when the filesystem is RAM-backed.
 	need := srv.Meta.Bytes
 	if free := freeBytes(scratch); free < need+256<<20 || memAvailable() < need+memFloor {
-		return fmt.Errorf("not enough free disk or memory to stage an export of %s", template.HumanBytes(need))
+		return fmt.Errorf("not enough free disk or memory to stage an export of %s", units.Bytes(need))
 	}
 	db, err := srv.Inst.Open("")
 	if err != nil {

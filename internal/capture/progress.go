@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"io"
 	"time"
+
+	"github.com/pristinedb/pristine/internal/units"
 )
 
 // startProgress writes a live line with rows and bytes copied, their rates
@@ -29,7 +31,7 @@ func startProgress(w io.Writer, n *counters, total int64) (stop func()) {
 			}
 			secs := time.Since(start).Seconds()
 			rows, bytes := n.rows.Load(), n.bytes.Load()
-			line := fmt.Sprintf("capture: %s, %d rows, %s/s, %.0f rows/s", human(bytes), rows, human(int64(float64(bytes)/secs)), float64(rows)/secs)
+			line := fmt.Sprintf("capture: %s, %d rows, %s/s, %.0f rows/s", units.Bytes(bytes), rows, units.Bytes(int64(float64(bytes)/secs)), float64(rows)/secs)
 			if total > bytes && bytes > 0 {
 				eta := time.Duration(float64(total-bytes) / (float64(bytes) / secs) * float64(time.Second))
 				line += fmt.Sprintf(", ETA %s", eta.Round(time.Second))
@@ -41,17 +43,4 @@ func startProgress(w io.Writer, n *counters, total int64) (stop func()) {
 		close(done)
 		<-finished
 	}
-}
-
-func human(n int64) string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	div, exp := int64(unit), 0
-	for x := n / unit; x >= unit; x /= unit {
-		div *= unit
-		exp++
-	}
-	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
 }

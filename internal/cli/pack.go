@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/pristinedb/pristine/internal/archive"
+	"github.com/pristinedb/pristine/internal/units"
 	"github.com/pristinedb/pristine/internal/xbstream"
 )
 
@@ -44,7 +45,7 @@ pack a stopped data directory.`,
 				return json.NewEncoder(os.Stderr).Encode(st)
 			}
 			if isTerminal(os.Stderr) {
-				fmt.Fprintf(os.Stderr, "packed %d files, %s of data into %s in %.2fs\n", st.Files, humanBytes(st.DataBytes), humanBytes(st.ArchiveBytes), st.Elapsed.Seconds())
+				fmt.Fprintf(os.Stderr, "packed %d files, %s of data into %s in %.2fs\n", st.Files, units.Bytes(st.DataBytes), units.Bytes(st.ArchiveBytes), st.Elapsed.Seconds())
 			}
 			for _, s := range st.Skipped {
 				fmt.Fprintf(os.Stderr, "pristine: skipped %s (not a file, directory or symlink)\n", s)
@@ -133,13 +134,13 @@ func runUnpack(cmd *cobra.Command, g *Globals, in *os.File, dir, format string, 
 		var s archive.Stats
 		s, err = archive.Unpack(cmd.Context(), r, dir, opts)
 		st = s
-		line = fmt.Sprintf("unpacked %d files, %s in %.3fs (cloned %s, copied %s, spliced %s, written %s)", s.Files, humanBytes(s.DataBytes), s.Elapsed.Seconds(),
-			humanBytes(s.Cloned), humanBytes(s.Copied), humanBytes(s.Spliced), humanBytes(s.Written))
+		line = fmt.Sprintf("unpacked %d files, %s in %.3fs (cloned %s, copied %s, spliced %s, written %s)", s.Files, units.Bytes(s.DataBytes), s.Elapsed.Seconds(),
+			units.Bytes(s.Cloned), units.Bytes(s.Copied), units.Bytes(s.Spliced), units.Bytes(s.Written))
 	case "xbstream":
 		var s xbstream.Stats
 		s, err = xbstream.Extract(cmd.Context(), r, dir, xbstream.Options{Threads: opts.Threads, Sync: opts.Sync, Progress: opts.Progress})
 		st = s
-		line = fmt.Sprintf("extracted %d files, %s in %.3fs", s.Files, humanBytes(s.DataBytes), s.Elapsed.Seconds())
+		line = fmt.Sprintf("extracted %d files, %s in %.3fs", s.Files, units.Bytes(s.DataBytes), s.Elapsed.Seconds())
 	default:
 		return fmt.Errorf("%w: unknown archive format %q: use --format pristine or --format xbstream", errUsage, format)
 	}
@@ -161,17 +162,4 @@ func detect(head []byte) string {
 		return "xbstream"
 	}
 	return "unknown"
-}
-
-func humanBytes(n int64) string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	f, u := float64(n), 0
-	for f >= unit && u < 5 {
-		f /= unit
-		u++
-	}
-	return fmt.Sprintf("%.1f %ciB", f, "KMGTPE"[u-1])
 }

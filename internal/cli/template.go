@@ -12,6 +12,7 @@ import (
 	"github.com/pristinedb/pristine/internal/mariadb"
 	"github.com/pristinedb/pristine/internal/pool"
 	"github.com/pristinedb/pristine/internal/template"
+	"github.com/pristinedb/pristine/internal/units"
 )
 
 func init() { register(newTemplateCmd) }
@@ -77,7 +78,7 @@ MYSQL_USER, MYSQL_PWD and MYSQL_DATABASE set for the template server.`,
 			if !built {
 				verb = "up to date"
 			}
-			fmt.Printf("template %s %s: %s (%s, %.1fs to build)\n", m.Name, verb, m.Hash[:12], template.HumanBytes(m.Bytes), m.BuildSeconds)
+			fmt.Printf("template %s %s: %s (%s, %.1fs to build)\n", m.Name, verb, m.Hash[:12], units.Bytes(m.Bytes), m.BuildSeconds)
 			return nil
 		},
 	}
@@ -136,7 +137,7 @@ func newTemplateLsCmd(g *Globals) *cobra.Command {
 			tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "NAME\tHASH\tSIZE\tDATABASES\tBACKEND\tBUILT\tLAST USED")
 			for _, m := range all {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\n", m.Name, m.Hash[:12], template.HumanBytes(m.Bytes), len(m.Databases), m.Backend,
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\n", m.Name, m.Hash[:12], units.Bytes(m.Bytes), len(m.Databases), m.Backend,
 					m.Created.Local().Format(time.DateTime), m.LastUsed.Local().Format(time.DateTime))
 			}
 			return tw.Flush()
@@ -163,7 +164,7 @@ func newTemplateRmCmd(g *Globals) *cobra.Command {
 					return err
 				}
 				if !g.JSON {
-					fmt.Printf("removed template %s (%s, %s)\n", m.Name, m.Hash[:12], template.HumanBytes(m.Bytes))
+					fmt.Printf("removed template %s (%s, %s)\n", m.Name, m.Hash[:12], units.Bytes(m.Bytes))
 				}
 			}
 			return nil
@@ -194,7 +195,7 @@ func newTemplateGCCmd(g *Globals) *cobra.Command {
 				_ = printJSON(map[string]any{"removed": removed})
 			} else {
 				for _, m := range removed {
-					fmt.Printf("removed template %s (%s, %s)\n", m.Name, m.Hash[:12], template.HumanBytes(m.Bytes))
+					fmt.Printf("removed template %s (%s, %s)\n", m.Name, m.Hash[:12], units.Bytes(m.Bytes))
 				}
 			}
 			return err

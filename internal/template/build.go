@@ -19,6 +19,7 @@ import (
 
 	"github.com/pristinedb/pristine/internal/mariadb"
 	"github.com/pristinedb/pristine/internal/sqlload"
+	"github.com/pristinedb/pristine/internal/units"
 )
 
 // BuildOptions says what makes a template.
@@ -179,7 +180,7 @@ func (s *Store) publish(dir string, m *Meta, start time.Time) error {
 	if err := os.Rename(dir, s.Dir(m.Hash)); err != nil {
 		return fmt.Errorf("template build %s: publish: %w", m.Name, err)
 	}
-	s.progress("template %s built in %.1fs (%s, %s on disk)", m.Name, m.BuildSeconds, m.Hash[:12], HumanBytes(m.Bytes))
+	s.progress("template %s built in %.1fs (%s, %s on disk)", m.Name, m.BuildSeconds, m.Hash[:12], units.Bytes(m.Bytes))
 	return nil
 }
 
@@ -299,7 +300,7 @@ func (s *Store) load(ctx context.Context, in *mariadb.Instance, opt BuildOptions
 	if err != nil {
 		return err
 	}
-	s.progress("loaded %d statements, %s in %.1fs", stats.Statements, HumanBytes(stats.Bytes), stats.Duration.Seconds())
+	s.progress("loaded %d statements, %s in %.1fs", stats.Statements, units.Bytes(stats.Bytes), stats.Duration.Seconds())
 	return nil
 }
 
@@ -428,20 +429,6 @@ func quoteString(s string) string {
 		out = append(out, s[i])
 	}
 	return string(append(out, '\''))
-}
-
-// HumanBytes prints a byte count with a binary unit, e.g. "1.5 GiB".
-func HumanBytes(n int64) string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	div, exp := int64(unit), 0
-	for x := n / unit; x >= unit; x /= unit {
-		div *= unit
-		exp++
-	}
-	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
 }
 
 // runInitCmd runs the init command with the template server's DSN in the

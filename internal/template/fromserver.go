@@ -15,6 +15,7 @@ import (
 	"github.com/pristinedb/pristine/internal/capture"
 	"github.com/pristinedb/pristine/internal/dsn"
 	"github.com/pristinedb/pristine/internal/mariadb"
+	"github.com/pristinedb/pristine/internal/units"
 )
 
 // ServerSource says which live server a template is captured from
@@ -141,7 +142,7 @@ func (s *Store) buildFromServer(ctx context.Context, dir string, opt BuildOption
 		if err != nil {
 			return err
 		}
-		s.progress("copied and prepared %s in %.1fs", HumanBytes(st.Bytes), st.Elapsed.Seconds())
+		s.progress("copied and prepared %s in %.1fs", units.Bytes(st.Bytes), st.Elapsed.Seconds())
 		// The copy's accounts are the source's: start once without them
 		// to give pristine its passwordless root on the private socket.
 		extra = []string{"--skip-grant-tables"}
@@ -184,7 +185,7 @@ func (s *Store) buildFromServer(ctx context.Context, dir string, opt BuildOption
 		if err != nil {
 			return fmt.Errorf("capture %s: %w", src.Name(), err)
 		}
-		s.progress("captured %d rows (%s) of %d tables, %d objects, %d accounts in %.1fs", st.Rows, HumanBytes(st.Bytes), st.Tables, st.Objects, st.Accounts, st.Elapsed.Seconds())
+		s.progress("captured %d rows (%s) of %d tables, %d objects, %d accounts in %.1fs", st.Rows, units.Bytes(st.Bytes), st.Tables, st.Objects, st.Accounts, st.Elapsed.Seconds())
 	}
 	dbName := opt.database()
 	if err := setupAccount(ctx, db, dbName, m); err != nil {
