@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/pristinedb/pristine/internal/archive"
 	"github.com/pristinedb/pristine/internal/mariadb"
 	"github.com/pristinedb/pristine/internal/pool"
 	"github.com/pristinedb/pristine/internal/template"
@@ -43,7 +44,8 @@ func inUse(st *template.Store) func(hash string) bool {
 
 func newTemplateCmd(g *Globals) *cobra.Command {
 	cmd := &cobra.Command{Use: "template", Short: "build, list and remove templates (golden data directories)"}
-	cmd.AddCommand(newTemplateBuildCmd(g), newTemplateLsCmd(g), newTemplateRmCmd(g), newTemplateGCCmd(g))
+	cmd.AddCommand(newTemplateBuildCmd(g), newTemplateLsCmd(g), newTemplateRmCmd(g), newTemplateGCCmd(g),
+		newTemplateExportCmd(g), newTemplateImportCmd(g))
 	return cmd
 }
 
@@ -204,4 +206,76 @@ func newTemplateGCCmd(g *Globals) *cobra.Command {
 	cmd.Flags().StringVar(&maxSize, "max-size", "", "keep at most this much, e.g. 20G (required)")
 	_ = cmd.MarkFlagRequired("max-size")
 	return cmd
+}
+
+func newTemplateExportCmd(g *Globals) *cobra.Command {
+	var opt archive.PackOptions
+	cmd := &cobra.Command{
+		Use:   "export NAME|HASH > FILE",
+		Short: "write a template to stdout in pristine's archive format, to import on another runner",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if isTerminal(os.Stdout) {
+				return fmt.Errorf("%w: export writes an archive to stdout: redirect it, e.g. pristine template export %s > %s.prsa", errUsage, args[0], args[0])
+			}
+			st, err := g.openStore(cmd.Context(), "auto")
+			if err != nil {
+				return err
+			}
+			m, err := st.Get(args[0])
+			if err != nil {
+				return err
+			}
+			if isTerminal(os.Stderr) {
+				opt.Progress = os.Stderr
+			}
+			stats, err := st.Export(cmd.Context(), m, os.Stdout, opt)
+			if err != nil {
+				return err
+			}
+			stderrf("pristine: exported template %s (%s): %s in %.2fs", m.Name, m.Hash[:12], units.Bytes(stats.ArchiveBytes), stats.Elapsed.Seconds())
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&opt.Compress, "compress", false, "compress extents with zstd")
+	return cmd
+}
+
+func newTemplateImportCmd(g *Globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "import FILE|-",
+		Short: "add a template exported on another runner (same server version) to the store",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			st, err := g.openStore(cmd.Context(), "auto")
+			if err != nil {
+				return err
+			}
+			in := os.Stdin
+			if args[0] != "-" {
+				if in, err = os.Open(args[0]); err != nil {
+					return fmt.Errorf("import template: %w", err)
+				}
+				defer in.Close()
+			}
+			var opt archive.UnpackOptions
+			if isTerminal(os.Stderr) {
+				opt.Progress = os.Stderr
+			}
+			m, added, err := st.Import(cmd.Context(), in, opt)
+			if err != nil {
+				return err
+			}
+			if g.JSON {
+				m.Password = ""
+				return printJSON(map[string]any{"template": m, "imported": added})
+			}
+			verb := "imported"
+			if !added {
+				verb = "already here"
+			}
+			fmt.Printf("template %s %s: %s (%s)\n", m.Name, verb, m.Hash[:12], units.Bytes(m.Bytes))
+			return nil
+		},
+	}
 }

@@ -255,3 +255,74 @@ func TestMissingServerAndBadRoot(t *testing.T) {
 		t.Fatalf("a failed build left a template: %s", out)
 	}
 }
+
+func TestTemplateExportImport(t *testing.T) {
+	a, b := newEnv(t), newEnv(t)
+	in := filepath.Join(t.TempDir(), "s.sql")
+	os.WriteFile(in, []byte(schema), 0o644)
+	a.must("template", "build", "app", "--from-sql", in)
+	dir := t.TempDir()
+	file := filepath.Join(dir, "app.prsa")
+	out, err := os.Create(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "--root", a.root, "template", "export", "app")
+	var msg bytes.Buffer
+	cmd.Stdout, cmd.Stderr = out, &msg
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("export: %v %s", err, msg.String())
+	}
+	out.Close()
+
+	if out := b.must("template", "import", file); !strings.Contains(out, "imported") {
+		t.Fatalf("import: %s", out)
+	}
+	if out := b.must("template", "import", file); !strings.Contains(out, "already here") {
+		t.Fatalf("second import: %s", out)
+	}
+	b.must("pool", "up", "--template", "app", "--size", "1")
+	l := b.lease()
+	if v, err := query(t, l.DSN, "SELECT v FROM canary"); err != nil || v != "pristine" {
+		t.Fatalf("a lease of the imported template: %q %v", v, err)
+	}
+	b.must("pool", "down")
+
+	// A damaged archive is refused, and leaves nothing behind.
+	raw, _ := os.ReadFile(file)
+	raw[len(raw)/2] ^= 0xff
+	bad := filepath.Join(dir, "bad.prsa")
+	os.WriteFile(bad, raw, 0o644)
+	c := newEnv(t)
+	_, errOut, err := c.run("template", "import", bad)
+	if err == nil || !strings.Contains(errOut, "offset") {
+		t.Fatalf("a damaged archive: %v %s", err, errOut)
+	}
+	// A template of another server version is refused, naming both.
+	un := filepath.Join(dir, "unpacked")
+	c.must("unpack", file, un)
+	meta := filepath.Join(un, "meta.json")
+	mb, _ := os.ReadFile(meta)
+	os.WriteFile(meta, bytes.Replace(mb, []byte(`"server": "`), []byte(`"server": "9.9.9-Other-`), 1), 0o600)
+	repacked := filepath.Join(dir, "other.prsa")
+	f, _ := os.Create(repacked)
+	cmd = exec.Command(bin, "pack", un)
+	cmd.Stdout, cmd.Stderr = f, &msg
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("pack: %v %s", err, msg.String())
+	}
+	f.Close()
+	_, errOut, err = c.run("template", "import", repacked)
+	if err == nil || !strings.Contains(errOut, "9.9.9-Other-") {
+		t.Fatalf("a template of another server: %v %s", err, errOut)
+	}
+	if out := c.must("template", "ls", "--json"); strings.Contains(out, `"app"`) {
+		t.Fatalf("a refused import left a template: %s", out)
+	}
+	ents, _ := os.ReadDir(filepath.Join(c.root, "data", "templates"))
+	for _, e := range ents {
+		if strings.HasPrefix(e.Name(), ".import-") {
+			t.Errorf("a refused import left %s", e.Name())
+		}
+	}
+}

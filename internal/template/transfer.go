@@ -1,0 +1,80 @@
+package template
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/pristinedb/pristine/internal/archive"
+)
+
+// Export writes template m (its data directory and meta.json) to w in
+// pristine's archive format, so it can be imported on another runner.
+func (s *Store) Export(ctx context.Context, m *Meta, w io.Writer, opt archive.PackOptions) (archive.Stats, error) {
+	st, err := archive.Pack(ctx, s.Dir(m.Hash), w, opt)
+	if err != nil {
+		return st, fmt.Errorf("export template %s: %w", m.Name, err)
+	}
+	return st, nil
+}
+
+// ErrIncompatible is returned (wrapped) when an imported template was built
+// by another server version than the one installed here.
+var ErrIncompatible = errors.New("template built by another server version")
+
+// Import reads a template archive written by Export and adds it to the
+// store under its hash. It refuses a template of another server version,
+// and returns the existing one when the hash is already in the store. A
+// failed import leaves nothing behind.
+func (s *Store) Import(ctx context.Context, r io.Reader, opt archive.UnpackOptions) (*Meta, bool, error) {
+	work, err := os.MkdirTemp(s.templatesDir(), ".import-")
+	if err != nil {
+		return nil, false, fmt.Errorf("import template: %w", err)
+	}
+	defer s.removeDir(work)
+	staged := filepath.Join(work, "archive")
+	if _, err := archive.Unpack(ctx, r, staged, opt); err != nil {
+		return nil, false, fmt.Errorf("import template: %w", err)
+	}
+	m, err := readMeta(staged)
+	if err != nil {
+		return nil, false, fmt.Errorf("import template: the archive holds no template (meta.json: %v)", err)
+	}
+	if m.Hash == "" || filepath.Base(m.Hash) != m.Hash || ValidName(m.Name) != nil {
+		return nil, false, fmt.Errorf("import template: meta.json names no valid template (name %q, hash %q)", m.Name, m.Hash)
+	}
+	if m.Server != s.Bin.Version {
+		return nil, false, fmt.Errorf("%w: %s was built by %s but %s is installed here: build it on this runner, or install the same server version", ErrIncompatible, m.Name, m.Server, s.Bin.Version)
+	}
+	unlock, err := s.lock(m.Hash)
+	if err != nil {
+		return nil, false, err
+	}
+	defer unlock()
+	if have, err := readMeta(s.Dir(m.Hash)); err == nil {
+		return have, false, nil
+	}
+	// Clone the data into a directory of this store's backend (a btrfs
+	// subvolume, so slots can snapshot it), then publish under the hash.
+	if err := s.Backend.Clone(filepath.Join(staged, "data"), filepath.Join(work, "data")); err != nil {
+		return nil, false, fmt.Errorf("import template %s: %w", m.Name, err)
+	}
+	m.Backend = s.Backend.Name()
+	m.Bytes = diskUsage(filepath.Join(work, "data"))
+	if err := writeMeta(work, m); err != nil {
+		return nil, false, err
+	}
+	if err := s.Backend.Remove(filepath.Join(staged, "data")); err != nil {
+		return nil, false, err
+	}
+	if err := os.RemoveAll(staged); err != nil {
+		return nil, false, err
+	}
+	if err := os.Rename(work, s.Dir(m.Hash)); err != nil {
+		return nil, false, fmt.Errorf("import template %s: publish: %w", m.Name, err)
+	}
+	return m, true, nil
+}
