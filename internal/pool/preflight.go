@@ -1,17 +1,15 @@
 package pool
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
-	"os"
 	"strconv"
-	"strings"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/pristinedb/pristine/internal/cow"
 	"github.com/pristinedb/pristine/internal/mariadb"
+	"github.com/pristinedb/pristine/internal/sysmem"
 	"github.com/pristinedb/pristine/internal/template"
 )
 
@@ -31,7 +29,7 @@ const (
 // machine has.
 func Preflight(store *template.Store, backend cow.Backend, m *template.Meta, opt Options) error {
 	perMem, perDisk := SlotCost(backend, m, opt.Profile)
-	avail, err := memAvailable()
+	avail, err := sysmem.Available()
 	if err == nil {
 		avail -= memReserve
 		if need := perMem * int64(opt.Size); need > avail {
@@ -68,21 +66,3 @@ func (p *Pool) Cost() (mem, disk int64) {
 }
 
 func mib(n int64) string { return strconv.FormatInt(n>>20, 10) + " MiB" }
-
-// memAvailable reads MemAvailable from /proc/meminfo, in bytes.
-func memAvailable() (int64, error) {
-	f, err := os.Open("/proc/meminfo")
-	if err != nil {
-		return 0, err
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		fields := strings.Fields(sc.Text())
-		if len(fields) >= 2 && fields[0] == "MemAvailable:" {
-			kb, err := strconv.ParseInt(fields[1], 10, 64)
-			return kb << 10, err
-		}
-	}
-	return 0, errors.New("no MemAvailable in /proc/meminfo")
-}

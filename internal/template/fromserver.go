@@ -15,6 +15,7 @@ import (
 	"github.com/pristinedb/pristine/internal/capture"
 	"github.com/pristinedb/pristine/internal/dsn"
 	"github.com/pristinedb/pristine/internal/mariadb"
+	"github.com/pristinedb/pristine/internal/sysmem"
 	"github.com/pristinedb/pristine/internal/units"
 )
 
@@ -198,21 +199,7 @@ func (s *Store) buildFromServer(ctx context.Context, dir string, opt BuildOption
 			return err
 		}
 	}
-	m.Databases = []string{dbName}
-	if opt.DBsPerSlot > 1 {
-		s.progress("making %d copies of %s inside the template", opt.DBsPerSlot-1, dbName)
-		names, err := copySchema(ctx, db, data, dbName, opt.DBsPerSlot)
-		if err != nil {
-			return err
-		}
-		m.Databases = names
-	}
-	if _, err := db.ExecContext(ctx, "SET GLOBAL innodb_fast_shutdown=0"); err != nil {
-		return fmt.Errorf("prepare shutdown: %w", err)
-	}
-	db.Close()
-	s.progress("stopping the template server cleanly")
-	return in.Stop(ctx, 10*time.Minute)
+	return s.finishBuild(ctx, in, db, opt, m)
 }
 
 // adoptAccounts runs on a physical copy started with --skip-grant-tables:
@@ -245,17 +232,10 @@ func adoptAccounts(ctx context.Context, in *mariadb.Instance) error {
 	return nil
 }
 
-// memAvailable is MemAvailable from /proc/meminfo, or 1 GiB if unknown.
+// memAvailable is the memory the machine can still give, or 1 GiB if unknown.
 func memAvailable() int64 {
-	b, err := os.ReadFile("/proc/meminfo")
-	if err == nil {
-		for _, l := range strings.Split(string(b), "\n") {
-			if f := strings.Fields(l); len(f) >= 2 && f[0] == "MemAvailable:" {
-				if kb, err := strconv.ParseInt(f[1], 10, 64); err == nil {
-					return kb << 10
-				}
-			}
-		}
+	if n, err := sysmem.Available(); err == nil {
+		return n
 	}
 	return 1 << 30
 }
