@@ -14,7 +14,8 @@
 # (default 12G: a sparse image in SCRATCH_DIR, default /dev/shm, so at most
 # that much RAM; methods stop when it is full), MANY_TABLES (tables of the
 # many-table workload, default 30000), BENCH_ARGS (more flags for every run,
-# e.g. "--scale 0.05 --many-tables 300 --copies 1,2" for a quick check).
+# e.g. "--scale 0.05 --many-tables 300 --copies 1,2" for a quick check),
+# EATMYDATA=0 (skip step 3).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT="${PRISTINE_BENCH_ROOT:-/var/tmp/pristine-bench}"
@@ -44,7 +45,7 @@ run() { # run FS OUT ARGS...: one bench on a fresh scratch filesystem
 run btrfs btrfs --reset --many-tables "$MANY_TABLES"
 run xfs xfs --workload demo --methods thin --dbs-per-slot 1
 EAT=()
-if ls /usr/lib/*/libeatmydata.so* >/dev/null 2>&1; then
+if [ "${EATMYDATA:-1}" = 1 ] && ls /usr/lib/*/libeatmydata.so* >/dev/null 2>&1; then
 	run btrfs eatmydata --workload demo --methods dumpload,myloader --eatmydata
 	EAT=(docs/bench/eatmydata/bench.json)
 fi

@@ -3,7 +3,7 @@ package bench
 import (
 	"context"
 	"fmt"
-	"io"
+	"os"
 	"os/exec"
 	"time"
 
@@ -44,19 +44,28 @@ func dumpLoad(ctx context.Context, in *mariadb.Instance, src, dst string, env []
 		"--single-transaction", "--routines", "--triggers", "--events", src)
 	load := exec.CommandContext(ctx, "mariadb", "--no-defaults", "-uroot", "--socket="+sock, dst)
 	dump.Env, load.Env = env, env
-	pr, pw := io.Pipe()
+	// An OS pipe, not io.Pipe: when either side is killed the other sees
+	// EOF or EPIPE, and no copying goroutine is left blocked.
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		return 0, err
+	}
 	dump.Stdout, load.Stdin = pw, pr
 	var dumpErr, loadErr []byte
 	dump.Stderr, load.Stderr = (*sink)(&dumpErr), (*sink)(&loadErr)
+	dump.WaitDelay, load.WaitDelay = 5*time.Second, 5*time.Second
 	if err := load.Start(); err != nil {
+		pr.Close()
+		pw.Close()
 		return 0, fmt.Errorf("start mariadb client: %w (install mariadb-client)", err)
 	}
-	if err := dump.Run(); err != nil {
-		pw.Close()
+	pr.Close()
+	err = dump.Run()
+	pw.Close()
+	if err != nil {
 		load.Wait()
 		return 0, fmt.Errorf("mariadb-dump: %v: %s", err, dumpErr)
 	}
-	pw.Close()
 	if err := load.Wait(); err != nil {
 		return 0, fmt.Errorf("mariadb load: %v: %s", err, loadErr)
 	}

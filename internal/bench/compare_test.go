@@ -225,3 +225,25 @@ func TestCompareWritesEveryRow(t *testing.T) {
 		}
 	}
 }
+
+// TestDumpLoadStopsWhenCancelled checks that a copy cut short by its
+// context returns (an io.Pipe between the clients used to hang here).
+func TestDumpLoadStopsWhenCancelled(t *testing.T) {
+	st := newStore(t)
+	ctx := context.Background()
+	r := &runner{store: st, opt: CompareOptions{}}
+	m, err := r.buildTemplate(ctx, Workload{Name: "cancel", Demo: demo.Options{Scale: 0.2}}, 1, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := st.Start(ctx, m, "cancel")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	cctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+	defer cancel()
+	if _, err := dumpLoad(cctx, srv.Inst, m.Database(), "copy1", nil); err == nil {
+		t.Fatal("a copy cancelled after 100 ms succeeded; want an error")
+	}
+}
