@@ -4,11 +4,14 @@ import (
 	"bufio"
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"io"
 	"strconv"
 	"strings"
 	"sync/atomic"
+
+	"github.com/go-sql-driver/mysql"
 )
 
 // A chunk is a table, or a primary-key range of one, copied by one worker.
@@ -179,8 +182,16 @@ func copyInsert(ctx context.Context, src, dst *sql.Conn, c chunk, n *counters) e
 		if len(buf) == 0 {
 			return nil
 		}
-		_, err := dst.ExecContext(ctx, head+string(buf))
+		q := head + string(buf)
 		buf = buf[:0]
+		// Chunks of one table run in parallel; InnoDB may pick one as a
+		// deadlock victim, and a statement is safe to run again.
+		var err error
+		for try := 0; try < 5; try++ {
+			if _, err = dst.ExecContext(ctx, q); !isDeadlock(err) {
+				break
+			}
+		}
 		if err != nil {
 			return fmt.Errorf("write %s: %w", c, err)
 		}
@@ -235,4 +246,11 @@ func appendQuoted(buf []byte, v []byte) []byte {
 		}
 	}
 	return append(buf, '\'')
+}
+
+// isDeadlock reports a deadlock or lock wait timeout that ended the
+// statement (server errors 1213 and 1205).
+func isDeadlock(err error) bool {
+	var me *mysql.MySQLError
+	return errors.As(err, &me) && (me.Number == 1213 || me.Number == 1205)
 }

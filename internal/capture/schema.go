@@ -64,11 +64,16 @@ func listTables(ctx context.Context, db *sql.DB, dbs []string) ([]*table, error)
 // primary key.
 func describe(ctx context.Context, db *sql.DB, t *table) error {
 	var name string
+	if t.sequence {
+		// SHOW CREATE TABLE of a sequence would make one with default
+		// start, increment and cache.
+		if err := db.QueryRowContext(ctx, "SHOW CREATE SEQUENCE "+t.quoted()).Scan(&name, &t.create); err != nil {
+			return fmt.Errorf("show create sequence %s: %w", t, err)
+		}
+		return nil
+	}
 	if err := db.QueryRowContext(ctx, "SHOW CREATE TABLE "+t.quoted()).Scan(&name, &t.create); err != nil {
 		return fmt.Errorf("show create table %s: %w", t, err)
-	}
-	if t.sequence {
-		return nil
 	}
 	rows, err := db.QueryContext(ctx, `SELECT COLUMN_NAME, DATA_TYPE, COLUMN_KEY, IS_GENERATED
 	 FROM information_schema.COLUMNS WHERE TABLE_SCHEMA=? AND TABLE_NAME=? ORDER BY ORDINAL_POSITION`, t.db, t.name)

@@ -39,14 +39,43 @@ func readAccounts(ctx context.Context, db *sql.DB, dbs []string) (accts []accoun
 	if err == nil {
 		grantees = append(grantees, routineGrantees...)
 	}
+	// The DEFINERs of views, routines, triggers and events must exist for
+	// those objects to run as they do on the source.
+	definers, err := queryStrings(ctx, db, `SELECT DISTINCT DEFINER FROM (
+	 SELECT DEFINER FROM information_schema.VIEWS WHERE TABLE_SCHEMA IN (`+list+`)
+	 UNION SELECT DEFINER FROM information_schema.ROUTINES WHERE ROUTINE_SCHEMA IN (`+list+`)
+	 UNION SELECT DEFINER FROM information_schema.TRIGGERS WHERE TRIGGER_SCHEMA IN (`+list+`)
+	 UNION SELECT DEFINER FROM information_schema.EVENTS WHERE EVENT_SCHEMA IN (`+list+`)) d`)
+	if err == nil {
+		for _, d := range definers {
+			if i := strings.LastIndex(d, "@"); i > 0 {
+				user, host := d[:i], d[i+1:]
+				if isRole(ctx, db, user) && host == "" {
+					continue
+				}
+				grantees = append(grantees, quoteString(user)+"@"+quoteString(host))
+			}
+		}
+	}
 	seen := map[string]bool{}
+	roles := map[string]bool{}
+	for _, g := range grantees {
+		if user, host := splitGrantee(g); host == "" && isRole(ctx, db, user) {
+			roles[user] = true
+		}
+	}
 	for _, g := range grantees {
 		if seen[g] || strings.HasPrefix(g, "'pristine'@") {
 			continue
 		}
 		seen[g] = true
 		var create string
-		if err := db.QueryRowContext(ctx, "SHOW CREATE USER "+g).Scan(&create); err != nil {
+		if user, host := splitGrantee(g); host == "" && roles[user] {
+			// A role: SHOW CREATE USER does not know it, and its grants
+			// are read by its bare name.
+			g = quoteIdent(user)
+			create = "CREATE ROLE " + g
+		} else if err := db.QueryRowContext(ctx, "SHOW CREATE USER "+g).Scan(&create); err != nil {
 			if isAccessDenied(err) {
 				skipped = "accounts other than the capturing user are not copied: grant SELECT ON mysql.* to copy them"
 				continue
@@ -59,7 +88,7 @@ func readAccounts(ctx context.Context, db *sql.DB, dbs []string) (accts []accoun
 		}
 		a := account{grantee: g, create: create}
 		for _, l := range lines {
-			if keepGrant(l, dbs) {
+			if keepGrant(l, dbs) || grantsRole(l, roles) || setsRole(l, roles) {
 				a.grants = append(a.grants, l)
 			}
 		}
@@ -69,6 +98,29 @@ func readAccounts(ctx context.Context, db *sql.DB, dbs []string) (accts []accoun
 }
 
 var grantOnRe = regexp.MustCompile("(?is)^GRANT\\s+.+?\\s+ON\\s+(?:(?:PROCEDURE|FUNCTION|PACKAGE(?:\\s+BODY)?)\\s+)?(\\*|`(?:[^`]|``)*`)\\.")
+
+// isRole reports whether name is a role rather than a user.
+func isRole(ctx context.Context, db *sql.DB, name string) bool {
+	var n int
+	err := db.QueryRowContext(ctx, "SELECT COUNT(*) FROM mysql.user WHERE User = ? AND Host = '' AND is_role = 'Y'", name).Scan(&n)
+	return err == nil && n > 0
+}
+
+var grantRoleRe = regexp.MustCompile("(?is)^GRANT\\s+(`(?:[^`]|``)*`|'(?:[^']|'')*'|\\w+)\\s+TO\\s+")
+
+// grantsRole keeps a line that grants one of the copied roles.
+func grantsRole(line string, roles map[string]bool) bool {
+	m := grantRoleRe.FindStringSubmatch(line)
+	return m != nil && roles[unquote(m[1])]
+}
+
+var defaultRoleRe = regexp.MustCompile("(?is)^SET\\s+DEFAULT\\s+ROLE\\s+(`(?:[^`]|``)*`|'(?:[^']|'')*'|\\w+)\\s+FOR\\s+")
+
+// setsRole keeps SET DEFAULT ROLE lines that name a copied role.
+func setsRole(line string, roles map[string]bool) bool {
+	m := defaultRoleRe.FindStringSubmatch(line)
+	return m != nil && roles[unquote(m[1])]
+}
 
 // keepGrant keeps GRANT lines on *.* and on the captured databases.
 func keepGrant(line string, dbs []string) bool {

@@ -343,6 +343,12 @@ func classifySet(p *parser, text string) class {
 		containsWord(text, "GLOBAL", "@@GLOBAL", "SELECT", "PERSIST") {
 		return class{}
 	}
+	if containsWord(text, "AUTOCOMMIT", "@@AUTOCOMMIT") {
+		// Transactions that span statements hold metadata locks a later
+		// statement on another connection would wait on for ever (Sakila's
+		// data file: SET AUTOCOMMIT=0, inserts, CREATE TRIGGER, COMMIT).
+		return class{kind: kindSerial}
+	}
 	return class{kind: kindSession}
 }
 

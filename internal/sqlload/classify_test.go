@@ -40,7 +40,7 @@ func TestClassify(t *testing.T) {
 		{"/*!40101 SET @OLD_SQL_MODE=@@SQL_MODE, SQL_MODE='NO_AUTO_VALUE_ON_ZERO' */", class{kind: kindSession}},
 		{"/*!50003 SET character_set_client  = utf8mb4 */ ", class{kind: kindSession}},
 		{"SET SESSION time_zone = '+00:00'", class{kind: kindSession}},
-		{"SET autocommit=0", class{kind: kindSession}},
+		{"SET autocommit=0", class{kind: kindSerial}},
 		{"COMMIT", class{kind: kindSession}},
 		{"USE `shop`", class{kind: kindUse}},
 		{"LOCK TABLES `t` WRITE", class{kind: kindSkip}},

@@ -189,9 +189,27 @@ func (e *corpusEnv) run(t *testing.T, c fidelityCase) {
 		defer db.Close()
 		e.compare(ctx, t, c, "dump", srcDB, db, nil)
 	})
-	t.Run("server", func(t *testing.T) {
-		t.Skip("template build --from-server (internal/capture, issue 7) is not in the template store yet: this path is not tested")
-	})
+	for _, method := range []string{"logical", "physical"} {
+		t.Run("server-"+method, func(t *testing.T) {
+			opt := template.BuildOptions{Name: c.name + "-" + method, Database: "app", Profile: mariadb.DefaultProfile(),
+				Server: template.ServerSource{DSN: "mysql://root@localhost/?socket=" + src.Config.Socket(), Method: method}}
+			m, _, err := e.st.Build(ctx, opt)
+			if err != nil {
+				t.Fatalf("template build --from-server --method %s: %v", method, err)
+			}
+			r, err := e.st.Start(ctx, m, "fidelity-"+c.name+"-"+method)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer r.Close()
+			db, err := r.Inst.Open("")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer db.Close()
+			e.compare(ctx, t, c, "server-"+method, srcDB, db, nil)
+		})
+	}
 }
 
 func (e *corpusEnv) build(ctx context.Context, t *testing.T, name, sqlPath string, k int) *template.Meta {
