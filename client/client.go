@@ -85,7 +85,8 @@ func (c *Client) do(ctx context.Context, method, path string, body, out any) err
 	return nil
 }
 
-func (c *Client) send(ctx context.Context, method, path string, body any) (*http.Response, error) {
+// roundTrip sends a request with body as JSON and the token, if any.
+func (c *Client) roundTrip(ctx context.Context, method, path string, body any) (*http.Response, error) {
 	var rd io.Reader
 	if body != nil {
 		b, err := json.Marshal(body)
@@ -105,6 +106,14 @@ func (c *Client) send(ctx context.Context, method, path string, body any) (*http
 	resp, err := c.hc.Do(req)
 	if err != nil {
 		return nil, c.transportError(method, path, err)
+	}
+	return resp, nil
+}
+
+func (c *Client) send(ctx context.Context, method, path string, body any) (*http.Response, error) {
+	resp, err := c.roundTrip(ctx, method, path, body)
+	if err != nil {
+		return nil, err
 	}
 	if resp.StatusCode >= 300 {
 		defer resp.Body.Close()

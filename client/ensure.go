@@ -100,10 +100,10 @@ func (c *Client) EnsurePool(ctx context.Context, name, hash string, size int) er
 			return fmt.Errorf("pool %s: replace the pool of an older build: %w", name, err)
 		}
 	case errors.As(err, &ae) && ae.Status == http.StatusNotFound:
+	case errors.As(err, &ae) && ae.Status == http.StatusServiceUnavailable:
+		return nil // a peer's pool is coming up: leases wait for it (LeaseWait)
 	case errors.Is(err, ErrNoDaemon):
 		return err
-	case ae == nil:
-		return nil // a peer's pool is coming up (the daemon cannot describe it yet)
 	default:
 		return fmt.Errorf("pool %s: %w", name, err)
 	}

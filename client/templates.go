@@ -57,25 +57,9 @@ func (c *Client) WaitTemplate(ctx context.Context, ref string, wait time.Duratio
 // template does a request of the template API, whose 201, 410 and 423
 // answers carry a TemplateAnswer rather than an error.
 func (c *Client) template(ctx context.Context, method, path string, body any) (*server.TemplateAnswer, error) {
-	var rd io.Reader
-	if body != nil {
-		b, err := json.Marshal(body)
-		if err != nil {
-			return nil, err
-		}
-		rd = bytes.NewReader(b)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, c.base+path, rd)
+	resp, err := c.roundTrip(ctx, method, path, body)
 	if err != nil {
 		return nil, err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	if c.token != "" {
-		req.Header.Set("Authorization", "Bearer "+c.token)
-	}
-	resp, err := c.hc.Do(req)
-	if err != nil {
-		return nil, c.transportError(method, path, err)
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))

@@ -83,8 +83,8 @@ final class Pristine
         } catch (NoDaemonException $e) {
             throw $e;
         } catch (PristineException $e) {
-            if ($e->status === 0) {
-                return; // a peer's pool is coming up (the daemon cannot describe it yet)
+            if ($e->status === 503) {
+                return; // a peer's pool is coming up: leases wait for it
             }
             if ($e->status !== 404) {
                 throw $e;

@@ -77,8 +77,8 @@ def ensure_pool(client: Client, name: str, hash: str, size: int) -> None:
     except NoDaemonError:
         raise
     except PristineError as e:
-        if e.status == 0:
-            return  # a peer's pool is coming up (the daemon cannot describe it yet)
+        if e.status == 503:
+            return  # a peer's pool is coming up: leases wait for it
         if e.status != 404:
             raise
         st = None
