@@ -187,19 +187,23 @@ func (r *runner) runCopier(ctx context.Context, w Workload, m *template.Meta, c 
 const memFloor = 1536 << 20
 
 // lowerBounds are the rows of a method whose first copies did not finish
-// within limit seconds: each of the workers' copies took at least
-// limit-setup, so N copies take at least setup + N*(limit-setup)/workers.
+// within limit seconds after its setup: each of the workers' copies takes
+// more than limit, so N copies take at least setup + N*limit/workers.
 func lowerBounds(proto Row, counts []int, setup, limit float64, workers int) []Row {
 	var rows []Row
 	for _, n := range counts {
 		row := proto
 		row.Copies, row.SetupSeconds, row.MeasuredSeconds = n, setup, limit
-		row.Seconds = setup + float64(n)*(limit-setup)/float64(workers)
+		row.Seconds = lowerBound(setup, limit, n, workers)
 		row.Projected, row.LowerBound = true, true
 		row.Stopped = fmt.Sprintf("max-time: no copy finished in %.0f s, so the time is a lower bound", limit)
 		rows = append(rows, finished(row))
 	}
 	return rows
+}
+
+func lowerBound(setup, limit float64, n, workers int) float64 {
+	return setup + float64(n)*limit/float64(max(workers, 1))
 }
 
 // copyRows turns the completion times into one row per copy count.

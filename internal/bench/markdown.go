@@ -74,8 +74,12 @@ func (row Row) markdown() string {
 	case row.Ratio >= 1:
 		vs = fmt.Sprintf("%.2fx slower", row.Ratio)
 	}
-	return fmt.Sprintf("| %s | %d | %s | %.1f | %.2f | %.0f MB | %.0f MB | %s | %s |",
-		row.Label(), row.Copies, t, row.CopiesPerMinute, row.CPUPerCopy, row.PeakRSSMB, row.DiskMB, vs, note)
+	cpu, rss, disk := fmt.Sprintf("%.2f", row.CPUPerCopy), fmt.Sprintf("%.0f MB", row.PeakRSSMB), fmt.Sprintf("%.0f MB", row.DiskMB)
+	if row.Projected && row.PeakRSSMB == 0 {
+		cpu, rss, disk = "n/a", "n/a", "n/a" // nothing ran at this count
+	}
+	return fmt.Sprintf("| %s | %d | %s | %.1f | %s | %s | %s | %s | %s |",
+		row.Label(), row.Copies, t, row.CopiesPerMinute, cpu, rss, disk, vs, note)
 }
 
 func serviceMarkdown(w io.Writer, rows []ServiceRow) {

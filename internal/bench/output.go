@@ -101,6 +101,31 @@ func Load(path string) (*Report, error) {
 	if err := json.Unmarshal(b, &rep); err != nil {
 		return nil, fmt.Errorf("read %s: %w", path, err)
 	}
+	// Runs saved before lower bounds counted the setup apart are derived
+	// again from their raw figures (setup and time limit).
+	for i := range rep.Rows {
+		row := &rep.Rows[i]
+		if row.LowerBound {
+			row.Seconds = round3(lowerBound(row.SetupSeconds, row.MeasuredSeconds, row.Copies, row.Workers))
+			row.CopiesPerMinute = round3(float64(row.Copies) / row.Seconds * 60)
+		}
+	}
+	for _, wl := range rep.Workloads {
+		var idx []int
+		for i := range rep.Rows {
+			if rep.Rows[i].Workload == wl.Name {
+				idx = append(idx, i)
+			}
+		}
+		rows := make([]Row, len(idx))
+		for j, i := range idx {
+			rows[j] = rep.Rows[i]
+		}
+		ratios(rows)
+		for j, i := range idx {
+			rep.Rows[i].Ratio = rows[j].Ratio
+		}
+	}
 	return &rep, nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -121,6 +122,9 @@ func runBench(ctx context.Context, g *Globals, f BenchFlags) error {
 		for _, p := range benchList(f.Render) {
 			rep, err := bench.Load(p)
 			if err != nil {
+				return err
+			}
+			if _, err := bench.Charts(filepath.Dir(p), rep); err != nil {
 				return err
 			}
 			reps, paths = append(reps, rep), append(paths, p)
