@@ -86,7 +86,7 @@ func TestLowerBounds(t *testing.T) {
 		workers int
 		want    []float64 // copies 1, 10
 	}{
-		{1, []float64{92, 902}}, // setup 2 s, then each copy more than 90 s
+		{1, []float64{92, 902}},   // setup 2 s, then each copy more than 90 s
 		{4, []float64{24.5, 227}}, // four copies at a time
 	} {
 		rows := lowerBounds(Row{Method: MethodImport}, []int{1, 10}, 2, 90, tc.workers)

@@ -10,6 +10,7 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/go-sql-driver/mysql"
 	"github.com/spf13/cobra"
 )
 
@@ -45,6 +46,9 @@ func NewRoot() *cobra.Command {
 // Main runs the command line and returns the process exit code. Ctrl-C and
 // SIGTERM cancel the context, so every command can stop its children cleanly.
 func Main(args []string) int {
+	// pristine kills servers on purpose; the driver's log of the broken
+	// connections that leaves is noise. Errors reach the caller anyway.
+	_ = mysql.SetLogger(&mysql.NopLogger{})
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	root := NewRoot()

@@ -287,12 +287,16 @@ func (p *Pool) resetWorker() {
 			p.mu.Unlock()
 			return
 		}
-		in := s.inst
+		in, admin := s.inst, s.admin
+		s.admin = nil
 		if s.state != Failed {
 			s.set(Resetting)
 		}
 		p.mu.Unlock()
 		start := time.Now()
+		if admin != nil {
+			admin.Close() // before the server goes, so no pooled connection is left to break
+		}
 		if in != nil {
 			in.Kill()
 		}
