@@ -172,7 +172,12 @@ func canary(ctx context.Context, c *client.Client, template string) (string, int
 	}
 	defer db.Close()
 	var table string
-	err = db.QueryRowContext(ctx, "SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA=DATABASE() AND TABLE_TYPE='BASE TABLE' AND TABLE_ROWS > 0 ORDER BY TABLE_ROWS, TABLE_NAME LIMIT 1").Scan(&table)
+	// The smallest table with rows that no foreign key points at, so a
+	// client can delete from it.
+	err = db.QueryRowContext(ctx, `SELECT TABLE_NAME FROM information_schema.TABLES
+		WHERE TABLE_SCHEMA=DATABASE() AND TABLE_TYPE='BASE TABLE' AND TABLE_ROWS > 0
+		AND TABLE_NAME NOT IN (SELECT REFERENCED_TABLE_NAME FROM information_schema.REFERENTIAL_CONSTRAINTS WHERE CONSTRAINT_SCHEMA=DATABASE())
+		ORDER BY TABLE_ROWS, TABLE_NAME LIMIT 1`).Scan(&table)
 	if errors.Is(err, sql.ErrNoRows) {
 		return "", 0, fmt.Errorf("soak: template %s has no table with rows to use as a canary", template)
 	}
