@@ -124,7 +124,7 @@ func fingerprint(t *testing.T, db *sql.DB, schema string) []string {
 	}
 	q("SELECT CONCAT('index ', TABLE_NAME, '.', INDEX_NAME), NON_UNIQUE, GROUP_CONCAT(COLUMN_NAME ORDER BY SEQ_IN_INDEX) FROM information_schema.STATISTICS WHERE TABLE_SCHEMA=? GROUP BY TABLE_NAME, INDEX_NAME, NON_UNIQUE", schema)
 	q("SELECT CONCAT('fk ', TABLE_NAME, '.', CONSTRAINT_NAME), REFERENCED_TABLE_NAME FROM information_schema.REFERENTIAL_CONSTRAINTS WHERE CONSTRAINT_SCHEMA=?", schema)
-	tables, _, err := showCreates(context.Background(), db, schema)
+	tables, _, err := template.ShowCreateTables(context.Background(), db, schema)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -57,7 +57,7 @@ func (im *importer) setup(ctx context.Context, srv *template.Running, scratch st
 	db.SetMaxOpenConns(1) // one session: USE and foreign_key_checks stick
 	im.db, im.datadir, im.stage = db, srv.Inst.Config.Datadir, filepath.Join(scratch, "export")
 	src := srv.Meta.Database()
-	if im.tables, im.creates, err = showCreates(ctx, db, src); err != nil {
+	if im.tables, im.creates, err = template.ShowCreateTables(ctx, db, src); err != nil {
 		return err
 	}
 	im.after = make([]string, len(im.tables))
@@ -174,30 +174,6 @@ func stripIndexes(create string) (string, []string) {
 		}
 	}
 	return lines[0] + "\n" + strings.Join(keep, ",\n") + "\n" + lines[len(lines)-1], adds
-}
-
-func showCreates(ctx context.Context, db *sql.DB, schema string) (tables, creates []string, err error) {
-	rows, err := db.QueryContext(ctx, "SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA=? AND TABLE_TYPE='BASE TABLE' ORDER BY TABLE_NAME", schema)
-	if err != nil {
-		return nil, nil, err
-	}
-	for rows.Next() {
-		var t string
-		if err := rows.Scan(&t); err != nil {
-			rows.Close()
-			return nil, nil, err
-		}
-		tables = append(tables, t)
-	}
-	rows.Close()
-	creates = make([]string, len(tables))
-	for i, t := range tables {
-		var name string
-		if err := db.QueryRowContext(ctx, "SHOW CREATE TABLE "+quote(schema)+"."+quote(t)).Scan(&name, &creates[i]); err != nil {
-			return nil, nil, fmt.Errorf("show create table %s.%s: %w", schema, t, err)
-		}
-	}
-	return tables, creates, rows.Err()
 }
 
 // plainCopy copies a file by reading and writing, so the filesystem cannot

@@ -42,7 +42,7 @@ func copySchema(ctx context.Context, db *sql.DB, datadir, name string, k int) ([
 	if err := conn.QueryRowContext(ctx, "SELECT DEFAULT_CHARACTER_SET_NAME, DEFAULT_COLLATION_NAME, SCHEMA_COMMENT FROM information_schema.SCHEMATA WHERE SCHEMA_NAME=?", name).Scan(&charset, &collation, &comment); err != nil {
 		return nil, fmt.Errorf("read schema %s: %w", name, err)
 	}
-	tables, creates, err := showCreates(ctx, conn, name)
+	tables, creates, err := ShowCreateTables(ctx, conn, name)
 	if err != nil {
 		return nil, err
 	}
@@ -139,12 +139,19 @@ func copyFile(src, dst string) error {
 	return out.Close()
 }
 
-func showCreates(ctx context.Context, conn *sql.Conn, schema string) ([]string, []string, error) {
-	rows, err := conn.QueryContext(ctx, "SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA=? AND TABLE_TYPE='BASE TABLE' ORDER BY TABLE_NAME", schema)
+// Queryer is what ShowCreateTables needs: a *sql.DB or a *sql.Conn.
+type Queryer interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// ShowCreateTables lists the base tables of schema, in name order, with the
+// CREATE TABLE statement the server gives for each.
+func ShowCreateTables(ctx context.Context, q Queryer, schema string) (tables, creates []string, err error) {
+	rows, err := q.QueryContext(ctx, "SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA=? AND TABLE_TYPE='BASE TABLE' ORDER BY TABLE_NAME", schema)
 	if err != nil {
 		return nil, nil, err
 	}
-	var tables []string
 	for rows.Next() {
 		var t string
 		if err := rows.Scan(&t); err != nil {
@@ -154,10 +161,13 @@ func showCreates(ctx context.Context, conn *sql.Conn, schema string) ([]string, 
 		tables = append(tables, t)
 	}
 	rows.Close()
-	creates := make([]string, len(tables))
+	if err := rows.Err(); err != nil {
+		return nil, nil, err
+	}
+	creates = make([]string, len(tables))
 	for i, t := range tables {
 		var name string
-		if err := conn.QueryRowContext(ctx, "SHOW CREATE TABLE "+quoteIdent(schema)+"."+quoteIdent(t)).Scan(&name, &creates[i]); err != nil {
+		if err := q.QueryRowContext(ctx, "SHOW CREATE TABLE "+quoteIdent(schema)+"."+quoteIdent(t)).Scan(&name, &creates[i]); err != nil {
 			return nil, nil, fmt.Errorf("show create table %s.%s: %w", schema, t, err)
 		}
 	}
