@@ -55,6 +55,12 @@ func openDir(path string) (int, error) {
 
 // subvolCreate creates the empty subvolume name in the directory parent.
 func subvolCreate(parent, name string) error {
+	return volIoctl(parent, name, btrfsIocSubvolCreate)
+}
+
+// volIoctl runs an ioctl that takes a subvolume name in the directory
+// parent (create, destroy).
+func volIoctl(parent, name string, req uintptr) error {
 	var args btrfsVolArgs
 	if len(name) > btrfsPathNameMax {
 		return fmt.Errorf("subvolume name too long")
@@ -65,7 +71,7 @@ func subvolCreate(parent, name string) error {
 		return err
 	}
 	defer unix.Close(fd)
-	err = ioctlPtr(fd, btrfsIocSubvolCreate, unsafe.Pointer(&args))
+	err = ioctlPtr(fd, req, unsafe.Pointer(&args))
 	runtime.KeepAlive(&args)
 	return err
 }
@@ -96,17 +102,5 @@ func snapCreate(src, parent, name string) error {
 // snapDestroy deletes the subvolume name in the directory parent, with all
 // it holds.
 func snapDestroy(parent, name string) error {
-	var args btrfsVolArgs
-	if len(name) > btrfsPathNameMax {
-		return fmt.Errorf("subvolume name too long")
-	}
-	copy(args.name[:], name)
-	fd, err := openDir(parent)
-	if err != nil {
-		return err
-	}
-	defer unix.Close(fd)
-	err = ioctlPtr(fd, btrfsIocSnapDestroy, unsafe.Pointer(&args))
-	runtime.KeepAlive(&args)
-	return err
+	return volIoctl(parent, name, btrfsIocSnapDestroy)
 }

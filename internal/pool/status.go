@@ -94,28 +94,3 @@ func (p *Pool) Status(withSlots bool) Status {
 	}
 	return st
 }
-
-// WaitIdle waits until no slot is starting or resetting, or ctx ends.
-func (p *Pool) WaitIdle(done <-chan struct{}) bool {
-	for {
-		p.mu.Lock()
-		busy := false
-		for _, s := range p.slots {
-			if s.state == Starting || s.state == Resetting || s.state == Failed {
-				busy = true
-				break
-			}
-		}
-		wake := p.wake
-		p.mu.Unlock()
-		if !busy {
-			return true
-		}
-		select {
-		case <-wake:
-		case <-done:
-			return false
-		case <-time.After(10 * time.Millisecond):
-		}
-	}
-}
