@@ -110,14 +110,18 @@ func (b *Binary) InitDatadir(ctx context.Context, dir string) error {
 		if err != nil {
 			return err
 		}
+		// mariadb-install-db passes options it does not know on to the
+		// bootstrap server: the same AIO setting as the slots, so that a
+		// machine whose AIO or io_uring limits are taken by other servers can
+		// still initialise a data directory.
 		args := []string{"--no-defaults", "--datadir=" + dir, "--auth-root-authentication-method=normal",
-			"--skip-test-db", "--skip-name-resolve", "--force"}
+			"--skip-test-db", "--skip-name-resolve", "--force", "--innodb-use-native-aio=0"}
 		if os.Geteuid() == 0 {
 			args = append(args, "--user=root")
 		}
 		cmd = exec.CommandContext(ctx, installDB, args...)
 	} else {
-		args := []string{"--no-defaults", "--initialize-insecure", "--datadir=" + dir}
+		args := []string{"--no-defaults", "--initialize-insecure", "--datadir=" + dir, "--innodb-use-native-aio=0"}
 		if os.Geteuid() == 0 {
 			args = append(args, "--user=root")
 		}
@@ -125,7 +129,7 @@ func (b *Binary) InitDatadir(ctx context.Context, dir string) error {
 	}
 	cmd.SysProcAttr = childAttr()
 	if out, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("initialise data directory %s: %w: %s", dir, err, lastLines(out, 5))
+		return fmt.Errorf("initialise data directory %s: %w: %s", dir, err, errorLines(out, 5))
 	}
 	return nil
 }
@@ -146,6 +150,25 @@ func (b *Binary) sibling(names ...string) (string, error) {
 		}
 	}
 	return "", fmt.Errorf("%s not found next to %s: install the package that ships it (Debian: mariadb-server)", names[0], b.Path)
+}
+
+// errorLines returns up to n lines of out that the server marked as errors,
+// joined by " | ", or its last n lines when none is marked: the
+// installer's closing boilerplate hides the cause otherwise.
+func errorLines(out []byte, n int) string {
+	var errs []string
+	for _, l := range strings.Split(string(out), "\n") {
+		if strings.Contains(l, "[ERROR]") || strings.Contains(l, "ERROR:") {
+			errs = append(errs, strings.TrimSpace(l))
+		}
+	}
+	if len(errs) == 0 {
+		return lastLines(out, n)
+	}
+	if len(errs) > n {
+		errs = errs[:n]
+	}
+	return strings.Join(errs, " | ")
 }
 
 // lastLines returns the last n non-empty lines of out, joined by " | ".
