@@ -81,6 +81,10 @@ var fixture = []string{
 	"CREATE TABLE orders (id BIGINT AUTO_INCREMENT PRIMARY KEY, customer_id INT NOT NULL, total DECIMAL(10,2), placed TIMESTAMP NULL, KEY (customer_id), FOREIGN KEY (customer_id) REFERENCES customer (id)) ENGINE=InnoDB",
 	"CREATE TABLE audit (id INT AUTO_INCREMENT PRIMARY KEY, msg TEXT) ENGINE=Aria",
 	"CREATE SEQUENCE invoice_no START WITH 1000",
+	// Numbers travel as the server's text: extremes, negative zero, NULL.
+	"CREATE TABLE measure (id INT PRIMARY KEY, f FLOAT, d DOUBLE, y YEAR, u BIGINT UNSIGNED, s TINYINT, m MEDIUMINT) ENGINE=InnoDB",
+	"INSERT INTO measure VALUES (1, 0.1, 0.1, 1901, 18446744073709551615, -128, -8388608), (2, -3.4028234e38, 1.7976931348623157e308, 2155, 0, 127, 8388607), " +
+		"(3, 1.17549435e-38, -2.2250738585072014e-308, 0, 1, 0, 0), (4, -0.0, -0.0, NULL, NULL, NULL, NULL), (5, 123456.789, 1e-300, 2024, 9007199254740993, -1, -1)",
 	"INSERT INTO customer (id, name, flags, note, email) SELECT seq, CONCAT('Zoë ', seq), seq % 32, IF(seq % 7 = 0, NULL, CONCAT('a\\tb\\nc\\\\d', CHAR(0), seq)), CONCAT('c', seq, '@x') FROM seq_1_to_1500",
 	"INSERT INTO customer (id, name, email) VALUES (0, 'zero id', 'zero@x')",
 	"INSERT INTO orders (customer_id, total, placed) SELECT 1 + seq % 1500, seq / 7, '2024-03-01 12:00:00' + INTERVAL seq MINUTE FROM seq_1_to_5000",
@@ -107,7 +111,7 @@ var fixture = []string{
 func fingerprint(t *testing.T, db *sql.DB) string {
 	t.Helper()
 	var b strings.Builder
-	for _, tb := range []string{"customer", "orders", "audit"} {
+	for _, tb := range []string{"customer", "orders", "audit", "measure"} {
 		var name string
 		var sum sql.NullInt64
 		if err := db.QueryRow("CHECKSUM TABLE shop."+tb).Scan(&name, &sum); err != nil {

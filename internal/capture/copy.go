@@ -34,7 +34,7 @@ func fmtBound(b *int64) string {
 	return strconv.FormatInt(*b, 10)
 }
 
-// selectSQL reads the chunk's stored columns; BIT columns as numbers.
+// selectSQL reads the chunk's stored columns (see selectExpr).
 func (c chunk) selectSQL() string {
 	var b strings.Builder
 	b.WriteString("SELECT ")
@@ -42,11 +42,7 @@ func (c chunk) selectSQL() string {
 		if i > 0 {
 			b.WriteString(", ")
 		}
-		if col.bit {
-			b.WriteString("CAST(" + quoteIdent(col.name) + " AS UNSIGNED)")
-		} else {
-			b.WriteString(quoteIdent(col.name))
-		}
+		b.WriteString(col.sel)
 	}
 	b.WriteString(" FROM " + c.t.quoted())
 	var where []string

@@ -29,6 +29,9 @@ type Options struct {
 	// Insert copies rows with multi-row INSERTs instead of LOAD DATA LOCAL
 	// INFILE (slower; kept so bench-capture can compare them).
 	Insert bool
+	// Stream makes physical capture stream xbstream through pristine's
+	// reader instead of letting mariadb-backup write the files.
+	Stream bool
 	// Progress, when set, receives a live progress line (rows, bytes, rates,
 	// ETA) about once a second; give it a terminal.
 	Progress io.Writer

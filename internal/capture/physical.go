@@ -6,15 +6,18 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
+	"github.com/pristinedb/pristine/internal/archive"
 	"github.com/pristinedb/pristine/internal/xbstream"
 )
 
@@ -57,13 +60,16 @@ func backupVersion(ctx context.Context, tool string) (major, minor int, err erro
 }
 
 // Physical copies the source's data directory with `mariadb-backup
-// --backup --stream=xbstream`, extracts the stream into datadir (an empty
-// directory, which may be a btrfs subvolume) with pristine's own reader, and
-// prepares it with `mariadb-backup --prepare`. With Source.Databases from
-// --databases, only those and the mysql schema are copied. The prepared
-// directory still has to be started once, which the template build does.
-// The password reaches mariadb-backup through a mode-0600 option file,
-// never its command line.
+// --backup` into datadir (an empty directory, which may be a btrfs
+// subvolume) and prepares it with `mariadb-backup --prepare`. By default
+// mariadb-backup writes the files itself, which on one host is about twice
+// as fast as any stream; with Options.Stream it streams xbstream through a
+// pipe into pristine's own reader instead (the path for a backup tool whose
+// output arrives from elsewhere). With Source.Databases from --databases,
+// only those and the mysql schema are copied. The prepared directory still
+// has to be started once, which the template build does. The password
+// reaches mariadb-backup through a mode-0600 option file, never its command
+// line.
 func Physical(ctx context.Context, src *Source, datadir string, alldbs bool, opt Options) (Stats, error) {
 	start := time.Now()
 	st := Stats{Method: "physical"}
@@ -83,40 +89,32 @@ func Physical(ctx context.Context, src *Source, datadir string, alldbs bool, opt
 	if err := os.WriteFile(cnf, []byte(src.optionFile()), 0o600); err != nil {
 		return st, fmt.Errorf("physical capture: %w", err)
 	}
-	args := []string{"--defaults-file=" + cnf, "--backup", "--stream=xbstream",
-		"--target-dir=" + filepath.Join(work, "tmp"), "--datadir=" + src.Datadir, "--parallel=2"}
+	incoming := filepath.Join(datadir, ".incoming")
+	args := []string{"--defaults-file=" + cnf, "--backup", "--datadir=" + src.Datadir, "--parallel=2"}
+	if opt.Stream {
+		args = append(args, "--stream=xbstream", "--target-dir="+filepath.Join(work, "tmp"))
+		if err := os.Mkdir(filepath.Join(work, "tmp"), 0o700); err != nil {
+			return st, err
+		}
+	} else {
+		args = append(args, "--target-dir="+incoming)
+	}
 	args = append(args, src.innodbPaths(ctx)...)
 	if !alldbs {
 		args = append(args, "--databases="+strings.Join(append([]string{"mysql", "sys", "performance_schema"}, src.Databases...), " "))
-	}
-	if err := os.Mkdir(filepath.Join(work, "tmp"), 0o700); err != nil {
-		return st, err
 	}
 	cmd := exec.CommandContext(ctx, tool, args...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	stdout, err := cmd.StdoutPipe()
+	if opt.Stream {
+		err = streamBackup(ctx, cmd, incoming, opt, &st)
+	} else {
+		err = copyBackup(cmd, incoming, opt, &st)
+	}
 	if err != nil {
 		return st, err
 	}
-	opt.log("streaming the source's data directory with mariadb-backup")
-	if err := cmd.Start(); err != nil {
-		return st, fmt.Errorf("start %s: %w", tool, err)
-	}
-	incoming := filepath.Join(datadir, ".incoming")
-	xs, exErr := xbstream.Extract(ctx, stdout, incoming, xbstream.Options{Progress: opt.Progress})
-	if exErr != nil {
-		_, _ = io.Copy(io.Discard, stdout) // let the backup finish or fail on its own
-	}
-	waitErr := cmd.Wait()
-	if waitErr != nil {
-		return st, fmt.Errorf("mariadb-backup --backup failed: %w: %s", waitErr, backupError(stderr.Bytes()))
-	}
-	if exErr != nil {
-		return st, fmt.Errorf("extract the backup stream: %w", exErr)
-	}
-	st.Bytes = xs.DataBytes
 	if err := moveUp(incoming, datadir); err != nil {
 		return st, err
 	}
@@ -138,6 +136,78 @@ func Physical(ctx context.Context, src *Source, datadir string, alldbs bool, opt
 	}
 	st.Elapsed = time.Since(start)
 	return st, nil
+}
+
+// copyBackup runs mariadb-backup writing the files into incoming itself,
+// reporting the bytes that have arrived there.
+func copyBackup(cmd *exec.Cmd, incoming string, opt Options, st *Stats) error {
+	opt.log("copying the source's data directory with mariadb-backup")
+	var done atomic.Int64
+	stop := archive.StartProgress(opt.Progress, "copy", 0, &done)
+	quit := make(chan struct{})
+	polled := make(chan struct{})
+	go func() {
+		defer close(polled)
+		t := time.NewTicker(500 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-t.C:
+				done.Store(treeBytes(incoming))
+			case <-quit:
+				return
+			}
+		}
+	}()
+	err := cmd.Run()
+	close(quit)
+	<-polled
+	done.Store(treeBytes(incoming))
+	stop()
+	if err != nil {
+		return fmt.Errorf("mariadb-backup --backup failed: %w: %s", err, backupError(cmd.Stderr.(*bytes.Buffer).Bytes()))
+	}
+	st.Bytes = done.Load()
+	return nil
+}
+
+// streamBackup runs mariadb-backup --stream=xbstream and extracts its
+// output into incoming with pristine's reader.
+func streamBackup(ctx context.Context, cmd *exec.Cmd, incoming string, opt Options, st *Stats) error {
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return err
+	}
+	opt.log("streaming the source's data directory with mariadb-backup")
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("start %s: %w", cmd.Path, err)
+	}
+	xs, exErr := xbstream.Extract(ctx, stdout, incoming, xbstream.Options{Progress: opt.Progress})
+	if exErr != nil {
+		_, _ = io.Copy(io.Discard, stdout) // let the backup finish or fail on its own
+	}
+	if err := cmd.Wait(); err != nil {
+		return fmt.Errorf("mariadb-backup --backup failed: %w: %s", err, backupError(cmd.Stderr.(*bytes.Buffer).Bytes()))
+	}
+	if exErr != nil {
+		return fmt.Errorf("extract the backup stream: %w", exErr)
+	}
+	st.Bytes = xs.DataBytes
+	return nil
+}
+
+// treeBytes is the size of the regular files under dir.
+func treeBytes(dir string) int64 {
+	var n int64
+	filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
+		if err == nil && d.Type().IsRegular() {
+			if fi, err := d.Info(); err == nil {
+				n += fi.Size()
+			}
+		}
+		return nil
+	})
+	return n
 }
 
 // moveUp moves the entries of dir into its parent and removes dir.

@@ -25,13 +25,25 @@ func needBackup(t *testing.T) {
 
 func TestPhysicalBuildsAWorkingTemplate(t *testing.T) {
 	needBackup(t)
+	for _, tc := range []struct {
+		name   string
+		stream bool
+	}{
+		{"mariadb-backup writes the files", false},
+		{"xbstream through pristine's reader", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) { testPhysical(t, tc.stream) })
+	}
+}
+
+func testPhysical(t *testing.T, stream bool) {
 	st := templatetest.NewStore(t, "auto")
 	srcIn := mariadbtest.Start(t)
 	db := mariadbtest.Open(t, srcIn, "")
 	execAll(t, db, fixture...)
 	want := fingerprint(t, db)
 	m, built, err := st.Build(context.Background(), template.BuildOptions{Name: "phys", Profile: mariadb.DefaultProfile(),
-		Server: template.ServerSource{DSN: sourceURL(srcIn, "root", ""), Databases: []string{"shop"}, Method: "physical"}})
+		Server: template.ServerSource{DSN: sourceURL(srcIn, "root", ""), Databases: []string{"shop"}, Method: "physical", Stream: stream}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -30,7 +30,27 @@ type table struct {
 // column is a stored (not generated) column.
 type column struct {
 	name string
-	bit  bool // BIT columns travel as numbers
+	bit  bool   // BIT columns travel as numbers
+	sel  string // how the column is read: see selectExpr
+}
+
+// selectExpr is how a column of a DATA_TYPE is read. Numbers are read as
+// text the server makes: the driver would otherwise parse each one into an
+// int64 or float64 only for database/sql to format it back (a fifth of
+// pristine's CPU time). FLOAT goes through DOUBLE, because the server
+// prints a FLOAT with 6 significant digits and the value would not survive
+// (mariadb-dump loses it so); BIT as its number.
+func selectExpr(name, typ string) string {
+	q := quoteIdent(name)
+	switch typ {
+	case "bit":
+		return "CONCAT(CAST(" + q + " AS UNSIGNED))"
+	case "float":
+		return "CONCAT(CAST(" + q + " AS DOUBLE))"
+	case "tinyint", "smallint", "mediumint", "int", "bigint", "double", "year":
+		return "CONCAT(" + q + ")"
+	}
+	return q
 }
 
 // listTables lists the base tables and sequences of the databases.
@@ -91,7 +111,7 @@ func describe(ctx context.Context, db *sql.DB, t *table) error {
 		if gen == "ALWAYS" {
 			continue
 		}
-		t.cols = append(t.cols, column{name: name, bit: typ == "bit"})
+		t.cols = append(t.cols, column{name: name, bit: typ == "bit", sel: selectExpr(name, typ)})
 		if key == "PRI" {
 			pkCols = append(pkCols, name)
 			intPK = strings.HasSuffix(typ, "int")

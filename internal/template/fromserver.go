@@ -32,6 +32,9 @@ type ServerSource struct {
 	LockWait time.Duration
 	// Insert copies rows with INSERT instead of LOAD DATA (benchmarks).
 	Insert bool
+	// Stream makes physical capture go through pristine's xbstream reader
+	// instead of letting mariadb-backup write the files (benchmarks).
+	Stream bool
 	// AfterSnapshot is a test seam: it runs once a logical capture's
 	// snapshot is taken, before rows are copied.
 	AfterSnapshot func(ctx context.Context) error
@@ -129,7 +132,7 @@ func (s *Store) buildFromServer(ctx context.Context, dir string, opt BuildOption
 	} else {
 		s.progress("change marker: capture time (the source has no binary log, so every build captures it again)")
 	}
-	copts := capture.Options{Workers: opt.Workers, LockWait: opt.Server.LockWait, Insert: opt.Server.Insert, Log: s.progress, AfterSnapshot: opt.Server.AfterSnapshot}
+	copts := capture.Options{Workers: opt.Workers, LockWait: opt.Server.LockWait, Insert: opt.Server.Insert, Stream: opt.Server.Stream, Log: s.progress, AfterSnapshot: opt.Server.AfterSnapshot}
 	if s.Progress != nil && isTerminal(os.Stderr) {
 		copts.Progress = os.Stderr
 	}

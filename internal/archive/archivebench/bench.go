@@ -106,6 +106,9 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 		{"pristine unpack - < archive (stream)", fmt.Sprintf("%s unpack - %s < %s", q(opts.Exe), q(out), q(prsa))},
 		{"pristine pack DIR | pristine unpack -", fmt.Sprintf("%s pack %s | %s unpack - %s", q(opts.Exe), q(data), q(opts.Exe), q(out))},
 		{"cat ARCHIVE | cat > /dev/null", fmt.Sprintf("cat %s | cat > /dev/null", q(prsa))},
+		// How xbstream is used: through a pipe, as from mariadb-backup.
+		{"cat XBSTREAM | mbstream -x", fmt.Sprintf("mkdir %s && cat %s | mbstream -x -C %s", q(out), q(xbs), q(out))},
+		{"cat XBSTREAM | pristine unpack --format xbstream -", fmt.Sprintf("cat %s | %s unpack --format xbstream - %s", q(xbs), q(opts.Exe), q(out))},
 	}
 	for _, s := range steps {
 		b.logf("measuring: %s", s.name)

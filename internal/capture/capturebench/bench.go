@@ -71,6 +71,7 @@ const (
 	mLogical   = "pristine logical (LOAD DATA)"
 	mInsert    = "pristine logical (INSERT)"
 	mPhysical  = "pristine physical"
+	mStream    = "pristine physical (xbstream through pristine's reader)"
 	sourceName = "capture-src"
 )
 
@@ -182,9 +183,10 @@ func (b *bench) dataset(ctx context.Context, dir, name string, write func(io.Wri
 		{mDump, func() error { return b.dumpLoad(ctx, sock) }},
 		{mMydumper, func() error { return b.mydumper(ctx, dir, sock) }},
 		{mBackup, func() error { return b.backup(ctx, dir, src.Inst) }},
-		{mLogical, func() error { return b.capture(ctx, url, "logical", false) }},
-		{mInsert, func() error { return b.capture(ctx, url, "logical", true) }},
-		{mPhysical, func() error { return b.capture(ctx, url, "physical", false) }},
+		{mLogical, func() error { return b.capture(ctx, url, template.ServerSource{Method: "logical"}) }},
+		{mInsert, func() error { return b.capture(ctx, url, template.ServerSource{Method: "logical", Insert: true}) }},
+		{mPhysical, func() error { return b.capture(ctx, url, template.ServerSource{Method: "physical"}) }},
+		{mStream, func() error { return b.capture(ctx, url, template.ServerSource{Method: "physical", Stream: true}) }},
 	}
 	secs := map[string]float64{}
 	var out []Result
@@ -207,7 +209,7 @@ func (b *bench) dataset(ctx context.Context, dir, name string, write func(io.Wri
 	}
 	for i := range out {
 		base := mDump
-		if out[i].Method == mPhysical || out[i].Method == mBackup {
+		if out[i].Method == mPhysical || out[i].Method == mStream || out[i].Method == mBackup {
 			base = mBackup
 		}
 		if out[i].Method != base {
@@ -274,9 +276,9 @@ func (b *bench) backup(ctx context.Context, dir string, src *mariadb.Instance) e
 
 // capture builds a template from the source, the way `template build
 // --from-server` does, and removes it.
-func (b *bench) capture(ctx context.Context, url, method string, insert bool) error {
-	m, _, err := b.store.Build(ctx, template.BuildOptions{Name: "captured", Profile: mariadb.DefaultProfile(), Workers: b.opt.Workers, Rebuild: true,
-		Server: template.ServerSource{DSN: url, Databases: []string{"app"}, Method: method, Insert: insert}})
+func (b *bench) capture(ctx context.Context, url string, how template.ServerSource) error {
+	how.DSN, how.Databases = url, []string{"app"}
+	m, _, err := b.store.Build(ctx, template.BuildOptions{Name: "captured", Profile: mariadb.DefaultProfile(), Workers: b.opt.Workers, Rebuild: true, Server: how})
 	if err != nil {
 		return err
 	}
