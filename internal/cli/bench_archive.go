@@ -20,7 +20,8 @@ func newBenchArchiveCmd(g *Globals) *cobra.Command {
 		Long: `Build a ~1 GB data directory with a throwaway mariadbd on /dev/shm (or take
 --dir), stream it with mariadb-backup --stream=xbstream, pack it, then measure
 on tmpfs: mbstream -x, pristine's xbstream reader, pristine unpack (file,
-stream, pipe from pack), cat | cat, and unpack from an archive on a
+stream, pipe from pack), cat | cat, the xbstream through a pipe into
+mbstream -x and into pristine, and unpack from an archive on a
 loop-mounted XFS with reflink. Each step runs --runs times after a warm-up;
 medians are reported. Everything created is removed at the end.`,
 		Args: cobra.NoArgs,

@@ -19,7 +19,9 @@ func newBenchCaptureCmd(g *Globals) *cobra.Command {
 foreign-key-heavy dataset of about 5 million rows), starts a server on each and
 times, on the same source: mariadb-dump | mariadb and mydumper | myloader into a
 fresh server, mariadb-backup --stream | mbstream -x + --prepare, and pristine's
-logical (LOAD DATA and INSERT) and physical capture, each a whole template build.
+logical (LOAD DATA and INSERT) and physical capture (mariadb-backup writing the
+files, and its stream through pristine's xbstream reader), each a whole
+template build.
 Prints a markdown table (or --json). Everything created is removed at the end.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
