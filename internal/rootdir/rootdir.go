@@ -242,6 +242,9 @@ func claim(dir string) (string, error) {
 		if strings.HasPrefix(e.Name(), MarkerName+".tmp") {
 			continue // another process is claiming it right now
 		}
+		if e.Name() == MarkerName {
+			return readMarker(dir) // another process claimed it since we looked
+		}
 		return "", errtag.New(ErrNotOwned, "open root %s: directory is not empty and has no %s marker, so pristine does not own it; pass an empty or new directory with --root",
 			dir, MarkerName)
 	}
