@@ -10,7 +10,8 @@ import (
 	"github.com/pristinedb/pristine/internal/units"
 )
 
-// StartProgress prints "label: done / total  rate" to w five times a second
+// StartProgress prints "label: done / total  rate" (without "/ total" when
+// total is 0, unknown) to w five times a second
 // until the returned function is called, which prints a last line. A nil w
 // prints nothing.
 func StartProgress(w io.Writer, label string, total int64, done *atomic.Int64) func() {
@@ -24,7 +25,11 @@ func StartProgress(w io.Writer, label string, total int64, done *atomic.Int64) f
 		if el > 0 {
 			rate = float64(done.Load()) / el
 		}
-		fmt.Fprintf(w, "\r%s: %s / %s  %s/s  %.1fs   %s", label, units.Bytes(done.Load()), units.Bytes(total), units.Bytes(int64(rate)), el, end)
+		of := "" // a stream's size is not known in advance
+		if total > 0 {
+			of = " / " + units.Bytes(total)
+		}
+		fmt.Fprintf(w, "\r%s: %s%s  %s/s  %.1fs   %s", label, units.Bytes(done.Load()), of, units.Bytes(int64(rate)), el, end)
 	}
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
