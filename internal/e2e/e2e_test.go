@@ -326,3 +326,41 @@ func TestTemplateExportImport(t *testing.T) {
 		}
 	}
 }
+
+// TestDemoMainJob runs the README's main job, small: on a root that cannot
+// reflink it makes its own scratch filesystem, and it leaves nothing mounted
+// or running.
+func TestDemoMainJob(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("the demo on a tmpfs root mounts a scratch filesystem, which needs root")
+	}
+	e := newEnv(t)
+	out := e.must("demo", "--slots", "3", "--scale", "0.05", "--scratch-size", "1G", "--json")
+	var r struct {
+		Slots       int     `json:"slots"`
+		Backend     string  `json:"backend"`
+		Built       bool    `json:"template_built"`
+		PoolUp      float64 `json:"pool_up_seconds"`
+		LeaseP99    float64 `json:"lease_p99_ms"`
+		ResetP50    float64 `json:"reset_p50_ms"`
+		RSS         float64 `json:"rss_mean_mb"`
+		DumpLoad    float64 `json:"dumpload_one_copy_seconds"`
+		RowsChecked int64   `json:"rows_checked"`
+	}
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatalf("demo --json: %v\n%s", err, out)
+	}
+	if r.Slots != 3 || !r.Built || r.Backend == "" || r.PoolUp <= 0 || r.LeaseP99 <= 0 || r.ResetP50 <= 0 || r.RSS <= 0 || r.DumpLoad <= 0 || r.RowsChecked <= 0 {
+		t.Fatalf("demo reported missing figures: %+v", r)
+	}
+	if k := mariadb.Servers(filepath.Dir(e.root)); len(k) > 0 {
+		t.Errorf("the demo left servers running: %v", k)
+	}
+	mounts, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(mounts), e.root) {
+		t.Errorf("the demo left a filesystem mounted under %s", e.root)
+	}
+}
