@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"io/fs"
+	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -152,6 +153,8 @@ func TestRoundTrip(t *testing.T) {
 		{name: "file verify all", how: "file", opts: UnpackOptions{Verify: VerifyAll}},
 		{name: "pipe", how: "pipe"},
 		{name: "pipe splice", how: "pipe", opts: UnpackOptions{Verify: VerifyHeaders}},
+		{name: "unix socket", how: "socket"},
+		{name: "tcp loopback", how: "tcp"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -174,11 +177,8 @@ func TestRoundTrip(t *testing.T) {
 					t.Fatal(err)
 				}
 				st, err = UnpackFile(ctx, f, out, tc.opts)
-			case "pipe":
-				pr, pw, perr := os.Pipe()
-				if perr != nil {
-					t.Fatal(perr)
-				}
+			case "pipe", "socket", "tcp":
+				pr, pw := connected(t, tc.how)
 				packErr := make(chan error, 1)
 				go func() {
 					_, err := Pack(ctx, src, pw, PackOptions{ExtentSize: testExtent})
@@ -215,6 +215,50 @@ func TestRoundTrip(t *testing.T) {
 			}
 		})
 	}
+}
+
+// connected returns the two ends of a pipe, a unix socket pair or a TCP
+// connection over loopback, as files the way a shell hands them over.
+func connected(t *testing.T, how string) (r, w *os.File) {
+	t.Helper()
+	switch how {
+	case "pipe":
+		r, w, err := os.Pipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r, w
+	case "socket":
+		fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return os.NewFile(uintptr(fds[0]), "socket-r"), os.NewFile(uintptr(fds[1]), "socket-w")
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	dialed, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	accepted, err := ln.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rf, err := accepted.(*net.TCPConn).File()
+	if err != nil {
+		t.Fatal(err)
+	}
+	wf, err := dialed.(*net.TCPConn).File()
+	if err != nil {
+		t.Fatal(err)
+	}
+	accepted.Close() // File returned duplicates
+	dialed.Close()
+	return rf, wf
 }
 
 func TestPackSkipsHoles(t *testing.T) {
