@@ -108,9 +108,9 @@ func Physical(ctx context.Context, src *Source, datadir string, alldbs bool, opt
 	cmd.Stderr = &stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if opt.Stream {
-		err = streamBackup(ctx, cmd, incoming, opt, &st)
+		err = streamBackup(ctx, cmd, &stderr, incoming, opt, &st)
 	} else {
-		err = copyBackup(cmd, incoming, opt, &st)
+		err = copyBackup(cmd, &stderr, incoming, opt, &st)
 	}
 	if err != nil {
 		return st, err
@@ -138,16 +138,19 @@ func Physical(ctx context.Context, src *Source, datadir string, alldbs bool, opt
 	return st, nil
 }
 
-// copyBackup runs mariadb-backup writing the files into incoming itself,
-// reporting the bytes that have arrived there.
-func copyBackup(cmd *exec.Cmd, incoming string, opt Options, st *Stats) error {
+// copyBackup runs mariadb-backup writing the files into incoming itself;
+// with a progress writer, the bytes arrived there are polled twice a
+// second.
+func copyBackup(cmd *exec.Cmd, stderr *bytes.Buffer, incoming string, opt Options, st *Stats) error {
 	opt.log("copying the source's data directory with mariadb-backup")
 	var done atomic.Int64
 	stop := archive.StartProgress(opt.Progress, "copy", 0, &done)
-	quit := make(chan struct{})
-	polled := make(chan struct{})
+	quit, polled := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(polled)
+		if opt.Progress == nil {
+			return
+		}
 		t := time.NewTicker(500 * time.Millisecond)
 		defer t.Stop()
 		for {
@@ -165,7 +168,7 @@ func copyBackup(cmd *exec.Cmd, incoming string, opt Options, st *Stats) error {
 	done.Store(treeBytes(incoming))
 	stop()
 	if err != nil {
-		return fmt.Errorf("mariadb-backup --backup failed: %w: %s", err, backupError(cmd.Stderr.(*bytes.Buffer).Bytes()))
+		return fmt.Errorf("mariadb-backup --backup failed: %w: %s", err, backupError(stderr.Bytes()))
 	}
 	st.Bytes = done.Load()
 	return nil
@@ -173,7 +176,7 @@ func copyBackup(cmd *exec.Cmd, incoming string, opt Options, st *Stats) error {
 
 // streamBackup runs mariadb-backup --stream=xbstream and extracts its
 // output into incoming with pristine's reader.
-func streamBackup(ctx context.Context, cmd *exec.Cmd, incoming string, opt Options, st *Stats) error {
+func streamBackup(ctx context.Context, cmd *exec.Cmd, stderr *bytes.Buffer, incoming string, opt Options, st *Stats) error {
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		return err
@@ -187,7 +190,7 @@ func streamBackup(ctx context.Context, cmd *exec.Cmd, incoming string, opt Optio
 		_, _ = io.Copy(io.Discard, stdout) // let the backup finish or fail on its own
 	}
 	if err := cmd.Wait(); err != nil {
-		return fmt.Errorf("mariadb-backup --backup failed: %w: %s", err, backupError(cmd.Stderr.(*bytes.Buffer).Bytes()))
+		return fmt.Errorf("mariadb-backup --backup failed: %w: %s", err, backupError(stderr.Bytes()))
 	}
 	if exErr != nil {
 		return fmt.Errorf("extract the backup stream: %w", exErr)

@@ -1,14 +1,18 @@
 package capture_test
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"errors"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/pristinedb/pristine/internal/template/templatetest"
+	"github.com/pristinedb/pristine/internal/units"
 
 	"github.com/pristinedb/pristine/internal/capture"
 	"github.com/pristinedb/pristine/internal/dsn"
@@ -150,4 +154,40 @@ func TestMissingPrivilegeNamesIt(t *testing.T) {
 			t.Errorf("%s on %s: %v; want ErrPrivilege saying %q and the GRANT that fixes it", tc.user, tc.db, err, tc.want)
 		}
 	}
+}
+
+// TestPhysicalReportsProgress calls Physical itself: the progress line
+// counts the bytes that arrived, and mariadb-backup's own files are gone.
+func TestPhysicalReportsProgress(t *testing.T) {
+	needBackup(t)
+	srcIn := mariadbtest.Start(t)
+	execAll(t, mariadbtest.Open(t, srcIn, ""), fixture...)
+	src := openSource(t, sourceURL(srcIn, "root", ""), "shop")
+	for _, stream := range []bool{false, true} {
+		datadir := filepath.Join(t.TempDir(), "data")
+		if err := os.Mkdir(datadir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		var progress bytes.Buffer
+		st, err := capture.Physical(context.Background(), src, datadir, false, capture.Options{Stream: stream, Progress: &progress})
+		if err != nil {
+			t.Fatalf("stream=%v: %v", stream, err)
+		}
+		if st.Bytes < 1<<20 || !strings.Contains(progress.String(), units.Bytes(st.Bytes)) {
+			t.Errorf("stream=%v: %d bytes copied, progress %q does not end with them", stream, st.Bytes, progress.String())
+		}
+		for _, name := range []string{"ibdata1", "shop/customer.ibd", "mysql/global_priv.MAD"} {
+			if _, err := os.Stat(filepath.Join(datadir, name)); err != nil {
+				t.Errorf("stream=%v: %v", stream, err)
+			}
+		}
+		if left, _ := filepath.Glob(filepath.Join(datadir, "xtrabackup_*")); len(left) > 0 || exists(filepath.Join(datadir, ".incoming")) {
+			t.Errorf("stream=%v: the backup tool's files were left: %v", stream, left)
+		}
+	}
+}
+
+func exists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
 }
