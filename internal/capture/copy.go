@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
 	"io"
@@ -94,18 +95,52 @@ func split(ctx context.Context, src *sql.Conn, t *table, chunkRows int64) ([]chu
 // counters are the progress of a copy.
 type counters struct{ rows, bytes atomic.Int64 }
 
-func writeTSV(rows *sql.Rows, w io.Writer, ncol int, n *counters) error {
-	bw := bufio.NewWriterSize(w, 256<<10)
-	vals := make([]sql.RawBytes, ncol)
-	ptrs := make([]any, ncol)
-	for i := range vals {
-		ptrs[i] = &vals[i]
-	}
-	var nrows, nbytes int64
-	for rows.Next() {
-		if err := rows.Scan(ptrs...); err != nil {
+// eachRow runs q on conn and calls fn with every row's values, nil for
+// NULL; the slices are valid until fn returns. It reads through the
+// driver, below database/sql, which would lock, convert and copy every
+// value again for Scan. The queries select every column as text (see
+// selectExpr), so the driver hands back the bytes the server sent.
+func eachRow(ctx context.Context, conn *sql.Conn, q string, fn func(vals [][]byte) error) error {
+	return conn.Raw(func(dc any) error {
+		qc, ok := dc.(driver.QueryerContext)
+		if !ok {
+			return fmt.Errorf("the MySQL driver cannot run queries directly (%T)", dc)
+		}
+		rows, err := qc.QueryContext(ctx, q, nil)
+		if err != nil {
 			return err
 		}
+		defer rows.Close()
+		dest := make([]driver.Value, len(rows.Columns()))
+		vals := make([][]byte, len(dest))
+		for {
+			if err := rows.Next(dest); err == io.EOF {
+				return nil
+			} else if err != nil {
+				return err
+			}
+			for i, v := range dest {
+				switch v := v.(type) {
+				case nil:
+					vals[i] = nil
+				case []byte:
+					vals[i] = v
+				default: // not expected from the text protocol of a string column
+					vals[i] = fmt.Appendf(vals[i][:0], "%v", v)
+				}
+			}
+			if err := fn(vals); err != nil {
+				return err
+			}
+		}
+	})
+}
+
+// writeTSV writes the rows of q on conn to w as LOAD DATA's default text.
+func writeTSV(ctx context.Context, conn *sql.Conn, q string, w io.Writer, n *counters) error {
+	bw := bufio.NewWriterSize(w, 256<<10)
+	var nrows, nbytes int64
+	err := eachRow(ctx, conn, q, func(vals [][]byte) error {
 		for i, v := range vals {
 			if i > 0 {
 				bw.WriteByte('\t')
@@ -124,10 +159,11 @@ func writeTSV(rows *sql.Rows, w io.Writer, ncol int, n *counters) error {
 			n.bytes.Add(nbytes)
 			nbytes = 0
 		}
-	}
+		return nil
+	})
 	n.rows.Add(nrows % 4096)
 	n.bytes.Add(nbytes)
-	if err := rows.Err(); err != nil {
+	if err != nil {
 		return err
 	}
 	return bw.Flush()
@@ -158,22 +194,13 @@ func writeEscaped(bw *bufio.Writer, v []byte) {
 // copyInsert copies a chunk with multi-row INSERTs of about 4 MiB, the
 // alternative to LOAD DATA that bench-capture measures.
 func copyInsert(ctx context.Context, src, dst *sql.Conn, c chunk, n *counters) error {
-	rows, err := src.QueryContext(ctx, c.selectSQL())
-	if err != nil {
-		return fmt.Errorf("read %s: %w", c, err)
-	}
-	defer rows.Close()
 	names := make([]string, len(c.t.cols))
 	for i, col := range c.t.cols {
 		names[i] = quoteIdent(col.name)
 	}
 	head := "INSERT INTO " + c.t.quoted() + " (" + strings.Join(names, ",") + ") VALUES "
-	vals := make([]sql.RawBytes, len(c.t.cols))
-	ptrs := make([]any, len(vals))
-	for i := range vals {
-		ptrs[i] = &vals[i]
-	}
 	buf := make([]byte, 0, 4<<20+64<<10)
+	var writeErr error
 	flush := func() error {
 		if len(buf) == 0 {
 			return nil
@@ -193,10 +220,7 @@ func copyInsert(ctx context.Context, src, dst *sql.Conn, c chunk, n *counters) e
 		}
 		return nil
 	}
-	for rows.Next() {
-		if err := rows.Scan(ptrs...); err != nil {
-			return fmt.Errorf("read %s: %w", c, err)
-		}
+	err := eachRow(ctx, src, c.selectSQL(), func(vals [][]byte) error {
 		if len(buf) > 0 {
 			buf = append(buf, ',')
 		}
@@ -218,12 +242,14 @@ func copyInsert(ctx context.Context, src, dst *sql.Conn, c chunk, n *counters) e
 		buf = append(buf, ')')
 		n.rows.Add(1)
 		if len(buf) >= 4<<20 {
-			if err := flush(); err != nil {
-				return err
-			}
+			writeErr = flush()
 		}
+		return writeErr
+	})
+	if writeErr != nil {
+		return writeErr
 	}
-	if err := rows.Err(); err != nil {
+	if err != nil {
 		return fmt.Errorf("read %s: %w", c, err)
 	}
 	return flush()

@@ -133,12 +133,7 @@ func readPiece(ctx context.Context, conn *sql.Conn, p *piece, n *counters) error
 }
 
 func readChunk(ctx context.Context, conn *sql.Conn, c chunk, w io.Writer, n *counters) error {
-	rows, err := conn.QueryContext(ctx, c.selectSQL())
-	if err != nil {
-		return fmt.Errorf("read %s: %w", c, err)
-	}
-	defer rows.Close()
-	if err := writeTSV(rows, w, len(c.t.cols), n); err != nil {
+	if err := writeTSV(ctx, conn, c.selectSQL(), w, n); err != nil {
 		return fmt.Errorf("read %s: %w", c, err)
 	}
 	return nil
