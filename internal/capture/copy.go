@@ -152,7 +152,9 @@ func writeTSV(ctx context.Context, conn *sql.Conn, q string, w io.Writer, n *cou
 			nbytes += int64(len(v))
 			writeEscaped(bw, v)
 		}
-		bw.WriteByte('\n')
+		if err := bw.WriteByte('\n'); err != nil {
+			return err // the loader has stopped: stop reading
+		}
 		nrows++
 		if nrows%4096 == 0 {
 			n.rows.Add(4096)
