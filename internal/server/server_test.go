@@ -129,8 +129,31 @@ func TestTemplateIsBuiltOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	db.Close()
+	// Lookups while the build is being finished see it building or ready,
+	// never missing.
+	finished := make(chan struct{})
+	lookups := make(chan []int)
+	go func() {
+		var seen []int
+		for {
+			select {
+			case <-finished:
+				lookups <- seen
+				return
+			default:
+			}
+			if code := d.do("GET", "/v1/templates/k-123", "", nil); code != http.StatusLocked && code != 200 {
+				seen = append(seen, code)
+			}
+		}
+	}()
 	var fin server.TemplateAnswer
-	if code := d.do("PUT", "/v1/templates/"+a.Hash, "", &fin); code != 200 || fin.Status != "ready" {
+	code := d.do("PUT", "/v1/templates/"+a.Hash, "", &fin)
+	close(finished)
+	if bad := <-lookups; len(bad) > 0 {
+		t.Errorf("lookups during the finish answered %v, want only 423 or 200", bad)
+	}
+	if code != 200 || fin.Status != "ready" {
 		t.Fatalf("finish: %d %+v", code, fin)
 	}
 	if code := <-waited; code != 200 {

@@ -53,11 +53,20 @@ type builds struct {
 type buildSession struct {
 	*template.Session
 	expires time.Time
+	// finishing is set while Finish runs: the session stays listed, so
+	// that waiters never see a moment with neither a build nor a template,
+	// but nothing else may take it.
+	finishing bool
 }
 
 func (b *builds) signal() {
 	close(b.changed)
 	b.changed = make(chan struct{})
+}
+
+// ready is the answer for a built template.
+func ready(m *template.Meta) TemplateAnswer {
+	return TemplateAnswer{Status: "ready", Hash: m.Hash, Template: public(m)}
 }
 
 func public(m *template.Meta) *template.Meta {
@@ -86,7 +95,7 @@ func (s *Server) beginTemplate(w http.ResponseWriter, r *http.Request) {
 		fail(w, fmt.Errorf("%w: %v", errBadRequest, err))
 		return
 	case m != nil:
-		writeJSON(w, 200, TemplateAnswer{Status: "ready", Hash: m.Hash, Template: public(m)})
+		writeJSON(w, 200, ready(m))
 		return
 	}
 	ttl := seconds(req.TTL, 30*time.Minute)
@@ -103,11 +112,15 @@ func (s *Server) beginTemplate(w http.ResponseWriter, r *http.Request) {
 		URL: template.URL(in.Config.Port, meta.User, meta.Password, db), Env: sess.Env()})
 }
 
-// takeSession removes and returns the session of a hash.
+// takeSession removes and returns the session of a hash, unless it is
+// being finished.
 func (s *Server) takeSession(hash string) *buildSession {
 	s.builds.mu.Lock()
 	defer s.builds.mu.Unlock()
 	bs := s.builds.sessions[hash]
+	if bs == nil || bs.finishing {
+		return nil
+	}
 	delete(s.builds.sessions, hash)
 	return bs
 }
@@ -121,22 +134,33 @@ func (s *Server) failSession(hash, why string) {
 
 func (s *Server) finishTemplate(w http.ResponseWriter, r *http.Request) {
 	hash := r.PathValue("hash")
-	bs := s.takeSession(hash)
+	s.builds.mu.Lock()
+	bs := s.builds.sessions[hash]
+	if bs != nil && bs.finishing {
+		bs = nil
+	}
+	if bs != nil {
+		bs.finishing = true
+	}
+	s.builds.mu.Unlock()
 	if bs == nil {
-		fail(w, fmt.Errorf("%w: no build session %q: begin one with POST /v1/templates", template.ErrNotFound, hash))
+		fail(w, fmt.Errorf("%w: no build session %q (or it is being finished): begin one with POST /v1/templates", template.ErrNotFound, hash))
 		return
 	}
 	m, err := bs.Finish(context.WithoutCancel(r.Context()))
+	s.builds.mu.Lock()
+	delete(s.builds.sessions, hash)
 	if err != nil {
-		s.failSession(hash, err.Error())
+		s.builds.failed[hash] = err.Error()
+	}
+	s.builds.signal()
+	s.builds.mu.Unlock()
+	if err != nil {
 		fail(w, err)
 		return
 	}
-	s.builds.mu.Lock()
-	s.builds.signal()
-	s.builds.mu.Unlock()
 	s.log.Info("template built", "template", m.Name, "hash", m.Hash[:12], "seconds", m.BuildSeconds)
-	writeJSON(w, 200, TemplateAnswer{Status: "ready", Hash: m.Hash, Template: public(m)})
+	writeJSON(w, 200, ready(m))
 }
 
 // getTemplate answers a lookup by name, hash or key; with ?wait=SECONDS it
@@ -147,7 +171,7 @@ func (s *Server) getTemplate(w http.ResponseWriter, r *http.Request) {
 	deadline := time.Now().Add(seconds(wait, time.Nanosecond))
 	for {
 		if m, err := s.store.Get(ref); err == nil {
-			writeJSON(w, 200, TemplateAnswer{Status: "ready", Hash: m.Hash, Template: public(m)})
+			writeJSON(w, 200, ready(m))
 			return
 		}
 		s.builds.mu.Lock()
@@ -165,6 +189,12 @@ func (s *Server) getTemplate(w http.ResponseWriter, r *http.Request) {
 			writeJSON(w, http.StatusGone, TemplateAnswer{Status: "failed", Hash: ref, Error: why})
 			return
 		case !building:
+			// A session is dropped only once its template is stored: one
+			// finished since the lookup above is there now.
+			if m, err := s.store.Get(ref); err == nil {
+				writeJSON(w, 200, ready(m))
+				return
+			}
 			fail(w, fmt.Errorf("%w: %q", template.ErrNotFound, ref))
 			return
 		case time.Now().After(deadline):
@@ -216,7 +246,7 @@ func (s *Server) expireBuilds() {
 	s.builds.mu.Lock()
 	var doomed []*buildSession
 	for h, bs := range s.builds.sessions {
-		if now.After(bs.expires) {
+		if now.After(bs.expires) && !bs.finishing {
 			doomed = append(doomed, bs)
 			delete(s.builds.sessions, h)
 		}
@@ -232,8 +262,13 @@ func (s *Server) expireBuilds() {
 // abortBuilds throws away every open build session (daemon shutdown).
 func (s *Server) abortBuilds() {
 	s.builds.mu.Lock()
-	all := s.builds.sessions
-	s.builds.sessions = map[string]*buildSession{}
+	var all []*buildSession
+	for h, bs := range s.builds.sessions {
+		if !bs.finishing { // a finishing session ends on its own
+			all = append(all, bs)
+			delete(s.builds.sessions, h)
+		}
+	}
 	s.builds.mu.Unlock()
 	for _, bs := range all {
 		bs.Abort()
