@@ -26,7 +26,8 @@ type Options struct {
 	// ResetWorkers is how many slots are reset at once in the background;
 	// default two per core (a reset waits on the server half the time).
 	ResetWorkers int
-	// Progress, when set, is told how many slots are ready during Up.
+	// Progress, when set, is told how many slots are ready during Up; it is
+	// called by one goroutine at a time.
 	Progress func(ready, total int)
 	// Journal, when set, records every lease so a restarted daemon knows it.
 	Journal Journal
@@ -171,11 +172,10 @@ func (p *Pool) startAll(ctx context.Context) error {
 			return err
 		}
 		mu.Lock()
+		defer mu.Unlock()
 		ready++
-		n := ready
-		mu.Unlock()
 		if p.opt.Progress != nil {
-			p.opt.Progress(n, len(p.slots))
+			p.opt.Progress(ready, len(p.slots))
 		}
 		return nil
 	})
