@@ -10,6 +10,8 @@ export DEBIAN_FRONTEND=noninteractive
 pkgs=(mariadb-server mariadb-client mariadb-backup mydumper btrfs-progs xfsprogs zstd util-linux procps ca-certificates git python3 python3-venv chromium fonts-dejavu-core)
 # clients/php and examples/php (issue 8): PHP with PDO MySQL and curl, and Debian's PHPUnit.
 pkgs+=(php-cli php-mysql php-curl phpunit)
+# The tests run with Go's race detector, which needs cgo: a C compiler.
+pkgs+=(gcc libc6-dev)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

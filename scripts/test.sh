@@ -10,7 +10,9 @@ export GOTOOLCHAIN="${GOTOOLCHAIN:-auto}"
 # Screenshots and other artifacts of the tests land here.
 export PRISTINE_TEST_ARTIFACTS="$PWD/artifacts"
 mkdir -p "$PRISTINE_TEST_ARTIFACTS"
-"$GO" test -count=1 -timeout 25m ./... 2>&1 | tee /tmp/pristine-go-test.log
+# With the race detector: the daemon, the pool and the archive readers are
+# concurrent, and a data race there is a bug even when a run passes.
+"$GO" test -race -count=1 -timeout 25m ./... 2>&1 | tee /tmp/pristine-go-test.log
 ls "$PRISTINE_TEST_ARTIFACTS" | sed 's|^|test artifact: artifacts/|'
 # Clients (issue 8): the Python and PHP packages' tests, the examples and the
 # Django comparison, each against a daemon of the binary built here.
