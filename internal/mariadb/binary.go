@@ -104,28 +104,33 @@ func ParseVersion(path, out string) (*Binary, error) {
 // --initialize-insecure for MySQL. The root account has no password and is
 // reachable only on the instance's own socket and loopback port.
 func (b *Binary) InitDatadir(ctx context.Context, dir string) error {
+	// A private temporary directory: a server starting up removes every
+	// #sql file in its tmpdir, so in a shared /tmp any other server that
+	// starts meanwhile would delete the bootstrap's temporary tables (it
+	// then fails with "Unknown table 'mysql.tmp_proxies_priv'").
+	tmp, err := os.MkdirTemp(filepath.Dir(dir), "."+filepath.Base(dir)+".tmp-")
+	if err != nil {
+		return fmt.Errorf("initialise data directory %s: %w", dir, err)
+	}
+	defer os.RemoveAll(tmp)
+	// The same AIO setting as the slots, so that a machine whose AIO or
+	// io_uring limits are taken by other servers can still initialise.
+	common := []string{"--no-defaults", "--datadir=" + dir, "--tmpdir=" + tmp, "--innodb-use-native-aio=0"}
+	if os.Geteuid() == 0 {
+		common = append(common, "--user=root")
+	}
 	var cmd *exec.Cmd
 	if b.Flavor == MariaDB {
 		installDB, err := b.sibling("mariadb-install-db", "mysql_install_db")
 		if err != nil {
 			return err
 		}
-		// mariadb-install-db passes options it does not know on to the
-		// bootstrap server: the same AIO setting as the slots, so that a
-		// machine whose AIO or io_uring limits are taken by other servers can
-		// still initialise a data directory.
-		args := []string{"--no-defaults", "--datadir=" + dir, "--auth-root-authentication-method=normal",
-			"--skip-test-db", "--skip-name-resolve", "--force", "--innodb-use-native-aio=0"}
-		if os.Geteuid() == 0 {
-			args = append(args, "--user=root")
-		}
-		cmd = exec.CommandContext(ctx, installDB, args...)
+		// mariadb-install-db passes the options it does not know on to the
+		// bootstrap server.
+		cmd = exec.CommandContext(ctx, installDB, append(common, "--auth-root-authentication-method=normal",
+			"--skip-test-db", "--skip-name-resolve", "--force")...)
 	} else {
-		args := []string{"--no-defaults", "--initialize-insecure", "--datadir=" + dir, "--innodb-use-native-aio=0"}
-		if os.Geteuid() == 0 {
-			args = append(args, "--user=root")
-		}
-		cmd = exec.CommandContext(ctx, b.Path, args...)
+		cmd = exec.CommandContext(ctx, b.Path, append(common, "--initialize-insecure")...)
 	}
 	cmd.SysProcAttr = childAttr()
 	if out, err := cmd.CombinedOutput(); err != nil {

@@ -50,15 +50,20 @@ func Start(ctx context.Context, datadir, runDir string) (*Server, error) {
 	if os.Geteuid() == 0 {
 		user = []string{"--user=root"}
 	}
+	// runDir is also the servers' tmpdir: a server starting up removes the
+	// #sql files of its tmpdir, other servers' temporary tables among them.
+	if err := os.MkdirAll(runDir, 0o755); err != nil {
+		return nil, err
+	}
 	install := exec.CommandContext(ctx, bin("mariadb-install-db"), append([]string{"--no-defaults", "--datadir=" + datadir,
-		"--auth-root-authentication-method=normal", "--skip-test-db"}, user...)...)
+		"--tmpdir=" + runDir, "--auth-root-authentication-method=normal", "--skip-test-db"}, user...)...)
 	if _, err := os.Stat(filepath.Join(datadir, "mysql")); err == nil {
 		// Already initialised (a copy): start it as it is.
 	} else if out, err := install.CombinedOutput(); err != nil {
 		return nil, fmt.Errorf("mariadb-install-db: %w: %s", err, tail(out))
 	}
 	s := &Server{Datadir: datadir, Socket: filepath.Join(runDir, "m.sock"), done: make(chan error, 1)}
-	args := append([]string{"--no-defaults", "--datadir=" + datadir, "--socket=" + s.Socket, "--skip-networking",
+	args := append([]string{"--no-defaults", "--datadir=" + datadir, "--tmpdir=" + runDir, "--socket=" + s.Socket, "--skip-networking",
 		"--pid-file=" + filepath.Join(runDir, "m.pid"), "--log-error=" + filepath.Join(runDir, "m.err"),
 		"--innodb-flush-method=nosync", "--innodb-flush-log-at-trx-commit=0", "--innodb-doublewrite=0",
 		"--skip-log-bin", "--innodb-buffer-pool-size=256M", "--innodb-use-native-aio=0"}, user...)
