@@ -61,6 +61,9 @@ type Stats struct {
 	Objects  int           `json:"objects"`
 	Accounts int           `json:"accounts"`
 	Elapsed  time.Duration `json:"elapsed_ns"`
+	// Counters are the source's InnoDB AUTO_INCREMENT counters at a
+	// physical copy's consistent point, for ApplyCounters.
+	Counters []Counter `json:"-"`
 }
 
 var loadSeq atomic.Int64

@@ -105,7 +105,8 @@ func Physical(ctx context.Context, src *Source, datadir string, alldbs bool, opt
 	}
 	cmd := exec.CommandContext(ctx, tool, args...)
 	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
+	watch := &counterWatch{buf: &stderr, ctx: ctx, src: src, cmd: cmd}
+	cmd.Stderr = watch
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if opt.Stream {
 		err = streamBackup(ctx, cmd, &stderr, incoming, opt, &st)
@@ -114,6 +115,14 @@ func Physical(ctx context.Context, src *Source, datadir string, alldbs bool, opt
 	}
 	if err != nil {
 		return st, err
+	}
+	counters, atPoint, err := watch.result()
+	if err != nil {
+		return st, err
+	}
+	st.Counters = counters
+	if !atPoint {
+		opt.log("AUTO_INCREMENT counters read after the backup (mariadb-backup did not report BLOCK_COMMIT)")
 	}
 	if err := moveUp(incoming, datadir); err != nil {
 		return st, err

@@ -16,71 +16,42 @@ type account struct {
 	grants  []string
 }
 
-// readAccounts finds the accounts with privileges on the databases (at the
-// schema, table, column or routine level) and reads SHOW CREATE USER and
-// SHOW GRANTS for each, keeping the grants on *.* and on those databases.
-// Reading another account's grants needs SELECT on the mysql schema; without
-// it only the capturing user's own grants are visible, and skipped says so.
+// readAccounts reads the accounts in scope of the databases (AccountScope:
+// definers of captured objects, holders of privileges on captured schemas,
+// the roles granted to them; never the system accounts) with SHOW CREATE
+// USER and SHOW GRANTS, keeping the grants on *.*, on those databases and
+// of roles in scope. Reading the mysql schema needs SELECT on it; without
+// it no account is copied, and skipped says so. An account the source
+// cannot show (a host name under --skip-name-resolve) is skipped with a
+// note too.
 func readAccounts(ctx context.Context, db *sql.DB, dbs []string) (accts []account, skipped string, err error) {
-	in := make([]string, len(dbs))
-	for i, d := range dbs {
-		in[i] = quoteString(d)
-	}
-	list := strings.Join(in, ",")
-	q := `SELECT DISTINCT GRANTEE FROM (
-	 SELECT GRANTEE FROM information_schema.SCHEMA_PRIVILEGES WHERE TABLE_SCHEMA IN (` + list + `)
-	 UNION SELECT GRANTEE FROM information_schema.TABLE_PRIVILEGES WHERE TABLE_SCHEMA IN (` + list + `)
-	 UNION SELECT GRANTEE FROM information_schema.COLUMN_PRIVILEGES WHERE TABLE_SCHEMA IN (` + list + `)) g ORDER BY GRANTEE`
-	grantees, err := queryStrings(ctx, db, q)
+	scope, err := AccountScope(ctx, db, dbs)
 	if err != nil {
-		return nil, "", fmt.Errorf("list accounts: %w", err)
-	}
-	routineGrantees, err := queryStrings(ctx, db, "SELECT DISTINCT CONCAT(QUOTE(User), '@', QUOTE(Host)) FROM mysql.procs_priv WHERE Db IN ("+list+")")
-	if err == nil {
-		grantees = append(grantees, routineGrantees...)
-	}
-	// The DEFINERs of views, routines, triggers and events must exist for
-	// those objects to run as they do on the source.
-	definers, err := queryStrings(ctx, db, `SELECT DISTINCT DEFINER FROM (
-	 SELECT DEFINER FROM information_schema.VIEWS WHERE TABLE_SCHEMA IN (`+list+`)
-	 UNION SELECT DEFINER FROM information_schema.ROUTINES WHERE ROUTINE_SCHEMA IN (`+list+`)
-	 UNION SELECT DEFINER FROM information_schema.TRIGGERS WHERE TRIGGER_SCHEMA IN (`+list+`)
-	 UNION SELECT DEFINER FROM information_schema.EVENTS WHERE EVENT_SCHEMA IN (`+list+`)) d`)
-	if err == nil {
-		for _, d := range definers {
-			if i := strings.LastIndex(d, "@"); i > 0 {
-				user, host := d[:i], d[i+1:]
-				if isRole(ctx, db, user) && host == "" {
-					continue
-				}
-				grantees = append(grantees, quoteString(user)+"@"+quoteString(host))
-			}
+		if isAccessDenied(err) {
+			return nil, "accounts are not copied: grant SELECT ON mysql.* to copy the accounts of the captured databases", nil
 		}
+		return nil, "", fmt.Errorf("list the accounts of the captured databases: %w", err)
 	}
-	seen := map[string]bool{}
 	roles := map[string]bool{}
-	for _, g := range grantees {
-		if user, host := splitGrantee(g); host == "" && isRole(ctx, db, user) {
-			roles[user] = true
+	for _, a := range scope {
+		if a.Role {
+			roles[a.User] = true
 		}
 	}
-	for _, g := range grantees {
-		if seen[g] || strings.HasPrefix(g, "'pristine'@") {
-			continue
-		}
-		seen[g] = true
+	var unreadable []string
+	for _, sa := range scope {
+		g := sa.Grantee()
 		var create string
-		if user, host := splitGrantee(g); host == "" && roles[user] {
-			// A role: SHOW CREATE USER does not know it, and its grants
-			// are read by its bare name.
-			g = quoteIdent(user)
-			create = "CREATE ROLE " + g
+		if sa.Role {
+			// SHOW CREATE USER does not know a role; its grants are read
+			// by its bare name.
+			create = "CREATE ROLE " + quoteIdent(sa.User)
 		} else if err := db.QueryRowContext(ctx, "SHOW CREATE USER "+g).Scan(&create); err != nil {
 			if isAccessDenied(err) {
-				skipped = "accounts other than the capturing user are not copied: grant SELECT ON mysql.* to copy them"
-				continue
+				return nil, "accounts are not copied: grant SELECT ON mysql.* to copy the accounts of the captured databases", nil
 			}
-			return nil, "", fmt.Errorf("show create user %s: %w", g, err)
+			unreadable = append(unreadable, fmt.Sprintf("%s (%v)", g, err))
+			continue
 		}
 		lines, err := queryStrings(ctx, db, "SHOW GRANTS FOR "+g)
 		if err != nil {
@@ -88,23 +59,19 @@ func readAccounts(ctx context.Context, db *sql.DB, dbs []string) (accts []accoun
 		}
 		a := account{grantee: g, create: create}
 		for _, l := range lines {
-			if keepGrant(l, dbs) || grantsRole(l, roles) || setsRole(l, roles) {
+			if CarriedGrant(l, dbs, roles) {
 				a.grants = append(a.grants, l)
 			}
 		}
 		accts = append(accts, a)
 	}
+	if len(unreadable) > 0 {
+		skipped = "accounts the source cannot show are not copied: " + strings.Join(unreadable, ", ")
+	}
 	return accts, skipped, nil
 }
 
 var grantOnRe = regexp.MustCompile("(?is)^GRANT\\s+.+?\\s+ON\\s+(?:(?:PROCEDURE|FUNCTION|PACKAGE(?:\\s+BODY)?)\\s+)?(\\*|`(?:[^`]|``)*`)\\.")
-
-// isRole reports whether name is a role rather than a user.
-func isRole(ctx context.Context, db *sql.DB, name string) bool {
-	var n int
-	err := db.QueryRowContext(ctx, "SELECT COUNT(*) FROM mysql.user WHERE User = ? AND Host = '' AND is_role = 'Y'", name).Scan(&n)
-	return err == nil && n > 0
-}
 
 var grantRoleRe = regexp.MustCompile("(?is)^GRANT\\s+(`(?:[^`]|``)*`|'(?:[^']|'')*'|\\w+)\\s+TO\\s+")
 
@@ -120,6 +87,14 @@ var defaultRoleRe = regexp.MustCompile("(?is)^SET\\s+DEFAULT\\s+ROLE\\s+(`(?:[^`
 func setsRole(line string, roles map[string]bool) bool {
 	m := defaultRoleRe.FindStringSubmatch(line)
 	return m != nil && roles[unquote(m[1])]
+}
+
+// CarriedGrant reports whether a SHOW GRANTS line travels with an account
+// in scope of dbs: a grant on *.* or on one of dbs, a grant of one of
+// roles, or SET DEFAULT ROLE to one of them. Grants on other databases and
+// PROXY grants stay behind. verify compares the same lines.
+func CarriedGrant(line string, dbs []string, roles map[string]bool) bool {
+	return keepGrant(line, dbs) || grantsRole(line, roles) || setsRole(line, roles)
 }
 
 // keepGrant keeps GRANT lines on *.* and on the captured databases.

@@ -17,6 +17,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pristinedb/pristine/internal/capture"
 	"github.com/pristinedb/pristine/internal/mariadb"
 	"github.com/pristinedb/pristine/internal/sqlload"
 	"github.com/pristinedb/pristine/internal/units"
@@ -268,6 +269,14 @@ func (s *Store) finishBuild(ctx context.Context, in *mariadb.Instance, db *sql.D
 	defer os.RemoveAll(in.Config.RunDir)
 	dbName := opt.database()
 	m.Databases = []string{dbName}
+	// InnoDB persists only the AUTO_INCREMENT values rows took: persist
+	// the counters themselves, so every clone (and every --dbs-per-slot
+	// copy, made from these files) hands out the next id this server would.
+	if n, err := capture.PersistCounters(ctx, db); err != nil {
+		return err
+	} else if n > 0 {
+		s.progress("persisted the AUTO_INCREMENT counters of %d tables", n)
+	}
 	if opt.DBsPerSlot > 1 {
 		s.progress("making %d copies of %s inside the template", opt.DBsPerSlot-1, dbName)
 		names, err := copySchema(ctx, db, in.Config.Datadir, dbName, opt.DBsPerSlot)

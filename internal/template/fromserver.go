@@ -138,6 +138,7 @@ func (s *Store) buildFromServer(ctx context.Context, dir string, opt BuildOption
 	}
 	data := filepath.Join(dir, "data")
 	var extra []string
+	var counters []capture.Counter
 	if ls.method == capture.MethodPhysical {
 		if err := s.Backend.MakeDir(data); err != nil {
 			return err
@@ -146,6 +147,7 @@ func (s *Store) buildFromServer(ctx context.Context, dir string, opt BuildOption
 		if err != nil {
 			return err
 		}
+		counters = st.Counters
 		s.progress("copied and prepared %s in %.1fs", units.Bytes(st.Bytes), st.Elapsed.Seconds())
 		// The copy's accounts are the source's: start once without them
 		// to give pristine its passwordless root on the private socket.
@@ -184,6 +186,18 @@ func (s *Store) buildFromServer(ctx context.Context, dir string, opt BuildOption
 		if err := adoptAccounts(ctx, in); err != nil {
 			return err
 		}
+		// The accounts and AUTO_INCREMENT counters a logical capture
+		// carries: the accounts in scope of the databases, the source's
+		// counters (docs/fidelity.md).
+		n, err := capture.PruneAccounts(ctx, db, src.Databases)
+		if err != nil {
+			return err
+		}
+		set, err := capture.ApplyCounters(ctx, db, counters)
+		if err != nil {
+			return err
+		}
+		s.progress("removed %d accounts out of scope of %s; set %d AUTO_INCREMENT counters to the source's", n, strings.Join(src.Databases, ","), set)
 	} else {
 		st, err := capture.Logical(ctx, src, in.DSN(""), copts)
 		if err != nil {

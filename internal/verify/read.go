@@ -61,7 +61,7 @@ func read(ctx context.Context, db *sql.DB, schemas []string, cn canon, opt Optio
 		s: &snapshot{objs: map[objKey]*object{}}}
 	steps := []func() error{r.databases, r.tablesAndViews, r.triggers, r.routines, r.events}
 	if !opt.SkipUsers {
-		steps = append(steps, func() error { return r.users(opt.IgnoreUsers) })
+		steps = append(steps, func() error { return r.users(opt) })
 	}
 	for _, f := range steps {
 		if err := f(); err != nil {

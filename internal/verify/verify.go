@@ -40,9 +40,14 @@ type Options struct {
 	// Pairs are the schemas to compare; see ResolvePairs.
 	Pairs []Pair
 	// IgnoreUsers lists accounts left out of the comparison, as user@host
-	// patterns with * and ? wildcards, besides the server's own (root,
-	// mariadb.sys, mysql, PUBLIC) and pristine's (pristine@%, lease_*@%).
+	// patterns with * and ? wildcards, besides the system accounts
+	// (capture.SystemAccount: root@*, anonymous ''@*, mariadb.sys, mysql,
+	// PUBLIC) and pristine's (pristine@%, lease_*@%).
 	IgnoreUsers []string
+	// AllUsers compares every account but those left out above, with all
+	// their grants, instead of the accounts in scope of the compared
+	// schemas (capture.AccountScope, the rule every capture follows).
+	AllUsers bool
 	// SkipData leaves row checksums out.
 	SkipData bool
 	// SkipUsers leaves users, roles and grants out.

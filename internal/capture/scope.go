@@ -1,0 +1,242 @@
+package capture
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// Account is a user (user@host) or a role (Role set, Host empty) of a
+// server.
+type Account struct {
+	User, Host string
+	Role       bool
+}
+
+// Grantee names the account as SHOW GRANTS FOR and DROP USER take it:
+// 'user'@'host', or a role's quoted name.
+func (a Account) Grantee() string {
+	if a.Role {
+		return quoteString(a.User)
+	}
+	return quoteString(a.User) + "@" + quoteString(a.Host)
+}
+
+// systemUsers are account names that belong to the host, whatever their
+// host part: the administrator, the server's own accounts and pristine's.
+var systemUsers = map[string]bool{"root": true, "mariadb.sys": true, "mysql": true, "PUBLIC": true, "pristine": true}
+
+// SystemAccount reports whether user@host is the host's, not a schema's:
+// root@* (localhost, 127.0.0.1, ::1, the host name), the anonymous
+// accounts (an empty user name, any host) a default
+// mariadb-install-db makes, mariadb.sys, mysql,
+// PUBLIC and pristine's own account. No capture carries them and verify
+// does not compare them (docs/fidelity.md, "Accounts").
+func SystemAccount(user, host string) bool {
+	return user == "" || systemUsers[user]
+}
+
+// queryer is a *sql.DB or a *sql.Conn.
+type queryer interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+}
+
+// AccountScope lists the accounts a capture of dbs carries, and which
+// verify compares for those schemas. It is one rule for every path:
+//
+//  1. the DEFINERs of the views, routines, triggers and events in dbs;
+//  2. the accounts and roles holding a privilege on one of dbs at the
+//     schema, table, column or routine level (mysql.db, tables_priv,
+//     columns_priv, procs_priv; a schema grant with wildcards in its name
+//     does not count);
+//  3. the roles granted to an account of 1 or 2, and theirs, transitively;
+//
+// less the system accounts (SystemAccount) and definers that do not exist.
+// An account with global privileges only (an administrator's, a backup
+// account's) is the host's and not in scope. Reading the mysql schema needs
+// SELECT on it; the error is returned as is (see isAccessDenied).
+func AccountScope(ctx context.Context, db queryer, dbs []string) ([]Account, error) {
+	if len(dbs) == 0 {
+		return nil, nil
+	}
+	type key struct{ user, host string }
+	exists := map[key]bool{} // -> is a role
+	err := scan(ctx, db, "SELECT User, Host, is_role FROM mysql.user", func(r []string) {
+		exists[key{r[0], r[1]}] = r[2] == "Y"
+	})
+	if err != nil {
+		return nil, err
+	}
+	in := make([]string, len(dbs))
+	for i, d := range dbs {
+		in[i] = quoteString(d)
+	}
+	list := "(" + strings.Join(in, ",") + ")"
+	scope := map[key]bool{}
+	add := func(r []string) {
+		if k := (key{r[0], r[1]}); !scope[k] {
+			if _, ok := exists[k]; ok {
+				scope[k] = true
+			}
+		}
+	}
+	for _, q := range []string{
+		"SELECT User, Host FROM mysql.db WHERE Db IN " + list,
+		"SELECT User, Host FROM mysql.tables_priv WHERE Db IN " + list,
+		"SELECT User, Host FROM mysql.columns_priv WHERE Db IN " + list,
+		"SELECT User, Host FROM mysql.procs_priv WHERE Db IN " + list,
+	} {
+		if err := scan(ctx, db, q, add); err != nil {
+			return nil, err
+		}
+	}
+	definers := `SELECT DISTINCT DEFINER FROM (
+	 SELECT DEFINER FROM information_schema.VIEWS WHERE TABLE_SCHEMA IN ` + list + `
+	 UNION SELECT DEFINER FROM information_schema.ROUTINES WHERE ROUTINE_SCHEMA IN ` + list + `
+	 UNION SELECT DEFINER FROM information_schema.TRIGGERS WHERE TRIGGER_SCHEMA IN ` + list + `
+	 UNION SELECT definer FROM mysql.event WHERE db IN ` + list + `) d` // information_schema.EVENTS fails while the event scheduler is off (--skip-grant-tables)
+	if err := scan(ctx, db, definers, func(r []string) {
+		if i := strings.LastIndex(r[0], "@"); i >= 0 {
+			add([]string{r[0][:i], r[0][i+1:]})
+		} else {
+			add([]string{r[0], ""}) // a role
+		}
+	}); err != nil {
+		return nil, err
+	}
+	granted := map[key][]string{}
+	if err := scan(ctx, db, "SELECT User, Host, Role FROM mysql.roles_mapping", func(r []string) {
+		granted[key{r[0], r[1]}] = append(granted[key{r[0], r[1]}], r[2])
+	}); err != nil {
+		return nil, err
+	}
+	for todo := keys(scope); len(todo) > 0; {
+		k := todo[len(todo)-1]
+		todo = todo[:len(todo)-1]
+		for _, role := range granted[k] {
+			r := key{role, ""}
+			if _, ok := exists[r]; ok && !scope[r] {
+				scope[r] = true
+				todo = append(todo, r)
+			}
+		}
+	}
+	var out []Account
+	for k := range scope {
+		if !SystemAccount(k.user, k.host) {
+			out = append(out, Account{User: k.user, Host: k.host, Role: exists[k]})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].User != out[j].User {
+			return out[i].User < out[j].User
+		}
+		return out[i].Host < out[j].Host
+	})
+	return out, nil
+}
+
+func keys[K comparable](m map[K]bool) []K {
+	out := make([]K, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
+
+// scan runs q and calls f with each row as strings (NULL as "").
+func scan(ctx context.Context, db queryer, q string, f func([]string)) error {
+	rows, err := db.QueryContext(ctx, q)
+	if err != nil {
+		return fmt.Errorf("%s: %w", strings.Fields(q)[0]+" "+firstTable(q), err)
+	}
+	defer rows.Close()
+	cols, err := rows.Columns()
+	if err != nil {
+		return err
+	}
+	vals := make([]sql.NullString, len(cols))
+	ptrs := make([]any, len(cols))
+	for i := range vals {
+		ptrs[i] = &vals[i]
+	}
+	for rows.Next() {
+		if err := rows.Scan(ptrs...); err != nil {
+			return err
+		}
+		r := make([]string, len(vals))
+		for i, v := range vals {
+			r[i] = v.String
+		}
+		f(r)
+	}
+	return rows.Err()
+}
+
+// firstTable names the table a query reads, for its error message.
+func firstTable(q string) string {
+	f := strings.Fields(q)
+	for i, w := range f {
+		if strings.EqualFold(w, "FROM") && i+1 < len(f) && f[i+1] != "(" {
+			return "FROM " + f[i+1]
+		}
+	}
+	return "..."
+}
+
+// PruneAccounts makes a physical copy's accounts follow the rule a logical
+// capture follows (AccountScope): on the copy's server db, started with
+// its grant tables loaded, it removes the accounts and roles out of scope
+// of dbs and the grants of accounts in scope on other databases, and PROXY
+// grants, by editing the grant tables (an account the server ignores, such
+// as a host name under --skip-name-resolve, cannot be dropped by DROP
+// USER), then reloads them. System accounts (SystemAccount) are left to
+// the template build. It returns the number of accounts removed.
+func PruneAccounts(ctx context.Context, db *sql.DB, dbs []string) (int, error) {
+	keep, err := AccountScope(ctx, db, dbs)
+	if err != nil {
+		return 0, fmt.Errorf("list the copy's accounts in scope: %w", err)
+	}
+	in := map[Account]bool{}
+	for _, a := range keep {
+		in[Account{User: a.User, Host: a.Host}] = true
+	}
+	var drop []Account
+	if err := scan(ctx, db, "SELECT User, Host FROM mysql.global_priv", func(r []string) {
+		if a := (Account{User: r[0], Host: r[1]}); !SystemAccount(a.User, a.Host) && !in[a] {
+			drop = append(drop, a)
+		}
+	}); err != nil {
+		return 0, fmt.Errorf("list the copy's accounts: %w", err)
+	}
+	var stmts []string
+	for _, a := range drop {
+		u, h := quoteString(a.User), quoteString(a.Host)
+		for _, t := range []string{"global_priv", "db", "tables_priv", "columns_priv", "procs_priv", "proxies_priv", "roles_mapping"} {
+			stmts = append(stmts, "DELETE FROM mysql."+t+" WHERE User = "+u+" AND Host = "+h)
+		}
+		if a.Host == "" {
+			stmts = append(stmts, "DELETE FROM mysql.roles_mapping WHERE Role = "+u)
+		}
+	}
+	list := make([]string, len(dbs))
+	for i, d := range dbs {
+		list[i] = quoteString(d)
+	}
+	for _, a := range keep {
+		u, h := quoteString(a.User), quoteString(a.Host)
+		for _, t := range []string{"db", "tables_priv", "columns_priv", "procs_priv"} {
+			stmts = append(stmts, "DELETE FROM mysql."+t+" WHERE User = "+u+" AND Host = "+h+" AND Db NOT IN ("+strings.Join(list, ",")+")")
+		}
+		stmts = append(stmts, "DELETE FROM mysql.proxies_priv WHERE User = "+u+" AND Host = "+h)
+	}
+	stmts = append(stmts, "FLUSH PRIVILEGES")
+	for _, q := range stmts {
+		if _, err := db.ExecContext(ctx, q); err != nil {
+			return 0, fmt.Errorf("remove the accounts out of scope from the copy: %s: %w", q, err)
+		}
+	}
+	return len(drop), nil
+}
