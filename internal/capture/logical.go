@@ -37,6 +37,10 @@ type Options struct {
 	Progress io.Writer
 	// Log receives one line per step; nil means quiet.
 	Log func(format string, args ...any)
+	// WithPasswords carries the accounts' authentication (password hashes,
+	// plugins); without it each carried account gets a random password
+	// nobody knows (docs/fidelity.md, "Accounts").
+	WithPasswords bool
 	// AfterSnapshot, when set, runs once the snapshot is taken and before
 	// rows are copied: a seam for tests that change the source then.
 	AfterSnapshot func(ctx context.Context) error
@@ -182,7 +186,7 @@ func Logical(ctx context.Context, src *Source, target string, opt Options) (Stat
 	if skipped != "" {
 		opt.log("%s", skipped)
 	}
-	made, err := createAccounts(ctx, main, accts)
+	made, err := createAccounts(ctx, main, accts, opt.WithPasswords)
 	if err != nil {
 		return st, err
 	}

@@ -193,8 +193,10 @@ func firstTable(q string) string {
 // grants, by editing the grant tables (an account the server ignores, such
 // as a host name under --skip-name-resolve, cannot be dropped by DROP
 // USER), then reloads them. System accounts (SystemAccount) are left to
-// the template build. It returns the number of accounts removed.
-func PruneAccounts(ctx context.Context, db *sql.DB, dbs []string) (int, error) {
+// the template build. Unless withPasswords, the accounts kept get a random
+// password instead of the source's (see WithoutAuthentication). It returns
+// the number of accounts removed.
+func PruneAccounts(ctx context.Context, db *sql.DB, dbs []string, withPasswords bool) (int, error) {
 	keep, err := AccountScope(ctx, db, dbs)
 	if err != nil {
 		return 0, fmt.Errorf("list the copy's accounts in scope: %w", err)
@@ -232,11 +234,18 @@ func PruneAccounts(ctx context.Context, db *sql.DB, dbs []string) (int, error) {
 		}
 		stmts = append(stmts, "DELETE FROM mysql.proxies_priv WHERE User = "+u+" AND Host = "+h)
 	}
-	stmts = append(stmts, "FLUSH PRIVILEGES")
 	for _, q := range stmts {
 		if _, err := db.ExecContext(ctx, q); err != nil {
 			return 0, fmt.Errorf("remove the accounts out of scope from the copy: %s: %w", q, err)
 		}
+	}
+	if !withPasswords {
+		if err := resetPasswords(ctx, db, keep); err != nil {
+			return 0, err
+		}
+	}
+	if _, err := db.ExecContext(ctx, "FLUSH PRIVILEGES"); err != nil {
+		return 0, fmt.Errorf("reload the copy's grant tables: %w", err)
 	}
 	return len(drop), nil
 }

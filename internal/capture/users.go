@@ -117,7 +117,9 @@ func keepGrant(line string, dbs []string) bool {
 
 // createAccounts creates the accounts missing on the target (one that
 // exists there, such as root@localhost, is left as it is).
-func createAccounts(ctx context.Context, dst *sql.Conn, accts []account) ([]account, error) {
+// Unless withPasswords, an account gets a random password instead of the
+// source's authentication (see WithoutAuthentication).
+func createAccounts(ctx context.Context, dst *sql.Conn, accts []account, withPasswords bool) ([]account, error) {
 	var made []account
 	for _, a := range accts {
 		var n int
@@ -128,8 +130,24 @@ func createAccounts(ctx context.Context, dst *sql.Conn, accts []account) ([]acco
 		if n > 0 {
 			continue
 		}
-		if _, err := dst.ExecContext(ctx, a.create); err != nil {
+		create := a.create
+		if !withPasswords && !strings.HasPrefix(create, "CREATE ROLE ") {
+			var err error
+			if create, err = unusableCreate(create); err != nil {
+				return nil, fmt.Errorf("create account %s: %w", a.grantee, err)
+			}
+		}
+		if _, err := dst.ExecContext(ctx, create); err != nil {
 			return nil, fmt.Errorf("create account %s: %w", a.grantee, err)
+		}
+		if !withPasswords {
+			// SHOW GRANTS prints the hash too: GRANT USAGE ON *.* TO ...
+			// IDENTIFIED BY PASSWORD '...'.
+			grants := make([]string, len(a.grants))
+			for i, g := range a.grants {
+				grants[i] = WithoutAuthentication(g)
+			}
+			a.grants = grants
 		}
 		made = append(made, a)
 	}

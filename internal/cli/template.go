@@ -98,6 +98,7 @@ MYSQL_USER, MYSQL_PWD and MYSQL_DATABASE set for the template server.`,
 	fl.StringSliceVar(&f.Server.Databases, "databases", nil, "with --from-server: the databases to capture (default: every non-system database)")
 	fl.StringVar(&f.Server.Method, "method", "auto", "with --from-server: logical, physical (mariadb-backup) or auto")
 	fl.DurationVar(&f.Server.LockWait, "lock-wait", 30*time.Second, "with --from-server: longest wait for the snapshot's read lock")
+	fl.BoolVar(&f.Server.WithPasswords, "with-passwords", false, "with --from-server: carry the accounts' password hashes (default: the captured databases' accounts get a random password nobody knows)")
 	return cmd
 }
 

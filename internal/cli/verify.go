@@ -22,6 +22,7 @@ type VerifyFlags struct {
 	SkipData    bool
 	SkipUsers   bool
 	AllUsers    bool
+	Passwords   bool
 }
 
 func newVerifyCmd(g *Globals) *cobra.Command {
@@ -66,6 +67,7 @@ Exit status: 0 when the target is the source, 1 on any difference or error,
 	cmd.Flags().StringSliceVar(&f.IgnoreUsers, "ignore-user", nil, "leave accounts out (user@host, * and ? match anything)")
 	cmd.Flags().BoolVar(&f.SkipData, "skip-data", false, "compare definitions only, not rows")
 	cmd.Flags().BoolVar(&f.SkipUsers, "skip-users", false, "leave users, roles and grants out")
+	cmd.Flags().BoolVar(&f.Passwords, "with-passwords", false, "compare the accounts' authentication too (password hashes, plugins); a capture carries it only when built --with-passwords")
 	cmd.Flags().BoolVar(&f.AllUsers, "all-users", false, "compare every account but the system's, not only those of the compared schemas (definers, privilege holders and their roles)")
 	return cmd
 }
@@ -95,7 +97,7 @@ func RunVerify(ctx context.Context, g *Globals, source, target string, f VerifyF
 	if err != nil {
 		return nil, fmt.Errorf("verify: %w", err)
 	}
-	return verify.Compare(ctx, src.Side, dst.Side, verify.Options{Pairs: pairs, IgnoreUsers: f.IgnoreUsers, SkipData: f.SkipData, SkipUsers: f.SkipUsers, AllUsers: f.AllUsers})
+	return verify.Compare(ctx, src.Side, dst.Side, verify.Options{Pairs: pairs, IgnoreUsers: f.IgnoreUsers, SkipData: f.SkipData, SkipUsers: f.SkipUsers, AllUsers: f.AllUsers, Passwords: f.Passwords})
 }
 
 // findLease asks the root's daemon for a lease held now. The list carries no

@@ -30,6 +30,10 @@ type ServerSource struct {
 	Method string
 	// LockWait bounds the wait for the snapshot's read lock (default 30s).
 	LockWait time.Duration
+	// WithPasswords carries the accounts' password hashes and plugins;
+	// without it the accounts of the captured databases get a random
+	// password nobody knows (docs/fidelity.md, "Accounts").
+	WithPasswords bool
 	// Insert copies rows with INSERT instead of LOAD DATA (benchmarks).
 	Insert bool
 	// Stream makes physical capture go through pristine's xbstream reader
@@ -107,6 +111,9 @@ func (s *Store) hashLive(opt BuildOptions, ls *liveSource) string {
 	x.Field("databases", strings.Join(ls.src.Databases, ","))
 	x.Field("method", ls.method)
 	x.Field("marker", ls.marker)
+	if opt.Server.WithPasswords {
+		x.Field("with-passwords", "yes")
+	}
 	for _, w := range opt.Watch {
 		x.Field("watch", w)
 		_ = x.Path(w) // a missing watch path fails the normal build too
@@ -132,7 +139,7 @@ func (s *Store) buildFromServer(ctx context.Context, dir string, opt BuildOption
 	} else {
 		s.progress("change marker: capture time (the source has no binary log, so every build captures it again)")
 	}
-	copts := capture.Options{Workers: opt.Workers, LockWait: opt.Server.LockWait, Insert: opt.Server.Insert, Stream: opt.Server.Stream, Log: s.progress, AfterSnapshot: opt.Server.AfterSnapshot}
+	copts := capture.Options{Workers: opt.Workers, LockWait: opt.Server.LockWait, WithPasswords: opt.Server.WithPasswords, Insert: opt.Server.Insert, Stream: opt.Server.Stream, Log: s.progress, AfterSnapshot: opt.Server.AfterSnapshot}
 	if s.Progress != nil && isTerminal(os.Stderr) {
 		copts.Progress = os.Stderr
 	}
@@ -189,7 +196,7 @@ func (s *Store) buildFromServer(ctx context.Context, dir string, opt BuildOption
 		// The accounts and AUTO_INCREMENT counters a logical capture
 		// carries: the accounts in scope of the databases, the source's
 		// counters (docs/fidelity.md).
-		n, err := capture.PruneAccounts(ctx, db, src.Databases)
+		n, err := capture.PruneAccounts(ctx, db, src.Databases, opt.Server.WithPasswords)
 		if err != nil {
 			return err
 		}

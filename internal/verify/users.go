@@ -35,7 +35,8 @@ func ignored(user, host string, patterns []string) bool {
 	return false
 }
 
-// users reads the accounts and roles with their grants: by default those in
+// users reads the accounts and roles with their grants (authentication
+// only with Options.Passwords): by default those in
 // scope of the compared schemas (capture.AccountScope, the rule captures
 // follow), with the grants a capture carries (capture.CarriedGrant); with
 // Options.AllUsers every account but the system's, with every grant. A
@@ -76,22 +77,32 @@ func (r *reader) users(opt Options) error {
 		o := newObject()
 		if a.Role {
 			r.s.objs[objKey{"role", quoteIdent(a.User)}] = o
-			r.grants(o, a.Grantee(), !opt.AllUsers, schemas, roles)
+			r.grants(o, a.Grantee(), !opt.AllUsers, opt.Passwords, schemas, roles)
 			continue
 		}
 		name := a.Grantee()
 		r.s.objs[objKey{"user", name}] = o
-		err := r.query("SHOW CREATE USER "+name, func(_, row []string) error { o.set("create", row[0]); return nil })
+		err := r.query("SHOW CREATE USER "+name, func(_, row []string) error {
+			if !opt.Passwords {
+				row[0] = capture.WithoutAuthentication(row[0])
+			}
+			o.set("create", row[0])
+			return nil
+		})
 		if err != nil {
+			drop := "'$.password_last_changed'"
+			if !opt.Passwords {
+				drop += ", '$.plugin', '$.authentication_string', '$.auth_or'"
+			}
 			var priv sql.NullString
-			rerr := r.c.QueryRowContext(r.ctx, "SELECT JSON_REMOVE(Priv, '$.password_last_changed') FROM mysql.global_priv WHERE User = ? AND Host = ?", a.User, a.Host).Scan(&priv)
+			rerr := r.c.QueryRowContext(r.ctx, "SELECT JSON_REMOVE(Priv, "+drop+") FROM mysql.global_priv WHERE User = ? AND Host = ?", a.User, a.Host).Scan(&priv)
 			if rerr != nil {
 				priv.String = "not readable: " + rerr.Error()
 			}
 			o.set("create", "SHOW CREATE USER failed: "+errText(err)+"; mysql.global_priv: "+priv.String)
 			r.s.notes = append(r.s.notes, "user "+name+": SHOW CREATE USER failed ("+errText(err)+"); compared by its mysql.global_priv row")
 		}
-		r.grants(o, name, !opt.AllUsers, schemas, roles)
+		r.grants(o, name, !opt.AllUsers, opt.Passwords, schemas, roles)
 	}
 	return nil
 }
@@ -110,11 +121,15 @@ func errText(err error) string {
 // grants on: a difference names the grant. When scoped, only the grants a
 // capture carries are kept (capture.CarriedGrant). A server that cannot
 // show them stores the error as the part, so it differs from a side that
-// can.
-func (r *reader) grants(o *object, name string, scoped bool, schemas []string, roles map[string]bool) {
+// can. Without passwords, the IDENTIFIED clause SHOW GRANTS may print is
+// left out.
+func (r *reader) grants(o *object, name string, scoped, passwords bool, schemas []string, roles map[string]bool) {
 	var all []string
 	err := r.query("SHOW GRANTS FOR "+name, func(_, row []string) error {
 		g := r.canon.text(row[0])
+		if !passwords {
+			g = capture.WithoutAuthentication(g)
+		}
 		if !scoped || capture.CarriedGrant(g, schemas, roles) {
 			all = append(all, g)
 		}

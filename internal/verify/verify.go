@@ -48,6 +48,10 @@ type Options struct {
 	// their grants, instead of the accounts in scope of the compared
 	// schemas (capture.AccountScope, the rule every capture follows).
 	AllUsers bool
+	// Passwords compares the accounts' authentication (the IDENTIFIED
+	// clause: password hash, plugins), which a capture carries only when
+	// built with --with-passwords.
+	Passwords bool
 	// SkipData leaves row checksums out.
 	SkipData bool
 	// SkipUsers leaves users, roles and grants out.
