@@ -58,9 +58,11 @@ var barshop = []string{
 // TestDefaultInstallCapture is issue 14's check, automated: a source made
 // by a default mariadb-install-db (anonymous accounts, root on the host's
 // name), barshop on it, captured with --databases barshop by both methods
-// as the account cap, and each template verified against the source with
-// no option: it must verify clean, with the source's AUTO_INCREMENT
-// counters, the accounts of barshop and no other.
+// as the account cap, with and without --with-passwords, and each template
+// verified against the source (comparing passwords when they were
+// carried): it must verify clean, with the source's AUTO_INCREMENT
+// counters, the accounts of barshop and no other, and their passwords only
+// when asked for.
 func TestDefaultInstallCapture(t *testing.T) {
 	bin := mariadbtest.Binary(t)
 	installDB, err := exec.LookPath("mariadb-install-db")
@@ -109,10 +111,17 @@ func TestDefaultInstallCapture(t *testing.T) {
 	st := newCorpusEnv(t).st
 	// Over TCP: on the socket, ''@localhost matches before cap@'%'.
 	dsn := "mysql://cap:" + url.QueryEscape("cap-secret") + "@127.0.0.1:" + strconv.Itoa(src.Config.Port) + "/"
-	for _, method := range []string{"logical", "physical"} {
+	for _, c := range []struct {
+		method    string
+		passwords bool
+	}{{"logical", false}, {"physical", false}, {"logical", true}, {"physical", true}} {
+		method := c.method
+		if c.passwords {
+			method += "-with-passwords"
+		}
 		t.Run(method, func(t *testing.T) {
 			m, _, err := st.Build(ctx, template.BuildOptions{Name: "cap-" + method, Profile: mariadb.DefaultProfile(),
-				Server: template.ServerSource{DSN: dsn, Databases: []string{"barshop"}, Method: method}})
+				Server: template.ServerSource{DSN: dsn, Databases: []string{"barshop"}, Method: c.method, WithPasswords: c.passwords}})
 			if err != nil {
 				t.Fatalf("template build --from-server --databases barshop --method %s: %v", method, err)
 			}
@@ -127,7 +136,7 @@ func TestDefaultInstallCapture(t *testing.T) {
 			}
 			defer db.Close()
 			rep, err := verify.Compare(ctx, verify.Side{DB: srcDB, Label: "source"}, verify.Side{DB: db, Label: "template cap-" + method},
-				verify.Options{Pairs: []verify.Pair{{Source: "barshop", Target: "barshop"}}})
+				verify.Options{Pairs: []verify.Pair{{Source: "barshop", Target: "barshop"}}, Passwords: c.passwords})
 			if err != nil {
 				t.Fatalf("verify source template: %v", err)
 			}
@@ -155,6 +164,20 @@ func TestDefaultInstallCapture(t *testing.T) {
 			}
 			if accts != "shop_app@%,shop_owner@localhost" {
 				t.Errorf("the template's accounts are %q, want those of barshop only (shop_app@%%,shop_owner@localhost): cap and reporter are not barshop's", accts)
+			}
+			// The application's password works in the template only when
+			// the build carried the hashes.
+			app, err := sql.Open("mysql", mariadb.TCPDSN(r.Inst.Config.Port, "shop_app", "app-pw", ""))
+			if err != nil {
+				t.Fatal(err)
+			}
+			loginErr := app.PingContext(ctx)
+			app.Close()
+			if c.passwords && loginErr != nil {
+				t.Errorf("built --with-passwords: shop_app cannot log in with its password: %v", loginErr)
+			}
+			if !c.passwords && loginErr == nil {
+				t.Errorf("built without --with-passwords: shop_app logs in with the source's password")
 			}
 			var grants []string
 			rows, err := db.Query("SHOW GRANTS FOR 'shop_app'@'%'")
