@@ -68,6 +68,9 @@ type Stats struct {
 	// Counters are the source's InnoDB AUTO_INCREMENT counters at a
 	// physical copy's consistent point, for ApplyCounters.
 	Counters []Counter `json:"-"`
+	// CountersAt says when they were read: "block-commit" (under
+	// mariadb-backup's BACKUP STAGE BLOCK_COMMIT) or "after-backup".
+	CountersAt string `json:"counters_at,omitempty"`
 }
 
 var loadSeq atomic.Int64

@@ -120,8 +120,9 @@ func Physical(ctx context.Context, src *Source, datadir string, alldbs bool, opt
 	if err != nil {
 		return st, err
 	}
-	st.Counters = counters
+	st.Counters, st.CountersAt = counters, "block-commit"
 	if !atPoint {
+		st.CountersAt = "after-backup"
 		opt.log("AUTO_INCREMENT counters read after the backup (mariadb-backup did not report BLOCK_COMMIT)")
 	}
 	if err := moveUp(incoming, datadir); err != nil {

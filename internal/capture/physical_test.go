@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -180,6 +181,17 @@ func TestPhysicalReportsProgress(t *testing.T) {
 			if _, err := os.Stat(filepath.Join(datadir, name)); err != nil {
 				t.Errorf("stream=%v: %v", stream, err)
 			}
+		}
+		// The source's AUTO_INCREMENT counters, read at the consistent point.
+		want := queryString(t, mariadbtest.Open(t, srcIn, ""), "SELECT AUTO_INCREMENT FROM information_schema.TABLES WHERE TABLE_SCHEMA='shop' AND TABLE_NAME='orders'")
+		var got string
+		for _, c := range st.Counters {
+			if c.Schema == "shop" && c.Table == "orders" {
+				got = strconv.FormatUint(c.Next, 10)
+			}
+		}
+		if st.CountersAt != "block-commit" || want == "" || got != want {
+			t.Errorf("stream=%v: counter of shop.orders %q read %s, want %s read at block-commit", stream, got, st.CountersAt, want)
 		}
 		if left, _ := filepath.Glob(filepath.Join(datadir, "xtrabackup_*")); len(left) > 0 || exists(filepath.Join(datadir, ".incoming")) {
 			t.Errorf("stream=%v: the backup tool's files were left: %v", stream, left)
