@@ -3,9 +3,12 @@ package capture
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
+
+	"github.com/go-sql-driver/mysql"
 )
 
 // Account is a user (user@host) or a role (Role set, Host empty) of a
@@ -63,11 +66,14 @@ func AccountScope(ctx context.Context, db queryer, dbs []string) ([]Account, err
 	}
 	type key struct{ user, host string }
 	exists := map[key]bool{} // -> is a role
-	err := scan(ctx, db, "SELECT User, Host, is_role FROM mysql.user", func(r []string) {
-		exists[key{r[0], r[1]}] = r[2] == "Y"
-	})
-	if err != nil {
-		return nil, err
+	users := func(q string) error {
+		return scan(ctx, db, q, func(r []string) { exists[key{r[0], r[1]}] = r[2] == "Y" })
+	}
+	if err := users("SELECT User, Host, is_role FROM mysql.user"); err != nil {
+		// MySQL has no is_role column (nor MariaDB's roles).
+		if isAccessDenied(err) || users("SELECT User, Host, 'N' FROM mysql.user") != nil {
+			return nil, err
+		}
 	}
 	in := make([]string, len(dbs))
 	for i, d := range dbs {
@@ -96,20 +102,26 @@ func AccountScope(ctx context.Context, db queryer, dbs []string) ([]Account, err
 	 SELECT DEFINER FROM information_schema.VIEWS WHERE TABLE_SCHEMA IN ` + list + `
 	 UNION SELECT DEFINER FROM information_schema.ROUTINES WHERE ROUTINE_SCHEMA IN ` + list + `
 	 UNION SELECT DEFINER FROM information_schema.TRIGGERS WHERE TRIGGER_SCHEMA IN ` + list + `
-	 UNION SELECT definer FROM mysql.event WHERE db IN ` + list + `) d` // information_schema.EVENTS fails while the event scheduler is off (--skip-grant-tables)
-	if err := scan(ctx, db, definers, func(r []string) {
+	 UNION %s) d`
+	addDefiner := func(r []string) {
 		if i := strings.LastIndex(r[0], "@"); i >= 0 {
 			add([]string{r[0][:i], r[0][i+1:]})
 		} else {
 			add([]string{r[0], ""}) // a role
 		}
-	}); err != nil {
-		return nil, err
+	}
+	// information_schema.EVENTS fails while the event scheduler is off
+	// (a copy started with --skip-grant-tables); MySQL 8 has no
+	// mysql.event.
+	if err := scan(ctx, db, fmt.Sprintf(definers, "SELECT definer FROM mysql.event WHERE db IN "+list), addDefiner); err != nil {
+		if err2 := scan(ctx, db, fmt.Sprintf(definers, "SELECT DEFINER FROM information_schema.EVENTS WHERE EVENT_SCHEMA IN "+list), addDefiner); err2 != nil {
+			return nil, err
+		}
 	}
 	granted := map[key][]string{}
 	if err := scan(ctx, db, "SELECT User, Host, Role FROM mysql.roles_mapping", func(r []string) {
 		granted[key{r[0], r[1]}] = append(granted[key{r[0], r[1]}], r[2])
-	}); err != nil {
+	}); err != nil && !isNoSuchTable(err) { // MySQL keeps roles elsewhere
 		return nil, err
 	}
 	for todo := keys(scope); len(todo) > 0; {
@@ -248,4 +260,10 @@ func PruneAccounts(ctx context.Context, db *sql.DB, dbs []string, withPasswords 
 		return 0, fmt.Errorf("reload the copy's grant tables: %w", err)
 	}
 	return len(drop), nil
+}
+
+// isNoSuchTable reports a missing table (error 1146).
+func isNoSuchTable(err error) bool {
+	var me *mysql.MySQLError
+	return errors.As(err, &me) && me.Number == 1146
 }
