@@ -1,0 +1,81 @@
+package e2e
+
+import (
+	"bytes"
+	"os/exec"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/pristinedb/pristine/internal/xbstream"
+)
+
+// TestUnpackRefusesCutXbstream: `pristine unpack --format xbstream` fails on
+// a stream that is cut short, naming what is missing, and leaves no target.
+func TestUnpackRefusesCutXbstream(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name string, f func(w *xbstream.Writer)) string {
+		var b bytes.Buffer
+		f(xbstream.NewWriter(&b))
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, b.Bytes(), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	open := write("open.xbs", func(w *xbstream.Writer) {
+		w.WriteFile("ibdata1", []byte("whole"))
+		w.Payload("db/t.ibd", 0, []byte("no end chunk follows"))
+	})
+	noEnd := write("noend.xbs", func(w *xbstream.Writer) {
+		w.WriteFile("ibdata1", []byte("whole"))
+		w.WriteFile("db/t.ibd", []byte("whole too"))
+	})
+	whole := write("whole.xbs", func(w *xbstream.Writer) {
+		w.WriteFile("ibdata1", []byte("whole"))
+		w.WriteFile("xtrabackup_checkpoints", []byte("backup_type = full-backuped\n"))
+		w.WriteFile("xtrabackup_info", []byte("tool_name = mariabackup\n"))
+	})
+	tests := []struct {
+		name, stream string
+		args         []string
+		want         string // in stderr; empty: success
+	}{
+		{"file left open", open, nil, "1 of 2 files have no end-of-file chunk (db/t.ibd)"},
+		{"file left open, any stream", open, []string{"--any-xbstream"}, "db/t.ibd"},
+		{"backup never finished", noEnd, nil, "--any-xbstream"},
+		{"not a backup, said so", noEnd, []string{"--any-xbstream"}, ""},
+		{"whole backup", whole, nil, ""},
+	}
+	for i, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			out := filepath.Join(dir, "out-"+string(rune('a'+i)))
+			args := append([]string{"unpack", "--format", "xbstream"}, tc.args...)
+			_, errOut, err := runBin(nil, append(args, tc.stream, out)...)
+			_, serr := os.Stat(out)
+			if tc.want == "" {
+				if err != nil || serr != nil {
+					t.Fatalf("unpack failed: %v %s", err, errOut)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(errOut, tc.want) {
+				t.Fatalf("want a failure saying %q, got %v: %s", tc.want, err, errOut)
+			}
+			if serr == nil {
+				t.Fatal("the target exists after a failed unpack")
+			}
+		})
+	}
+}
+
+// runBin runs pristine with args and extra environment, without a root.
+func runBin(env []string, args ...string) (string, string, error) {
+	cmd := exec.Command(bin, args...)
+	cmd.Env = append(os.Environ(), env...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	return out.String(), errb.String(), err
+}
