@@ -2,8 +2,8 @@ package e2e
 
 import (
 	"bytes"
-	"os/exec"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
