@@ -62,6 +62,7 @@ func RunServe(ctx context.Context, g *Globals, f ServeFlags) error {
 	}
 	st.Progress = nil
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
+	st.Log = log.With("component", "templates")
 	ln, err := server.Listen(st.Root)
 	if err != nil {
 		return err

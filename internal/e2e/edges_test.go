@@ -79,3 +79,33 @@ func runBin(env []string, args ...string) (string, string, error) {
 	err := cmd.Run()
 	return out.String(), errb.String(), err
 }
+
+// TestBadMetaOnDisk: a template directory with a meta.json pristine could
+// not have written (hash "x") makes no command panic: ls warns naming it,
+// pool up and rm of the good template work.
+func TestBadMetaOnDisk(t *testing.T) {
+	e := newEnv(t)
+	in := filepath.Join(t.TempDir(), "s.sql")
+	os.WriteFile(in, []byte(schema), 0o644)
+	e.must("template", "build", "app", "--from-sql", in)
+	bad := filepath.Join(e.root, "data", "templates", "x")
+	os.MkdirAll(filepath.Join(bad, "data"), 0o755)
+	meta := `{"name":"evil","hash":"x","server":"any","databases":["app"],"user":"pristine","password":"p"}`
+	if err := os.WriteFile(filepath.Join(bad, "meta.json"), []byte(meta), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, err := e.run("template", "ls")
+	if err != nil || !strings.Contains(out, "app") || strings.Contains(out, "evil") || !strings.Contains(errOut, bad) {
+		t.Fatalf("template ls: %v\nstdout: %s\nstderr: %s", err, out, errOut)
+	}
+	if _, errOut, err := e.run("template", "rm", "evil"); err == nil || strings.Contains(errOut, "panic") {
+		t.Fatalf("template rm evil: %v %s", err, errOut)
+	}
+	e.must("pool", "up", "--template", "app", "--size", "1")
+	e.lease()
+	e.must("pool", "down")
+	e.must("template", "rm", "app")
+	if _, err := os.Stat(bad); err != nil {
+		t.Fatalf("the bad directory was touched: %v", err)
+	}
+}
