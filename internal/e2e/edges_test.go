@@ -82,7 +82,8 @@ func runBin(env []string, args ...string) (string, string, error) {
 
 // TestBadMetaOnDisk: a template directory with a meta.json pristine could
 // not have written (hash "x") makes no command panic: ls warns naming it,
-// pool up and rm of the good template work.
+// pool up and rm of the good template work. On the way, a lease with a TTL
+// out of range is refused with the range.
 func TestBadMetaOnDisk(t *testing.T) {
 	e := newEnv(t)
 	in := filepath.Join(t.TempDir(), "s.sql")
@@ -102,6 +103,10 @@ func TestBadMetaOnDisk(t *testing.T) {
 		t.Fatalf("template rm evil: %v %s", err, errOut)
 	}
 	e.must("pool", "up", "--template", "app", "--size", "1")
+	// The CLI shows the daemon's 400 with the allowed range.
+	if _, errOut, err := e.run("lease", "--ttl", "200h"); err == nil || !strings.Contains(errOut, "ttl_seconds is 720000: it must be from 0 to 604800 seconds (7 days)") {
+		t.Fatalf("lease --ttl 200h: %v %s", err, errOut)
+	}
 	e.lease()
 	e.must("pool", "down")
 	e.must("template", "rm", "app")
