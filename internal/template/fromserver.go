@@ -24,6 +24,13 @@ import (
 type ServerSource struct {
 	// DSN is a mysql:// URL (internal/dsn); empty means no capture.
 	DSN string
+	// Password, when set, replaces the DSN's: the CLI reads it from the
+	// environment, a file or the terminal, never the command line.
+	Password string
+	// ConnectTimeout bounds connecting to the source (greeting and
+	// authentication included), IOTimeout each read and write after; zero
+	// means capture.DefaultConnectTimeout and capture.DefaultIOTimeout.
+	ConnectTimeout, IOTimeout time.Duration
 	// Databases to capture; empty means every non-system database.
 	Databases []string
 	// Method is logical, physical or auto (the default).
@@ -57,6 +64,11 @@ func (s *Store) openSource(ctx context.Context, opt *BuildOptions) (*liveSource,
 	if err != nil {
 		return nil, fmt.Errorf("template build: --from-server: %w", err)
 	}
+	if opt.Server.Password != "" {
+		cfg.Passwd = opt.Server.Password
+	}
+	cfg.Timeout = opt.Server.ConnectTimeout
+	cfg.ReadTimeout, cfg.WriteTimeout = opt.Server.IOTimeout, opt.Server.IOTimeout
 	src, err := capture.Open(ctx, cfg, opt.Server.Databases)
 	if err != nil {
 		return nil, fmt.Errorf("template build: %w", err)
