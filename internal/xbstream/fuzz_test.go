@@ -9,8 +9,7 @@ import (
 )
 
 // FuzzExtract feeds arbitrary bytes to Extract: it must never panic, and
-// must either fail leaving no target or produce the target; a stream it
-// accepts ends every file it holds.
+// must either fail leaving no target or produce the target.
 func FuzzExtract(f *testing.F) {
 	var whole bytes.Buffer
 	w := NewWriter(&whole)
