@@ -110,15 +110,18 @@ MYSQL_USER, MYSQL_PWD and MYSQL_DATABASE set for the template server.`,
 
 // RunTemplateBuild builds (or finds) a template.
 func RunTemplateBuild(ctx context.Context, g *Globals, f BuildFlags) (*template.Meta, bool, error) {
+	if f.Server.DSN != "" {
+		// First of all, so a password in the URL leaves argv at once.
+		f.Server.DSN = strings.Clone(f.Server.DSN) // argv is scrubbed in sourcePassword
+		pw, err := sourcePassword(f.Server.DSN, f.Password)
+		if err != nil {
+			return nil, false, err
+		}
+		f.Server.Password = pw
+	}
 	st, err := g.openStore(ctx, f.Backend)
 	if err != nil {
 		return nil, false, err
-	}
-	if f.Server.DSN != "" {
-		f.Server.DSN = strings.Clone(f.Server.DSN) // argv is scrubbed below
-		if f.Server.Password, err = sourcePassword(f.Server.DSN, f.Password); err != nil {
-			return nil, false, err
-		}
 	}
 	f.Profile = mariadb.DefaultProfile()
 	if f.LogSize != "" {

@@ -67,8 +67,12 @@ func (s *Store) openSource(ctx context.Context, opt *BuildOptions) (*liveSource,
 	if opt.Server.Password != "" {
 		cfg.Passwd = opt.Server.Password
 	}
-	cfg.Timeout = opt.Server.ConnectTimeout
-	cfg.ReadTimeout, cfg.WriteTimeout = opt.Server.IOTimeout, opt.Server.IOTimeout
+	if opt.Server.ConnectTimeout > 0 {
+		cfg.Timeout = opt.Server.ConnectTimeout
+	}
+	if opt.Server.IOTimeout > 0 {
+		cfg.ReadTimeout, cfg.WriteTimeout = opt.Server.IOTimeout, opt.Server.IOTimeout
+	}
 	src, err := capture.Open(ctx, cfg, opt.Server.Databases)
 	if err != nil {
 		return nil, fmt.Errorf("template build: %w", err)
