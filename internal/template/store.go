@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
@@ -29,8 +28,7 @@ type Store struct {
 	Progress func(format string, args ...any)
 	// Log receives warnings (a template directory skipped for a bad
 	// meta.json); nil means slog.Default().
-	Log    *slog.Logger
-	warned sync.Map // template directories already warned about
+	Log *slog.Logger
 }
 
 func (s *Store) logger() *slog.Logger {

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 )
 
 // A template's hash is a SHA-256 in lowercase hex; it names the template's
@@ -168,10 +169,14 @@ func (s *Store) checkImport(m *Meta, staged string) error {
 	return nil
 }
 
+// warnedDirs are the template directories already warned about, process
+// wide (a Store may be copied).
+var warnedDirs sync.Map
+
 // warnBad reports a template directory whose meta.json is not valid, once
 // per directory: it is skipped, never used.
 func (s *Store) warnBad(dir string, err error) {
-	if _, done := s.warned.LoadOrStore(dir, true); done {
+	if _, done := warnedDirs.LoadOrStore(dir, true); done {
 		return
 	}
 	s.logger().Warn("skipping a template directory whose meta.json is not valid: move it out of the store or remove it",
