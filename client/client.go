@@ -38,7 +38,7 @@ type Client struct {
 type APIError struct {
 	Status  int
 	Message string
-	// RetryAfter is the daemon's Retry-After (with 429 and 503), or 0.
+	// RetryAfter is the daemon's Retry-After (sent with 429), or 0.
 	RetryAfter time.Duration
 }
 
