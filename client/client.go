@@ -16,6 +16,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -31,10 +32,14 @@ type Client struct {
 	token  string // the bearer token over TCP
 }
 
-// APIError is an error the daemon answered with.
+// APIError is an error the daemon answered with. Status 400 means a
+// request the daemon refuses (the message gives the allowed values); 429
+// means too many lease requests are in progress: retry after RetryAfter.
 type APIError struct {
 	Status  int
 	Message string
+	// RetryAfter is the daemon's Retry-After (sent with 429), or 0.
+	RetryAfter time.Duration
 }
 
 func (e *APIError) Error() string { return e.Message }
@@ -122,7 +127,11 @@ func (c *Client) send(ctx context.Context, method, path string, body any) (*http
 		if json.Unmarshal(b, &eb) != nil || eb.Error == "" {
 			eb.Error = fmt.Sprintf("%s %s: %s: %s", method, path, resp.Status, bytes.TrimSpace(b))
 		}
-		return nil, &APIError{Status: resp.StatusCode, Message: eb.Error}
+		ae := &APIError{Status: resp.StatusCode, Message: eb.Error}
+		if n, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && n >= 0 {
+			ae.RetryAfter = time.Duration(n) * time.Second
+		}
+		return nil, ae
 	}
 	return resp, nil
 }

@@ -123,7 +123,9 @@ func (c *Client) EnsurePool(ctx context.Context, name, hash string, size int) er
 // LeaseWait acquires a lease like Lease, but also waits (up to req.Wait
 // seconds, default 60) for a pool that a peer is still bringing up. The
 // lease names this process as its holder process unless req.PID is set,
-// so the daemon reclaims it if the process dies.
+// so the daemon reclaims it if the process dies. A 429 (too many lease
+// requests in progress) is retried after the daemon's Retry-After, within
+// the same wait.
 func (c *Client) LeaseWait(ctx context.Context, req server.LeaseRequest) (*pool.Lease, error) {
 	if req.PID == 0 {
 		req.PID = os.Getpid()
@@ -135,16 +137,28 @@ func (c *Client) LeaseWait(ctx context.Context, req server.LeaseRequest) (*pool.
 	deadline := time.Now().Add(wait)
 	for {
 		r := req
-		r.Wait = max(time.Until(deadline).Seconds(), 0.001)
+		// The daemon waits at most server.MaxWait per request; longer waits loop.
+		r.Wait = min(max(time.Until(deadline).Seconds(), 0.001), server.MaxWait.Seconds())
 		l, err := c.Lease(ctx, r)
 		var ae *APIError
-		if err == nil || !errors.As(err, &ae) || ae.Status != http.StatusServiceUnavailable || time.Now().After(deadline) {
+		if err == nil || !errors.As(err, &ae) || time.Now().After(deadline) {
+			return l, err
+		}
+		pause := 100 * time.Millisecond
+		switch ae.Status {
+		case http.StatusServiceUnavailable:
+		case http.StatusTooManyRequests:
+			pause = max(ae.RetryAfter, pause)
+			if time.Until(deadline) < pause {
+				return nil, err
+			}
+		default:
 			return l, err
 		}
 		select {
 		case <-ctx.Done():
 			return nil, ctx.Err()
-		case <-time.After(100 * time.Millisecond):
+		case <-time.After(pause):
 		}
 	}
 }

@@ -80,6 +80,11 @@ var loadSeq atomic.Int64
 // server) through one consistent snapshot. On error the target holds a
 // partial copy the caller throws away.
 func Logical(ctx context.Context, src *Source, target string, opt Options) (Stats, error) {
+	st, err := logical(ctx, src, target, opt)
+	return st, src.explainTimeout(err)
+}
+
+func logical(ctx context.Context, src *Source, target string, opt Options) (Stats, error) {
 	start := time.Now()
 	st := Stats{Method: "logical"}
 	if opt.Workers <= 0 {
@@ -116,7 +121,10 @@ func Logical(ctx context.Context, src *Source, target string, opt Options) (Stat
 	}
 	dst := sql.OpenDB(dconn)
 	defer dst.Close()
-	sconn, err := mysql.NewConnector(src.Config)
+	// The snapshot's lock statements may wait lockWait for the lock.
+	scfg := src.Config.Clone()
+	scfg.ReadTimeout = max(scfg.ReadTimeout, opt.LockWait+30*time.Second)
+	sconn, err := connector(scfg, src.timeouts)
 	if err != nil {
 		return st, err
 	}

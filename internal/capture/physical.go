@@ -195,7 +195,7 @@ func streamBackup(ctx context.Context, cmd *exec.Cmd, stderr *bytes.Buffer, inco
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("start %s: %w", cmd.Path, err)
 	}
-	xs, exErr := xbstream.Extract(ctx, stdout, incoming, xbstream.Options{Progress: opt.Progress})
+	xs, exErr := xbstream.Extract(ctx, stdout, incoming, xbstream.Options{Progress: opt.Progress, Backup: true})
 	if exErr != nil {
 		_, _ = io.Copy(io.Discard, stdout) // let the backup finish or fail on its own
 	}

@@ -23,7 +23,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"time"
+	"sync/atomic"
 
 	"github.com/go-sql-driver/mysql"
 
@@ -54,31 +54,32 @@ type Source struct {
 	Databases []string
 	// Bytes is the size of their tables and indexes (information_schema's
 	// estimate).
-	Bytes  int64
-	grants *grants
+	Bytes    int64
+	grants   *grants
+	timeouts *atomic.Int64 // reads and writes that timed out, on any connection to the source
 }
 
 // Open connects to the server cfg names and probes it. databases limits
 // the capture; empty means every non-system schema. Errors name the server
-// without its password.
+// without its password. cfg's Timeout bounds connecting (greeting and
+// authentication included) and its ReadTimeout and WriteTimeout each read
+// and write; unset, they are DefaultConnectTimeout and DefaultIOTimeout.
 func Open(ctx context.Context, cfg *mysql.Config, databases []string) (*Source, error) {
-	c := cfg.Clone()
+	c := withTimeouts(cfg)
 	c.DBName = ""
 	c.ParseTime = false
 	c.InterpolateParams = false
 	c.AllowAllFiles = false
-	if c.Timeout == 0 {
-		c.Timeout = 10 * time.Second
-	}
-	conn, err := mysql.NewConnector(c)
+	s := &Source{Config: c, timeouts: new(atomic.Int64)}
+	conn, err := connector(c, s.timeouts)
 	if err != nil {
 		return nil, fmt.Errorf("source %s: %w", dsn.Redacted(cfg), err)
 	}
 	db := sql.OpenDB(conn)
-	s := &Source{Config: c, DB: db}
+	s.DB = db
 	if err := s.probe(ctx, databases); err != nil {
 		db.Close()
-		return nil, fmt.Errorf("source %s: %w", dsn.Redacted(cfg), err)
+		return nil, fmt.Errorf("source %s: %w", dsn.Redacted(cfg), s.explainTimeout(err))
 	}
 	return s, nil
 }

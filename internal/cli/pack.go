@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -62,6 +63,7 @@ pack a stopped data directory.`,
 func newUnpackCmd(g *Globals) *cobra.Command {
 	var opts archive.UnpackOptions
 	var format, verify string
+	var anyXbstream bool
 	cmd := &cobra.Command{
 		Use:   "unpack FILE|- DIR",
 		Short: "extract a pristine archive or an xbstream into a new directory",
@@ -70,7 +72,12 @@ empty. The tree is built in a hidden directory beside DIR and renamed to DIR
 only when it is complete and verified; on error DIR is left untouched.
 
 --format auto recognises pristine archives and xbstream archives written by
-mariadb-backup --stream=xbstream (or Percona XtraBackup).
+mariadb-backup --stream=xbstream (or Percona XtraBackup). An xbstream must be
+whole: every file needs its end-of-file chunk, and, as a backup, the stream
+must hold xtrabackup_checkpoints and xtrabackup_info (mariadb_backup_* on
+MariaDB 11), which mariadb-backup writes when the backup has finished, so a
+stream cut short fails (exit 1) instead of extracting part of a backup.
+--any-xbstream drops the second check, for an xbstream that is not a backup.
 
 --verify auto hashes every payload that is read or copied and trusts extents
 cloned from an archive on the same reflink filesystem; all hashes those too;
@@ -99,11 +106,12 @@ headers checks only record headers (which lets pipes be spliced).`,
 			if isTerminal(os.Stderr) {
 				opts.Progress = os.Stderr
 			}
-			return runUnpack(cmd, g, in, args[1], format, opts)
+			return runUnpack(cmd, g, in, args[1], format, opts, !anyXbstream)
 		},
 	}
 	cmd.Flags().StringVar(&format, "format", "auto", "archive format: auto, pristine or xbstream")
 	cmd.Flags().StringVar(&verify, "verify", "auto", "payload checks: auto, all or headers")
+	cmd.Flags().BoolVar(&anyXbstream, "any-xbstream", false, "accept an xbstream that is not a mariadb-backup backup (no xtrabackup_checkpoints/xtrabackup_info); each file's end chunk is still required")
 	cmd.Flags().IntVar(&opts.Threads, "threads", 0, "extents written in parallel (default: number of CPUs)")
 	cmd.Flags().BoolVar(&opts.Sync, "sync", false, "flush the new tree to disk (syncfs) before moving it into place")
 	cmd.Flags().BoolVar(&opts.NoClone, "no-clone", false, "never clone extents (FICLONERANGE)")
@@ -112,7 +120,8 @@ headers checks only record headers (which lets pipes be spliced).`,
 }
 
 // runUnpack detects the format and calls the matching extractor.
-func runUnpack(cmd *cobra.Command, g *Globals, in *os.File, dir, format string, opts archive.UnpackOptions) error {
+// backup requires an xbstream to be a whole mariadb-backup backup.
+func runUnpack(cmd *cobra.Command, g *Globals, in *os.File, dir, format string, opts archive.UnpackOptions, backup bool) error {
 	var r io.Reader = in
 	if format == "auto" {
 		var head [8]byte
@@ -138,7 +147,10 @@ func runUnpack(cmd *cobra.Command, g *Globals, in *os.File, dir, format string, 
 			units.Bytes(s.Cloned), units.Bytes(s.Copied), units.Bytes(s.Spliced), units.Bytes(s.Written))
 	case "xbstream":
 		var s xbstream.Stats
-		s, err = xbstream.Extract(cmd.Context(), r, dir, xbstream.Options{Threads: opts.Threads, Sync: opts.Sync, Progress: opts.Progress})
+		s, err = xbstream.Extract(cmd.Context(), r, dir, xbstream.Options{Threads: opts.Threads, Sync: opts.Sync, Progress: opts.Progress, Backup: backup})
+		if errors.Is(err, xbstream.ErrUnfinished) {
+			err = fmt.Errorf("%w (if this xbstream is not a mariadb-backup backup, pass --any-xbstream)", err)
+		}
 		st = s
 		line = fmt.Sprintf("extracted %d files, %s in %.3fs", s.Files, units.Bytes(s.DataBytes), s.Elapsed.Seconds())
 	default:

@@ -29,6 +29,7 @@ type ServeFlags struct {
 	AllowRemote  bool
 	MaxMemory    string
 	MaxDisk      string
+	MaxWaiters   int
 }
 
 func newServeCmd(g *Globals) *cobra.Command {
@@ -51,6 +52,7 @@ needs the bearer token kept in <root>/token, and the live dashboard at / (open
 	cmd.Flags().BoolVar(&f.AllowRemote, "allow-remote", false, "allow --listen on an address that is not loopback")
 	cmd.Flags().StringVar(&f.MaxMemory, "max-memory", "", "memory all pools may take together, e.g. 16G (idle pools are shrunk to make room)")
 	cmd.Flags().StringVar(&f.MaxDisk, "max-disk", "", "disk all pools may take together, e.g. 50G")
+	cmd.Flags().IntVar(&f.MaxWaiters, "max-waiters", 0, "lease requests in progress at once; one more is answered 429 with Retry-After (0: 1024, or a quarter of the open-file limit if lower)")
 	return cmd
 }
 
@@ -62,6 +64,7 @@ func RunServe(ctx context.Context, g *Globals, f ServeFlags) error {
 	}
 	st.Progress = nil
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
+	st.Log = log.With("component", "templates")
 	ln, err := server.Listen(st.Root)
 	if err != nil {
 		return err
@@ -79,6 +82,7 @@ func RunServe(ctx context.Context, g *Globals, f ServeFlags) error {
 		return err
 	}
 	srv.ExitWhenIdle = f.ExitWhenIdle
+	srv.MaxWaiters = f.MaxWaiters
 	for _, b := range []struct {
 		flag string
 		dst  *int64

@@ -4,12 +4,14 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/pristinedb/pristine/internal/archive"
+	"github.com/pristinedb/pristine/internal/capture"
 	"github.com/pristinedb/pristine/internal/mariadb"
 	"github.com/pristinedb/pristine/internal/pool"
 	"github.com/pristinedb/pristine/internal/template"
@@ -52,8 +54,9 @@ func newTemplateCmd(g *Globals) *cobra.Command {
 // BuildFlags are the flags of `template build`.
 type BuildFlags struct {
 	template.BuildOptions
-	Backend string
-	LogSize string
+	Backend  string
+	LogSize  string
+	Password PasswordFlags
 }
 
 func newTemplateBuildCmd(g *Globals) *cobra.Command {
@@ -94,7 +97,11 @@ MYSQL_USER, MYSQL_PWD and MYSQL_DATABASE set for the template server.`,
 	fl.BoolVar(&f.Rebuild, "rebuild", false, "build even if an identical template exists")
 	fl.StringVar(&f.Backend, "backend", "auto", "copy-on-write backend: auto, btrfs, reflink or copy")
 	fl.StringVar(&f.LogSize, "log-file-size", "48M", "innodb_log_file_size of the template and its slots")
-	fl.StringVar(&f.Server.DSN, "from-server", "", "capture a live server: mysql://user:password@host:port/ (?socket=PATH for a unix socket); see docs/capture.md")
+	fl.StringVar(&f.Server.DSN, "from-server", "", "capture a live server: mysql://user@host:port/ (?socket=PATH for a unix socket); the password from $"+EnvSourcePassword+", $"+EnvMySQLPassword+", --password-file or --password-prompt, never the command line; see docs/capture.md")
+	fl.StringVar(&f.Password.File, "password-file", "", "with --from-server: read the source's password from the first line of this file (mode 0600)")
+	fl.BoolVar(&f.Password.Prompt, "password-prompt", false, "with --from-server: ask for the source's password on the terminal")
+	fl.DurationVar(&f.Server.ConnectTimeout, "source-timeout", capture.DefaultConnectTimeout, "with --from-server: longest wait to connect to the source (TCP, greeting, authentication)")
+	fl.DurationVar(&f.Server.IOTimeout, "source-io-timeout", capture.DefaultIOTimeout, "with --from-server: longest wait for each read from or write to the source once connected")
 	fl.StringSliceVar(&f.Server.Databases, "databases", nil, "with --from-server: the databases to capture (default: every non-system database)")
 	fl.StringVar(&f.Server.Method, "method", "auto", "with --from-server: logical, physical (mariadb-backup) or auto")
 	fl.DurationVar(&f.Server.LockWait, "lock-wait", 30*time.Second, "with --from-server: longest wait for the snapshot's read lock")
@@ -104,6 +111,15 @@ MYSQL_USER, MYSQL_PWD and MYSQL_DATABASE set for the template server.`,
 
 // RunTemplateBuild builds (or finds) a template.
 func RunTemplateBuild(ctx context.Context, g *Globals, f BuildFlags) (*template.Meta, bool, error) {
+	if f.Server.DSN != "" {
+		// First of all, so a password in the URL leaves argv at once.
+		f.Server.DSN = strings.Clone(f.Server.DSN) // argv is scrubbed in sourcePassword
+		pw, err := sourcePassword(f.Server.DSN, f.Password)
+		if err != nil {
+			return nil, false, err
+		}
+		f.Server.Password = pw
+	}
 	st, err := g.openStore(ctx, f.Backend)
 	if err != nil {
 		return nil, false, err

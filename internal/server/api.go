@@ -36,8 +36,8 @@ type PoolEvent struct {
 type LeaseRequest struct {
 	Template string  `json:"template,omitempty"` // empty: the only pool
 	Holder   string  `json:"holder,omitempty"`
-	TTL      float64 `json:"ttl_seconds,omitempty"`  // 0: 30 minutes
-	Wait     float64 `json:"wait_seconds,omitempty"` // 0: 60 seconds
+	TTL      float64 `json:"ttl_seconds,omitempty"`  // 0: 30 minutes; at most MaxTTL
+	Wait     float64 `json:"wait_seconds,omitempty"` // 0: 60 seconds; at most MaxWait
 	// PID is the holder's process on the daemon's host; the lease is
 	// reclaimed when it exits. Zero: only the TTL reclaims it.
 	PID int `json:"pid,omitempty"`
@@ -53,7 +53,7 @@ type ReleaseResult struct {
 
 // ExtendRequest asks for more time on a lease.
 type ExtendRequest struct {
-	TTL float64 `json:"ttl_seconds"`
+	TTL float64 `json:"ttl_seconds"` // more than 0, at most MaxTTL
 }
 
 // ErrorBody is the body of every error response.
@@ -289,13 +289,27 @@ func (s *Server) lease(w http.ResponseWriter, r *http.Request) {
 		fail(w, err)
 		return
 	}
+	ttl, err := duration("ttl_seconds", req.TTL, DefaultTTL, MaxTTL)
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	wait, err := duration("wait_seconds", req.Wait, DefaultWait, MaxWait)
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	leave, ok := s.enterWaiter(w)
+	if !ok {
+		return
+	}
+	defer leave()
 	p, err := s.pool(req.Template)
 	if err != nil {
 		fail(w, err)
 		return
 	}
-	ttl := seconds(req.TTL, 30*time.Minute)
-	ctx, cancel := context.WithTimeout(r.Context(), seconds(req.Wait, time.Minute))
+	ctx, cancel := context.WithTimeout(r.Context(), wait)
 	defer cancel()
 	l, err := p.Lease(ctx, pool.LeaseOptions{Holder: req.Holder, TTL: ttl, PID: req.PID})
 	if err != nil {
@@ -309,13 +323,6 @@ func (s *Server) lease(w http.ResponseWriter, r *http.Request) {
 	}
 	s.log.Info("lease", "id", l.ID, "template", l.Template, "slot", l.Slot, "holder", l.Holder)
 	writeJSON(w, 200, l)
-}
-
-func seconds(v float64, def time.Duration) time.Duration {
-	if v <= 0 {
-		return def
-	}
-	return time.Duration(v * float64(time.Second))
 }
 
 func (s *Server) listLeases(w http.ResponseWriter, r *http.Request) {
@@ -405,12 +412,17 @@ func (s *Server) extend(w http.ResponseWriter, r *http.Request) {
 		fail(w, err)
 		return
 	}
+	ttl, err := duration("ttl_seconds", req.TTL, 0, MaxTTL)
+	if err != nil {
+		fail(w, err)
+		return
+	}
 	p, err := s.findLease(r.PathValue("id"))
 	if err != nil {
 		fail(w, err)
 		return
 	}
-	l, err := p.Extend(r.PathValue("id"), seconds(req.TTL, 0))
+	l, err := p.Extend(r.PathValue("id"), ttl)
 	if err != nil {
 		fail(w, fmt.Errorf("%w: %v", errBadRequest, err))
 		return

@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/pristinedb/pristine/internal/mariadb"
@@ -38,9 +39,14 @@ type Server struct {
 	// Token is the bearer token TCP clients must present.
 	Token string
 	// Budget caps the memory and disk of all pools together.
-	Budget  Budget
-	metrics *metrics
-	builds  builds
+	Budget Budget
+	// MaxWaiters caps the lease requests in progress at once (0:
+	// DefaultMaxWaiters); one more is answered 429 with Retry-After.
+	MaxWaiters int
+	waiters    atomic.Int64
+	rejected   atomic.Int64
+	metrics    *metrics
+	builds     builds
 
 	state *state.Store
 
@@ -64,6 +70,7 @@ func New(ctx context.Context, root *rootdir.Root, store *template.Store, log *sl
 	}
 	s := &Server{root: root, store: store, log: log, state: st, pools: map[string]*pool.Pool{}, quit: make(chan struct{})}
 	s.metrics = newMetrics(s)
+	s.metrics.reg.MustRegister(s.waiterMetrics()...)
 	s.builds = builds{sessions: map[string]*buildSession{}, failed: map[string]string{}, changed: make(chan struct{})}
 	keep := s.restore(ctx)
 	s.removeStalePools(keep)

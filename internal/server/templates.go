@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"strconv"
 	"sync"
@@ -85,6 +86,11 @@ func (s *Server) beginTemplate(w http.ResponseWriter, r *http.Request) {
 		fail(w, fmt.Errorf("%w: key is required: a hash of the files that define the template", errBadRequest))
 		return
 	}
+	ttl, err := duration("ttl_seconds", req.TTL, DefaultTTL, MaxTTL)
+	if err != nil {
+		fail(w, err)
+		return
+	}
 	opt := template.BuildOptions{Name: req.Name, Key: req.Key, Database: req.Database, DBsPerSlot: req.DBsPerSlot, Profile: mariadb.DefaultProfile()}
 	sess, m, err := s.store.Begin(context.WithoutCancel(r.Context()), opt)
 	switch {
@@ -98,7 +104,6 @@ func (s *Server) beginTemplate(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, 200, ready(m))
 		return
 	}
-	ttl := seconds(req.TTL, 30*time.Minute)
 	s.builds.mu.Lock()
 	s.builds.sessions[sess.Hash()] = &buildSession{Session: sess, expires: time.Now().Add(ttl)}
 	delete(s.builds.failed, sess.Hash())
@@ -167,8 +172,21 @@ func (s *Server) finishTemplate(w http.ResponseWriter, r *http.Request) {
 // blocks while the template is being built.
 func (s *Server) getTemplate(w http.ResponseWriter, r *http.Request) {
 	ref := r.PathValue("ref")
-	wait, _ := strconv.ParseFloat(r.URL.Query().Get("wait"), 64)
-	deadline := time.Now().Add(seconds(wait, time.Nanosecond))
+	var wait time.Duration
+	if q := r.URL.Query().Get("wait"); q != "" {
+		v, err := strconv.ParseFloat(q, 64)
+		if err != nil {
+			v = math.NaN()
+		}
+		if v == 0 {
+			v = 1e-9 // no wait: one look
+		}
+		if wait, err = duration("wait", v, 0, MaxWait); err != nil {
+			fail(w, err)
+			return
+		}
+	}
+	deadline := time.Now().Add(wait)
 	for {
 		if m, err := s.store.Get(ref); err == nil {
 			writeJSON(w, 200, ready(m))

@@ -123,7 +123,7 @@ func (s *Store) Build(ctx context.Context, opt BuildOptions) (m *Meta, built boo
 	if err != nil {
 		return nil, false, err
 	}
-	if m, err := readMeta(s.Dir(hash)); err == nil && !opt.Rebuild {
+	if m, err := s.loadMeta(hash); err == nil && !opt.Rebuild {
 		return m, false, nil
 	}
 	unlock, err := s.lock(hash)
@@ -131,7 +131,7 @@ func (s *Store) Build(ctx context.Context, opt BuildOptions) (m *Meta, built boo
 		return nil, false, err
 	}
 	defer unlock()
-	if m, err := readMeta(s.Dir(hash)); err == nil {
+	if m, err := s.loadMeta(hash); err == nil {
 		if !opt.Rebuild {
 			return m, false, nil // someone else built it while we waited
 		}

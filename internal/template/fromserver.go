@@ -24,6 +24,13 @@ import (
 type ServerSource struct {
 	// DSN is a mysql:// URL (internal/dsn); empty means no capture.
 	DSN string
+	// Password, when set, replaces the DSN's: the CLI reads it from the
+	// environment, a file or the terminal, never the command line.
+	Password string
+	// ConnectTimeout bounds connecting to the source (greeting and
+	// authentication included), IOTimeout each read and write after; zero
+	// means capture.DefaultConnectTimeout and capture.DefaultIOTimeout.
+	ConnectTimeout, IOTimeout time.Duration
 	// Databases to capture; empty means every non-system database.
 	Databases []string
 	// Method is logical, physical or auto (the default).
@@ -60,6 +67,15 @@ func (s *Store) openSource(ctx context.Context, opt *BuildOptions) (*liveSource,
 	cfg, err := dsn.Parse(opt.Server.DSN)
 	if err != nil {
 		return nil, fmt.Errorf("template build: --from-server: %w", err)
+	}
+	if opt.Server.Password != "" {
+		cfg.Passwd = opt.Server.Password
+	}
+	if opt.Server.ConnectTimeout > 0 {
+		cfg.Timeout = opt.Server.ConnectTimeout
+	}
+	if opt.Server.IOTimeout > 0 {
+		cfg.ReadTimeout, cfg.WriteTimeout = opt.Server.IOTimeout, opt.Server.IOTimeout
 	}
 	src, err := capture.Open(ctx, cfg, opt.Server.Databases)
 	if err != nil {

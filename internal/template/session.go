@@ -43,7 +43,7 @@ func (s *Store) Begin(ctx context.Context, opt BuildOptions) (*Session, *Meta, e
 	if err != nil {
 		return nil, nil, err
 	}
-	if m, err := readMeta(s.Dir(hash)); err == nil {
+	if m, err := s.loadMeta(hash); err == nil {
 		return nil, m, nil
 	}
 	unlock, err := s.tryLock(hash)
@@ -53,7 +53,7 @@ func (s *Store) Begin(ctx context.Context, opt BuildOptions) (*Session, *Meta, e
 	if unlock == nil {
 		return nil, nil, fmt.Errorf("%w: %s (%s)", ErrBuilding, opt.Name, hash[:12])
 	}
-	if m, err := readMeta(s.Dir(hash)); err == nil {
+	if m, err := s.loadMeta(hash); err == nil {
 		unlock()
 		return nil, m, nil
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"sort"
@@ -25,6 +26,16 @@ type Store struct {
 	Bin     *mariadb.Binary
 	// Progress receives one line per step of long work; nil means quiet.
 	Progress func(format string, args ...any)
+	// Log receives warnings (a template directory skipped for a bad
+	// meta.json); nil means slog.Default().
+	Log *slog.Logger
+}
+
+func (s *Store) logger() *slog.Logger {
+	if s.Log != nil {
+		return s.Log
+	}
+	return slog.Default()
 }
 
 // ErrNotFound is returned (wrapped) for a template name or hash that is not
@@ -80,9 +91,13 @@ func (s *Store) List() ([]*Meta, error) {
 		if !e.IsDir() || strings.HasPrefix(e.Name(), ".") {
 			continue
 		}
-		m, err := readMeta(s.Dir(e.Name()))
-		if err != nil {
+		m, err := s.loadMeta(e.Name())
+		if errors.Is(err, fs.ErrNotExist) {
 			continue // a template without meta.json is not finished
+		}
+		if err != nil {
+			s.warnBad(s.Dir(e.Name()), err)
+			continue
 		}
 		out = append(out, m)
 	}

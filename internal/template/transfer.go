@@ -26,7 +26,9 @@ func (s *Store) Export(ctx context.Context, m *Meta, w io.Writer, opt archive.Pa
 var ErrIncompatible = errors.New("template built by another server version")
 
 // Import reads a template archive written by Export and adds it to the
-// store under its hash. It refuses a template of another server version,
+// store under its hash. It refuses a template of another server version
+// and a meta.json that is not one pristine writes (a hash that is not 64
+// hex digits, databases the data directory lacks, ...; see checkImport),
 // and returns the existing one when the hash is already in the store. A
 // failed import leaves nothing behind.
 func (s *Store) Import(ctx context.Context, r io.Reader, opt archive.UnpackOptions) (*Meta, bool, error) {
@@ -43,18 +45,18 @@ func (s *Store) Import(ctx context.Context, r io.Reader, opt archive.UnpackOptio
 	if err != nil {
 		return nil, false, fmt.Errorf("import template: the archive holds no template (meta.json: %v)", err)
 	}
-	if m.Hash == "" || filepath.Base(m.Hash) != m.Hash || ValidName(m.Name) != nil {
-		return nil, false, fmt.Errorf("import template: meta.json names no valid template (name %q, hash %q)", m.Name, m.Hash)
-	}
 	if m.Server != s.Bin.Version {
-		return nil, false, fmt.Errorf("%w: %s was built by %s but %s is installed here: build it on this runner, or install the same server version", ErrIncompatible, m.Name, m.Server, s.Bin.Version)
+		return nil, false, fmt.Errorf("%w: %s was built by %s but %s is installed here: build it on this runner, or install the same server version", ErrIncompatible, clip(m.Name), clip(m.Server), s.Bin.Version)
+	}
+	if err := s.checkImport(m, staged); err != nil {
+		return nil, false, fmt.Errorf("import template: the archive's meta.json does not describe a template pristine made: %w", err)
 	}
 	unlock, err := s.lock(m.Hash)
 	if err != nil {
 		return nil, false, err
 	}
 	defer unlock()
-	if have, err := readMeta(s.Dir(m.Hash)); err == nil {
+	if have, err := s.loadMeta(m.Hash); err == nil {
 		return have, false, nil
 	}
 	// Clone the data into a directory of this store's backend (a btrfs

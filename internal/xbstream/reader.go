@@ -25,6 +25,8 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -50,6 +52,23 @@ const (
 // ErrCorrupt is wrapped by errors about bytes that are not a valid xbstream.
 var ErrCorrupt = errors.New("corrupt xbstream")
 
+// ErrIncomplete (which wraps ErrCorrupt) is wrapped by errors about a stream that
+// ends cleanly between chunks but is not whole: a file without its
+// end-of-file chunk, or a backup without the files its tool writes last.
+var ErrIncomplete = fmt.Errorf("%w: incomplete", ErrCorrupt)
+
+// ErrUnfinished (which wraps ErrIncomplete) is wrapped when Options.Backup is set
+// and the stream lacks the files a finished backup ends with.
+var ErrUnfinished = fmt.Errorf("%w: unfinished backup", ErrIncomplete)
+
+// completion lists, per tool generation, the files mariadb-backup and
+// XtraBackup write when a backup has finished; a backup stream must hold
+// one whole set.
+var completion = [][]string{
+	{"xtrabackup_checkpoints", "xtrabackup_info"},         // MariaDB 10.x, Percona
+	{"mariadb_backup_checkpoints", "mariadb_backup_info"}, // MariaDB 11.x
+}
+
 // Options tune Extract. The zero value is ready to use.
 type Options struct {
 	// Threads write payloads in parallel; 0 means GOMAXPROCS.
@@ -58,6 +77,12 @@ type Options struct {
 	Sync bool
 	// Progress, when set, receives a progress line a few times a second.
 	Progress io.Writer
+	// Backup says the stream is a mariadb-backup or XtraBackup backup: it
+	// must then also hold the files those tools write once the backup has
+	// finished (xtrabackup_checkpoints and xtrabackup_info, or their
+	// mariadb_backup_ names), so a stream cut between two files, where every
+	// file it holds is whole, is refused too.
+	Backup bool
 }
 
 // Stats describe one extraction.
@@ -73,7 +98,9 @@ type Stats struct {
 // exist or be an empty directory. Like archive.Unpack it builds the tree in
 // a temporary directory beside dir and renames it into place only when the
 // whole stream has been read and written without error. Paths that are
-// absolute or contain ".." are refused.
+// absolute or contain ".." are refused. Every file must end with its
+// end-of-file chunk: a stream cut at a chunk boundary fails with
+// ErrIncomplete, naming the files left open, and leaves nothing behind.
 func Extract(ctx context.Context, r io.Reader, dir string, opts Options) (Stats, error) {
 	start := time.Now()
 	stage, err := archive.NewStaging(dir)
@@ -89,6 +116,9 @@ func Extract(ctx context.Context, r io.Reader, dir string, opts Options) (Stats,
 	stop := archive.StartProgress(opts.Progress, "xbstream", 0, &ex.bytes)
 	err = ex.run(ctx, opts)
 	stop()
+	if err == nil {
+		err = ex.complete(opts.Backup)
+	}
 	if err == nil {
 		err = ex.closeAll()
 		if err == nil {
@@ -406,6 +436,52 @@ func pwrite(of *outFile, b []byte, off int64) error {
 		return fmt.Errorf("xbstream: %w", err)
 	}
 	return nil
+}
+
+// complete checks, once the stream has ended cleanly, that every file got
+// its end-of-file chunk and, for a backup, that the backup finished.
+func (ex *extraction) complete(backup bool) error {
+	var open []string
+	for p, of := range ex.files {
+		of.mu.Lock()
+		if !of.ended {
+			open = append(open, p)
+		}
+		of.mu.Unlock()
+	}
+	if len(open) > 0 {
+		sort.Strings(open)
+		return ex.incomplete(ErrIncomplete, "%d of %d files have no end-of-file chunk (%s): the stream was cut short "+
+			"(the backup failed or the transfer was interrupted)", len(open), len(ex.files), firstFew(open, 5))
+	}
+	if !backup {
+		return nil
+	}
+	for _, set := range completion {
+		whole := true
+		for _, f := range set {
+			if ex.files[f] == nil {
+				whole = false
+			}
+		}
+		if whole {
+			return nil
+		}
+	}
+	return ex.incomplete(ErrUnfinished, "the backup stream holds %d whole files but not %s, which mariadb-backup writes when a backup has finished: "+
+		"the stream was cut short (the backup failed or the transfer was interrupted)", len(ex.files), strings.Join(completion[0], " and "))
+}
+
+func (ex *extraction) incomplete(kind error, format string, args ...any) error {
+	return fmt.Errorf("%w: stream ends at offset %d: %s", kind, ex.pos, fmt.Sprintf(format, args...))
+}
+
+// firstFew joins the first n names and says how many more there are.
+func firstFew(names []string, n int) string {
+	if len(names) <= n {
+		return strings.Join(names, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(names[:n], ", "), len(names)-n)
 }
 
 func (ex *extraction) closeAll() error {

@@ -101,9 +101,11 @@ func TestExtractRefusesBadInput(t *testing.T) {
 	}
 }
 
-// TestMatchesMbstream extracts a real mariadb-backup stream with mbstream -x
-// and with Extract and wants byte-identical trees.
-func TestMatchesMbstream(t *testing.T) {
+// realStream runs mariadb-backup --stream=xbstream against a throwaway
+// server holding a 20,000-row table and returns the stream's path (under
+// base) and the server's data directory.
+func realStream(t *testing.T) (base, xbs string) {
+	t.Helper()
 	if why := throwaway.Available(); why != "" {
 		t.Skip(why)
 	}
@@ -127,13 +129,21 @@ func TestMatchesMbstream(t *testing.T) {
 	if _, err := srv.Query(ctx, "CREATE DATABASE x; USE x; CREATE TABLE x.t (id INT PRIMARY KEY, v VARCHAR(100)); INSERT INTO x.t SELECT seq, MD5(seq) FROM seq_1_to_20000;"); err != nil {
 		t.Fatal(err)
 	}
-	xbs := filepath.Join(base, "b.xbs")
+	xbs = filepath.Join(base, "b.xbs")
 	cmd := "mariadb-backup --backup --stream=xbstream --socket=" + srv.Socket + " --user=root --datadir=" + data +
 		" --target-dir=" + filepath.Join(base, "bk") + " > " + xbs + " 2>" + filepath.Join(base, "bk.log")
 	if out, err := exec.Command("/bin/sh", "-c", cmd).CombinedOutput(); err != nil {
 		log, _ := os.ReadFile(filepath.Join(base, "bk.log"))
 		t.Fatalf("mariadb-backup: %v %s %s", err, out, log)
 	}
+	return base, xbs
+}
+
+// TestMatchesMbstream extracts a real mariadb-backup stream with mbstream -x
+// and with Extract and wants byte-identical trees.
+func TestMatchesMbstream(t *testing.T) {
+	base, xbs := realStream(t)
+	ctx := context.Background()
 	ref := filepath.Join(base, "ref")
 	os.Mkdir(ref, 0o755)
 	if out, err := exec.Command("/bin/sh", "-c", "mbstream -x -C "+ref+" < "+xbs).CombinedOutput(); err != nil {
@@ -145,7 +155,7 @@ func TestMatchesMbstream(t *testing.T) {
 	}
 	defer f.Close()
 	mine := filepath.Join(base, "mine")
-	if _, err := Extract(ctx, f, mine, Options{}); err != nil {
+	if _, err := Extract(ctx, f, mine, Options{Backup: true}); err != nil {
 		t.Fatal(err)
 	}
 	n := 0

@@ -10,6 +10,9 @@ namespace Pristine;
  */
 final class Client
 {
+    /** The longest wait_seconds the daemon accepts in one request (1 hour). */
+    public const MAX_WAIT = 3600.0;
+
     private function __construct(
         private readonly ?string $socket,
         private readonly string $base,
@@ -225,15 +228,22 @@ final class Client
         }
         $deadline = microtime(true) + $wait;
         while (true) {
-            $body['wait_seconds'] = max($deadline - microtime(true), 0.001);
+            // The daemon waits at most an hour per request; longer waits loop.
+            $body['wait_seconds'] = min(max($deadline - microtime(true), 0.001), self::MAX_WAIT);
+            $pause = 0.1;
             try {
                 return Lease::fromArray($this->request('POST', '/v1/leases', $body, [200], $body['wait_seconds'] + 30)[1]);
             } catch (PristineException $e) {
-                if ($e->status !== 503 || microtime(true) >= $deadline) {
+                if ($e->status === 429) {
+                    $pause = 1.0; // too many waiters: the daemon's Retry-After
+                } elseif ($e->status !== 503) {
+                    throw $e;
+                }
+                if (microtime(true) + $pause >= $deadline) {
                     throw $e;
                 }
             }
-            usleep(100000);
+            usleep((int) ($pause * 1e6));
         }
     }
 

@@ -108,6 +108,13 @@ final class ClientTest extends TestCase
         } catch (PristineException $e) {
             $this->assertSame(503, $e->status);
         }
+        try {
+            $c->lease('phpfault', wait: 1, ttl: 1e300);
+            $this->fail('a lease with a TTL of 1e300 seconds succeeded');
+        } catch (PristineException $e) {
+            $this->assertSame(400, $e->status);
+            $this->assertStringContainsString('604800', $e->getMessage());
+        }
         $c->release($held->id);
         $c->poolDown('phpfault');
     }

@@ -102,6 +102,10 @@ def test_faults_say_cause_and_fix(daemon, tmp_path):
     with pytest.raises(PristineError) as e:
         c.lease("pyfault", wait=1)
     assert e.value.status == 503 and "pyfault" in str(e.value)
+    # A TTL out of range is refused with 400 and the allowed range.
+    with pytest.raises(PristineError) as e:
+        c.lease("pyfault", ttl=1e300, wait=1)
+    assert e.value.status == 400 and "604800" in str(e.value)
     c.release(held.id)
     with pytest.raises(PristineError) as e:
         c.release(held.id)

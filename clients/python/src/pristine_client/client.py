@@ -10,15 +10,22 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional
 
 
+# The longest wait_seconds the daemon accepts in one request (1 hour).
+MAX_WAIT = 3600.0
+
+
 class PristineError(Exception):
     """An error the daemon answered with, or a failure to reach it.
 
-    ``status`` is the HTTP status (0 when the daemon was not reached).
+    ``status`` is the HTTP status (0 when the daemon was not reached): 400
+    a value the daemon refuses (the message gives the allowed range), 429 too
+    many lease requests in progress (retry after ``retry_after`` seconds).
     """
 
-    def __init__(self, message: str, status: int = 0):
+    def __init__(self, message: str, status: int = 0, retry_after: float = 0):
         super().__init__(message)
         self.status = status
+        self.retry_after = retry_after
 
 
 class NoDaemonError(PristineError):
@@ -153,7 +160,12 @@ class Client:
             msg = json.loads(raw).get("error", "")
         except (ValueError, AttributeError):
             pass
-        raise PristineError(msg or f"{method} {path}: {resp.status} {resp.reason}: {raw[:500]!r}", resp.status)
+        try:
+            retry_after = float(resp.getheader("Retry-After") or 0)
+        except ValueError:
+            retry_after = 0
+        raise PristineError(msg or f"{method} {path}: {resp.status} {resp.reason}: {raw[:500]!r}", resp.status,
+                            retry_after)
 
     # --- the API ---
 
@@ -231,14 +243,20 @@ class Client:
             body["ttl_seconds"] = ttl
         deadline = time.monotonic() + wait
         while True:
-            body["wait_seconds"] = max(deadline - time.monotonic(), 0.001)
+            # The daemon waits at most an hour per request; longer waits loop.
+            body["wait_seconds"] = min(max(deadline - time.monotonic(), 0.001), MAX_WAIT)
+            pause = 0.1
             try:
                 return Lease.from_json(self.request("POST", "/v1/leases", body,
                                                     timeout=body["wait_seconds"] + 30)[1])
             except PristineError as e:
-                if e.status != 503 or time.monotonic() >= deadline:
+                if e.status == 429:  # too many waiters: back off as the daemon asks
+                    pause = max(e.retry_after, 0.1)
+                elif e.status != 503:
                     raise
-            time.sleep(0.1)
+                if time.monotonic() + pause >= deadline:
+                    raise
+            time.sleep(pause)
 
     def release(self, lease_id: str, unchanged: bool = False) -> Dict[str, Any]:
         path = "/v1/leases/" + _q(lease_id) + ("?mode=unchanged" if unchanged else "")

@@ -1,0 +1,4 @@
+package capture
+
+// ExplainTimeout exposes explainTimeout to the external tests.
+func (s *Source) ExplainTimeout(err error) error { return s.explainTimeout(err) }

@@ -1,0 +1,184 @@
+package template
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+)
+
+// A template's hash is a SHA-256 in lowercase hex; it names the template's
+// directory, its lock file and its pool's directories, so nothing else is
+// ever accepted (no "x", "../", ".import-zzz").
+var hashRe = regexp.MustCompile(`^[0-9a-f]{64}$`)
+
+// accountRe is the template account's user name (pristine makes "pristine").
+var accountRe = regexp.MustCompile(`^[A-Za-z0-9_]{1,80}$`)
+
+// ValidHash checks that h is a template hash: 64 lowercase hex digits.
+func ValidHash(h string) error {
+	if !hashRe.MatchString(h) {
+		return fmt.Errorf("hash %q is not a template hash (64 lowercase hex digits)", clip(h))
+	}
+	return nil
+}
+
+// ErrBadMeta is wrapped by errors about a meta.json that cannot describe a
+// template pristine made.
+var ErrBadMeta = errors.New("invalid template meta.json")
+
+// check verifies the fields of a meta.json that name things on disk or in
+// SQL: the name, the hash, the databases, the account and the key.
+func (m *Meta) check() error {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: %s", ErrBadMeta, fmt.Sprintf(format, args...))
+	}
+	if err := ValidHash(m.Hash); err != nil {
+		return bad("%v", err)
+	}
+	if err := ValidName(m.Name); err != nil {
+		return bad("%v", err)
+	}
+	if len(m.Databases) == 0 {
+		return bad("no databases")
+	}
+	seen := map[string]bool{}
+	for _, db := range m.Databases {
+		if err := validDatabase(db); err != nil {
+			return bad("%v", err)
+		}
+		if seen[db] {
+			return bad("database %q listed twice", db)
+		}
+		seen[db] = true
+	}
+	if !accountRe.MatchString(m.User) {
+		return bad("account %q: use 1-80 letters, digits or '_'", clip(m.User))
+	}
+	if len(m.Password) > 128 || strings.ContainsAny(m.Password, "'\"\\`") || !printable(m.Password) {
+		return bad("the account's password is not one pristine makes (at most 128 printable characters, no quotes or backslashes)")
+	}
+	if len(m.Key) > 256 || !printable(m.Key) {
+		return bad("key %q: at most 256 printable characters", clip(m.Key))
+	}
+	if m.LogFileSize < 0 || m.Bytes < 0 {
+		return bad("negative sizes (log_file_size %d, bytes %d)", m.LogFileSize, m.Bytes)
+	}
+	return nil
+}
+
+// validDatabase refuses database names MariaDB would refuse or that could
+// reach outside the data directory (a name is a directory there).
+func validDatabase(db string) error {
+	switch {
+	case db == "" || len(db) > 64:
+		return fmt.Errorf("database %q: 1-64 characters", clip(db))
+	case strings.ContainsAny(db, "/\\.`") || !printable(db) || strings.HasSuffix(db, " "):
+		return fmt.Errorf("database %q: no '/', '\\', '.', '`', control characters or trailing space", clip(db))
+	}
+	return nil
+}
+
+// dbDir is the directory MariaDB keeps database db in: its name in the
+// filename character set (letters, digits and '_' as they are; other ASCII
+// as @ and four hex digits). ok is false for names with other characters,
+// whose encoding is not computed here.
+func dbDir(db string) (dir string, ok bool) {
+	var b strings.Builder
+	for _, c := range db {
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', c == '_':
+			b.WriteRune(c)
+		case c < 0x80:
+			fmt.Fprintf(&b, "@%04x", c)
+		default:
+			return "", false
+		}
+	}
+	return b.String(), true
+}
+
+func printable(s string) bool {
+	for _, c := range s {
+		if c < 0x20 || c == 0x7f {
+			return false
+		}
+	}
+	return true
+}
+
+// clip shortens a value for an error message.
+func clip(s string) string {
+	if len(s) > 80 {
+		return s[:80] + "..."
+	}
+	return s
+}
+
+// loadMeta reads the meta.json of the template directory named hash and
+// checks that it describes that template.
+func (s *Store) loadMeta(hash string) (*Meta, error) {
+	dir := s.Dir(hash)
+	m, err := readMeta(dir)
+	if err != nil {
+		return nil, err
+	}
+	if err := m.check(); err != nil {
+		return nil, fmt.Errorf("%s: %w", filepath.Join(dir, metaFile), err)
+	}
+	if m.Hash != hash {
+		return nil, fmt.Errorf("%s: %w: it names hash %s but lies in directory %s", filepath.Join(dir, metaFile), ErrBadMeta, m.Hash[:12], clip(hash))
+	}
+	return m, nil
+}
+
+// checkImport checks what a template archive's meta.json says against its
+// data directory (staged), and recomputes what the data shows: the redo log
+// size. The content hash cannot be recomputed, as it covers inputs (the
+// SQL, the init command's files) an archive does not carry: an imported
+// template is trusted to be what its exporter built (docs/security.md).
+func (s *Store) checkImport(m *Meta, staged string) error {
+	if err := m.check(); err != nil {
+		return err
+	}
+	if m.Flavor != "" && m.Flavor != string(s.Bin.Flavor) {
+		return fmt.Errorf("%w: %s was built by a %s server but %s is installed here", ErrIncompatible, m.Name, m.Flavor, s.Bin.Flavor)
+	}
+	data := filepath.Join(staged, "data")
+	if st, err := os.Lstat(data); err != nil || !st.IsDir() {
+		return fmt.Errorf("%w: the archive has no data directory", ErrBadMeta)
+	}
+	for _, db := range m.Databases {
+		d, ok := dbDir(db)
+		if !ok {
+			continue
+		}
+		if st, err := os.Lstat(filepath.Join(data, d)); err != nil || !st.IsDir() {
+			return fmt.Errorf("%w: database %s is listed but the data directory has no %s/", ErrBadMeta, db, d)
+		}
+	}
+	if st, err := os.Lstat(filepath.Join(data, "ib_logfile0")); err == nil && st.Mode().IsRegular() {
+		m.LogFileSize = st.Size()
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("%w: data/ib_logfile0 is not a regular file", ErrBadMeta)
+	}
+	return nil
+}
+
+// warnedDirs are the template directories already warned about, process
+// wide (a Store may be copied).
+var warnedDirs sync.Map
+
+// warnBad reports a template directory whose meta.json is not valid, once
+// per directory: it is skipped, never used.
+func (s *Store) warnBad(dir string, err error) {
+	if _, done := warnedDirs.LoadOrStore(dir, true); done {
+		return
+	}
+	s.logger().Warn("skipping a template directory whose meta.json is not valid: move it out of the store or remove it",
+		"dir", dir, "err", err)
+}
