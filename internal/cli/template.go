@@ -45,7 +45,7 @@ func inUse(st *template.Store) func(hash string) bool {
 func newTemplateCmd(g *Globals) *cobra.Command {
 	cmd := &cobra.Command{Use: "template", Short: "build, list and remove templates (golden data directories)"}
 	cmd.AddCommand(newTemplateBuildCmd(g), newTemplateLsCmd(g), newTemplateRmCmd(g), newTemplateGCCmd(g),
-		newTemplateExportCmd(g), newTemplateImportCmd(g))
+		newTemplateExportCmd(g), newTemplateImportCmd(g), newTemplatePushCmd(g), newTemplatePullCmd(g))
 	return cmd
 }
 
@@ -54,6 +54,7 @@ type BuildFlags struct {
 	template.BuildOptions
 	Backend string
 	LogSize string
+	Cache   cacheFlags // --cache REPO: template_remote.go
 }
 
 func newTemplateBuildCmd(g *Globals) *cobra.Command {
@@ -98,6 +99,7 @@ MYSQL_USER, MYSQL_PWD and MYSQL_DATABASE set for the template server.`,
 	fl.StringSliceVar(&f.Server.Databases, "databases", nil, "with --from-server: the databases to capture (default: every non-system database)")
 	fl.StringVar(&f.Server.Method, "method", "auto", "with --from-server: logical, physical (mariadb-backup) or auto")
 	fl.DurationVar(&f.Server.LockWait, "lock-wait", 30*time.Second, "with --from-server: longest wait for the snapshot's read lock")
+	addCacheFlags(fl, &f.Cache)
 	return cmd
 }
 
@@ -112,6 +114,9 @@ func RunTemplateBuild(ctx context.Context, g *Globals, f BuildFlags) (*template.
 		if f.Profile.LogFileSize, err = parseBytes(f.LogSize); err != nil {
 			return nil, false, err
 		}
+	}
+	if f.Cache.Repo != "" {
+		return runCachedBuild(ctx, g, st, f)
 	}
 	return st.Build(ctx, f.BuildOptions)
 }
