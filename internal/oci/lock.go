@@ -144,7 +144,18 @@ func (l *lease) write(ctx context.Context, held bool) error {
 		return err
 	}
 	desc := content.NewDescriptorFromBytes(ocispec.MediaTypeImageManifest, b)
-	return l.repo.PushReference(ctx, desc, bytesReader(b), l.tag)
+	for try := 0; ; try++ {
+		err = l.repo.PushReference(ctx, desc, bytesReader(b), l.tag)
+		if err == nil || try == 2 {
+			return err
+		}
+		// distribution 2.8 can lose the empty blob when two runners upload
+		// it at the same instant ("manifest blob unknown"): upload it again.
+		_ = l.repo.Push(ctx, ocispec.DescriptorEmptyJSON, bytesReader(ocispec.DescriptorEmptyJSON.Data))
+		if err := sleep(ctx, 100*time.Millisecond); err != nil {
+			return err
+		}
+	}
 }
 
 // acquire tries once to take the lease. It returns false and the current

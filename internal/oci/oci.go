@@ -192,6 +192,10 @@ func explain(op string, ref Ref, err error) error {
 	if err == nil {
 		return nil
 	}
+	if errors.Is(err, auth.ErrBasicCredentialNotFound) {
+		return fmt.Errorf("%s %s: %w (no credentials for %s): run `docker login %s`, or set %s and %s (or %s)",
+			op, ref.Repo(), ErrAuth, ref.Registry, ref.Registry, EnvUsername, EnvPassword, EnvToken)
+	}
 	var ec *errcode.ErrorResponse
 	if errors.As(err, &ec) {
 		switch ec.StatusCode {
@@ -206,19 +210,16 @@ func explain(op string, ref Ref, err error) error {
 	if errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) {
 		return fmt.Errorf("%s %s: the registry at %s went away (%v): check that it is running, then run the same command again (it resumes)", op, ref.Repo(), ref.Registry, err)
 	}
-	var ne net.Error
-	if errors.As(err, &ne) || errors.Is(err, errors.ErrUnsupported) {
-		return fmt.Errorf("%s %s: %w: check the address and that the registry is running (--plain-http for an HTTP registry, --ca-file for its own certificate)", op, ref.Repo(), err)
-	}
-	var ue interface{ Timeout() bool }
-	if errors.As(err, &ue) {
-		return fmt.Errorf("%s %s: %w", op, ref.Repo(), err)
-	}
 	if strings.Contains(err.Error(), "server gave HTTP response to HTTPS client") {
 		return fmt.Errorf("%s %s: %w: the registry speaks plain HTTP: pass --plain-http", op, ref.Repo(), err)
 	}
-	if strings.Contains(err.Error(), "certificate") {
+	var ce *tls.CertificateVerificationError
+	if errors.As(err, &ce) {
 		return fmt.Errorf("%s %s: %w: pass the registry's CA with --ca-file", op, ref.Repo(), err)
+	}
+	var ne net.Error
+	if errors.As(err, &ne) {
+		return fmt.Errorf("%s %s: %w: check the address and that the registry is running (--plain-http for an HTTP registry, --ca-file for its own certificate)", op, ref.Repo(), err)
 	}
 	return fmt.Errorf("%s %s: %w", op, ref.Repo(), err)
 }

@@ -184,7 +184,9 @@ func packToFile(ctx context.Context, st *template.Store, m *template.Meta, compr
 	if err != nil {
 		return nil, fmt.Errorf("push template %s: %w", m.Name, err)
 	}
-	if _, err := st.Export(ctx, m, f, archive.PackOptions{Compress: compress}); err != nil {
+	// One thread packs extents in the table's order, so the same template
+	// packs to the same bytes and a repeated push finds its chunks there.
+	if _, err := st.Export(ctx, m, f, archive.PackOptions{Compress: compress, Threads: 1}); err != nil {
 		f.Close()
 		os.Remove(f.Name())
 		return nil, fmt.Errorf("push template %s: %w", m.Name, err)
