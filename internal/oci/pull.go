@@ -18,6 +18,7 @@ import (
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"golang.org/x/sync/errgroup"
+	"golang.org/x/sys/unix"
 	"oras.land/oras-go/v2/content"
 	"oras.land/oras-go/v2/registry/remote"
 
@@ -121,6 +122,20 @@ func Pull(ctx context.Context, st *template.Store, refStr string, opt PullOption
 		return nil, stats, fmt.Errorf("pull %s: %w", ref, err)
 	}
 	return m, stats, nil
+}
+
+// FetchManifest reads the manifest of the template artifact ref names.
+func FetchManifest(ctx context.Context, refStr string, r Remote) (*ocispec.Manifest, error) {
+	ref, err := ParseRef(refStr)
+	if err != nil {
+		return nil, err
+	}
+	repo, err := r.repository(ref)
+	if err != nil {
+		return nil, err
+	}
+	_, man, err := fetchManifest(ctx, repo, ref)
+	return man, err
 }
 
 // fetchManifest resolves ref and reads its manifest, checked against its
@@ -270,6 +285,11 @@ func fetchChunk(ctx context.Context, repo *remote.Repository, f *os.File, off in
 	if got := digest.NewDigestFromBytes(digest.SHA256, h.Sum(nil)); got != l.Digest {
 		return n, fmt.Errorf("%w: the registry served bytes whose digest is %s: the blob is damaged in the registry; push the template again", ErrDigest, got)
 	}
+	// Start writing the chunk back now, while other chunks download: the
+	// import clones extents out of this file (FICLONERANGE), and btrfs and
+	// XFS write dirty ranges back before cloning them, so otherwise the
+	// whole archive is written back in one go after the download.
+	_ = unix.SyncFileRange(int(f.Fd()), off, l.Size, unix.SYNC_FILE_RANGE_WRITE)
 	return n, nil
 }
 
