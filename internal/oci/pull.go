@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -96,6 +97,7 @@ func Pull(ctx context.Context, st *template.Store, refStr string, opt PullOption
 		stats.Present, stats.Elapsed = true, time.Since(start)
 		return m, stats, nil
 	}
+	cleanStale(st)
 	dl := filepath.Join(scratchDir(st), ".pull-"+desc.Digest.Encoded()[:16])
 	unlock, err := flock(dl + ".lock")
 	if err != nil {
@@ -313,4 +315,39 @@ func flock(path string) (func(), error) {
 		return nil, err
 	}
 	return func() { f.Close() }, nil
+}
+
+// staleAfter is how long an interrupted download waits to be resumed, and
+// a killed push's archive file to be noticed, before the next pull removes it.
+const staleAfter = 24 * time.Hour
+
+// cleanStale removes downloads no pull has resumed for a day (unless a
+// pull holds them) and archive files a killed push left.
+func cleanStale(st *template.Store) {
+	dir := scratchDir(st)
+	ents, _ := os.ReadDir(dir)
+	for _, e := range ents {
+		name := e.Name()
+		if !strings.HasPrefix(name, ".pull-") && !strings.HasPrefix(name, ".push-") || strings.HasSuffix(name, ".lock") {
+			continue
+		}
+		fi, err := e.Info()
+		if err != nil || time.Since(fi.ModTime()) < staleAfter {
+			continue
+		}
+		p := filepath.Join(dir, name)
+		if e.IsDir() {
+			f, err := os.OpenFile(p+".lock", os.O_CREATE|os.O_RDWR, 0o600)
+			if err != nil {
+				continue
+			}
+			if syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) == nil {
+				os.RemoveAll(p)
+				os.Remove(p + ".lock")
+			}
+			f.Close()
+			continue
+		}
+		os.Remove(p)
+	}
 }
