@@ -384,3 +384,58 @@ func TestCachedBuildOnceAcrossRunners(t *testing.T) {
 	}
 	verifySame(t, stores[0], stores[1], "fleet")
 }
+
+// TestCachedBuildTakesOverOrStopsWaiting: a holder that died (its lease is
+// never renewed) is taken over once the lease goes stale; a holder that
+// keeps renewing but never pushes is waited for until Wait, then the
+// runner builds itself. Either way the runner ends with its template.
+func TestCachedBuildTakesOverOrStopsWaiting(t *testing.T) {
+	reg := startRegistry(t, registryOpts{})
+	ctx := context.Background()
+	in := filepath.Join(t.TempDir(), "fleet.sql")
+	if err := os.WriteFile(in, []byte(tinySQL), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name  string
+		renew bool
+	}{
+		{"dead holder", false},
+		{"holder that never pushes", true},
+	}
+	for i, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			st := templatetest.NewStore(t, "auto")
+			opt := template.BuildOptions{Name: "fleet", FromSQL: in, Profile: mariadb.DefaultProfile()}
+			co := CacheOptions{Remote: reg.remote(), Repo: fmt.Sprintf("%s/fleet/cache%d", reg.Addr, i),
+				Settle: 100 * time.Millisecond, Poll: 100 * time.Millisecond, TTL: time.Second, Wait: time.Hour}
+			if c.renew {
+				co.TTL, co.Wait = time.Hour, time.Second
+			}
+			hash, err := st.Hash(opt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ref, _ := ParseRef(co.Repo)
+			repo, err := co.repository(ref)
+			if err != nil {
+				t.Fatal(err)
+			}
+			other, err := newLease(ctx, repo, lockTag(ContentTag(opt.Name, hash)), co.TTL, co.Settle)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, _, err := other.acquire(ctx); err != nil || !got {
+				t.Fatalf("the other runner's lease: %v %v", got, err)
+			}
+			if c.renew {
+				stop := other.keep(ctx)
+				defer stop()
+			}
+			m, o, err := CachedBuild(ctx, st, opt, co)
+			if err != nil || o != BuiltHere || m.Hash != hash {
+				t.Fatalf("build behind a %s: %v %s, want built here", c.name, err, o)
+			}
+		})
+	}
+}
