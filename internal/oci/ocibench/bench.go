@@ -8,13 +8,17 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+	"golang.org/x/sync/errgroup"
+	"golang.org/x/sys/unix"
 
 	"github.com/pristinedb/pristine/internal/demo"
 	"github.com/pristinedb/pristine/internal/mariadb"
@@ -97,7 +101,7 @@ func Run(ctx context.Context, st *template.Store, opt Options) (*Report, error) 
 			return nil, fmt.Errorf("bench-fleet: template %s backs a pool, and the pull runs remove it first: run `pristine pool down --template %s`", w, w)
 		}
 		base := reg.Addr + "/bench/" + w
-		var push, pull, ready, cat []float64
+		var push, pull, ready, cat, get, write []float64
 		var archiveBytes int64
 		var layers []ocispec.Descriptor
 		for i := range opt.Runs + 1 { // the first run warms up
@@ -122,18 +126,29 @@ func Run(ctx context.Context, st *template.Store, opt Options) (*Report, error) 
 			if err != nil {
 				return nil, err
 			}
-			logf("%s run %d: push %.2fs, pull %.2fs, pull+ready %.2fs, cat+ready %.2fs", w, i, ps.Elapsed.Seconds(), t, tr, tc)
+			tg, err := timeGet(ctx, reg, strings.TrimSuffix(ref, ":t"), layers)
+			if err != nil {
+				return nil, err
+			}
+			tw, err := timeWrite(ctx, st, reg, layers)
+			if err != nil {
+				return nil, err
+			}
+			logf("%s run %d: push %.2fs, pull %.2fs, pull+ready %.2fs, cat+ready %.2fs, GET %.2fs, write+sync %.2fs", w, i, ps.Elapsed.Seconds(), t, tr, tc, tg, tw)
 			if i == 0 {
 				continue
 			}
 			push = append(push, ps.Elapsed.Seconds())
 			pull, ready, cat = append(pull, t), append(ready, tr), append(cat, tc)
+			get, write = append(get, tg), append(write, tw)
 		}
 		rep.Rows = append(rep.Rows,
 			row(w, "template push", push, archiveBytes),
 			row(w, "template pull", pull, archiveBytes),
 			row(w, "template pull + one server ready", ready, archiveBytes),
-			row(w, "cat BLOBS > /dev/null + one server ready", cat, archiveBytes))
+			row(w, "cat BLOBS > /dev/null + one server ready", cat, archiveBytes),
+			row(w, "HTTP GET of the blobs to /dev/null (4 at once, no hashing)", get, archiveBytes),
+			row(w, "cat BLOBS > a file on the root's filesystem + syncfs", write, archiveBytes))
 	}
 	return rep, nil
 }
@@ -226,4 +241,61 @@ func manifestLayers(ctx context.Context, ref string, remote oci.Remote) ([]ocisp
 		return nil, err
 	}
 	return man.Layers, nil
+}
+
+// timeGet downloads every blob from the registry, 4 at once, and throws the
+// bytes away: the transport alone.
+func timeGet(ctx context.Context, reg *localregistry.Registry, repoAddr string, layers []ocispec.Descriptor) (float64, error) {
+	repo := strings.TrimPrefix(repoAddr, reg.Addr+"/")
+	start := time.Now()
+	g, ctx := errgroup.WithContext(ctx)
+	g.SetLimit(4)
+	for _, l := range layers {
+		g.Go(func() error {
+			req, err := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("http://%s/v2/%s/blobs/%s", reg.Addr, repo, l.Digest), nil)
+			if err != nil {
+				return err
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				return err
+			}
+			defer resp.Body.Close()
+			if resp.StatusCode != http.StatusOK {
+				return fmt.Errorf("GET blob %s: %s", l.Digest, resp.Status)
+			}
+			_, err = io.Copy(io.Discard, resp.Body)
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return 0, err
+	}
+	return time.Since(start).Seconds(), nil
+}
+
+// timeWrite copies the blobs into one file beside the templates with cat
+// and waits until the filesystem has written it back: the write alone.
+func timeWrite(ctx context.Context, st *template.Store, reg *localregistry.Registry, layers []ocispec.Descriptor) (float64, error) {
+	dst := filepath.Join(filepath.Dir(st.Dir("x")), fmt.Sprintf(".bench-fleet-%d", os.Getpid()))
+	defer os.Remove(dst)
+	args := make([]string, len(layers))
+	for i, l := range layers {
+		args[i] = reg.BlobPath(l.Digest.Encoded())
+	}
+	out, err := os.Create(dst)
+	if err != nil {
+		return 0, err
+	}
+	defer out.Close()
+	start := time.Now()
+	cmd := exec.CommandContext(ctx, "cat", args...)
+	cmd.Stdout = out
+	if err := cmd.Run(); err != nil {
+		return 0, fmt.Errorf("cat blobs: %w", err)
+	}
+	if err := unix.Syncfs(int(out.Fd())); err != nil {
+		return 0, err
+	}
+	return time.Since(start).Seconds(), nil
 }
