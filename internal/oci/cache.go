@@ -95,7 +95,14 @@ func CachedBuild(ctx context.Context, st *template.Store, opt template.BuildOpti
 	pull := func() (*template.Meta, Outcome, error) {
 		c.logf("template %s: pulling %s:%s", opt.Name, ref.Repo(), tag)
 		m, _, err := Pull(ctx, st, ref.WithTag(tag).String(), PullOptions{Remote: c.Remote})
-		return m, FromRegistry, err
+		if err == nil || ctx.Err() != nil {
+			return m, FromRegistry, err
+		}
+		// A cache entry that cannot be pulled (damaged, or the registry went
+		// away) must not fail the build: build here, and push a good copy.
+		c.logf("warning: template %s: the cached copy could not be pulled (%v); building here", opt.Name, err)
+		m, err = c.buildAndPush(ctx, st, opt, ref, tag)
+		return m, BuiltHere, err
 	}
 	if !opt.Rebuild {
 		if ok, err := exists(); err != nil || ok {

@@ -203,8 +203,8 @@ func explain(op string, ref Ref, err error) error {
 			return fmt.Errorf("%s %s: %w (401): run `docker login %s`, or set %s and %s (or %s): %v",
 				op, ref.Repo(), ErrAuth, ref.Registry, EnvUsername, EnvPassword, EnvToken, err)
 		case http.StatusForbidden:
-			return fmt.Errorf("%s %s: %w (403: no %s access to this repository): use a token with write:packages/write_registry scope: %v",
-				op, ref.Repo(), ErrAuth, op, err)
+			return fmt.Errorf("%s %s: %w (403: these credentials may not use this repository): pushing needs a token with write access (GitHub: write:packages; GitLab: write_registry): %v",
+				op, ref.Repo(), ErrAuth, err)
 		}
 	}
 	if errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) {

@@ -294,8 +294,13 @@ func TestTamperedBlobRefused(t *testing.T) {
 	a, m := newStoreWith(t, "tamper")
 	b := templatetest.NewStore(t, "auto")
 	ctx := context.Background()
-	ref := reg.Addr + "/fleet/templates:tamper"
-	ps, err := Push(ctx, a, m, ref, PushOptions{Remote: reg.remote(), ChunkSize: smallChunk})
+	repo := reg.Addr + "/fleet/templates"
+	ref := repo + ":" + ContentTag(m.Name, m.Hash)
+	ps, err := Push(ctx, a, m, repo, PushOptions{Remote: reg.remote(), ChunkSize: smallChunk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	before, err := FetchManifest(ctx, ref, reg.remote())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -332,6 +337,26 @@ func TestTamperedBlobRefused(t *testing.T) {
 		t.Fatalf("pull of a tampered blob: %v, want ErrDigest naming blob %s (push was %s)", err, filepath.Base(filepath.Dir(biggest)), ps.Digest)
 	}
 	noLeftovers(t, b, false)
+
+	// build --cache on a damaged entry builds here and pushes a good copy.
+	in := filepath.Join(t.TempDir(), "tamper.sql") // the name and bytes templatetest.Build hashed
+	if err := os.WriteFile(in, []byte(tinySQL), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c := CacheOptions{Remote: reg.remote(), Repo: repo, Settle: 100 * time.Millisecond, Poll: 100 * time.Millisecond}
+	got, o, err := CachedBuild(ctx, b, template.BuildOptions{Name: "tamper", FromSQL: in, Profile: mariadb.DefaultProfile()}, c)
+	if err != nil || o != BuiltHere || got.Hash != m.Hash {
+		t.Fatalf("build --cache over a damaged entry: %v %s (hash %v), want built here as %s", err, o, got, m.Hash)
+	}
+	// The tag now names the new build (its meta.json has its own account
+	// password, so its chunks differ from the damaged push's).
+	man, err := FetchManifest(ctx, ref, reg.remote())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(man.Layers) == fmt.Sprint(before.Layers) {
+		t.Fatalf("the tag still names the damaged push")
+	}
 }
 
 func TestCachedBuildOnceAcrossRunners(t *testing.T) {
