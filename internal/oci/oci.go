@@ -208,7 +208,7 @@ func explain(op string, ref Ref, err error) error {
 		}
 	}
 	if errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) {
-		return fmt.Errorf("%s %s: the registry at %s went away (%v): check that it is running, then run the same command again (it resumes)", op, ref.Repo(), ref.Registry, err)
+		return fmt.Errorf("%s %s: the registry at %s refused or dropped the connection (%v): check the address and that it is running, then run the same command again (it resumes)", op, ref.Repo(), ref.Registry, err)
 	}
 	if strings.Contains(err.Error(), "server gave HTTP response to HTTPS client") {
 		return fmt.Errorf("%s %s: %w: the registry speaks plain HTTP: pass --plain-http", op, ref.Repo(), err)
