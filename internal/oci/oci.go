@@ -137,6 +137,10 @@ func (o *Remote) repository(ref Ref) (*remote.Repository, error) {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.MaxIdleConnsPerHost = o.parallel() + 2
 	tr.DisableCompression = true // blobs are binary; gzip would cost CPU both ways
+	// One TCP connection per chunk in flight: HTTP/2 would multiplex the
+	// parallel chunks over one connection and one congestion window.
+	tr.ForceAttemptHTTP2 = false
+	tr.TLSNextProto = map[string]func(string, *tls.Conn) http.RoundTripper{}
 	if o.CAFile != "" {
 		pem, err := os.ReadFile(o.CAFile)
 		if err != nil {
