@@ -69,15 +69,30 @@ func (b *bench) diskSteps(ctx context.Context, label, dir, xbs, prsa string, dat
 		{"pristine unpack --format xbstream --sync", fmt.Sprintf("%s unpack --format xbstream --sync %s %s", exe, q(xbs), q(out))},
 		{"pristine unpack --sync (archive file)", fmt.Sprintf("%s unpack --sync %s %s", exe, q(prsa), q(out))},
 	}
-	var rows []Row
-	for _, s := range steps {
-		name := fmt.Sprintf("%s, on %s", s.name, label)
-		b.logf("measuring: %s", name)
-		r, err := b.measure(ctx, name, s.cmd, out)
-		if err != nil {
-			return rows, err
+	// Round robin, so that the disk's moods (host caches, the writeback
+	// of the previous run's removal) fall on every step alike; before each
+	// run the previous output is removed and the filesystem synced.
+	walls := make([][]float64, len(steps))
+	cpus := make([][]float64, len(steps))
+	for run := 0; run <= b.opts.Runs; run++ {
+		for i, s := range steps {
+			os.RemoveAll(out)
+			if err := syncDir(dir); err != nil {
+				return nil, err
+			}
+			w, c, err := b.timed(ctx, s.cmd)
+			if err != nil {
+				return nil, fmt.Errorf("bench %s on %s: %w", s.name, label, err)
+			}
+			if run > 0 {
+				walls[i], cpus[i] = append(walls[i], w), append(cpus[i], c)
+			}
 		}
-		rows = append(rows, r)
+	}
+	os.RemoveAll(out)
+	var rows []Row
+	for i, s := range steps {
+		rows = append(rows, Row{Name: fmt.Sprintf("%s, on %s", s.name, label), Wall: median(walls[i]), CPU: median(cpus[i])})
 	}
 	for i := range rows {
 		rows[i].GBps = float64(dataBytes) / 1e9 / rows[i].Wall
@@ -87,4 +102,13 @@ func (b *bench) diskSteps(ctx context.Context, label, dir, xbs, prsa string, dat
 		}
 	}
 	return rows, nil
+}
+
+func syncDir(dir string) error {
+	f, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return unix.Syncfs(int(f.Fd()))
 }
