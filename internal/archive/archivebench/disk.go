@@ -68,6 +68,8 @@ func (b *bench) diskSteps(ctx context.Context, label, dir, xbs, prsa string, dat
 		{"mbstream -x + sync -f", fmt.Sprintf("mkdir %s && mbstream -x -C %s < %s && sync -f %s", q(out), q(out), q(xbs), q(out))},
 		{"pristine unpack --format xbstream --sync", fmt.Sprintf("%s unpack --format xbstream --sync %s %s", exe, q(xbs), q(out))},
 		{"pristine unpack --sync (archive file)", fmt.Sprintf("%s unpack --sync %s %s", exe, q(prsa), q(out))},
+		// The floor: the same bytes written as one file, then synced.
+		{"cat XBSTREAM > one file + sync -f (the write alone)", fmt.Sprintf("mkdir %s && cat %s > %s/x && sync -f %s", q(out), q(xbs), q(out), q(out))},
 	}
 	// Round robin, so that the disk's moods (host caches, the writeback
 	// of the previous run's removal) fall on every step alike; before each
