@@ -131,6 +131,20 @@ func TestPushPullRoundTrip(t *testing.T) {
 	if _, _, err := Pull(ctx, b, ref+":no-such-tag", PullOptions{Remote: reg.remote()}); !errors.Is(err, template.ErrNotFound) {
 		t.Fatalf("pull of a missing tag: %v, want ErrNotFound", err)
 	}
+
+	// --compress: zstd extents inside the archive, the same template out.
+	cs, err := Push(ctx, a, m, ref+":zstd", PushOptions{Remote: reg.remote(), Compress: true, ChunkSize: smallChunk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cs.ArchiveBytes >= ps.ArchiveBytes {
+		t.Fatalf("compressed archive %d bytes, uncompressed %d: want smaller", cs.ArchiveBytes, ps.ArchiveBytes)
+	}
+	c := templatetest.NewStore(t, "auto")
+	if got, _, err := Pull(ctx, c, ref+":zstd", PullOptions{Remote: reg.remote()}); err != nil || got.Hash != m.Hash {
+		t.Fatalf("pull of a compressed push: %v", err)
+	}
+	verifySame(t, a, c, "shop")
 }
 
 func noDownloads(t *testing.T, st *template.Store) {
