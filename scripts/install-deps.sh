@@ -12,6 +12,10 @@ pkgs=(mariadb-server mariadb-client mariadb-backup mydumper btrfs-progs xfsprogs
 pkgs+=(php-cli php-mysql php-curl phpunit)
 # The tests run with Go's race detector, which needs cgo: a C compiler.
 pkgs+=(gcc libc6-dev)
+# internal/oci (issue 16): a real OCI registry (distribution 2.8) on loopback for the push/pull tests.
+pkgs+=(docker-registry)
+# docs/k8s manifests are checked with kubectl apply --dry-run=client (any kubectl will do).
+command -v kubectl >/dev/null 2>&1 || pkgs+=(kubernetes-client)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

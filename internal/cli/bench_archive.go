@@ -47,5 +47,7 @@ medians are reported. Everything created is removed at the end.`,
 	cmd.Flags().StringVar(&opts.Dir, "dir", "", "measure this data directory instead of generating one")
 	cmd.Flags().IntVar(&opts.SizeMB, "size-mb", 1024, "size of the generated data directory in MB")
 	cmd.Flags().IntVar(&opts.Runs, "runs", 3, "measured runs of each step (after one warm-up)")
+	cmd.Flags().BoolVar(&opts.Disk, "disk", false, "also extract onto real disks until durable: ext4 under --disk-dir and an XFS image there")
+	cmd.Flags().StringVar(&opts.DiskDir, "disk-dir", "/var/tmp", "directory on a real disk for --disk")
 	return cmd
 }

@@ -47,7 +47,7 @@ func inUse(st *template.Store) func(hash string) bool {
 func newTemplateCmd(g *Globals) *cobra.Command {
 	cmd := &cobra.Command{Use: "template", Short: "build, list and remove templates (golden data directories)"}
 	cmd.AddCommand(newTemplateBuildCmd(g), newTemplateLsCmd(g), newTemplateRmCmd(g), newTemplateGCCmd(g),
-		newTemplateExportCmd(g), newTemplateImportCmd(g))
+		newTemplateExportCmd(g), newTemplateImportCmd(g), newTemplatePushCmd(g), newTemplatePullCmd(g))
 	return cmd
 }
 
@@ -57,6 +57,7 @@ type BuildFlags struct {
 	Backend  string
 	LogSize  string
 	Password PasswordFlags
+	Cache    cacheFlags // --cache REPO: template_remote.go
 }
 
 func newTemplateBuildCmd(g *Globals) *cobra.Command {
@@ -106,6 +107,7 @@ MYSQL_USER, MYSQL_PWD and MYSQL_DATABASE set for the template server.`,
 	fl.StringVar(&f.Server.Method, "method", "auto", "with --from-server: logical, physical (mariadb-backup) or auto")
 	fl.DurationVar(&f.Server.LockWait, "lock-wait", 30*time.Second, "with --from-server: longest wait for the snapshot's read lock")
 	fl.BoolVar(&f.Server.WithPasswords, "with-passwords", false, "with --from-server: carry the accounts' password hashes (default: the captured databases' accounts get a random password nobody knows)")
+	addCacheFlags(fl, &f.Cache)
 	return cmd
 }
 
@@ -129,6 +131,9 @@ func RunTemplateBuild(ctx context.Context, g *Globals, f BuildFlags) (*template.
 		if f.Profile.LogFileSize, err = parseBytes(f.LogSize); err != nil {
 			return nil, false, err
 		}
+	}
+	if f.Cache.Repo != "" {
+		return runCachedBuild(ctx, g, st, f)
 	}
 	return st.Build(ctx, f.BuildOptions)
 }

@@ -14,6 +14,9 @@ func Markdown(w io.Writer, r *Report) error {
 		fmt.Fprintf(w, "| %s | %.3f | %.3f | %.2f | %.1fx | %.2f |\n", x.Name, x.Wall, x.CPU, x.GBps, x.VsMbWal, x.VsMbCPU)
 	}
 	fmt.Fprintf(w, "\npack | unpack through a pipe runs at %.0f%% of the throughput of cat | cat > /dev/null.\n", 100*r.PipeRatio)
+	for _, n := range r.DiskNotes {
+		fmt.Fprintf(w, "Disk: %s.\n", n)
+	}
 	if r.ReflinkNote != "" {
 		fmt.Fprintf(w, "Reflink: %s.\n", r.ReflinkNote)
 	}
