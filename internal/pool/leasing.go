@@ -38,6 +38,8 @@ const (
 type Journal interface {
 	PutLease(id string, l any) error
 	DeleteLease(id string) error
+	// LoseLease replaces a lease's record with a LostLease, at once.
+	LoseLease(id string, lost any) error
 }
 
 // record writes a lease to the journal; the caller holds p.mu.
@@ -132,8 +134,12 @@ func (p *Pool) Release(ctx context.Context, id string, mode ReleaseMode) (reset 
 	p.mu.Lock()
 	l, ok := p.leases[id]
 	if !ok {
+		err := p.lostErr(id)
 		p.mu.Unlock()
-		return false, fmt.Errorf("%w %q: it was released already, expired, or belongs to another pool (see `pristine pool status`)", ErrUnknownLease, id)
+		if err != nil {
+			return false, err
+		}
+		return false, fmt.Errorf("%w %q: it was released already, or belongs to another pool (see `pristine pool status`)", ErrUnknownLease, id)
 	}
 	s := p.slots[l.Slot]
 	// Only a slot with one database can be checked: with several, the
@@ -224,6 +230,9 @@ func (p *Pool) Keep(id string) (*Lease, error) {
 	defer p.mu.Unlock()
 	l, ok := p.leases[id]
 	if !ok {
+		if err := p.lostErr(id); err != nil {
+			return nil, err
+		}
 		return nil, fmt.Errorf("%w %q", ErrUnknownLease, id)
 	}
 	l.Kept, l.Expires, l.PID = true, time.Time{}, 0
@@ -241,6 +250,9 @@ func (p *Pool) Extend(id string, ttl time.Duration) (*Lease, error) {
 	defer p.mu.Unlock()
 	l, ok := p.leases[id]
 	if !ok {
+		if err := p.lostErr(id); err != nil {
+			return nil, err
+		}
 		return nil, fmt.Errorf("%w %q", ErrUnknownLease, id)
 	}
 	if ttl <= 0 {
@@ -306,10 +318,19 @@ func (p *Pool) resetWorker() {
 			s.err = err.Error()
 			s.set(Failed)
 			p.stats.ResetFailures++
+			if !p.closed && !s.failing {
+				// Logged once per run of failures; retried every second.
+				p.emit(Event{Kind: EventSlotDied, Slot: s.idx, Reason: ReasonResetFailed, Detail: "reset failed (retried every second): " + err.Error()})
+			}
+			s.failing = true
 			if !p.closed {
 				go func() { time.Sleep(time.Second); p.requeue(s) }()
 			}
 		} else {
+			if s.failing {
+				p.log.Info("slot reset succeeded again", "template", p.Meta.Name, "slot", s.idx)
+			}
+			s.failing = false
 			p.observe("reset", time.Since(start))
 		}
 		p.mu.Unlock()
@@ -340,12 +361,14 @@ func (p *Pool) janitor() {
 			switch {
 			case !l.Expires.IsZero() && now.After(l.Expires):
 				p.stats.Expired++
+				p.lose(*l, ReasonExpired, fmt.Sprintf("it expired at %s (its TTL) and its slot was reset", l.Expires.Format(time.RFC3339)))
 			case l.PID > 0 && procStart(l.PID) != l.PIDStart:
 				p.stats.HolderGone++
+				p.lose(*l, ReasonHolderGone, fmt.Sprintf("its holder process (pid %d) exited and its slot was reset", l.PID))
 			default:
 				continue
 			}
-			p.releaseLocked(l)
+			p.resetIfDone(p.slots[l.Slot])
 		}
 		p.mu.Unlock()
 	}

@@ -1,11 +1,15 @@
 package pool_test
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"errors"
+	"log/slog"
 	"os"
 	"os/exec"
+	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -110,13 +114,43 @@ func TestLeaseResetRelease(t *testing.T) {
 	}
 }
 
+// syncBuffer is a bytes.Buffer for a logger written from many goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// A slot whose server is killed is logged with its reason, counted, and
+// replaced; its lease is lost and its holder is told why.
 func TestDeadSlotIsReplaced(t *testing.T) {
 	st, m := build(t, "auto", 1)
-	p, err := pool.Up(context.Background(), st, m, pool.Options{Size: 1, Profile: mariadb.DefaultProfile()})
+	var logs syncBuffer
+	var mu sync.Mutex
+	var events []pool.Event
+	p, err := pool.Up(context.Background(), st, m, pool.Options{Size: 1, Profile: mariadb.DefaultProfile(),
+		Log: slog.New(slog.NewTextHandler(&logs, nil)),
+		Event: func(ev pool.Event) {
+			mu.Lock()
+			defer mu.Unlock()
+			events = append(events, ev)
+		}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer p.Down(context.Background())
+	held := lease(t, p)
 	s := p.Status(true).Slots[0]
 	if err := syscall.Kill(s.PID, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
@@ -128,8 +162,28 @@ func TestDeadSlotIsReplaced(t *testing.T) {
 	if got := canary(t, open(t, l)); got != "pristine,pristine" {
 		t.Fatalf("replaced slot canary = %q", got)
 	}
-	if st := p.Status(true); st.Stats.Replaced != 1 || st.Slots[0].PID == s.PID {
-		t.Fatalf("slot not replaced: %+v", st)
+	st2 := p.Status(true)
+	if st2.Stats.Replaced != 1 || st2.Slots[0].PID == s.PID {
+		t.Fatalf("slot not replaced: %+v", st2)
+	}
+	if st2.Stats.SlotDeaths[pool.ReasonKilled] != 1 || st2.Stats.LeasesLost[pool.ReasonKilled] != 1 {
+		t.Fatalf("counters after a killed slot: deaths %v, lost %v; want 1 killed each", st2.Stats.SlotDeaths, st2.Stats.LeasesLost)
+	}
+	out := logs.String()
+	for _, want := range []string{`msg="slot died" template=app slot=0 reason=killed`, `msg="lease lost" template=app slot=0 lease=` + held.ID + ` reason=killed`} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the log lacks %s:\n%s", want, out)
+		}
+	}
+	mu.Lock()
+	if len(events) != 2 || events[0].Kind != pool.EventSlotDied || events[1].Kind != pool.EventLeaseLost || events[1].Lease != held.ID {
+		t.Errorf("events = %+v, want a slot death then the lost lease", events)
+	}
+	mu.Unlock()
+	// Its holder is told the lease was lost and why, not "unknown".
+	_, err = p.Release(context.Background(), held.ID, pool.Dirty)
+	if !errors.Is(err, pool.ErrLeaseLost) || !strings.Contains(err.Error(), "killed (SIGKILL)") {
+		t.Fatalf("release of the lost lease = %v, want ErrLeaseLost saying the server was killed", err)
 	}
 }
 

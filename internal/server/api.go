@@ -117,6 +117,8 @@ func statusOf(err error) int {
 		code = http.StatusBadRequest
 	case errors.Is(err, template.ErrNotFound), errors.Is(err, errNoPool), errors.Is(err, pool.ErrUnknownLease):
 		code = http.StatusNotFound
+	case errors.Is(err, pool.ErrLeaseLost):
+		code = http.StatusGone
 	case errors.Is(err, errConflict), errors.Is(err, template.ErrInUse):
 		code = http.StatusConflict
 	case errors.Is(err, pool.ErrLeaseTimeout), errors.Is(err, pool.ErrClosed), errors.Is(err, errComingUp):
@@ -341,7 +343,20 @@ func (s *Server) findLease(id string) (*pool.Pool, error) {
 			}
 		}
 	}
-	return nil, fmt.Errorf("%w %q: it was released already, expired, or never existed (see `pristine pool status`)", pool.ErrUnknownLease, id)
+	for _, n := range s.poolNames() {
+		if p, err := s.pool(n); err == nil {
+			if rec, ok := p.Lost(id); ok {
+				return nil, fmt.Errorf("%w: %w", pool.ErrLeaseLost, rec)
+			}
+		}
+	}
+	if raw, ok := s.state.Lost(id); ok {
+		var rec pool.LostLease
+		if json.Unmarshal(raw, &rec) == nil {
+			return nil, fmt.Errorf("%w: %w", pool.ErrLeaseLost, rec)
+		}
+	}
+	return nil, fmt.Errorf("%w %q: it was released already, or never existed (see `pristine pool status`)", pool.ErrUnknownLease, id)
 }
 
 // getLease returns a lease with its credentials, to a caller that may use
