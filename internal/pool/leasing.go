@@ -3,6 +3,7 @@ package pool
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -152,11 +153,12 @@ func (p *Pool) Release(ctx context.Context, id string, mode ReleaseMode) (reset 
 	p.forget(l)
 	u := &s.units[0]
 	u.lease, u.checking = nil, true
-	admin, mark, acct := s.admin, s.mark, u.acct
+	admin, acct := s.admin, u.acct
+	was := check{mark: s.mark, files: s.files}
 	gen := s.gen
 	p.mu.Unlock()
 
-	fresh, newMark, err := p.recycle(ctx, admin, mark, acct, u.db)
+	fresh, now, err := p.recycle(ctx, admin, was, acct, u.db, slotDirs(s))
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	u.checking = false
@@ -164,10 +166,13 @@ func (p *Pool) Release(ctx context.Context, id string, mode ReleaseMode) (reset 
 		return true, nil // the slot died or the pool went down meanwhile
 	}
 	if err != nil || !fresh.ok() {
+		if err != nil {
+			p.log.Info("release unchanged: resetting", "template", p.Meta.Name, "slot", s.idx, "lease", id, "why", err.Error())
+		}
 		p.resetIfDone(s)
 		return true, nil
 	}
-	u.acct, u.spent, s.mark = fresh, false, newMark
+	u.acct, u.spent, s.mark, s.files = fresh, false, now.mark, now.files
 	p.stats.Reused++
 	if s.active() == 0 {
 		s.set(Ready)
@@ -177,29 +182,55 @@ func (p *Pool) Release(ctx context.Context, id string, mode ReleaseMode) (reset 
 	return false, nil
 }
 
-// recycle ends a lease's account and, when the server's write counters did
-// not move since the slot was ready, makes a new account for the next
-// holder. A zero account means the database must be reset.
-func (p *Pool) recycle(ctx context.Context, admin *sql.DB, mark string, a account, db string) (account, string, error) {
+// check is what release --unchanged compares: the server's write
+// counters and global variables, and the slot's files.
+type check struct {
+	mark  string
+	files fileMark
+}
+
+// errChanged says why a database released as unchanged is reset.
+var errChanged = errors.New("changed")
+
+// recycle ends a lease's account and, when neither the server's write
+// counters and global variables nor the slot's files changed since the
+// slot was ready, makes a new account for the next holder. An error (or a
+// zero account) means the database must be reset; errChanged says what
+// moved.
+func (p *Pool) recycle(ctx context.Context, admin *sql.DB, was check, a account, db string, dirs []string) (account, check, error) {
 	if err := killConnections(ctx, admin, a.user); err != nil {
-		return account{}, "", err
+		return account{}, check{}, err
 	}
 	if err := waitGone(ctx, admin, a.user); err != nil {
-		return account{}, "", err
+		return account{}, check{}, err
 	}
-	now, err := writeMark(ctx, admin)
-	if err != nil || now != mark {
-		return account{}, "", err
+	mark, err := writeMark(ctx, admin)
+	if err != nil {
+		return account{}, check{}, err
+	}
+	if mark != was.mark {
+		return account{}, check{}, fmt.Errorf("%w: the server's write counters or global variables moved", errChanged)
+	}
+	files, err := markFiles(dirs...)
+	if err != nil {
+		return account{}, check{}, err
+	}
+	if d := was.files.diff(files, 5); len(d) > 0 {
+		return account{}, check{}, fmt.Errorf("%w: files changed: %s", errChanged, strings.Join(d, ", "))
 	}
 	if err := endAccount(ctx, admin, a); err != nil {
-		return account{}, "", err
+		return account{}, check{}, err
 	}
 	fresh, err := newAccount(ctx, admin, db, false)
 	if err != nil {
-		return account{}, "", err
+		return account{}, check{}, err
 	}
-	newMark, err := writeMark(ctx, admin)
-	return fresh, newMark, err
+	var now check
+	if now.mark, err = writeMark(ctx, admin); err != nil {
+		return account{}, check{}, err
+	}
+	now.files, err = markFiles(dirs...)
+	return fresh, now, err
 }
 
 // releaseLocked ends a lease whose database will be reset.

@@ -250,6 +250,14 @@ func (p *Pool) cloneSlot(_ context.Context, s *slot) error {
 		return fmt.Errorf("slot %d: remove the old clone's id: %w", s.idx, err)
 	}
 	s.clone = ""
+	// The run directory is the server's tmpdir: a holder's files there
+	// (INTO OUTFILE) must not reach the next holder either.
+	if err := p.store.Root.Check(s.run); err != nil {
+		return fmt.Errorf("slot %d: %w", s.idx, err)
+	}
+	if err := os.RemoveAll(s.run); err != nil {
+		return fmt.Errorf("slot %d: empty the run directory: %w", s.idx, err)
+	}
 	if err := p.backend.Remove(data); err != nil {
 		return fmt.Errorf("slot %d: remove old clone: %w", s.idx, err)
 	}
@@ -393,6 +401,11 @@ func (p *Pool) prepareUnits(ctx context.Context, s *slot, in *mariadb.Instance) 
 		admin.Close()
 		return err
 	}
+	files, err := markFiles(slotDirs(s)...)
+	if err != nil {
+		admin.Close()
+		return err
+	}
 	p.mu.Lock()
 	if s.admin != nil {
 		s.admin.Close()
@@ -402,7 +415,7 @@ func (p *Pool) prepareUnits(ctx context.Context, s *slot, in *mariadb.Instance) 
 	}
 	// The port is the one the server listens on, which a restored lease
 	// may not have recorded (its port was taken meanwhile).
-	s.inst, s.admin, s.port, s.wantPort, s.mark = in, admin, port, 0, mark
+	s.inst, s.admin, s.port, s.wantPort, s.mark, s.files = in, admin, port, 0, mark, files
 	s.err = ""
 	s.units = units
 	s.restore = nil

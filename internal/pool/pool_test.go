@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"context"
 	"database/sql"
+	"encoding/hex"
 	"errors"
 	"log/slog"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -351,5 +353,112 @@ func TestKeepAndHolderExit(t *testing.T) {
 	}
 	if got := canary(t, open(t, k)); got != "pristine,pristine" {
 		t.Fatalf("kept slot canary = %q", got)
+	}
+}
+
+// A holder who writes files through the server (SELECT ... INTO DUMPFILE
+// or OUTFILE), or has them written some other way, and then releases the
+// database as unchanged, gets it reset: the next holder never sees them.
+// The planted files are a CSV table's .frm, .CSV and .CSM, which a server
+// opens as a table when asked for it (the adversarial review's attack).
+func TestReleaseUnchangedCatchesFiles(t *testing.T) {
+	st, m := build(t, "auto", 1)
+	p, err := pool.Up(context.Background(), st, m, pool.Options{Size: 2, Profile: mariadb.DefaultProfile()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Down(context.Background())
+	ctx := context.Background()
+
+	// The files of a CSV table, made on the other slot.
+	x := lease(t, p)
+	xdb := open(t, x)
+	for _, q := range []string{"CREATE TABLE evil (msg VARCHAR(64) NOT NULL) ENGINE=CSV",
+		"INSERT INTO evil VALUES ('row planted by an earlier holder')"} {
+		if _, err := xdb.Exec(q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var xdir string
+	if err := xdb.QueryRow("SELECT @@datadir").Scan(&xdir); err != nil {
+		t.Fatal(err)
+	}
+	planted := map[string][]byte{}
+	for _, ext := range []string{".frm", ".CSV", ".CSM"} {
+		b, err := os.ReadFile(filepath.Join(xdir, x.Database, "evil"+ext))
+		if err != nil {
+			t.Fatal(err)
+		}
+		planted[ext] = b
+	}
+
+	for _, tc := range []struct {
+		name  string
+		plant func(t *testing.T, db *sql.DB, l *pool.Lease, datadir string)
+	}{
+		{"INTO DUMPFILE into the clone", func(t *testing.T, db *sql.DB, l *pool.Lease, datadir string) {
+			for ext, b := range planted {
+				_, err := db.Exec("SELECT UNHEX(?) INTO DUMPFILE '"+filepath.Join(datadir, l.Database, "evil"+ext)+"'", hex.EncodeToString(b))
+				if err != nil && (strings.Contains(err.Error(), "Access denied") || strings.Contains(err.Error(), "secure-file-priv")) {
+					t.Skipf("lease accounts cannot write files (%v); the next case writes them as the server would", err)
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+		}},
+		{"files written into the clone", func(t *testing.T, db *sql.DB, l *pool.Lease, datadir string) {
+			for ext, b := range planted {
+				if err := os.WriteFile(filepath.Join(datadir, l.Database, "evil"+ext), b, 0o660); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}},
+		{"a file changed in the clone", func(t *testing.T, db *sql.DB, l *pool.Lease, datadir string) {
+			opt := filepath.Join(datadir, l.Database, "db.opt")
+			b, err := os.ReadFile(opt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			fi, _ := os.Stat(opt)
+			if err := os.WriteFile(opt, append(b, '#'), 0o660); err != nil {
+				t.Fatal(err)
+			}
+			os.Chtimes(opt, fi.ModTime(), fi.ModTime()) // the change time still moves
+		}},
+		{"a file written into the run directory", func(t *testing.T, db *sql.DB, l *pool.Lease, datadir string) {
+			if err := os.WriteFile(filepath.Join(filepath.Dir(l.Socket), "evil.txt"), []byte("planted"), 0o660); err != nil {
+				t.Fatal(err)
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a := lease(t, p)
+			defer p.Release(ctx, a.ID, pool.Dirty) // when the test stops early
+			db := open(t, a)
+			var datadir string
+			if err := db.QueryRow("SELECT @@datadir").Scan(&datadir); err != nil {
+				t.Fatal(err)
+			}
+			tc.plant(t, db, a, datadir)
+			db.Close()
+			reset, err := p.Release(ctx, a.ID, pool.Unchanged)
+			if err != nil || !reset {
+				t.Fatalf("release as unchanged after planting files: reset=%v err=%v, want a reset", reset, err)
+			}
+			b := lease(t, p)
+			defer p.Release(ctx, b.ID, pool.Dirty)
+			if b.Slot != a.Slot {
+				t.Fatalf("the next lease got slot %d, want %d", b.Slot, a.Slot)
+			}
+			var msg string
+			err = open(t, b).QueryRow("SELECT msg FROM evil").Scan(&msg)
+			if err == nil {
+				t.Fatalf("the next holder reads %q from a table an earlier holder planted", msg)
+			}
+			if _, err := os.Stat(filepath.Join(filepath.Dir(b.Socket), "evil.txt")); err == nil {
+				t.Fatal("the next holder's run directory holds an earlier holder's file")
+			}
+		})
 	}
 }

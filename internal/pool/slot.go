@@ -45,9 +45,10 @@ type slot struct {
 	run   string // socket, pid file, error log
 	port  int
 	inst  *mariadb.Instance
-	admin *sql.DB // root over the unix socket; never handed out
-	mark  string  // write counters when the slot became ready
-	clone string  // the id of the slot's clone (cloneIDFile); "" while it is replaced
+	admin *sql.DB  // root over the unix socket; never handed out
+	mark  string   // write counters when the slot became ready
+	files fileMark // the slot's files when it became ready
+	clone string   // the id of the slot's clone (cloneIDFile); "" while it is replaced
 	// wantPort asks a restart to keep the port a lease already knows.
 	wantPort int
 	// restore holds the leases of this slot from before a daemon restart.
