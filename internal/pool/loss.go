@@ -138,15 +138,17 @@ func (p *Pool) Lost(id string) (LostLease, bool) {
 // diskFullMarks are what a server's error log says when a write failed for
 // lack of space (ENOSPC is errno 28, EDQUOT 122).
 var diskFullMarks = []string{"No space left on device", "Disk quota exceeded", "errno 28", "errno 122",
-	"Error number 28", "Error number 122", "error 28", "error 122", "Disk full", "disk full"}
+	"Error number 28", "Error number 122", "error 28", "error 122", "Disk full", "disk full", "Out of disk space"}
 
 // exitReason says why a server died, as a label and a sentence.
 func exitReason(in *mariadb.Instance) (label, detail string) {
 	tail := in.LogTail(3)
 	err := in.Err()
 	detail = fmt.Sprintf("slot server (pid %d) %v; its error log ends: %s", in.PID(), err, tail)
+	// A crash report follows the cause in the log: look further back.
+	long := in.LogTail(60)
 	for _, m := range diskFullMarks {
-		if strings.Contains(tail, m) {
+		if strings.Contains(long, m) {
 			return ReasonDiskFull, fmt.Sprintf("slot server (pid %d) stopped on a full disk (its slot's --slot-disk cap or the filesystem); its error log ends: %s", in.PID(), tail)
 		}
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/pristinedb/pristine/internal/cow"
 	"github.com/pristinedb/pristine/internal/mariadb"
 	"github.com/pristinedb/pristine/internal/template"
+	"github.com/pristinedb/pristine/internal/units"
 )
 
 // Options shapes a pool.
@@ -49,6 +50,13 @@ type Options struct {
 	// Event, when set, is told every slot death and lost lease, for
 	// metrics.
 	Event func(Event)
+	// SlotDisk caps the disk each slot may write beyond what it shares
+	// with the template (btrfs: a qgroup limit on the slot's subvolume;
+	// reflink on XFS: a project quota). At the cap the slot's writes fail
+	// with "Disk quota exceeded"; other slots go on. 0: no cap. Plain
+	// copies and filesystems without quotas are not capped (Status says
+	// why).
+	SlotDisk int64
 }
 
 // Errors callers map to messages, exit codes and HTTP statuses.
@@ -83,6 +91,8 @@ type Pool struct {
 	// oldest first in lostOrder, so a holder is told why.
 	lost      map[string]LostLease
 	lostOrder []string
+	// diskCap says how slots are capped, or why they are not.
+	diskCap string
 }
 
 // Dir is where a template's pool keeps its clones.
@@ -155,6 +165,10 @@ func Up(ctx context.Context, store *template.Store, m *template.Meta, opt Option
 	}
 	p.wg.Add(1)
 	go p.janitor()
+	if opt.SlotDisk > 0 {
+		p.wg.Add(1)
+		go p.diskWatch()
+	}
 	return p, nil
 }
 
@@ -264,11 +278,45 @@ func (p *Pool) cloneSlot(_ context.Context, s *slot) error {
 	if err := p.backend.Clone(p.store.DataDir(p.Meta.Hash), data); err != nil {
 		return fmt.Errorf("slot %d: clone template: %w", s.idx, err)
 	}
+	if err := p.capSlot(data); err != nil {
+		return fmt.Errorf("slot %d: %w", s.idx, err)
+	}
 	id := randomHex(8)
 	if err := os.WriteFile(idFile, []byte(id+"\n"), 0o644); err != nil {
 		return fmt.Errorf("slot %d: record the clone's id: %w", s.idx, err)
 	}
 	s.clone = id
+	return nil
+}
+
+// capSlot caps the disk of a fresh clone (Options.SlotDisk). A filesystem
+// that cannot enforce it is noted once, in the log and in Status, and the
+// slot goes uncapped.
+func (p *Pool) capSlot(data string) error {
+	if p.opt.SlotDisk <= 0 {
+		return nil
+	}
+	c, ok := p.backend.(cow.Capper)
+	var err error
+	if ok {
+		err = c.Cap(data, p.opt.SlotDisk+hardHeadroom(p.opt.SlotDisk))
+	} else {
+		err = fmt.Errorf("%w: the %s backend copies every file, and a copy cannot be capped apart from the filesystem", cow.ErrNoQuota, p.backend.Name())
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	switch {
+	case err == nil:
+		p.diskCap = fmt.Sprintf("%s per slot, watched; hard cap at %s (%s)", units.Bytes(p.opt.SlotDisk),
+			units.Bytes(p.opt.SlotDisk+hardHeadroom(p.opt.SlotDisk)), map[string]string{"btrfs": "btrfs qgroup", "reflink": "XFS project quota"}[p.backend.Name()])
+	case errors.Is(err, cow.ErrNoQuota):
+		if !strings.Contains(p.diskCap, "watched only") {
+			p.log.Warn("slots have no hard disk cap, only the watched one", "template", p.Meta.Name, "reason", err.Error())
+		}
+		p.diskCap = fmt.Sprintf("%s per slot, watched only (no hard cap: %v)", units.Bytes(p.opt.SlotDisk), err)
+	default:
+		return err
+	}
 	return nil
 }
 
@@ -406,6 +454,10 @@ func (p *Pool) prepareUnits(ctx context.Context, s *slot, in *mariadb.Instance) 
 		admin.Close()
 		return err
 	}
+	var base int64
+	if p.opt.SlotDisk > 0 {
+		base = usedBlocks(filepath.Join(s.dir, "data"))
+	}
 	p.mu.Lock()
 	if s.admin != nil {
 		s.admin.Close()
@@ -416,6 +468,7 @@ func (p *Pool) prepareUnits(ctx context.Context, s *slot, in *mariadb.Instance) 
 	// The port is the one the server listens on, which a restored lease
 	// may not have recorded (its port was taken meanwhile).
 	s.inst, s.admin, s.port, s.wantPort, s.mark, s.files = in, admin, port, 0, mark, files
+	s.baseBlocks, s.overCap = base, false
 	s.err = ""
 	s.units = units
 	s.restore = nil

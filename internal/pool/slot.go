@@ -60,6 +60,10 @@ type slot struct {
 	err   string // last failure, for status
 	// failing is set while resets of the slot keep failing.
 	failing bool
+	// baseBlocks is what the clone's files took when the slot became
+	// ready; overCap is set once it wrote more than Options.SlotDisk.
+	baseBlocks int64
+	overCap    bool
 }
 
 // unit is one database of a slot, the thing a lease hands out.

@@ -20,7 +20,16 @@ type PoolRequest struct {
 	Size       int    `json:"size"`
 	BufferPool int64  `json:"buffer_pool,omitempty"` // bytes; 0 = default profile
 	Parallel   int    `json:"parallel,omitempty"`
+	// SlotDisk caps what each slot may write, in bytes: 0 is
+	// DefaultSlotDisk, a negative value no cap.
+	SlotDisk int64 `json:"slot_disk,omitempty"`
 }
+
+// DefaultSlotDisk is the disk cap of a slot when pool up names none: room
+// for the redo log rewritten in full (48 MB) and a few hundred MB of test
+// data, while a runaway test stops long before a scratch filesystem of
+// the default 8 GB is full.
+const DefaultSlotDisk = 1 << 30
 
 // PoolEvent is one line of the NDJSON stream POST /v1/pools answers with:
 // progress lines, then one with Status or Error.
@@ -199,7 +208,10 @@ func (s *Server) poolUp(w http.ResponseWriter, r *http.Request) {
 	s.pools[m.Name] = nil // reserve the name while it comes up
 	s.mu.Unlock()
 
-	rec := state.Pool{Template: m.Name, Hash: m.Hash, Size: req.Size, BufferPool: req.BufferPool, Parallel: req.Parallel}
+	if req.SlotDisk == 0 {
+		req.SlotDisk = DefaultSlotDisk
+	}
+	rec := state.Pool{Template: m.Name, Hash: m.Hash, Size: req.Size, BufferPool: req.BufferPool, Parallel: req.Parallel, SlotDisk: req.SlotDisk}
 	opt := s.poolOptions(rec, nil)
 	if err := s.makeRoom(m, opt.Profile, req.Size); err != nil {
 		s.mu.Lock()

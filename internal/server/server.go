@@ -137,7 +137,7 @@ func (s *Server) poolOptions(rec state.Pool, restore []pool.Lease) pool.Options 
 		prof.BufferPool = rec.BufferPool
 	}
 	return pool.Options{Size: rec.Size, Profile: prof, Parallel: rec.Parallel, Journal: s.state, Restore: restore,
-		Observe: s.metrics.observe, Log: s.log, Event: s.metrics.event}
+		Observe: s.metrics.observe, Log: s.log, Event: s.metrics.event, SlotDisk: max(rec.SlotDisk, 0)}
 }
 
 // removeStalePools removes clone directories no live pool owns.

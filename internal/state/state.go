@@ -89,6 +89,8 @@ type Pool struct {
 	Size       int    `json:"size"`
 	BufferPool int64  `json:"buffer_pool"`
 	Parallel   int    `json:"parallel"`
+	// SlotDisk is each slot's disk cap in bytes; 0 or less: none.
+	SlotDisk int64 `json:"slot_disk,omitempty"`
 }
 
 // PutPool records a pool that is up.
