@@ -13,6 +13,11 @@ import (
 // fileMark is every file and directory under a slot's directories (its
 // clone, and its run directory: socket, error log, tmpdir) with what
 // changes when it is written: inode, size, modification and change times.
+// They are read with lstat, which sees a write the moment it returns. (A
+// btrfs generation search, as `btrfs subvolume find-new` does, would not:
+// it reads the subvolume's tree, which gets a write only at writeback or
+// at a transaction commit, so it needs the whole filesystem synced first,
+// every slot's writes with it.)
 // release --unchanged compares the mark taken when the slot became ready
 // with one taken at release: a file a holder made the server write outside
 // the storage engines (SELECT ... INTO DUMPFILE or OUTFILE, a planted
@@ -29,10 +34,16 @@ type fileStat struct {
 }
 
 // markFiles walks dirs (missing ones are skipped).
-func markFiles(dirs ...string) (fileMark, error) {
+func markFiles(dirs ...string) (fileMark, error) { return markFilesExcept("", dirs...) }
+
+// markFilesExcept walks dirs but not the tree at skip.
+func markFilesExcept(skip string, dirs ...string) (fileMark, error) {
 	m := fileMark{}
 	for _, dir := range dirs {
 		err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+			if path == skip && skip != "" {
+				return filepath.SkipDir
+			}
 			if err != nil {
 				if errors.Is(err, fs.ErrNotExist) {
 					return nil // gone between listing and looking: its directory's list shows it
@@ -83,6 +94,22 @@ func (old fileMark) diff(now fileMark, max int) []string {
 	sort.Strings(out)
 	if len(out) > max {
 		out = append(out[:max], fmt.Sprintf("and %d more", len(out)-max))
+	}
+	return out
+}
+
+// under reports whether path is dir or lies inside it.
+func under(path, dir string) bool {
+	return path == dir || strings.HasPrefix(path, dir+string(filepath.Separator))
+}
+
+// without returns the entries of m outside dir.
+func (m fileMark) without(dir string) fileMark {
+	out := fileMark{}
+	for p, st := range m {
+		if !under(p, dir) {
+			out[p] = st
+		}
 	}
 	return out
 }

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+
 	"os"
 	"path/filepath"
 	"sort"
@@ -225,12 +226,13 @@ func (p *Pool) recycle(ctx context.Context, admin *sql.DB, was check, a account,
 	if err != nil {
 		return account{}, check{}, err
 	}
-	var now check
+	// Files no engine rewrites are as they were, so the mark still holds;
+	// the others are never compared by their times.
+	now := check{files: was.files}
 	if now.mark, err = writeMark(ctx, admin); err != nil {
 		return account{}, check{}, err
 	}
-	now.files, err = markFiles(dirs...)
-	return fresh, now, err
+	return fresh, now, nil
 }
 
 // releaseLocked ends a lease whose database will be reset.

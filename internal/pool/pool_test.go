@@ -248,8 +248,26 @@ func TestPreflightRefusesWhatDoesNotFit(t *testing.T) {
 	}
 }
 
-func TestReleaseUnchanged(t *testing.T) {
-	st, m := build(t, "auto", 1)
+// onBackends runs f on a store of each backend release --unchanged checks
+// differently: plain copies on /dev/shm (the clone is walked) and a btrfs
+// scratch (only what the subvolume's tree says changed is looked at).
+func onBackends(t *testing.T, f func(t *testing.T, st *template.Store, m *template.Meta)) {
+	for _, kind := range []string{"copy", "btrfs"} {
+		t.Run(kind, func(t *testing.T) {
+			var st *template.Store
+			if kind == "btrfs" {
+				st = templatetest.NewScratchStore(t, "btrfs", 1<<30)
+			} else {
+				st = templatetest.NewStore(t, kind)
+			}
+			f(t, st, templatetest.Build(t, st, "app", schema, template.BuildOptions{}))
+		})
+	}
+}
+
+func TestReleaseUnchanged(t *testing.T) { onBackends(t, testReleaseUnchanged) }
+
+func testReleaseUnchanged(t *testing.T, st *template.Store, m *template.Meta) {
 	p, err := pool.Up(context.Background(), st, m, pool.Options{Size: 1, Profile: mariadb.DefaultProfile()})
 	if err != nil {
 		t.Fatal(err)
@@ -361,8 +379,9 @@ func TestKeepAndHolderExit(t *testing.T) {
 // database as unchanged, gets it reset: the next holder never sees them.
 // The planted files are a CSV table's .frm, .CSV and .CSM, which a server
 // opens as a table when asked for it (the adversarial review's attack).
-func TestReleaseUnchangedCatchesFiles(t *testing.T) {
-	st, m := build(t, "auto", 1)
+func TestReleaseUnchangedCatchesFiles(t *testing.T) { onBackends(t, testReleaseUnchangedCatchesFiles) }
+
+func testReleaseUnchangedCatchesFiles(t *testing.T, st *template.Store, m *template.Meta) {
 	p, err := pool.Up(context.Background(), st, m, pool.Options{Size: 2, Profile: mariadb.DefaultProfile()})
 	if err != nil {
 		t.Fatal(err)
