@@ -3,6 +3,7 @@ package pool
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"database/sql"
 	"encoding/hex"
 	"fmt"
@@ -122,7 +123,7 @@ func killConnections(ctx context.Context, admin *sql.DB, user string) error {
 // writes of every engine (internal temporary tables are counted apart, in
 // Handler_tmp_*), and DDL and account statements (temporary tables, which
 // die with their connection, apart). Global variables are hashed apart
-// (globalsQuery).
+// (globalsHash).
 const writeMarkQuery = `SELECT CAST(SUM(VARIABLE_VALUE) AS CHAR) FROM information_schema.GLOBAL_STATUS
  WHERE (VARIABLE_NAME IN ('INNODB_LSN_CURRENT','HANDLER_WRITE','HANDLER_UPDATE','HANDLER_DELETE',
           'COM_TRUNCATE','COM_GRANT','COM_REVOKE','COM_REVOKE_ALL','COM_SET_PASSWORD',
@@ -131,34 +132,61 @@ const writeMarkQuery = `SELECT CAST(SUM(VARIABLE_VALUE) AS CHAR) FROM informatio
         OR VARIABLE_NAME LIKE 'COM\_ALTER\_%' OR VARIABLE_NAME LIKE 'COM\_RENAME\_%')
    AND VARIABLE_NAME NOT IN ('COM_CREATE_TEMPORARY_TABLE','COM_DROP_TEMPORARY_TABLE')`
 
-// globalsQuery hashes every global variable, names and values, so a global
-// change (SET GLOBAL, by any path) makes a release --unchanged dirty. The
-// variables that move on their own (the GTID positions, which change only
-// with replication or the binary log, both off) are left out.
-const globalsQuery = `SELECT SHA2(GROUP_CONCAT(VARIABLE_NAME, '=', IFNULL(VARIABLE_VALUE, '') ORDER BY VARIABLE_NAME SEPARATOR '\n'), 256)
- FROM information_schema.GLOBAL_VARIABLES WHERE VARIABLE_NAME NOT LIKE 'GTID\_%'`
-
-// writeMark reads the slot's write counters and the hash of its global
+// writeMark reads the slot's write counters and a hash of its global
 // variables, as one string.
 func writeMark(ctx context.Context, admin *sql.DB) (string, error) {
-	var counters, globals sql.NullString
+	counters, err := writeCounters(ctx, admin)
+	if err != nil {
+		return "", err
+	}
+	globals, err := globalsHash(ctx, admin)
+	if err != nil {
+		return "", err
+	}
+	return counters + " " + globals, nil
+}
+
+// withCounters is mark with its write counters replaced.
+func withCounters(mark, counters string) string {
+	_, globals, _ := strings.Cut(mark, " ")
+	return counters + " " + globals
+}
+
+// writeCounters reads the slot's write counters (writeMarkQuery).
+func writeCounters(ctx context.Context, admin *sql.DB) (string, error) {
+	var counters sql.NullString
 	if err := admin.QueryRowContext(ctx, writeMarkQuery).Scan(&counters); err != nil {
 		return "", fmt.Errorf("read write counters: %w", err)
 	}
-	// The list is about 40 kB; the session's default limit cuts it at 1 MB
-	// in MariaDB but 1 kB in MySQL, so the hash would miss most of it.
-	conn, err := admin.Conn(ctx)
+	return counters.String, nil
+}
+
+// globalsHash hashes every global variable, name and value, so a global
+// change (SET GLOBAL, by any path) makes a release --unchanged dirty. The
+// GTID positions, which move only with replication or the binary log
+// (both off), are left out.
+func globalsHash(ctx context.Context, admin *sql.DB) (string, error) {
+	rows, err := admin.QueryContext(ctx, "SHOW GLOBAL VARIABLES")
 	if err != nil {
 		return "", fmt.Errorf("hash global variables: %w", err)
 	}
-	defer conn.Close()
-	if _, err := conn.ExecContext(ctx, "SET SESSION group_concat_max_len = 4194304"); err != nil {
+	defer rows.Close()
+	h := sha256.New()
+	for rows.Next() {
+		var name string
+		var value sql.RawBytes
+		if err := rows.Scan(&name, &value); err != nil {
+			return "", fmt.Errorf("hash global variables: %w", err)
+		}
+		if strings.HasPrefix(strings.ToLower(name), "gtid_") {
+			continue
+		}
+		fmt.Fprintf(h, "%s=%d:%s\n", name, len(value), value)
+	}
+	if err := rows.Err(); err != nil {
 		return "", fmt.Errorf("hash global variables: %w", err)
 	}
-	if err := conn.QueryRowContext(ctx, globalsQuery).Scan(&globals); err != nil {
-		return "", fmt.Errorf("hash global variables: %w", err)
-	}
-	return counters.String + " " + globals.String, nil
+	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
 func quoteAccount(user string) string { return "'" + user + "'@'%'" }

@@ -229,9 +229,12 @@ func (p *Pool) recycle(ctx context.Context, admin *sql.DB, was check, a account,
 	// Files no engine rewrites are as they were, so the mark still holds;
 	// the others are never compared by their times.
 	now := check{files: was.files}
-	if now.mark, err = writeMark(ctx, admin); err != nil {
+	// A new account moves the counters, not the global variables.
+	counters, err := writeCounters(ctx, admin)
+	if err != nil {
 		return account{}, check{}, err
 	}
+	now.mark = withCounters(mark, counters)
 	return fresh, now, nil
 }
 
