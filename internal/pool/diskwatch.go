@@ -34,7 +34,10 @@ import (
 // hardHeadroom is how far past the soft cap the filesystem's cap lies.
 func hardHeadroom(soft int64) int64 { return max(soft/2, 256<<20) }
 
-// diskWatchEvery is how often leased slots' disk use is added up.
+// diskWatchEvery is how often leased slots' disk use is added up, at most:
+// a pass that took d waits at least 4d before the next, so the watch takes
+// no more than a fifth of a core however many slots are leased (the hard
+// cap stops what a slower watch misses).
 const diskWatchEvery = 250 * time.Millisecond
 
 // usedBlocks adds up the bytes allocated to the files under dir (shared
@@ -58,8 +61,6 @@ func usedBlocks(dir string) int64 {
 // diskWatch enforces the soft cap on leased slots.
 func (p *Pool) diskWatch() {
 	defer p.wg.Done()
-	t := time.NewTicker(diskWatchEvery)
-	defer t.Stop()
 	type watched struct {
 		s     *slot
 		gen   uint64
@@ -67,7 +68,14 @@ func (p *Pool) diskWatch() {
 		admin *sql.DB
 		users []string
 	}
-	for range t.C {
+	var pass time.Duration
+	for {
+		select {
+		case <-time.After(max(diskWatchEvery, 4*pass)):
+		case <-p.stop:
+			return
+		}
+		start := time.Now()
 		var todo []watched
 		p.mu.Lock()
 		if p.closed {
@@ -110,6 +118,7 @@ func (p *Pool) diskWatch() {
 			}
 			cancel()
 		}
+		pass = time.Since(start)
 	}
 }
 

@@ -81,6 +81,7 @@ type Pool struct {
 	leases map[string]*Lease
 	closed bool
 	resetq chan *slot
+	stop   chan struct{} // closed by Down
 	wg     sync.WaitGroup
 	stats  Stats
 	// lastLease is when a lease was last handed out, for least-recently-
@@ -133,7 +134,7 @@ func Up(ctx context.Context, store *template.Store, m *template.Meta, opt Option
 	p := &Pool{Meta: m, store: store, backend: backend, opt: opt, dir: Dir(store, m),
 		run:  filepath.Join(store.Root.Path, "run", m.Hash[:8]),
 		wake: make(chan struct{}), leases: map[string]*Lease{},
-		resetq: make(chan *slot, opt.Size), log: opt.Log, lost: map[string]LostLease{}}
+		resetq: make(chan *slot, opt.Size), stop: make(chan struct{}), log: opt.Log, lost: map[string]LostLease{}}
 	p.stats.SlotDeaths, p.stats.LeasesLost = map[string]int64{}, map[string]int64{}
 	if _, err := os.Stat(p.dir); err == nil && len(opt.Restore) == 0 {
 		return nil, fmt.Errorf("a pool of template %s already exists at %s: run `pristine pool down --template %s` first", m.Name, p.dir, m.Name)
@@ -527,6 +528,7 @@ func (p *Pool) Down(ctx context.Context) error {
 	p.mu.Unlock()
 	if !wasClosed {
 		close(p.resetq)
+		close(p.stop)
 	}
 	p.wg.Wait()
 	var wg sync.WaitGroup
