@@ -344,6 +344,15 @@ func TestRestartSequence(t *testing.T) {
 	if !strings.Contains(string(log), `msg="lease lost" template=app slot=0 lease=`+a.ID+` reason=restore_failed`) {
 		t.Errorf("serve.log does not log lease A lost:\n%s", log)
 	}
+	// B's holder wrote before the restarts, so its database cannot be
+	// handed on as unchanged: the next holder gets a pristine one.
+	if _, errOut, err := e.run("release", b.ID, "--unchanged"); err != nil || !strings.Contains(errOut, "reset in the background") {
+		t.Fatalf("release --unchanged of a restored lease: %v %s, want a reset", err, errOut)
+	}
+	c := e.lease()
+	if v, err := query(t, c.DSN, "SELECT v FROM canary"); err != nil || v != "pristine" {
+		t.Fatalf("the lease after a restored one: %q %v, want a pristine database", v, err)
+	}
 }
 
 // daemonPID finds the daemon serving root.

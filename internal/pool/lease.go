@@ -36,6 +36,10 @@ type Lease struct {
 	// restarted daemon restores the lease only onto that same clone.
 	Clone string `json:"clone,omitempty"`
 	gen   uint64
+	// restored leases came back after a daemon restart: their slot's
+	// marks were taken after the holder's writes, so they cannot be
+	// released as unchanged.
+	restored bool
 }
 
 func newLeaseID() string {

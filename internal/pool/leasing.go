@@ -146,7 +146,9 @@ func (p *Pool) Release(ctx context.Context, id string, mode ReleaseMode) (reset 
 	s := p.slots[l.Slot]
 	// Only a slot with one database can be checked: with several, the
 	// server's counters mix the writes of several holders.
-	if mode == Dirty || l.Kept || len(s.units) > 1 {
+	// Nor can a lease restored after a daemon restart: the marks were
+	// taken after its holder's writes.
+	if mode == Dirty || l.Kept || len(s.units) > 1 || l.restored {
 		p.releaseLocked(l)
 		p.mu.Unlock()
 		return true, nil

@@ -430,6 +430,7 @@ func (p *Pool) prepareUnits(ctx context.Context, s *slot, in *mariadb.Instance) 
 			if ok {
 				units[i].acct = account{user: l.User, password: l.Password}
 				units[i].lease, units[i].spent = l, true
+				l.restored = true
 				restored = append(restored, l)
 				continue
 			}
@@ -472,11 +473,15 @@ func (p *Pool) prepareUnits(ctx context.Context, s *slot, in *mariadb.Instance) 
 	s.baseBlocks, s.overCap = base, false
 	s.err = ""
 	s.units = units
+	restoring := len(s.restore) > 0
 	s.restore = nil
 	s.set(Ready)
 	for i := range units {
 		l := units[i].lease
 		if l == nil {
+			// A clone restarted for its leases was written by holders it
+			// may no longer serve: none of its databases is fresh.
+			units[i].spent = units[i].spent || restoring
 			continue
 		}
 		l.fill(s, &s.units[i])
@@ -487,6 +492,10 @@ func (p *Pool) prepareUnits(ctx context.Context, s *slot, in *mariadb.Instance) 
 		if l.Kept && len(units) == 1 {
 			s.state = Kept
 		}
+	}
+	if restoring && s.active() == 0 {
+		s.set(Leased) // every lease of it was lost: reset it
+		p.resetIfDone(s)
 	}
 	gen := s.gen
 	p.signal()
