@@ -35,8 +35,8 @@ import (
 func hardHeadroom(soft int64) int64 { return max(soft/2, 256<<20) }
 
 // diskWatchEvery is how often leased slots' disk use is added up, at most:
-// a pass that took d waits at least 4d before the next, so the watch takes
-// no more than a fifth of a core however many slots are leased (the hard
+// a pass that took d waits at least 9d before the next, so the watch takes
+// no more than a tenth of a core however many slots are leased (the hard
 // cap stops what a slower watch misses).
 const diskWatchEvery = 250 * time.Millisecond
 
@@ -71,7 +71,7 @@ func (p *Pool) diskWatch() {
 	var pass time.Duration
 	for {
 		select {
-		case <-time.After(max(diskWatchEvery, 4*pass)):
+		case <-time.After(max(diskWatchEvery, 9*pass)):
 		case <-p.stop:
 			return
 		}
