@@ -47,7 +47,7 @@ func newLeaseCmd(g *Globals) *cobra.Command {
 	cmd.Flags().DurationVar(&ttl, "ttl", 30*time.Minute, "the lease is reclaimed after this long")
 	cmd.Flags().DurationVar(&wait, "wait", time.Minute, "how long to wait for a free slot")
 	cmd.Flags().IntVar(&req.PID, "pid", 0, "reclaim the lease when this process exits, e.g. --pid $$ (default: only the TTL reclaims it)")
-	cmd.AddCommand(newLeaseKeepCmd(g), newLeaseExtendCmd(g), newLeaseLsCmd(g))
+	cmd.AddCommand(newLeaseKeepCmd(g), newLeaseExtendCmd(g), newLeaseLsCmd(g), newLeaseShowCmd(g))
 	return cmd
 }
 
@@ -98,6 +98,29 @@ func newLeaseExtendCmd(g *Globals) *cobra.Command {
 	}
 	cmd.Flags().DurationVar(&ttl, "ttl", 30*time.Minute, "new time to live, from now")
 	return cmd
+}
+
+func newLeaseShowCmd(g *Globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "show ID",
+		Short: "print a lease with its credentials, or why it was lost",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, _, err := g.daemon(cmd.Context(), false)
+			if err != nil {
+				return err
+			}
+			l, err := c.GetLease(cmd.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			if g.JSON {
+				return printJSON(l)
+			}
+			fmt.Printf("lease %s: slot %d of %s, port %d, socket %s\n%s\n", l.ID, l.Slot, l.Template, l.Port, l.Socket, l.URL)
+			return nil
+		},
+	}
 }
 
 func newLeaseLsCmd(g *Globals) *cobra.Command {

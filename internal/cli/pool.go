@@ -27,6 +27,7 @@ type PoolUpFlags struct {
 	Size       int
 	BufferPool string
 	Parallel   int
+	SlotDisk   string
 }
 
 func newPoolUpCmd(g *Globals) *cobra.Command {
@@ -51,6 +52,7 @@ func newPoolUpCmd(g *Globals) *cobra.Command {
 	cmd.Flags().IntVar(&f.Size, "size", 4, "number of slots")
 	cmd.Flags().StringVar(&f.BufferPool, "buffer-pool", "", "innodb_buffer_pool_size of each slot (default 16M)")
 	cmd.Flags().IntVar(&f.Parallel, "parallel", 0, "slots started at once (default 4 per core)")
+	cmd.Flags().StringVar(&f.SlotDisk, "slot-disk", "1G", "what each slot may write beyond the template; past it the slot's writes fail with \"Disk quota exceeded\" and other slots go on (btrfs scratch: qgroup; XFS scratch: project quota; plain copies: not capped); \"none\" for no cap")
 	_ = cmd.MarkFlagRequired("template")
 	return cmd
 }
@@ -64,6 +66,16 @@ func RunPoolUp(ctx context.Context, g *Globals, f PoolUpFlags) (*pool.Status, er
 			return nil, err
 		}
 		req.BufferPool = n
+	}
+	switch f.SlotDisk {
+	case "", "none", "0":
+		req.SlotDisk = -1
+	default:
+		n, err := parseBytes(f.SlotDisk)
+		if err != nil {
+			return nil, err
+		}
+		req.SlotDisk = n
 	}
 	c, _, err := g.daemon(ctx, true)
 	if err != nil {
@@ -138,6 +150,9 @@ func printPoolStatus(st pool.Status) {
 	}
 	sort.Strings(states)
 	fmt.Printf("pool %s (%s): %d slots x %d db, %s backend; %v; %d leased\n", st.Template, st.Hash[:12], st.Size, st.DBsPerSlot, st.Backend, states, st.Leased)
+	if st.DiskCap != "" {
+		fmt.Printf("  disk cap: %s\n", st.DiskCap)
+	}
 	fmt.Printf("  leases %d (expired %d), replaced %d; lease wait p50 %.2f ms p99 %.2f ms; reset p50 %.0f ms p99 %.0f ms\n",
 		st.Stats.Leases, st.Stats.Expired, st.Stats.Replaced, st.WaitP50MS, st.WaitP99MS, st.ResetP50MS, st.ResetP99MS)
 	for _, s := range st.Slots {

@@ -106,6 +106,13 @@ func (in *Instance) PID() int { return in.cmd.Process.Pid }
 // Done is closed when the server process has exited and been reaped.
 func (in *Instance) Done() <-chan struct{} { return in.done }
 
+// Err waits until the server has exited and returns its exit status (nil
+// for exit code 0; an *exec.ExitError otherwise, which tells a signal).
+func (in *Instance) Err() error {
+	<-in.done
+	return in.err
+}
+
 // Running reports whether the process is still alive.
 func (in *Instance) Running() bool {
 	select {

@@ -3,6 +3,7 @@ package pool
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"database/sql"
 	"encoding/hex"
 	"fmt"
@@ -121,8 +122,8 @@ func killConnections(ctx context.Context, admin *sql.DB, user string) error {
 // InnoDB log sequence number (every InnoDB change, DDL included), row
 // writes of every engine (internal temporary tables are counted apart, in
 // Handler_tmp_*), and DDL and account statements (temporary tables, which
-// die with their connection, apart). Global variables need privileges
-// lease accounts do not have (globalAdminPrivileges).
+// die with their connection, apart). Global variables are hashed apart
+// (globalsHash).
 const writeMarkQuery = `SELECT CAST(SUM(VARIABLE_VALUE) AS CHAR) FROM information_schema.GLOBAL_STATUS
  WHERE (VARIABLE_NAME IN ('INNODB_LSN_CURRENT','HANDLER_WRITE','HANDLER_UPDATE','HANDLER_DELETE',
           'COM_TRUNCATE','COM_GRANT','COM_REVOKE','COM_REVOKE_ALL','COM_SET_PASSWORD',
@@ -131,13 +132,61 @@ const writeMarkQuery = `SELECT CAST(SUM(VARIABLE_VALUE) AS CHAR) FROM informatio
         OR VARIABLE_NAME LIKE 'COM\_ALTER\_%' OR VARIABLE_NAME LIKE 'COM\_RENAME\_%')
    AND VARIABLE_NAME NOT IN ('COM_CREATE_TEMPORARY_TABLE','COM_DROP_TEMPORARY_TABLE')`
 
-// writeMark reads the slot's write counters.
+// writeMark reads the slot's write counters and a hash of its global
+// variables, as one string.
 func writeMark(ctx context.Context, admin *sql.DB) (string, error) {
+	counters, err := writeCounters(ctx, admin)
+	if err != nil {
+		return "", err
+	}
+	globals, err := globalsHash(ctx, admin)
+	if err != nil {
+		return "", err
+	}
+	return counters + " " + globals, nil
+}
+
+// withCounters is mark with its write counters replaced.
+func withCounters(mark, counters string) string {
+	_, globals, _ := strings.Cut(mark, " ")
+	return counters + " " + globals
+}
+
+// writeCounters reads the slot's write counters (writeMarkQuery).
+func writeCounters(ctx context.Context, admin *sql.DB) (string, error) {
 	var counters sql.NullString
 	if err := admin.QueryRowContext(ctx, writeMarkQuery).Scan(&counters); err != nil {
 		return "", fmt.Errorf("read write counters: %w", err)
 	}
 	return counters.String, nil
+}
+
+// globalsHash hashes every global variable, name and value, so a global
+// change (SET GLOBAL, by any path) makes a release --unchanged dirty. The
+// GTID positions, which move only with replication or the binary log
+// (both off), are left out.
+func globalsHash(ctx context.Context, admin *sql.DB) (string, error) {
+	rows, err := admin.QueryContext(ctx, "SHOW GLOBAL VARIABLES")
+	if err != nil {
+		return "", fmt.Errorf("hash global variables: %w", err)
+	}
+	defer rows.Close()
+	h := sha256.New()
+	for rows.Next() {
+		var name string
+		var value sql.RawBytes
+		if err := rows.Scan(&name, &value); err != nil {
+			return "", fmt.Errorf("hash global variables: %w", err)
+		}
+		if strings.HasPrefix(strings.ToLower(name), "gtid_") {
+			continue
+		}
+		fmt.Fprintf(h, "%s=%d:%s\n", name, len(value), value)
+	}
+	if err := rows.Err(); err != nil {
+		return "", fmt.Errorf("hash global variables: %w", err)
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
 func quoteAccount(user string) string { return "'" + user + "'@'%'" }

@@ -32,7 +32,14 @@ type Lease struct {
 	// PID is the holder's process; the lease is reclaimed when it exits.
 	PID      int    `json:"pid,omitempty"`
 	PIDStart string `json:"pid_start,omitempty"`
-	gen      uint64
+	// Clone names the clone of the slot the lease was handed out on; a
+	// restarted daemon restores the lease only onto that same clone.
+	Clone string `json:"clone,omitempty"`
+	gen   uint64
+	// restored leases came back after a daemon restart: their slot's
+	// marks were taken after the holder's writes, so they cannot be
+	// released as unchanged.
+	restored bool
 }
 
 func newLeaseID() string {
@@ -46,7 +53,7 @@ func newLeaseID() string {
 // fill sets the connection fields of a lease for a slot's unit.
 func (l *Lease) fill(s *slot, u *unit) {
 	db := u.db
-	l.Host, l.Port, l.Socket = "127.0.0.1", s.port, s.inst.Config.Socket()
+	l.Host, l.Port, l.Socket, l.Clone = "127.0.0.1", s.port, s.inst.Config.Socket(), s.clone
 	l.User, l.Password, l.Database = u.acct.user, u.acct.password, db
 	l.DSN = mariadb.TCPDSN(l.Port, l.User, l.Password, db)
 	l.URL = template.URL(l.Port, l.User, l.Password, db)

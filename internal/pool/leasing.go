@@ -3,7 +3,9 @@ package pool
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
+
 	"os"
 	"path/filepath"
 	"sort"
@@ -38,6 +40,8 @@ const (
 type Journal interface {
 	PutLease(id string, l any) error
 	DeleteLease(id string) error
+	// LoseLease replaces a lease's record with a LostLease, at once.
+	LoseLease(id string, lost any) error
 }
 
 // record writes a lease to the journal; the caller holds p.mu.
@@ -132,13 +136,19 @@ func (p *Pool) Release(ctx context.Context, id string, mode ReleaseMode) (reset 
 	p.mu.Lock()
 	l, ok := p.leases[id]
 	if !ok {
+		err := p.lostErr(id)
 		p.mu.Unlock()
-		return false, fmt.Errorf("%w %q: it was released already, expired, or belongs to another pool (see `pristine pool status`)", ErrUnknownLease, id)
+		if err != nil {
+			return false, err
+		}
+		return false, fmt.Errorf("%w %q: it was released already, or belongs to another pool (see `pristine pool status`)", ErrUnknownLease, id)
 	}
 	s := p.slots[l.Slot]
 	// Only a slot with one database can be checked: with several, the
 	// server's counters mix the writes of several holders.
-	if mode == Dirty || l.Kept || len(s.units) > 1 {
+	// Nor can a lease restored after a daemon restart: the marks were
+	// taken after its holder's writes.
+	if mode == Dirty || l.Kept || len(s.units) > 1 || l.restored {
 		p.releaseLocked(l)
 		p.mu.Unlock()
 		return true, nil
@@ -146,11 +156,12 @@ func (p *Pool) Release(ctx context.Context, id string, mode ReleaseMode) (reset 
 	p.forget(l)
 	u := &s.units[0]
 	u.lease, u.checking = nil, true
-	admin, mark, acct := s.admin, s.mark, u.acct
+	admin, acct := s.admin, u.acct
+	was := check{mark: s.mark, files: s.files}
 	gen := s.gen
 	p.mu.Unlock()
 
-	fresh, newMark, err := p.recycle(ctx, admin, mark, acct, u.db)
+	fresh, now, err := p.recycle(ctx, admin, was, acct, u.db, slotDirs(s))
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	u.checking = false
@@ -158,10 +169,13 @@ func (p *Pool) Release(ctx context.Context, id string, mode ReleaseMode) (reset 
 		return true, nil // the slot died or the pool went down meanwhile
 	}
 	if err != nil || !fresh.ok() {
+		if err != nil {
+			p.log.Info("release unchanged: resetting", "template", p.Meta.Name, "slot", s.idx, "lease", id, "why", err.Error())
+		}
 		p.resetIfDone(s)
 		return true, nil
 	}
-	u.acct, u.spent, s.mark = fresh, false, newMark
+	u.acct, u.spent, s.mark, s.files = fresh, false, now.mark, now.files
 	p.stats.Reused++
 	if s.active() == 0 {
 		s.set(Ready)
@@ -171,29 +185,59 @@ func (p *Pool) Release(ctx context.Context, id string, mode ReleaseMode) (reset 
 	return false, nil
 }
 
-// recycle ends a lease's account and, when the server's write counters did
-// not move since the slot was ready, makes a new account for the next
-// holder. A zero account means the database must be reset.
-func (p *Pool) recycle(ctx context.Context, admin *sql.DB, mark string, a account, db string) (account, string, error) {
+// check is what release --unchanged compares: the server's write
+// counters and global variables, and the slot's files.
+type check struct {
+	mark  string
+	files fileMark
+}
+
+// errChanged says why a database released as unchanged is reset.
+var errChanged = errors.New("changed")
+
+// recycle ends a lease's account and, when neither the server's write
+// counters and global variables nor the slot's files changed since the
+// slot was ready, makes a new account for the next holder. An error (or a
+// zero account) means the database must be reset; errChanged says what
+// moved.
+func (p *Pool) recycle(ctx context.Context, admin *sql.DB, was check, a account, db string, dirs []string) (account, check, error) {
 	if err := killConnections(ctx, admin, a.user); err != nil {
-		return account{}, "", err
+		return account{}, check{}, err
 	}
 	if err := waitGone(ctx, admin, a.user); err != nil {
-		return account{}, "", err
+		return account{}, check{}, err
 	}
-	now, err := writeMark(ctx, admin)
-	if err != nil || now != mark {
-		return account{}, "", err
+	mark, err := writeMark(ctx, admin)
+	if err != nil {
+		return account{}, check{}, err
+	}
+	if mark != was.mark {
+		return account{}, check{}, fmt.Errorf("%w: the server's write counters or global variables moved", errChanged)
+	}
+	files, err := markFiles(dirs...)
+	if err != nil {
+		return account{}, check{}, err
+	}
+	if d := was.files.diff(files, 5); len(d) > 0 {
+		return account{}, check{}, fmt.Errorf("%w: files changed: %s", errChanged, strings.Join(d, ", "))
 	}
 	if err := endAccount(ctx, admin, a); err != nil {
-		return account{}, "", err
+		return account{}, check{}, err
 	}
 	fresh, err := newAccount(ctx, admin, db, false)
 	if err != nil {
-		return account{}, "", err
+		return account{}, check{}, err
 	}
-	newMark, err := writeMark(ctx, admin)
-	return fresh, newMark, err
+	// Files no engine rewrites are as they were, so the mark still holds;
+	// the others are never compared by their times.
+	now := check{files: was.files}
+	// A new account moves the counters, not the global variables.
+	counters, err := writeCounters(ctx, admin)
+	if err != nil {
+		return account{}, check{}, err
+	}
+	now.mark = withCounters(mark, counters)
+	return fresh, now, nil
 }
 
 // releaseLocked ends a lease whose database will be reset.
@@ -224,6 +268,9 @@ func (p *Pool) Keep(id string) (*Lease, error) {
 	defer p.mu.Unlock()
 	l, ok := p.leases[id]
 	if !ok {
+		if err := p.lostErr(id); err != nil {
+			return nil, err
+		}
 		return nil, fmt.Errorf("%w %q", ErrUnknownLease, id)
 	}
 	l.Kept, l.Expires, l.PID = true, time.Time{}, 0
@@ -241,6 +288,9 @@ func (p *Pool) Extend(id string, ttl time.Duration) (*Lease, error) {
 	defer p.mu.Unlock()
 	l, ok := p.leases[id]
 	if !ok {
+		if err := p.lostErr(id); err != nil {
+			return nil, err
+		}
 		return nil, fmt.Errorf("%w %q", ErrUnknownLease, id)
 	}
 	if ttl <= 0 {
@@ -306,10 +356,19 @@ func (p *Pool) resetWorker() {
 			s.err = err.Error()
 			s.set(Failed)
 			p.stats.ResetFailures++
+			if !p.closed && !s.failing {
+				// Logged once per run of failures; retried every second.
+				p.emit(Event{Kind: EventSlotDied, Slot: s.idx, Reason: ReasonResetFailed, Detail: "reset failed (retried every second): " + err.Error()})
+			}
+			s.failing = true
 			if !p.closed {
 				go func() { time.Sleep(time.Second); p.requeue(s) }()
 			}
 		} else {
+			if s.failing {
+				p.log.Info("slot reset succeeded again", "template", p.Meta.Name, "slot", s.idx)
+			}
+			s.failing = false
 			p.observe("reset", time.Since(start))
 		}
 		p.mu.Unlock()
@@ -340,12 +399,14 @@ func (p *Pool) janitor() {
 			switch {
 			case !l.Expires.IsZero() && now.After(l.Expires):
 				p.stats.Expired++
+				p.lose(*l, ReasonExpired, fmt.Sprintf("it expired at %s (its TTL) and its slot was reset", l.Expires.Format(time.RFC3339)))
 			case l.PID > 0 && procStart(l.PID) != l.PIDStart:
 				p.stats.HolderGone++
+				p.lose(*l, ReasonHolderGone, fmt.Sprintf("its holder process (pid %d) exited and its slot was reset", l.PID))
 			default:
 				continue
 			}
-			p.releaseLocked(l)
+			p.resetIfDone(p.slots[l.Slot])
 		}
 		p.mu.Unlock()
 	}

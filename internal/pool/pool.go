@@ -4,16 +4,20 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"runtime"
+	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/pristinedb/pristine/internal/cow"
 	"github.com/pristinedb/pristine/internal/mariadb"
 	"github.com/pristinedb/pristine/internal/template"
+	"github.com/pristinedb/pristine/internal/units"
 )
 
 // Options shapes a pool.
@@ -35,9 +39,24 @@ type Options struct {
 	// (kind "lease_wait" or "reset"), for metrics.
 	Observe func(template, kind string, d time.Duration)
 	// Restore are the leases a previous daemon handed out from this pool:
-	// their slots start again on their existing clones (crash recovery) on
-	// the same port, and the leases stay valid.
+	// their slots start again on their existing clones (crash recovery),
+	// on the same port when it is free, and the leases stay valid. A lease
+	// whose clone was replaced meanwhile, or whose slot does not start on
+	// it, is lost (journaled as such, never restored again).
 	Restore []Lease
+	// Log receives slot deaths, lost leases and failed resets; nil
+	// discards them.
+	Log *slog.Logger
+	// Event, when set, is told every slot death and lost lease, for
+	// metrics.
+	Event func(Event)
+	// SlotDisk caps the disk each slot may write beyond what it shares
+	// with the template (btrfs: a qgroup limit on the slot's subvolume;
+	// reflink on XFS: a project quota). At the cap the slot's writes fail
+	// with "Disk quota exceeded"; other slots go on. 0: no cap. Plain
+	// copies and filesystems without quotas are not capped (Status says
+	// why).
+	SlotDisk int64
 }
 
 // Errors callers map to messages, exit codes and HTTP statuses.
@@ -62,11 +81,19 @@ type Pool struct {
 	leases map[string]*Lease
 	closed bool
 	resetq chan *slot
+	stop   chan struct{} // closed by Down
 	wg     sync.WaitGroup
 	stats  Stats
 	// lastLease is when a lease was last handed out, for least-recently-
 	// used shrinking.
 	lastLease time.Time
+	log       *slog.Logger
+	// lost are the leases that ended without their holder releasing them,
+	// oldest first in lostOrder, so a holder is told why.
+	lost      map[string]LostLease
+	lostOrder []string
+	// diskCap says how slots are capped, or why they are not.
+	diskCap string
 }
 
 // Dir is where a template's pool keeps its clones.
@@ -94,6 +121,9 @@ func Up(ctx context.Context, store *template.Store, m *template.Meta, opt Option
 	if opt.ResetWorkers <= 0 {
 		opt.ResetWorkers = 2 * runtime.NumCPU()
 	}
+	if opt.Log == nil {
+		opt.Log = slog.New(slog.DiscardHandler)
+	}
 	backend, err := store.BackendFor(m)
 	if err != nil {
 		return nil, err
@@ -104,7 +134,8 @@ func Up(ctx context.Context, store *template.Store, m *template.Meta, opt Option
 	p := &Pool{Meta: m, store: store, backend: backend, opt: opt, dir: Dir(store, m),
 		run:  filepath.Join(store.Root.Path, "run", m.Hash[:8]),
 		wake: make(chan struct{}), leases: map[string]*Lease{},
-		resetq: make(chan *slot, opt.Size)}
+		resetq: make(chan *slot, opt.Size), stop: make(chan struct{}), log: opt.Log, lost: map[string]LostLease{}}
+	p.stats.SlotDeaths, p.stats.LeasesLost = map[string]int64{}, map[string]int64{}
 	if _, err := os.Stat(p.dir); err == nil && len(opt.Restore) == 0 {
 		return nil, fmt.Errorf("a pool of template %s already exists at %s: run `pristine pool down --template %s` first", m.Name, p.dir, m.Name)
 	}
@@ -117,16 +148,11 @@ func Up(ctx context.Context, store *template.Store, m *template.Meta, opt Option
 		for _, db := range m.Databases {
 			s.units = append(s.units, unit{db: db})
 		}
+		s.clone = readCloneID(s.dir)
 		s.set(Starting)
 		p.slots = append(p.slots, s)
 	}
-	for _, l := range opt.Restore {
-		if l.Slot >= 0 && l.Slot < len(p.slots) {
-			s := p.slots[l.Slot]
-			s.restore = append(s.restore, l)
-			s.wantPort = l.Port
-		}
-	}
+	p.planRestore(opt.Restore)
 	start := time.Now()
 	if err := p.startAll(ctx); err != nil {
 		p.Down(context.Background())
@@ -140,6 +166,10 @@ func Up(ctx context.Context, store *template.Store, m *template.Meta, opt Option
 	}
 	p.wg.Add(1)
 	go p.janitor()
+	if opt.SlotDisk > 0 {
+		p.wg.Add(1)
+		go p.diskWatch()
+	}
 	return p, nil
 }
 
@@ -152,7 +182,7 @@ func (p *Pool) startAll(ctx context.Context) error {
 			if _, err := os.Stat(filepath.Join(s.dir, "data")); err == nil {
 				return nil // restart on the clone its leases were using
 			}
-			s.restore = nil
+			p.loseRestore(s, ReasonCloneReplaced, fmt.Sprintf("slot %d's clone was gone when the daemon restarted", s.idx))
 		}
 		return p.cloneSlot(ctx, s)
 	})
@@ -163,9 +193,9 @@ func (p *Pool) startAll(ctx context.Context) error {
 	ready := 0
 	return p.parallel(ctx, p.opt.Parallel, func(ctx context.Context, s *slot) error {
 		err := p.bootSlot(ctx, s)
-		if err != nil && len(s.restore) > 0 {
+		if err != nil && len(s.restore) > 0 && ctx.Err() == nil {
 			// The clone did not survive: its leases are lost, the slot is new.
-			s.restore, s.wantPort = nil, 0
+			p.loseRestore(s, ReasonRestoreFailed, fmt.Sprintf("slot %d did not start again on its clone after a daemon restart: %v", s.idx, err))
 			err = p.startSlot(ctx, s)
 		}
 		if err != nil {
@@ -222,11 +252,26 @@ func (p *Pool) startSlot(ctx context.Context, s *slot) error {
 }
 
 // cloneSlot throws away the slot's old clone, if any, and clones the
-// template afresh.
+// template afresh. The clone's id file goes first and comes back last,
+// with a new id, so a daemon killed half-way never restores a lease onto
+// a clone it was not handed out on.
 func (p *Pool) cloneSlot(_ context.Context, s *slot) error {
 	data := filepath.Join(s.dir, "data")
 	if err := os.MkdirAll(s.dir, 0o755); err != nil {
 		return fmt.Errorf("slot %d: %w", s.idx, err)
+	}
+	idFile := filepath.Join(s.dir, cloneIDFile)
+	if err := os.Remove(idFile); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("slot %d: remove the old clone's id: %w", s.idx, err)
+	}
+	s.clone = ""
+	// The run directory is the server's tmpdir: a holder's files there
+	// (INTO OUTFILE) must not reach the next holder either.
+	if err := p.store.Root.Check(s.run); err != nil {
+		return fmt.Errorf("slot %d: %w", s.idx, err)
+	}
+	if err := os.RemoveAll(s.run); err != nil {
+		return fmt.Errorf("slot %d: empty the run directory: %w", s.idx, err)
 	}
 	if err := p.backend.Remove(data); err != nil {
 		return fmt.Errorf("slot %d: remove old clone: %w", s.idx, err)
@@ -234,7 +279,106 @@ func (p *Pool) cloneSlot(_ context.Context, s *slot) error {
 	if err := p.backend.Clone(p.store.DataDir(p.Meta.Hash), data); err != nil {
 		return fmt.Errorf("slot %d: clone template: %w", s.idx, err)
 	}
+	if err := p.capSlot(data); err != nil {
+		return fmt.Errorf("slot %d: %w", s.idx, err)
+	}
+	id := randomHex(8)
+	if err := os.WriteFile(idFile, []byte(id+"\n"), 0o644); err != nil {
+		return fmt.Errorf("slot %d: record the clone's id: %w", s.idx, err)
+	}
+	s.clone = id
 	return nil
+}
+
+// capSlot caps the disk of a fresh clone (Options.SlotDisk). A filesystem
+// that cannot enforce it is noted once, in the log and in Status, and the
+// slot goes uncapped.
+func (p *Pool) capSlot(data string) error {
+	if p.opt.SlotDisk <= 0 {
+		return nil
+	}
+	c, ok := p.backend.(cow.Capper)
+	var err error
+	if ok {
+		err = c.Cap(data, p.opt.SlotDisk+hardHeadroom(p.opt.SlotDisk))
+	} else {
+		err = fmt.Errorf("%w: the %s backend copies every file, and a copy cannot be capped apart from the filesystem", cow.ErrNoQuota, p.backend.Name())
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	switch {
+	case err == nil:
+		p.diskCap = fmt.Sprintf("%s per slot, watched; hard cap at %s (%s)", units.Bytes(p.opt.SlotDisk),
+			units.Bytes(p.opt.SlotDisk+hardHeadroom(p.opt.SlotDisk)), map[string]string{"btrfs": "btrfs qgroup", "reflink": "XFS project quota"}[p.backend.Name()])
+	case errors.Is(err, cow.ErrNoQuota):
+		if !strings.Contains(p.diskCap, "watched only") {
+			p.log.Warn("slots have no hard disk cap, only the watched one", "template", p.Meta.Name, "reason", err.Error())
+		}
+		p.diskCap = fmt.Sprintf("%s per slot, watched only (no hard cap: %v)", units.Bytes(p.opt.SlotDisk), err)
+	default:
+		return err
+	}
+	return nil
+}
+
+// cloneIDFile, beside a slot's clone, names the clone: a new random id for
+// every clone, recorded in each lease handed out on it.
+const cloneIDFile = "clone-id"
+
+// readCloneID returns the id of the clone in slot directory dir, or "".
+func readCloneID(dir string) string {
+	b, err := os.ReadFile(filepath.Join(dir, cloneIDFile))
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
+}
+
+// planRestore decides which leases of a previous daemon come back: those
+// recorded on the clone each slot still has, the newest one per database.
+// The others are lost. Each slot asks for the port its newest lease knows.
+func (p *Pool) planRestore(leases []Lease) {
+	sort.Slice(leases, func(i, j int) bool { return leases[i].Created.After(leases[j].Created) })
+	type unitKey struct {
+		slot int
+		db   string
+	}
+	taken := map[unitKey]string{}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, l := range leases {
+		if l.Slot < 0 || l.Slot >= len(p.slots) {
+			p.lose(l, ReasonCloneReplaced, fmt.Sprintf("the pool has %d slots now and slot %d is gone", len(p.slots), l.Slot))
+			continue
+		}
+		s := p.slots[l.Slot]
+		k := unitKey{l.Slot, l.Database}
+		switch {
+		case s.clone == "" || l.Clone != s.clone:
+			p.lose(l, ReasonCloneReplaced, fmt.Sprintf("slot %d was reset (its clone replaced) after this lease was handed out, before the daemon restarted", l.Slot))
+		case !s.hasDB(l.Database):
+			p.lose(l, ReasonCloneReplaced, fmt.Sprintf("slot %d has no database %q", l.Slot, l.Database))
+		case taken[k] != "":
+			p.lose(l, ReasonSuperseded, fmt.Sprintf("lease %s of the same database of slot %d was handed out later", taken[k], l.Slot))
+		default:
+			taken[k] = l.ID
+			s.restore = append(s.restore, l)
+			if s.wantPort == 0 {
+				s.wantPort = l.Port
+			}
+		}
+	}
+}
+
+// loseRestore loses the leases a slot was to restore and makes it a new
+// slot.
+func (p *Pool) loseRestore(s *slot, reason, detail string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, l := range s.restore {
+		p.lose(l, reason, detail)
+	}
+	s.restore, s.wantPort = nil, 0
 }
 
 // bootSlot starts a server on the slot's clone, waits until it answers and
@@ -272,14 +416,25 @@ func (p *Pool) prepareUnits(ctx context.Context, s *slot, in *mariadb.Instance) 
 	}
 	units := make([]unit, len(s.units))
 	var restored []*Lease
+	var noAccount []Lease
 	for i := range units {
 		units[i].db = s.units[i].db
 		if l := s.restoredLease(units[i].db); l != nil {
-			// The account of a lease from before a restart lives in the clone.
-			units[i].acct = account{user: l.User, password: l.Password}
-			units[i].lease, units[i].spent = l, true
-			restored = append(restored, l)
-			continue
+			// The account of a lease from before a restart lives in the
+			// clone, unless crash recovery lost it.
+			ok, err := accountExists(ctx, admin, l.User)
+			if err != nil {
+				admin.Close()
+				return err
+			}
+			if ok {
+				units[i].acct = account{user: l.User, password: l.Password}
+				units[i].lease, units[i].spent = l, true
+				l.restored = true
+				restored = append(restored, l)
+				continue
+			}
+			noAccount = append(noAccount, *l)
 		}
 		if units[i].acct, err = newAccount(ctx, admin, units[i].db, len(units) > 1); err != nil {
 			admin.Close()
@@ -291,23 +446,56 @@ func (p *Pool) prepareUnits(ctx context.Context, s *slot, in *mariadb.Instance) 
 		admin.Close()
 		return err
 	}
+	port, err := serverPort(ctx, admin)
+	if err != nil {
+		admin.Close()
+		return err
+	}
+	files, err := markFiles(slotDirs(s)...)
+	if err != nil {
+		admin.Close()
+		return err
+	}
+	var base int64
+	if p.opt.SlotDisk > 0 {
+		base = usedBlocks(filepath.Join(s.dir, "data"))
+	}
 	p.mu.Lock()
 	if s.admin != nil {
 		s.admin.Close()
 	}
-	s.inst, s.admin, s.port, s.wantPort, s.mark = in, admin, in.Config.Port, 0, mark
+	for _, l := range noAccount {
+		p.lose(l, ReasonNoAccount, fmt.Sprintf("slot %d came back after a daemon restart without the lease's account (crash recovery lost it)", s.idx))
+	}
+	// The port is the one the server listens on, which a restored lease
+	// may not have recorded (its port was taken meanwhile).
+	s.inst, s.admin, s.port, s.wantPort, s.mark, s.files = in, admin, port, 0, mark, files
+	s.baseBlocks, s.overCap = base, false
 	s.err = ""
 	s.units = units
+	restoring := len(s.restore) > 0
 	s.restore = nil
 	s.set(Ready)
-	for _, l := range restored {
-		l.Socket = in.Config.Socket()
+	for i := range units {
+		l := units[i].lease
+		if l == nil {
+			// A clone restarted for its leases was written by holders it
+			// may no longer serve: none of its databases is fresh.
+			units[i].spent = units[i].spent || restoring
+			continue
+		}
+		l.fill(s, &s.units[i])
 		l.gen = s.gen
 		p.leases[l.ID] = l
+		p.record(l)
 		s.state = Leased
 		if l.Kept && len(units) == 1 {
 			s.state = Kept
 		}
+	}
+	if restoring && s.active() == 0 {
+		s.set(Leased) // every lease of it was lost: reset it
+		p.resetIfDone(s)
 	}
 	gen := s.gen
 	p.signal()
@@ -316,18 +504,21 @@ func (p *Pool) prepareUnits(ctx context.Context, s *slot, in *mariadb.Instance) 
 	return nil
 }
 
-// watch replaces a slot whose server dies while it is ready or leased.
+// watch replaces a slot whose server dies while it is ready, leased or
+// kept; its leases are lost, with the reason.
 func (p *Pool) watch(s *slot, in *mariadb.Instance, gen uint64) {
 	<-in.Done()
+	reason, detail := exitReason(in)
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.closed || s.inst != in || (s.state != Ready && s.state != Leased) {
+	if p.closed || s.inst != in || (s.state != Ready && s.state != Leased && s.state != Kept) {
 		return
 	}
-	s.err = "server exited: " + in.LogTail(2)
+	s.err = detail
+	p.emit(Event{Kind: EventSlotDied, Slot: s.idx, Reason: reason, Detail: detail})
 	for i := range s.units {
 		if l := s.units[i].lease; l != nil {
-			p.forget(l)
+			p.lose(*l, reason, fmt.Sprintf("slot %d's server died: %s", s.idx, detail))
 		}
 		s.units[i].lease, s.units[i].spent = nil, true
 	}
@@ -346,6 +537,7 @@ func (p *Pool) Down(ctx context.Context) error {
 	p.mu.Unlock()
 	if !wasClosed {
 		close(p.resetq)
+		close(p.stop)
 	}
 	p.wg.Wait()
 	var wg sync.WaitGroup

@@ -1,11 +1,17 @@
 package pool_test
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
+	"encoding/hex"
 	"errors"
+	"log/slog"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -110,13 +116,43 @@ func TestLeaseResetRelease(t *testing.T) {
 	}
 }
 
+// syncBuffer is a bytes.Buffer for a logger written from many goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// A slot whose server is killed is logged with its reason, counted, and
+// replaced; its lease is lost and its holder is told why.
 func TestDeadSlotIsReplaced(t *testing.T) {
 	st, m := build(t, "auto", 1)
-	p, err := pool.Up(context.Background(), st, m, pool.Options{Size: 1, Profile: mariadb.DefaultProfile()})
+	var logs syncBuffer
+	var mu sync.Mutex
+	var events []pool.Event
+	p, err := pool.Up(context.Background(), st, m, pool.Options{Size: 1, Profile: mariadb.DefaultProfile(),
+		Log: slog.New(slog.NewTextHandler(&logs, nil)),
+		Event: func(ev pool.Event) {
+			mu.Lock()
+			defer mu.Unlock()
+			events = append(events, ev)
+		}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer p.Down(context.Background())
+	held := lease(t, p)
 	s := p.Status(true).Slots[0]
 	if err := syscall.Kill(s.PID, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
@@ -128,8 +164,28 @@ func TestDeadSlotIsReplaced(t *testing.T) {
 	if got := canary(t, open(t, l)); got != "pristine,pristine" {
 		t.Fatalf("replaced slot canary = %q", got)
 	}
-	if st := p.Status(true); st.Stats.Replaced != 1 || st.Slots[0].PID == s.PID {
-		t.Fatalf("slot not replaced: %+v", st)
+	st2 := p.Status(true)
+	if st2.Stats.Replaced != 1 || st2.Slots[0].PID == s.PID {
+		t.Fatalf("slot not replaced: %+v", st2)
+	}
+	if st2.Stats.SlotDeaths[pool.ReasonKilled] != 1 || st2.Stats.LeasesLost[pool.ReasonKilled] != 1 {
+		t.Fatalf("counters after a killed slot: deaths %v, lost %v; want 1 killed each", st2.Stats.SlotDeaths, st2.Stats.LeasesLost)
+	}
+	out := logs.String()
+	for _, want := range []string{`msg="slot died" template=app slot=0 reason=killed`, `msg="lease lost" template=app slot=0 lease=` + held.ID + ` reason=killed`} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the log lacks %s:\n%s", want, out)
+		}
+	}
+	mu.Lock()
+	if len(events) != 2 || events[0].Kind != pool.EventSlotDied || events[1].Kind != pool.EventLeaseLost || events[1].Lease != held.ID {
+		t.Errorf("events = %+v, want a slot death then the lost lease", events)
+	}
+	mu.Unlock()
+	// Its holder is told the lease was lost and why, not "unknown".
+	_, err = p.Release(context.Background(), held.ID, pool.Dirty)
+	if !errors.Is(err, pool.ErrLeaseLost) || !strings.Contains(err.Error(), "killed (SIGKILL)") {
+		t.Fatalf("release of the lost lease = %v, want ErrLeaseLost saying the server was killed", err)
 	}
 }
 
@@ -192,8 +248,26 @@ func TestPreflightRefusesWhatDoesNotFit(t *testing.T) {
 	}
 }
 
-func TestReleaseUnchanged(t *testing.T) {
-	st, m := build(t, "auto", 1)
+// onBackends runs f on a store of each backend release --unchanged checks
+// differently: plain copies on /dev/shm (the clone is walked) and a btrfs
+// scratch (only what the subvolume's tree says changed is looked at).
+func onBackends(t *testing.T, f func(t *testing.T, st *template.Store, m *template.Meta)) {
+	for _, kind := range []string{"copy", "btrfs"} {
+		t.Run(kind, func(t *testing.T) {
+			var st *template.Store
+			if kind == "btrfs" {
+				st = templatetest.NewScratchStore(t, "btrfs", 1<<30)
+			} else {
+				st = templatetest.NewStore(t, kind)
+			}
+			f(t, st, templatetest.Build(t, st, "app", schema, template.BuildOptions{}))
+		})
+	}
+}
+
+func TestReleaseUnchanged(t *testing.T) { onBackends(t, testReleaseUnchanged) }
+
+func testReleaseUnchanged(t *testing.T, st *template.Store, m *template.Meta) {
 	p, err := pool.Up(context.Background(), st, m, pool.Options{Size: 1, Profile: mariadb.DefaultProfile()})
 	if err != nil {
 		t.Fatal(err)
@@ -297,5 +371,113 @@ func TestKeepAndHolderExit(t *testing.T) {
 	}
 	if got := canary(t, open(t, k)); got != "pristine,pristine" {
 		t.Fatalf("kept slot canary = %q", got)
+	}
+}
+
+// A holder who writes files through the server (SELECT ... INTO DUMPFILE
+// or OUTFILE), or has them written some other way, and then releases the
+// database as unchanged, gets it reset: the next holder never sees them.
+// The planted files are a CSV table's .frm, .CSV and .CSM, which a server
+// opens as a table when asked for it (the adversarial review's attack).
+func TestReleaseUnchangedCatchesFiles(t *testing.T) { onBackends(t, testReleaseUnchangedCatchesFiles) }
+
+func testReleaseUnchangedCatchesFiles(t *testing.T, st *template.Store, m *template.Meta) {
+	p, err := pool.Up(context.Background(), st, m, pool.Options{Size: 2, Profile: mariadb.DefaultProfile()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Down(context.Background())
+	ctx := context.Background()
+
+	// The files of a CSV table, made on the other slot.
+	x := lease(t, p)
+	xdb := open(t, x)
+	for _, q := range []string{"CREATE TABLE evil (msg VARCHAR(64) NOT NULL) ENGINE=CSV",
+		"INSERT INTO evil VALUES ('row planted by an earlier holder')"} {
+		if _, err := xdb.Exec(q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var xdir string
+	if err := xdb.QueryRow("SELECT @@datadir").Scan(&xdir); err != nil {
+		t.Fatal(err)
+	}
+	planted := map[string][]byte{}
+	for _, ext := range []string{".frm", ".CSV", ".CSM"} {
+		b, err := os.ReadFile(filepath.Join(xdir, x.Database, "evil"+ext))
+		if err != nil {
+			t.Fatal(err)
+		}
+		planted[ext] = b
+	}
+
+	for _, tc := range []struct {
+		name  string
+		plant func(t *testing.T, db *sql.DB, l *pool.Lease, datadir string)
+	}{
+		{"INTO DUMPFILE into the clone", func(t *testing.T, db *sql.DB, l *pool.Lease, datadir string) {
+			for ext, b := range planted {
+				_, err := db.Exec("SELECT UNHEX(?) INTO DUMPFILE '"+filepath.Join(datadir, l.Database, "evil"+ext)+"'", hex.EncodeToString(b))
+				if err != nil && (strings.Contains(err.Error(), "Access denied") || strings.Contains(err.Error(), "secure-file-priv")) {
+					t.Skipf("lease accounts cannot write files (%v); the next case writes them as the server would", err)
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+		}},
+		{"files written into the clone", func(t *testing.T, db *sql.DB, l *pool.Lease, datadir string) {
+			for ext, b := range planted {
+				if err := os.WriteFile(filepath.Join(datadir, l.Database, "evil"+ext), b, 0o660); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}},
+		{"a file changed in the clone", func(t *testing.T, db *sql.DB, l *pool.Lease, datadir string) {
+			opt := filepath.Join(datadir, l.Database, "db.opt")
+			b, err := os.ReadFile(opt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			fi, _ := os.Stat(opt)
+			if err := os.WriteFile(opt, append(b, '#'), 0o660); err != nil {
+				t.Fatal(err)
+			}
+			os.Chtimes(opt, fi.ModTime(), fi.ModTime()) // the change time still moves
+		}},
+		{"a file written into the run directory", func(t *testing.T, db *sql.DB, l *pool.Lease, datadir string) {
+			if err := os.WriteFile(filepath.Join(filepath.Dir(l.Socket), "evil.txt"), []byte("planted"), 0o660); err != nil {
+				t.Fatal(err)
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a := lease(t, p)
+			defer p.Release(ctx, a.ID, pool.Dirty) // when the test stops early
+			db := open(t, a)
+			var datadir string
+			if err := db.QueryRow("SELECT @@datadir").Scan(&datadir); err != nil {
+				t.Fatal(err)
+			}
+			tc.plant(t, db, a, datadir)
+			db.Close()
+			reset, err := p.Release(ctx, a.ID, pool.Unchanged)
+			if err != nil || !reset {
+				t.Fatalf("release as unchanged after planting files: reset=%v err=%v, want a reset", reset, err)
+			}
+			b := lease(t, p)
+			defer p.Release(ctx, b.ID, pool.Dirty)
+			if b.Slot != a.Slot {
+				t.Fatalf("the next lease got slot %d, want %d", b.Slot, a.Slot)
+			}
+			var msg string
+			err = open(t, b).QueryRow("SELECT msg FROM evil").Scan(&msg)
+			if err == nil {
+				t.Fatalf("the next holder reads %q from a table an earlier holder planted", msg)
+			}
+			if _, err := os.Stat(filepath.Join(filepath.Dir(b.Socket), "evil.txt")); err == nil {
+				t.Fatal("the next holder's run directory holds an earlier holder's file")
+			}
+		})
 	}
 }

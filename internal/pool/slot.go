@@ -45,8 +45,10 @@ type slot struct {
 	run   string // socket, pid file, error log
 	port  int
 	inst  *mariadb.Instance
-	admin *sql.DB // root over the unix socket; never handed out
-	mark  string  // write counters when the slot became ready
+	admin *sql.DB  // root over the unix socket; never handed out
+	mark  string   // write counters when the slot became ready
+	files fileMark // the slot's files when it became ready
+	clone string   // the id of the slot's clone (cloneIDFile); "" while it is replaced
 	// wantPort asks a restart to keep the port a lease already knows.
 	wantPort int
 	// restore holds the leases of this slot from before a daemon restart.
@@ -56,6 +58,12 @@ type slot struct {
 	// since is when the slot entered its state, for status and metrics.
 	since time.Time
 	err   string // last failure, for status
+	// failing is set while resets of the slot keep failing.
+	failing bool
+	// baseBlocks is what the clone's files took when the slot became
+	// ready; overCap is set once it wrote more than Options.SlotDisk.
+	baseBlocks int64
+	overCap    bool
 }
 
 // unit is one database of a slot, the thing a lease hands out.
@@ -108,6 +116,16 @@ func (s *slot) needsReset() bool {
 		}
 	}
 	return true
+}
+
+// hasDB reports whether db is one of the slot's databases.
+func (s *slot) hasDB(db string) bool {
+	for i := range s.units {
+		if s.units[i].db == db {
+			return true
+		}
+	}
+	return false
 }
 
 // restoredLease returns the restored lease of database db, if any.

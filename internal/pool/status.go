@@ -15,8 +15,16 @@ type Stats struct {
 	JournalErrors int64   `json:"journal_errors,omitempty"`
 	Replaced      int64   `json:"replaced"`
 	ResetFailures int64   `json:"reset_failures"`
-	waits         ring
-	resets        ring
+	// OverCap counts slots that wrote past their disk cap and were made
+	// read-only until released.
+	OverCap int64 `json:"over_cap,omitempty"`
+	// SlotDeaths counts slots whose server died, by reason (Reason*).
+	SlotDeaths map[string]int64 `json:"slot_deaths,omitempty"`
+	// LeasesLost counts leases that ended without their holder releasing
+	// them, by reason (expiry and a holder's exit are counted apart).
+	LeasesLost map[string]int64 `json:"leases_lost,omitempty"`
+	waits      ring
+	resets     ring
 }
 
 // ring keeps the last samples of a duration.
@@ -72,6 +80,9 @@ type Status struct {
 	ResetP99MS float64       `json:"reset_p99_ms"`
 	ResetMaxMS float64       `json:"reset_max_ms"`
 	Slots      []SlotStatus  `json:"slots,omitempty"`
+	// DiskCap says how much each slot may write (pool up --slot-disk) and
+	// how that is enforced, or why it is not ("off: ...").
+	DiskCap string `json:"disk_cap,omitempty"`
 }
 
 // Status reports the pool's slots and counters.
@@ -79,7 +90,8 @@ func (p *Pool) Status(withSlots bool) Status {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	st := Status{Template: p.Meta.Name, Hash: p.Meta.Hash, Size: len(p.slots), DBsPerSlot: len(p.Meta.Databases),
-		Backend: p.backend.Name(), States: map[State]int{}, Leased: len(p.leases), Stats: p.stats}
+		Backend: p.backend.Name(), States: map[State]int{}, Leased: len(p.leases), Stats: p.stats, DiskCap: p.diskCap}
+	st.Stats.SlotDeaths, st.Stats.LeasesLost = copyCounts(p.stats.SlotDeaths), copyCounts(p.stats.LeasesLost)
 	st.WaitP50MS, st.WaitP99MS, _ = p.stats.waits.quantiles()
 	st.ResetP50MS, st.ResetP99MS, st.ResetMaxMS = p.stats.resets.quantiles()
 	for _, s := range p.slots {
@@ -93,4 +105,12 @@ func (p *Pool) Status(withSlots bool) Status {
 		}
 	}
 	return st
+}
+
+func copyCounts(m map[string]int64) map[string]int64 {
+	out := make(map[string]int64, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
 }

@@ -23,8 +23,9 @@ func mkfsCommand(fsType, image string) (argv []string, pkg, opts string) {
 	switch fsType {
 	case "xfs":
 		// Online discard punches holes in the image when files go, so
-		// deleted slots give their RAM back.
-		return []string{"mkfs.xfs", "-q", "-m", "reflink=1", "-L", "pristine", image}, "xfsprogs", "discard"
+		// deleted slots give their RAM back. Project quotas cap each
+		// slot's disk (pool up --slot-disk).
+		return []string{"mkfs.xfs", "-q", "-m", "reflink=1", "-L", "pristine", image}, "xfsprogs", "discard,prjquota"
 	default:
 		// A single metadata copy: a second one in RAM buys nothing. No data
 		// checksums: they guard against disks, not RAM, and writing 1.5 GB
@@ -135,9 +136,20 @@ func Up(ctx context.Context, root *rootdir.Root, opt Options) (_ *Info, err erro
 	}
 	rec.Loop = dev
 	err = mountData(root, dev, opt.FS, mountOpts)
+	if errors.Is(err, unix.EINVAL) && strings.Contains(mountOpts, "prjquota") {
+		// A kernel built without XFS quotas refuses the option: the
+		// scratch works, its slots are not capped (pool status says so).
+		err = mountData(root, dev, opt.FS, strings.Replace(mountOpts, ",prjquota", "", 1))
+	}
 	unix.Close(fd) // the mount holds the device now; autoclear frees it on unmount
 	if err != nil {
 		return nil, err
+	}
+	if opt.FS == "btrfs" {
+		// Simple quotas cap each slot's disk (pool up --slot-disk). A
+		// kernel without them (before 6.7) still gets a working scratch,
+		// uncapped: pool up says so.
+		_ = enableBtrfsQuota(root.Data())
 	}
 	rec.State = "up"
 	if err := writeRecord(root, rec); err != nil {

@@ -20,7 +20,16 @@ type PoolRequest struct {
 	Size       int    `json:"size"`
 	BufferPool int64  `json:"buffer_pool,omitempty"` // bytes; 0 = default profile
 	Parallel   int    `json:"parallel,omitempty"`
+	// SlotDisk caps what each slot may write, in bytes: 0 is
+	// DefaultSlotDisk, a negative value no cap.
+	SlotDisk int64 `json:"slot_disk,omitempty"`
 }
+
+// DefaultSlotDisk is the disk cap of a slot when pool up names none: room
+// for the redo log rewritten in full (48 MB) and a few hundred MB of test
+// data, while a runaway test stops long before a scratch filesystem of
+// the default 8 GB is full.
+const DefaultSlotDisk = 1 << 30
 
 // PoolEvent is one line of the NDJSON stream POST /v1/pools answers with:
 // progress lines, then one with Status or Error.
@@ -117,6 +126,8 @@ func statusOf(err error) int {
 		code = http.StatusBadRequest
 	case errors.Is(err, template.ErrNotFound), errors.Is(err, errNoPool), errors.Is(err, pool.ErrUnknownLease):
 		code = http.StatusNotFound
+	case errors.Is(err, pool.ErrLeaseLost):
+		code = http.StatusGone
 	case errors.Is(err, errConflict), errors.Is(err, template.ErrInUse):
 		code = http.StatusConflict
 	case errors.Is(err, pool.ErrLeaseTimeout), errors.Is(err, pool.ErrClosed), errors.Is(err, errComingUp):
@@ -197,7 +208,10 @@ func (s *Server) poolUp(w http.ResponseWriter, r *http.Request) {
 	s.pools[m.Name] = nil // reserve the name while it comes up
 	s.mu.Unlock()
 
-	rec := state.Pool{Template: m.Name, Hash: m.Hash, Size: req.Size, BufferPool: req.BufferPool, Parallel: req.Parallel}
+	if req.SlotDisk == 0 {
+		req.SlotDisk = DefaultSlotDisk
+	}
+	rec := state.Pool{Template: m.Name, Hash: m.Hash, Size: req.Size, BufferPool: req.BufferPool, Parallel: req.Parallel, SlotDisk: req.SlotDisk}
 	opt := s.poolOptions(rec, nil)
 	if err := s.makeRoom(m, opt.Profile, req.Size); err != nil {
 		s.mu.Lock()
@@ -348,7 +362,20 @@ func (s *Server) findLease(id string) (*pool.Pool, error) {
 			}
 		}
 	}
-	return nil, fmt.Errorf("%w %q: it was released already, expired, or never existed (see `pristine pool status`)", pool.ErrUnknownLease, id)
+	for _, n := range s.poolNames() {
+		if p, err := s.pool(n); err == nil {
+			if rec, ok := p.Lost(id); ok {
+				return nil, fmt.Errorf("%w: %w", pool.ErrLeaseLost, rec)
+			}
+		}
+	}
+	if raw, ok := s.state.Lost(id); ok {
+		var rec pool.LostLease
+		if json.Unmarshal(raw, &rec) == nil {
+			return nil, fmt.Errorf("%w: %w", pool.ErrLeaseLost, rec)
+		}
+	}
+	return nil, fmt.Errorf("%w %q: it was released already, or never existed (see `pristine pool status`)", pool.ErrUnknownLease, id)
 }
 
 // getLease returns a lease with its credentials, to a caller that may use

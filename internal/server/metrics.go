@@ -22,7 +22,10 @@ type metrics struct {
 	reg       *prometheus.Registry
 	leaseWait *prometheus.HistogramVec
 	reset     *prometheus.HistogramVec
-	recent    recent
+	// deaths and lost count slot deaths and lost leases by reason.
+	deaths *prometheus.CounterVec
+	lost   *prometheus.CounterVec
+	recent recent
 }
 
 var durationBuckets = []float64{.0005, .001, .002, .005, .01, .025, .05, .1, .15, .2, .25, .35, .5, 1, 2.5, 5, 10}
@@ -35,7 +38,13 @@ func newMetrics(s *Server) *metrics {
 	m.reset = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name: "pristine_reset_seconds", Help: "Time to reset a released slot: kill, clone again, start, ready.", Buckets: durationBuckets,
 	}, []string{"template"})
-	m.reg.MustRegister(m.leaseWait, m.reset, &collector{s: s},
+	m.deaths = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "pristine_slot_deaths_total", Help: "Slots whose server died (killed, disk_full, exited) or whose reset failed (reset_failed), by reason; each was replaced.",
+	}, []string{"template", "reason"})
+	m.lost = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "pristine_leases_lost_total", Help: "Leases that ended without their holder releasing them (their slot died or was not restored after a restart), by reason.",
+	}, []string{"template", "reason"})
+	m.reg.MustRegister(m.leaseWait, m.reset, m.deaths, m.lost, &collector{s: s},
 		prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
 	return m
 }
@@ -48,6 +57,16 @@ func (m *metrics) observe(template, kind string, d time.Duration) {
 		m.leaseWait.WithLabelValues(template).Observe(d.Seconds())
 	}
 	m.recent.add(sample{At: time.Now(), Template: template, Kind: kind, MS: float64(d.Microseconds()) / 1000})
+}
+
+// event is the pools' Event hook: it counts slot deaths and lost leases.
+func (m *metrics) event(ev pool.Event) {
+	switch ev.Kind {
+	case pool.EventSlotDied:
+		m.deaths.WithLabelValues(ev.Template, ev.Reason).Inc()
+	case pool.EventLeaseLost:
+		m.lost.WithLabelValues(ev.Template, ev.Reason).Inc()
+	}
 }
 
 func (m *metrics) handler() http.Handler {

@@ -94,10 +94,12 @@ func (s *Server) restore(ctx context.Context) map[string]bool {
 		}
 		return nil
 	})
+	restored := map[string]bool{}
 	for _, rec := range recs {
 		m, err := s.store.Get(rec.Hash)
 		if err != nil {
 			s.log.Error("restore pool: template gone", "template", rec.Template, "err", err)
+			s.losePool(rec.Template, leases[rec.Template], "its template is gone: "+err.Error())
 			_ = s.state.DeletePool(rec.Template)
 			continue
 		}
@@ -105,14 +107,34 @@ func (s *Server) restore(ctx context.Context) map[string]bool {
 		p, err := pool.Up(ctx, s.store, m, s.poolOptions(rec, leases[rec.Template]))
 		if err != nil {
 			s.log.Error("restore pool", "template", rec.Template, "err", err)
+			s.losePool(rec.Template, leases[rec.Template], "its pool did not come back after a daemon restart: "+err.Error())
 			_ = s.state.DeletePool(rec.Template)
 			delete(keep, pool.Dir(s.store, m))
 			continue
 		}
+		restored[rec.Template] = true
 		s.pools[m.Name] = p
 		s.log.Info("restored pool", "template", m.Name, "size", rec.Size, "leases", len(p.Leases()))
 	}
+	// Leases of a pool with no record (a pool down that was cut short).
+	for name, ls := range leases {
+		if !restored[name] {
+			s.losePool(name, ls, "its pool is no longer recorded")
+		}
+	}
 	return keep
+}
+
+// losePool marks the leases of a pool that did not come back as lost.
+func (s *Server) losePool(template string, leases []pool.Lease, detail string) {
+	for _, l := range leases {
+		rec := pool.LostLease{ID: l.ID, Template: template, Slot: l.Slot, Holder: l.Holder, Reason: pool.ReasonPoolGone, Detail: detail, At: time.Now().UTC()}
+		if err := s.state.LoseLease(l.ID, rec); err != nil {
+			s.log.Error("journal a lost lease", "lease", l.ID, "err", err)
+		}
+		s.metrics.event(pool.Event{Kind: pool.EventLeaseLost, Template: template, Slot: l.Slot, Lease: l.ID, Reason: pool.ReasonPoolGone, Detail: detail})
+		s.log.Warn("lease lost", "template", template, "slot", l.Slot, "lease", l.ID, "reason", pool.ReasonPoolGone, "detail", detail)
+	}
 }
 
 // poolOptions turns a pool record into pool options.
@@ -121,7 +143,8 @@ func (s *Server) poolOptions(rec state.Pool, restore []pool.Lease) pool.Options 
 	if rec.BufferPool > 0 {
 		prof.BufferPool = rec.BufferPool
 	}
-	return pool.Options{Size: rec.Size, Profile: prof, Parallel: rec.Parallel, Journal: s.state, Restore: restore, Observe: s.metrics.observe}
+	return pool.Options{Size: rec.Size, Profile: prof, Parallel: rec.Parallel, Journal: s.state, Restore: restore,
+		Observe: s.metrics.observe, Log: s.log, Event: s.metrics.event, SlotDisk: max(rec.SlotDisk, 0)}
 }
 
 // removeStalePools removes clone directories no live pool owns.

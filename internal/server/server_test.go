@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -362,5 +363,54 @@ func TestBudgetShrinksIdlePools(t *testing.T) {
 	}
 	if a2, _ := d.c.Pool(context.Background(), "a"); a2.States["retired"] != 1 {
 		t.Fatalf("a refused pool shrank others: %v", a2.States)
+	}
+}
+
+// A slot whose server is killed is counted in /metrics by reason, and the
+// holder of its lease is told it was lost (410), not "unknown" (404).
+func TestSlotDeathIsCountedAndLeaseLost(t *testing.T) {
+	d := newDaemon(t)
+	d.buildFromSQL("app", "CREATE TABLE t (id INT PRIMARY KEY);")
+	d.poolUp("app", 1)
+	l, err := d.c.Lease(context.Background(), server.LeaseRequest{Template: "app"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := d.c.Pool(context.Background(), "app")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Kill(st.Slots[0].PID, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	var e server.ErrorBody
+	code := 0
+	for i := 0; i < 500; i++ {
+		if code = d.do("GET", "/v1/leases/"+l.ID, "", &e); code != 200 {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if code != http.StatusGone || !strings.Contains(e.Error, "was lost: slot 0's server died") || !strings.Contains(e.Error, "killed (SIGKILL)") {
+		t.Fatalf("GET of the lease whose slot was killed: %d %q, want 410 saying why", code, e.Error)
+	}
+	if code := d.do("DELETE", "/v1/leases/"+l.ID, "", &e); code != http.StatusGone {
+		t.Fatalf("release of a lost lease: %d %q, want 410", code, e.Error)
+	}
+	req, _ := http.NewRequest("GET", d.base+"/metrics", nil)
+	req.Header.Set("Authorization", "Bearer "+d.token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, want := range []string{
+		`pristine_slot_deaths_total{reason="killed",template="app"} 1`,
+		`pristine_leases_lost_total{reason="killed",template="app"} 1`,
+	} {
+		if !bytes.Contains(body, []byte(want)) {
+			t.Errorf("/metrics lacks %s", want)
+		}
 	}
 }

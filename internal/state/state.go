@@ -20,7 +20,14 @@ const FileName = "state.db"
 var (
 	bucketPools  = []byte("pools")
 	bucketLeases = []byte("leases")
+	// bucketLost holds leases that ended without their holder releasing
+	// them (their slot died, or could not be restored), so the holder is
+	// told why rather than "unknown".
+	bucketLost = []byte("lost")
 )
+
+// lostKeep is how long a lost lease's record is kept.
+const lostKeep = 7 * 24 * time.Hour
 
 // Store is an open state file. Only one daemon can hold it.
 type Store struct{ db *bolt.DB }
@@ -41,12 +48,12 @@ func Open(dir string) (*Store, error) {
 		return nil, fmt.Errorf("open state %s: %w", path, err)
 	}
 	err = db.Update(func(tx *bolt.Tx) error {
-		for _, b := range [][]byte{bucketPools, bucketLeases} {
+		for _, b := range [][]byte{bucketPools, bucketLeases, bucketLost} {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 				return err
 			}
 		}
-		return nil
+		return pruneLost(tx.Bucket(bucketLost), time.Now().Add(-lostKeep))
 	})
 	if err != nil {
 		db.Close()
@@ -82,6 +89,8 @@ type Pool struct {
 	Size       int    `json:"size"`
 	BufferPool int64  `json:"buffer_pool"`
 	Parallel   int    `json:"parallel"`
+	// SlotDisk is each slot's disk cap in bytes; 0 or less: none.
+	SlotDisk int64 `json:"slot_disk,omitempty"`
 }
 
 // PutPool records a pool that is up.
@@ -132,6 +141,54 @@ func (s *Store) PutLease(id string, l any) error { return s.put(bucketLeases, id
 
 // DeleteLease forgets a lease.
 func (s *Store) DeleteLease(id string) error { return s.del(bucketLeases, id) }
+
+// LoseLease moves a lease to the lost records, in one transaction: rec (any
+// JSON-encodable value with an "at" time) says why. A lost lease is never
+// restored again.
+func (s *Store) LoseLease(id string, rec any) error {
+	b, err := json.Marshal(rec)
+	if err != nil {
+		return err
+	}
+	return s.db.Update(func(tx *bolt.Tx) error {
+		if err := tx.Bucket(bucketLeases).Delete([]byte(id)); err != nil {
+			return err
+		}
+		return tx.Bucket(bucketLost).Put([]byte(id), b)
+	})
+}
+
+// Lost returns the lost record of lease id, if there is one.
+func (s *Store) Lost(id string) ([]byte, bool) {
+	var out []byte
+	_ = s.db.View(func(tx *bolt.Tx) error {
+		if v := tx.Bucket(bucketLost).Get([]byte(id)); v != nil {
+			out = append([]byte(nil), v...)
+		}
+		return nil
+	})
+	return out, out != nil
+}
+
+// pruneLost deletes lost records older than cut.
+func pruneLost(b *bolt.Bucket, cut time.Time) error {
+	var doomed [][]byte
+	err := b.ForEach(func(k, v []byte) error {
+		var r struct {
+			At time.Time `json:"at"`
+		}
+		if json.Unmarshal(v, &r) != nil || r.At.Before(cut) {
+			doomed = append(doomed, append([]byte(nil), k...))
+		}
+		return nil
+	})
+	for _, k := range doomed {
+		if err := b.Delete(k); err != nil {
+			return err
+		}
+	}
+	return err
+}
 
 // Leases decodes every recorded lease with decode.
 func (s *Store) Leases(decode func(raw []byte) error) error {

@@ -6,12 +6,14 @@ package templatetest
 import (
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"testing"
 
 	"github.com/pristinedb/pristine/internal/mariadb"
 	"github.com/pristinedb/pristine/internal/mariadb/mariadbtest"
 	"github.com/pristinedb/pristine/internal/rootdir"
+	"github.com/pristinedb/pristine/internal/scratch"
 	"github.com/pristinedb/pristine/internal/template"
 )
 
@@ -40,6 +42,48 @@ func NewStore(t testing.TB, backend string) *template.Store {
 		t.Fatal(err)
 	}
 	st, err := template.NewStore(context.Background(), root, backend)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+// NewScratchStore opens a store in a new root whose data directory is a
+// scratch filesystem of kind fs ("btrfs" or "xfs") of size bytes in RAM,
+// as `pristine scratch up` makes it (quotas on). Everything is taken down
+// when the test ends. It skips the test when not root or when the mkfs
+// tool is missing.
+func NewScratchStore(t testing.TB, fs string, size int64) *template.Store {
+	t.Helper()
+	mariadbtest.Binary(t)
+	if os.Geteuid() != 0 {
+		t.Skipf("a %s scratch filesystem needs root", fs)
+	}
+	if _, err := exec.LookPath("mkfs." + fs); err != nil {
+		t.Skipf("mkfs.%s is not installed", fs)
+	}
+	dir, err := os.MkdirTemp("/dev/shm", "pristine-scratch-test-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	root, err := rootdir.Open(filepath.Join(dir, "root"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := scratch.Up(context.Background(), root, scratch.Options{FS: fs, Size: size, Dir: "/dev/shm"}); err != nil {
+		os.RemoveAll(dir)
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if k := mariadb.KillOrphans(dir); len(k) > 0 {
+			t.Errorf("servers left running: %v", k)
+		}
+		if err := scratch.Down(context.Background(), root); err != nil {
+			t.Errorf("scratch down: %v", err)
+		}
+		os.RemoveAll(dir)
+	})
+	st, err := template.NewStore(context.Background(), root, "auto")
 	if err != nil {
 		t.Fatal(err)
 	}

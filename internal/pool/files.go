@@ -1,0 +1,146 @@
+package pool
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+)
+
+// fileMark is every file and directory under a slot's directories (its
+// clone, and its run directory: socket, error log, tmpdir) with what
+// changes when it is written: inode, size, modification and change times.
+// They are read with lstat, which sees a write the moment it returns. (A
+// btrfs generation search, as `btrfs subvolume find-new` does, would not:
+// it reads the subvolume's tree, which gets a write only at writeback or
+// at a transaction commit, so it needs the whole filesystem synced first,
+// every slot's writes with it.)
+// release --unchanged compares the mark taken when the slot became ready
+// with one taken at release: a file a holder made the server write outside
+// the storage engines (SELECT ... INTO DUMPFILE or OUTFILE, a planted
+// table's .frm/.CSV/.CSM) shows as a new file, and a file changed in place
+// as a new size or time. The change time cannot be set from user space,
+// so a write cannot hide by restoring the modification time.
+type fileMark map[string]fileStat
+
+type fileStat struct {
+	ino          uint64
+	mode         uint32
+	size         int64
+	mtime, ctime int64 // nanoseconds
+}
+
+// markFiles walks dirs (missing ones are skipped).
+func markFiles(dirs ...string) (fileMark, error) { return markFilesExcept("", dirs...) }
+
+// markFilesExcept walks dirs but not the tree at skip.
+func markFilesExcept(skip string, dirs ...string) (fileMark, error) {
+	m := fileMark{}
+	for _, dir := range dirs {
+		err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+			if path == skip && skip != "" {
+				return filepath.SkipDir
+			}
+			if err != nil {
+				if errors.Is(err, fs.ErrNotExist) {
+					return nil // gone between listing and looking: its directory's list shows it
+				}
+				return err
+			}
+			var st syscall.Stat_t
+			if err := syscall.Lstat(path, &st); err != nil {
+				if errors.Is(err, fs.ErrNotExist) {
+					return nil
+				}
+				return err
+			}
+			m[path] = fileStat{ino: st.Ino, mode: st.Mode, size: st.Size,
+				mtime: st.Mtim.Nano(), ctime: st.Ctim.Nano()}
+			return nil
+		})
+		if err != nil {
+			return nil, fmt.Errorf("list the slot's files under %s: %w", dir, err)
+		}
+	}
+	return m, nil
+}
+
+// diff lists what changed from old to now, at most max entries: files that
+// appeared or went, and files changed in place other than those a storage
+// engine rewrites on its own (whose writes the server's counters cover)
+// and directories (whose lists are compared entry by entry).
+func (old fileMark) diff(now fileMark, max int) []string {
+	var out []string
+	for path, st := range now {
+		was, ok := old[path]
+		switch {
+		case !ok:
+			out = append(out, "new "+path)
+		case was.ino != st.ino || was.mode&syscall.S_IFMT != st.mode&syscall.S_IFMT:
+			out = append(out, "replaced "+path)
+		case st.mode&syscall.S_IFMT == syscall.S_IFDIR || engineFile(path):
+		case was != st:
+			out = append(out, "changed "+path)
+		}
+	}
+	for path := range old {
+		if _, ok := now[path]; !ok {
+			out = append(out, "removed "+path)
+		}
+	}
+	sort.Strings(out)
+	if len(out) > max {
+		out = append(out[:max], fmt.Sprintf("and %d more", len(out)-max))
+	}
+	return out
+}
+
+// under reports whether path is dir or lies inside it.
+func under(path, dir string) bool {
+	return path == dir || strings.HasPrefix(path, dir+string(filepath.Separator))
+}
+
+// without returns the entries of m outside dir.
+func (m fileMark) without(dir string) fileMark {
+	out := fileMark{}
+	for p, st := range m {
+		if !under(p, dir) {
+			out[p] = st
+		}
+	}
+	return out
+}
+
+// engineFile reports whether the server rewrites path on its own, in the
+// background or on a write the server's counters already see: InnoDB's
+// tablespaces and logs (the log sequence number moves), Aria's, MyISAM's
+// and CSV's data and index files and logs (Handler_write, _update and
+// _delete move), the transaction coordinator log, and the error log, pid
+// file and socket of the run directory. New files of these kinds are never
+// tolerated.
+func engineFile(path string) bool {
+	name := filepath.Base(path)
+	switch name {
+	case "ibtmp1", "ib_buffer_pool", "aria_log_control", "tc.log", "ddl_recovery.log",
+		"error.log", "mysqld.pid", "mysqld.sock":
+		return true
+	}
+	for _, p := range []string{"ibdata", "ib_logfile", "undo", "aria_log."} {
+		if strings.HasPrefix(name, p) {
+			return true
+		}
+	}
+	switch strings.ToLower(filepath.Ext(name)) {
+	case ".ibd", ".mai", ".mad", ".myi", ".myd", ".csv", ".csm":
+		return true
+	}
+	return false
+}
+
+// slotDirs are the directories of a slot whose files a holder could have
+// the server write: the slot's directory (the clone and anything beside
+// it) and its run directory (the server's tmpdir).
+func slotDirs(s *slot) []string { return []string{s.dir, s.run} }

@@ -1,0 +1,51 @@
+package pool
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/pristinedb/pristine/internal/mariadb"
+	"github.com/pristinedb/pristine/internal/template"
+	"github.com/pristinedb/pristine/internal/template/templatetest"
+)
+
+// A global variable changed while a database was leased (by any path: a
+// definer's procedure, a grant a lease should not have had; here the admin
+// connection) makes its release as unchanged a reset.
+func TestReleaseUnchangedCatchesGlobals(t *testing.T) {
+	st := templatetest.NewStore(t, "auto")
+	m := templatetest.Build(t, st, "app", "CREATE TABLE t (id INT PRIMARY KEY);", template.BuildOptions{})
+	p, err := Up(context.Background(), st, m, Options{Size: 1, Profile: mariadb.DefaultProfile()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Down(context.Background())
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for _, tc := range []struct {
+		name      string
+		set       string
+		wantReset bool
+	}{
+		{"nothing changed", "", false},
+		{"SET GLOBAL", "SET GLOBAL max_connections = 7", true},
+	} {
+		l, err := p.Lease(ctx, LeaseOptions{Holder: "test"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tc.set != "" {
+			p.mu.Lock()
+			admin := p.slots[l.Slot].admin
+			p.mu.Unlock()
+			if _, err := admin.ExecContext(ctx, tc.set); err != nil {
+				t.Fatal(err)
+			}
+		}
+		reset, err := p.Release(ctx, l.ID, Unchanged)
+		if err != nil || reset != tc.wantReset {
+			t.Errorf("%s: release as unchanged: reset=%v err=%v, want reset=%v", tc.name, reset, err, tc.wantReset)
+		}
+	}
+}
