@@ -34,7 +34,10 @@ func NewRoot() *cobra.Command {
 		Short:         "pristine copies of a real MariaDB database for every test, in milliseconds",
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		Version:       "-", // --version prints versionText, worked out only when asked
 	}
+	cobra.AddTemplateFunc("pristineVersion", func() string { return versionText(context.Background()) })
+	root.SetVersionTemplate("{{pristineVersion}}")
 	root.PersistentFlags().StringVar(&g.Root, "root", "", "directory that holds everything pristine owns (default $PRISTINE_ROOT, else "+defaultRootHint()+")")
 	root.PersistentFlags().BoolVar(&g.JSON, "json", false, "print machine-readable JSON on stdout")
 	for _, f := range commands {
