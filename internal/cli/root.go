@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"os/signal"
 	"syscall"
 
@@ -57,7 +58,10 @@ func Main(args []string) int {
 	root := NewRoot()
 	root.SetArgs(args)
 	if err := root.ExecuteContext(ctx); err != nil {
-		fmt.Fprintf(os.Stderr, "pristine: %v\n", err)
+		var exitErr *exec.ExitError
+		if !errors.As(err, &exitErr) { // the command ran said why it failed
+			fmt.Fprintf(os.Stderr, "pristine: %v\n", err)
+		}
 		return exitCode(err)
 	}
 	return 0
@@ -66,11 +70,14 @@ func Main(args []string) int {
 // exitCode maps errors to exit codes in one place: 2 for usage errors, 130 for
 // an interrupted command, 1 for everything else.
 func exitCode(err error) int {
+	var exitErr *exec.ExitError
 	switch {
 	case errors.Is(err, context.Canceled):
 		return 130
 	case errors.Is(err, errUsage):
 		return 2
+	case errors.As(err, &exitErr):
+		return exitErr.ExitCode() // a command pristine ran (pristine sql)
 	default:
 		return 1
 	}

@@ -52,6 +52,7 @@ func (p *Pool) record(l *Lease) {
 // forget drops a lease from the pool and the journal; the caller holds p.mu.
 func (p *Pool) forget(l *Lease) {
 	delete(p.leases, l.ID)
+	p.removeOptionFile(l.ID)
 	if p.opt.Journal != nil {
 		if err := p.opt.Journal.DeleteLease(l.ID); err != nil {
 			p.stats.JournalErrors++
@@ -101,6 +102,12 @@ func (p *Pool) Lease(ctx context.Context, opt LeaseOptions) (*Lease, error) {
 				l.PIDStart = procStart(opt.PID)
 			}
 			l.fill(s, &s.units[u])
+			l.OptionFile = filepath.Join(p.optionDir(l.ID), "my.cnf")
+			l.Env = append(l.Env, "MYSQL_HOME="+p.optionDir(l.ID))
+			if err := p.writeOptionFile(l); err != nil {
+				p.mu.Unlock()
+				return nil, err
+			}
 			s.units[u].lease, s.units[u].spent = l, true
 			if s.state == Ready {
 				s.set(Leased)
