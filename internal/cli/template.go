@@ -113,7 +113,11 @@ func RunTemplateBuild(ctx context.Context, g *Globals, f BuildFlags) (*template.
 			return nil, false, err
 		}
 	}
-	return st.Build(ctx, f.BuildOptions)
+	m, built, err := st.Build(ctx, f.BuildOptions)
+	if err != nil || !built {
+		return m, built, err
+	}
+	return m, built, supersede(st, m)
 }
 
 func newTemplateLsCmd(g *Globals) *cobra.Command {
@@ -139,7 +143,7 @@ func newTemplateLsCmd(g *Globals) *cobra.Command {
 			tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "NAME\tHASH\tSIZE\tDATABASES\tBACKEND\tBUILT\tLAST USED")
 			for _, m := range all {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\n", m.Name, m.Hash[:12], units.Bytes(m.Bytes), len(m.Databases), m.Backend,
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\n", lsName(m, all), m.Hash[:12], units.Bytes(m.Bytes), len(m.Databases), m.Backend,
 					m.Created.Local().Format(time.DateTime), m.LastUsed.Local().Format(time.DateTime))
 			}
 			return tw.Flush()
@@ -167,6 +171,7 @@ func newTemplateRmCmd(g *Globals) *cobra.Command {
 				}
 				if !g.JSON {
 					fmt.Printf("removed template %s (%s, %s)\n", m.Name, m.Hash[:12], units.Bytes(m.Bytes))
+					noteOlderBuilds(st, m.Name)
 				}
 			}
 			return nil

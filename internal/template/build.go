@@ -148,6 +148,8 @@ func (s *Store) Build(ctx context.Context, opt BuildOptions) (m *Meta, built boo
 			if rmErr := s.removeDir(dir); rmErr != nil {
 				err = fmt.Errorf("%w (and cleaning up: %v)", err, rmErr)
 			}
+			s.removeLock(hash)
+			_, _ = s.PruneBases() // a store with no template holds nothing
 		}
 	}()
 	m = s.newMeta(opt, hash)
@@ -211,6 +213,7 @@ func (s *Store) buildData(ctx context.Context, dir string, opt BuildOptions, m *
 	if err != nil {
 		return err
 	}
+	defer os.RemoveAll(in.Config.RunDir) // after the kill: a failed build leaves no run/build-*
 	defer in.Kill()
 	defer db.Close()
 	if opt.FromSQL != "" {
@@ -333,7 +336,10 @@ func (s *Store) spoolStdin() (string, func(), error) {
 	if err != nil {
 		return "", nil, fmt.Errorf("spool stdin: %w", err)
 	}
-	cleanup := func() { os.Remove(f.Name()) }
+	cleanup := func() {
+		os.Remove(f.Name())
+		os.Remove(dir) // only when empty
+	}
 	if _, err := io.Copy(f, os.Stdin); err != nil {
 		f.Close()
 		cleanup()
