@@ -52,8 +52,9 @@ func newTemplateCmd(g *Globals) *cobra.Command {
 // BuildFlags are the flags of `template build`.
 type BuildFlags struct {
 	template.BuildOptions
-	Backend string
-	LogSize string
+	Backend       string
+	LogSize       string
+	ServerOptions []string // --server-option KEY=VALUE
 }
 
 func newTemplateBuildCmd(g *Globals) *cobra.Command {
@@ -94,6 +95,7 @@ MYSQL_USER, MYSQL_PWD and MYSQL_DATABASE set for the template server.`,
 	fl.BoolVar(&f.Rebuild, "rebuild", false, "build even if an identical template exists")
 	fl.StringVar(&f.Backend, "backend", "auto", "copy-on-write backend: auto, btrfs, reflink or copy")
 	fl.StringVar(&f.LogSize, "log-file-size", "48M", "innodb_log_file_size of the template and its slots")
+	fl.StringArrayVar(&f.ServerOptions, "server-option", nil, "server option KEY=VALUE for the template and its slots, part of its content key (repeatable; default character-set-server=utf8mb4, collation-server=utf8mb4_general_ci)")
 	fl.StringVar(&f.Server.DSN, "from-server", "", "capture a live server: mysql://user:password@host:port/ (?socket=PATH for a unix socket); see docs/capture.md")
 	fl.StringSliceVar(&f.Server.Databases, "databases", nil, "with --from-server: the databases to capture (default: every non-system database)")
 	fl.StringVar(&f.Server.Method, "method", "auto", "with --from-server: logical, physical (mariadb-backup) or auto")
@@ -112,6 +114,9 @@ func RunTemplateBuild(ctx context.Context, g *Globals, f BuildFlags) (*template.
 		if f.Profile.LogFileSize, err = parseBytes(f.LogSize); err != nil {
 			return nil, false, err
 		}
+	}
+	if f.Profile.Options, err = mariadb.MergeOptions(f.Profile.Options, f.ServerOptions); err != nil {
+		return nil, false, fmt.Errorf("%w: %v", errUsage, err)
 	}
 	m, built, err := st.Build(ctx, f.BuildOptions)
 	if err != nil || !built {

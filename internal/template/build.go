@@ -202,7 +202,7 @@ func (s *Store) newBuildDir(hash string) (string, error) {
 // newMeta starts the record of a build.
 func (s *Store) newMeta(opt BuildOptions, hash string) *Meta {
 	return &Meta{Name: opt.Name, Hash: hash, Key: opt.Key, Server: s.Bin.Version, Flavor: string(s.Bin.Flavor),
-		Backend: s.Backend.Name(), LogFileSize: opt.Profile.LogFileSize, User: "pristine",
+		Backend: s.Backend.Name(), LogFileSize: opt.Profile.LogFileSize, ServerOptions: opt.Profile.Options, User: "pristine",
 		Password: randomPassword(), InitCmd: opt.InitCmd, Databases: []string{opt.database()}}
 }
 
@@ -226,6 +226,9 @@ func (s *Store) buildData(ctx context.Context, dir string, opt BuildOptions, m *
 		if err := runInitCmd(ctx, in, opt, m); err != nil {
 			return err
 		}
+	}
+	if err := s.checkForeignKeys(ctx, db, m); err != nil {
+		return err
 	}
 	return s.finishBuild(ctx, in, db, opt, m)
 }
@@ -304,6 +307,9 @@ func (s *Store) load(ctx context.Context, in *mariadb.Instance, opt BuildOptions
 		return err
 	}
 	s.progress("loaded %d statements, %s in %.1fs", stats.Statements, units.Bytes(stats.Bytes), stats.Duration.Seconds())
+	if stats.Statements == 0 {
+		return fmt.Errorf("%s holds no SQL statements (%s read): check the file (an empty dump, or a failed mariadb-dump?); a template from migrations alone needs only --init-cmd", s.inputName(opt.FromSQL), units.Bytes(stats.Bytes))
+	}
 	return nil
 }
 
