@@ -41,6 +41,7 @@ type Server struct {
 	Budget  Budget
 	metrics *metrics
 	builds  builds
+	logins  logins // one-time dashboard logins (login.go)
 
 	state *state.Store
 
