@@ -129,4 +129,3 @@ func newSecret(n int) string {
 	}
 	return hex.EncodeToString(b)
 }
-
