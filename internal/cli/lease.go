@@ -22,11 +22,16 @@ func newLeaseCmd(g *Globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "lease [--template NAME]",
 		Short: "hand out a pristine database and print its DSN and environment",
-		Args:  cobra.NoArgs,
+		Example: `  eval "$(pristine lease)" && mariadb -e 'SHOW TABLES'   # then: pristine release "$PRISTINE_LEASE"
+  pristine lease --json --template app --ttl 5m`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			req.TTL, req.Wait = ttl.Seconds(), wait.Seconds()
 			l, err := RunLease(cmd.Context(), g, req)
 			if err != nil {
+				if g.JSON { // a script reading stdout gets JSON either way
+					_ = printJSON(map[string]string{"error": err.Error()})
+				}
 				return err
 			}
 			if g.JSON {
@@ -151,7 +156,9 @@ func newReleaseCmd(g *Globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "release ID [--unchanged]",
 		Short: "return a lease; its slot is reset to pristine in the background",
-		Args:  cobra.ExactArgs(1),
+		Example: `  pristine release "$PRISTINE_LEASE"
+  pristine release "$PRISTINE_LEASE" --unchanged   # nothing written: reused without a reset`,
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, _, err := g.daemon(cmd.Context(), false)
 			if err != nil {

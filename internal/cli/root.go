@@ -9,6 +9,8 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"slices"
+	"sort"
 	"syscall"
 
 	"github.com/go-sql-driver/mysql"
@@ -41,11 +43,46 @@ func NewRoot() *cobra.Command {
 	root.SetVersionTemplate("{{pristineVersion}}")
 	root.PersistentFlags().StringVar(&g.Root, "root", "", "directory that holds everything pristine owns (default $PRISTINE_ROOT, else "+defaultRootHint()+")")
 	root.PersistentFlags().BoolVar(&g.JSON, "json", false, "print machine-readable JSON on stdout")
+	root.AddGroup(&cobra.Group{ID: "use", Title: "Commands:"}, &cobra.Group{ID: "more", Title: "More commands:"})
+	var cmds []*cobra.Command
 	for _, f := range commands {
-		root.AddCommand(f(g))
+		cmds = append(cmds, f(g))
 	}
+	// A first session's order, then the rest alphabetically.
+	cobra.EnableCommandSorting = false
+	sort.SliceStable(cmds, func(i, j int) bool {
+		ri, rj := slices.Index(userOrder, cmds[i].Name()), slices.Index(userOrder, cmds[j].Name())
+		if ri < 0 {
+			ri = len(userOrder)
+		}
+		if rj < 0 {
+			rj = len(userOrder)
+		}
+		return ri < rj || (ri == rj && cmds[i].Name() < cmds[j].Name())
+	})
+	for _, c := range cmds {
+		switch {
+		case developerCommands[c.Name()]:
+			c.Hidden = true // measuring pristine itself: see docs/benchmarks.md
+		case slices.Contains(userOrder, c.Name()):
+			c.GroupID = "use"
+		default:
+			c.GroupID = "more"
+		}
+		root.AddCommand(c)
+	}
+	root.SetHelpCommandGroupID("more")
+	root.SetCompletionCommandGroupID("more")
 	return root
 }
+
+// userOrder are the commands listed first by `pristine --help`, in the order of a
+// first session; developerCommands (benchmarks of pristine itself) are
+// hidden from it.
+var (
+	userOrder         = []string{"demo", "scratch", "template", "pool", "lease", "sql", "release", "dashboard"}
+	developerCommands = map[string]bool{"bench-archive": true, "bench-capture": true, "demo-sql": true, "soak": true}
+)
 
 // Main runs the command line and returns the process exit code. Ctrl-C and
 // SIGTERM cancel the context, so every command can stop its children cleanly.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 
 	"github.com/spf13/cobra"
 
@@ -32,9 +33,11 @@ func newScratchUpCmd(g *Globals) *cobra.Command {
 	var move bool
 	var opt scratch.Options
 	cmd := &cobra.Command{
-		Use:   "up [--size 8G] [--fs btrfs|xfs] [--dir /dev/shm]",
+		Use:   "up [--size 8G] [--fs btrfs|xfs] [--dir /dev/shm] [--move]",
 		Short: "create and mount the scratch filesystem at <root>/data",
-		Args:  cobra.NoArgs,
+		Example: `  sudo pristine scratch up --size 8G
+  sudo pristine scratch up --size 16G --fs xfs --move   # keep the templates built before`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			n, err := parseBytes(size)
 			if err != nil {
@@ -84,6 +87,10 @@ func newScratchDownCmd(g *Globals) *cobra.Command {
 			before, err := scratch.Status(root)
 			if err != nil {
 				return err
+			}
+			if pools, _ := os.ReadDir(filepath.Join(root.Data(), "pools")); before.Up && len(pools) > 0 {
+				return fmt.Errorf("scratch down: %d pool(s) are up on %s (their clones are in %s): run `pristine pool down --all` first",
+					len(pools), root.Path, filepath.Join(root.Data(), "pools"))
 			}
 			if err := scratch.Down(cmd.Context(), root); err != nil {
 				return err

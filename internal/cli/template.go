@@ -66,6 +66,8 @@ func newTemplateBuildCmd(g *Globals) *cobra.Command {
 command, the server version and the profile. An unchanged template is never rebuilt.
 The init command runs with DATABASE_URL, MYSQL_HOST, MYSQL_PORT, MYSQL_UNIX_PORT,
 MYSQL_USER, MYSQL_PWD and MYSQL_DATABASE set for the template server.`,
+		Example: `  pristine template build app --from-sql schema.sql.zst
+  pristine template build app --init-cmd './migrate up' --watch migrations/ --server-option sql-mode=STRICT_ALL_TABLES`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			f.Name = args[0]

@@ -64,6 +64,10 @@ func TestNoDeadEnds(t *testing.T) {
 	if v, err := query(t, l.DSN, "SELECT GROUP_CONCAT(v ORDER BY id) FROM canary"); err != nil || v != "pristine,second" {
 		t.Fatalf("a slot of the moved template: %q %v", v, err)
 	}
+	_, errOut, err = e.run("scratch", "down")
+	if err == nil || !strings.Contains(errOut, "pristine pool down") {
+		t.Fatalf("scratch down with a pool up: %v\n%s; want a refusal naming `pristine pool down`", err, errOut)
+	}
 	e.must("pool", "down")
 	waitNoDaemon(t, e.root)
 	e.must("template", "rm", "app")
@@ -112,3 +116,5 @@ func TestDemoOnRootWithTemplates(t *testing.T) {
 		t.Errorf("the demo left a filesystem mounted under %s", e.root)
 	}
 }
+
+func waitShort() { time.Sleep(25 * time.Millisecond) }
