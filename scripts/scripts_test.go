@@ -212,3 +212,38 @@ func TestInstallBin(t *testing.T) {
 		t.Error("demo.sh does not put pristine on PATH (bash scripts/install-bin.sh)")
 	}
 }
+
+// TestCleanTestLeftovers: test.sh's exit trap kills the servers of test
+// directories made during the run, removes those directories and the
+// shared base, and leaves older directories alone.
+func TestCleanTestLeftovers(t *testing.T) {
+	shm := t.TempDir()
+	out, err := sh(t, []string{"SHM=" + shm}, `
+source lib/testclean.sh
+mkdir -p "$SHM/pristine-e2e-test-old/root"
+touch -d '1 hour ago' "$SHM/pristine-e2e-test-old"
+stamp="$(mktemp)"; touch -d '1 minute ago' "$stamp"
+mkdir -p "$SHM/pristine-store-test-1/root/data" "$SHM/pristine-test-base-abc/data"
+head -c 1000000 /dev/zero > "$SHM/pristine-store-test-1/root/data/ibdata1"
+(exec -a "mariadbd --datadir=$SHM/pristine-store-test-1/root/data" sleep 600) &
+srv=$!
+sleep 0.2
+clean_test_leftovers "$stamp" "$SHM"
+kill -0 "$srv" 2>/dev/null && echo "server alive"
+wait "$srv" 2>/dev/null || true
+ls "$SHM"
+rm -f "$stamp"`)
+	if err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if strings.Contains(out, "server alive") {
+		t.Errorf("a test server was left running:\n%s", out)
+	}
+	if strings.Contains(out, "\npristine-store-test-1\n") || strings.Contains(out, "pristine-test-base-abc\n") || !strings.Contains(out, "pristine-e2e-test-old") {
+		t.Errorf("want the run's directories gone and the older one kept; ls shows:\n%s", out)
+	}
+	b, err := os.ReadFile("test.sh")
+	if err != nil || !strings.Contains(string(b), "trap 'clean_test_leftovers") {
+		t.Error("test.sh does not clean up on every exit (trap ... EXIT)")
+	}
+}
