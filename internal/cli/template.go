@@ -10,7 +10,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/pristinedb/pristine/internal/archive"
-	"github.com/pristinedb/pristine/internal/mariadb"
 	"github.com/pristinedb/pristine/internal/pool"
 	"github.com/pristinedb/pristine/internal/template"
 	"github.com/pristinedb/pristine/internal/units"
@@ -45,7 +44,7 @@ func inUse(st *template.Store) func(hash string) bool {
 func newTemplateCmd(g *Globals) *cobra.Command {
 	cmd := &cobra.Command{Use: "template", Short: "build, list and remove templates (golden data directories)"}
 	cmd.AddCommand(newTemplateBuildCmd(g), newTemplateLsCmd(g), newTemplateRmCmd(g), newTemplateGCCmd(g),
-		newTemplateExportCmd(g), newTemplateImportCmd(g))
+		newTemplateExportCmd(g), newTemplateImportCmd(g), newTemplateKeyCmd(g))
 	return cmd
 }
 
@@ -111,14 +110,8 @@ func RunTemplateBuild(ctx context.Context, g *Globals, f BuildFlags) (*template.
 	if err != nil {
 		return nil, false, err
 	}
-	f.Profile = mariadb.DefaultProfile()
-	if f.LogSize != "" {
-		if f.Profile.LogFileSize, err = parseBytes(f.LogSize); err != nil {
-			return nil, false, err
-		}
-	}
-	if f.Profile.Options, err = mariadb.MergeOptions(f.Profile.Options, f.ServerOptions); err != nil {
-		return nil, false, fmt.Errorf("%w: %v", errUsage, err)
+	if err := f.setProfile(); err != nil {
+		return nil, false, err
 	}
 	m, built, err := st.Build(ctx, f.BuildOptions)
 	if err != nil || !built {
