@@ -12,6 +12,8 @@ export DEBIAN_FRONTEND=noninteractive
 pkgs=(mariadb-server mariadb-client mariadb-backup mydumper btrfs-progs xfsprogs zstd util-linux procps ca-certificates git python3 python3-venv chromium fonts-dejavu-core)
 # clients/php and examples/php (issue 8): PHP with PDO MySQL and curl, and Debian's PHPUnit.
 pkgs+=(php-cli php-mysql php-curl phpunit)
+# examples/laravel: Debian's Laravel 8 (with Illuminate\Testing\ParallelTesting).
+pkgs+=(php-laravel-framework)
 # The tests run with Go's race detector, which needs cgo: a C compiler.
 pkgs+=(gcc libc6-dev)
 # What the scripts call: curl (API calls), coreutils' timeout, procps' pgrep.
