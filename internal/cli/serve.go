@@ -96,7 +96,8 @@ func RunServe(ctx context.Context, g *Globals, f ServeFlags) error {
 		if srv.Token, err = server.LoadToken(st.Root); err != nil {
 			return err
 		}
-		fmt.Fprintf(os.Stderr, "pristine: dashboard: http://%s/?login=%s (a one-time login, valid %s; API clients send the token in %s)\n",
+		// Clients' tests read the address from this line's start: keep it.
+		fmt.Fprintf(os.Stderr, "pristine: serving http://%s/?login=%s (the dashboard, with a one-time login valid %s; API clients send the token in %s)\n",
 			tcp.Addr(), srv.NewLogin(), server.LoginTTL, server.TokenFile(st.Root))
 	}
 	return srv.Serve(ctx, ln, tcp)

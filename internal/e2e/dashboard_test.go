@@ -62,3 +62,43 @@ func TestDashboardCommand(t *testing.T) {
 		t.Fatalf("the one-time URL opened twice: %d, want 401", resp.StatusCode)
 	}
 }
+
+// TestServeListenURL: serve --listen prints, on the line the clients' test
+// helpers read (pristine: serving http://ADDR/...), a URL that opens the
+// dashboard, not one that answers 401.
+func TestServeListenURL(t *testing.T) {
+	e := newEnv(t)
+	cmd := exec.Command(bin, "serve", "--root", e.root, "--listen", "127.0.0.1:0")
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cmd.Process.Signal(syscall.SIGINT); cmd.Wait() }()
+	sc := bufio.NewScanner(stderr)
+	var url string
+	for sc.Scan() {
+		if rest, ok := strings.CutPrefix(sc.Text(), "pristine: serving http://"); ok {
+			url = "http://" + strings.Fields(rest)[0]
+			break
+		}
+	}
+	go func() {
+		for sc.Scan() {
+		}
+	}()
+	if !strings.Contains(url, "/?login=") {
+		t.Fatalf("serve --listen printed no one-time URL (got %q)", url)
+	}
+	jar, _ := cookiejar.New(nil)
+	resp, err := (&http.Client{Jar: jar}).Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !strings.Contains(resp.Header.Get("Content-Type"), "text/html") {
+		t.Fatalf("the URL serve printed answered %d %s, want the dashboard", resp.StatusCode, resp.Header.Get("Content-Type"))
+	}
+}
