@@ -172,7 +172,9 @@ func newPoolDownCmd(g *Globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "down [--template NAME | --all]",
 		Short: "stop a pool's servers and remove its clones",
-		Args:  cobra.NoArgs,
+		Example: `  pristine pool down                # the only pool
+  pristine pool down --all          # every pool, and the daemon`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, _, err := g.daemon(cmd.Context(), false)
 			if err != nil {

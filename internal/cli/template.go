@@ -155,7 +155,9 @@ func newTemplateRmCmd(g *Globals) *cobra.Command {
 	return &cobra.Command{
 		Use:   "rm NAME|HASH...",
 		Short: "remove templates",
-		Args:  cobra.MinimumNArgs(1),
+		Example: `  pristine template rm app             # the newest build of app
+  pristine template rm 5d0c1f3e9a41   # one build, by hash`,
+		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			st, err := g.openStore(cmd.Context(), "auto")
 			if err != nil {
@@ -216,9 +218,10 @@ func newTemplateGCCmd(g *Globals) *cobra.Command {
 func newTemplateExportCmd(g *Globals) *cobra.Command {
 	var opt archive.PackOptions
 	cmd := &cobra.Command{
-		Use:   "export NAME|HASH > FILE",
-		Short: "write a template to stdout in pristine's archive format, to import on another runner",
-		Args:  cobra.ExactArgs(1),
+		Use:     "export NAME|HASH > FILE",
+		Short:   "write a template to stdout in pristine's archive format, to import on another runner",
+		Example: `  pristine template export app > app.prsa    # then, on the other runner: pristine template import app.prsa`,
+		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if isTerminal(os.Stdout) {
 				return fmt.Errorf("%w: export writes an archive to stdout: redirect it, e.g. pristine template export %s > %s.prsa", errUsage, args[0], args[0])
