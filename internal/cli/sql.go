@@ -58,15 +58,21 @@ func RunSQL(ctx context.Context, g *Globals, id, template string, args []string)
 	if err != nil {
 		return err
 	}
-	if id == "" && template == "" {
-		id = os.Getenv("PRISTINE_LEASE")
-	}
 	var l *pool.Lease
-	if id != "" {
+	if id == "" && template == "" {
+		// The lease of `eval "$(pristine lease)"`, unless it was released.
+		if env := os.Getenv("PRISTINE_LEASE"); env != "" {
+			if l, err = c.GetLease(ctx, env); err != nil {
+				stderrf("pristine sql: $PRISTINE_LEASE (%s) is not held any more (%v); using a fresh lease", env, err)
+				l = nil
+			}
+		}
+	} else if id != "" {
 		if l, err = c.GetLease(ctx, id); err != nil {
 			return fmt.Errorf("pristine sql: lease %s: %w", id, err)
 		}
-	} else {
+	}
+	if l == nil {
 		req := server.LeaseRequest{Template: template, Holder: "pristine sql", PID: os.Getpid(), TTL: (8 * time.Hour).Seconds(), Wait: time.Minute.Seconds()}
 		if l, err = c.Lease(ctx, req); err != nil {
 			return err

@@ -27,14 +27,15 @@ mariadb-dump "$MYSQL_DATABASE" canary | grep -c "INSERT INTO .canary."
 mariadb-admin ping
 pristine sql -- -N -e "SELECT CONCAT('sql:', DATABASE())"
 pristine release "$PRISTINE_LEASE"
-test ! -e "$MYSQL_HOME/my.cnf" && echo "option file removed"`
+test ! -e "$MYSQL_HOME/my.cnf" && echo "option file removed"
+pristine sql -- -N -e "SELECT CONCAT('after release:', DATABASE())"`
 	cmd := exec.Command("bash", "-c", script)
 	cmd.Env = append(os.Environ(), "PATH="+filepath.Dir(bin)+":"+os.Getenv("PATH"), "PRISTINE_ROOT="+e.root, "HOME="+home)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("connecting by hand: %v\n%s", err, out)
 	}
-	for _, want := range []string{"app:pristine\n", "\n1\n", "mysqld is alive", "sql:app\n", "option file removed"} {
+	for _, want := range []string{"app:pristine\n", "\n1\n", "mysqld is alive", "sql:app\n", "option file removed", "after release:app\n", "is not held any more"} {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
