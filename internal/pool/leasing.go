@@ -104,10 +104,6 @@ func (p *Pool) Lease(ctx context.Context, opt LeaseOptions) (*Lease, error) {
 			l.fill(s, &s.units[u])
 			l.OptionFile = filepath.Join(p.optionDir(l.ID), "my.cnf")
 			l.Env = append(l.Env, "MYSQL_HOME="+p.optionDir(l.ID))
-			if err := p.writeOptionFile(l); err != nil {
-				p.mu.Unlock()
-				return nil, err
-			}
 			s.units[u].lease, s.units[u].spent = l, true
 			if s.state == Ready {
 				s.set(Leased)
@@ -120,6 +116,12 @@ func (p *Pool) Lease(ctx context.Context, opt LeaseOptions) (*Lease, error) {
 			p.observe("lease_wait", time.Since(start))
 			cp := *l
 			p.mu.Unlock()
+			// Outside the lock: nobody knows the file's path before the
+			// lease is handed out.
+			if err := p.writeOptionFile(&cp); err != nil {
+				_, _ = p.Release(context.Background(), cp.ID, Dirty)
+				return nil, err
+			}
 			return &cp, nil
 		}
 		wake := p.wake

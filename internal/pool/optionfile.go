@@ -39,18 +39,19 @@ func optionValue(s string) string {
 	return `"` + r.Replace(s) + `"`
 }
 
-// writeOptionFile writes a lease's option file, temp-then-rename so a
-// client never reads half of it.
+// writeOptionFile writes a lease's option file. No client can know its
+// path before the lease is handed out, so it is written in place.
 func (p *Pool) writeOptionFile(l *Lease) error {
 	dir := p.optionDir(l.ID)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return fmt.Errorf("lease %s: option file: %w", l.ID, err)
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		if !os.IsNotExist(err) {
+			return fmt.Errorf("lease %s: option file: %w", l.ID, err)
+		}
+		if err := os.MkdirAll(dir, 0o700); err != nil { // the first lease of the pool
+			return fmt.Errorf("lease %s: option file: %w", l.ID, err)
+		}
 	}
-	tmp := filepath.Join(dir, ".my.cnf.tmp")
-	if err := os.WriteFile(tmp, []byte(optionFileText(l)), 0o600); err != nil {
-		return fmt.Errorf("lease %s: option file: %w", l.ID, err)
-	}
-	if err := os.Rename(tmp, filepath.Join(dir, "my.cnf")); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "my.cnf"), []byte(optionFileText(l)), 0o600); err != nil {
 		return fmt.Errorf("lease %s: option file: %w", l.ID, err)
 	}
 	return nil
