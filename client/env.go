@@ -19,9 +19,10 @@ func FromEnv() (*Client, error) {
 	if u := os.Getenv("PRISTINE_URL"); u != "" {
 		tok := os.Getenv("PRISTINE_TOKEN")
 		if tok == "" {
-			b, err := os.ReadFile(filepath.Join(root, "token"))
+			file := filepath.Join(root, "token")
+			b, err := os.ReadFile(file)
 			if err != nil {
-				return nil, fmt.Errorf("PRISTINE_URL is set but PRISTINE_TOKEN is not, and %s: set PRISTINE_TOKEN to the token in <root>/token", err)
+				return nil, fmt.Errorf("PRISTINE_URL is set but PRISTINE_TOKEN is not, and %s: set PRISTINE_TOKEN to the token in %s on the daemon's host", err, file)
 			}
 			tok = strings.TrimSpace(string(b))
 		}

@@ -28,3 +28,5 @@ echo "examples: django (manage.py test --parallel 2)"
 (cd examples/django && PRISTINE=1 "$REPO/.venv/bin/python" manage.py test --parallel 2 --noinput)
 echo "examples: php (3 phpunit processes)"
 bash examples/php/run-parallel.sh 3
+echo "examples: laravel (3 phpunit processes, as paratest runs them)"
+bash examples/laravel/run-parallel.sh 3

@@ -19,11 +19,11 @@ bash scripts/build.sh
 W="$(mktemp -d /dev/shm/pristine-bench-django-XXXXXX)"
 MPID=""
 SPID=""
+# shellcheck source=lib/daemon.sh
+source scripts/lib/daemon.sh
+# Never waits forever: stop_daemon bounds every wait and kills what is left.
 cleanup() {
-  if [ -n "$SPID" ]; then
-    curl -s --max-time 60 --unix-socket "$W/root/pristine.sock" -X POST http://pristine/v1/shutdown >/dev/null 2>&1 || true
-    wait "$SPID" 2>/dev/null || true
-  fi
+  stop_daemon bin/pristine "$W/root" "$SPID" 60
   if [ -n "$MPID" ]; then kill "$MPID" 2>/dev/null || true; wait "$MPID" 2>/dev/null || true; fi
   rm -rf "$W"
 }

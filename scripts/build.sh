@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
-# Builds bin/pristine with the Go that install-deps.sh found.
+# Builds bin/pristine with the Go that install-deps.sh found, stamped with
+# the version and commit that `pristine --version` prints.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 GO="$(cat .go-path 2>/dev/null || command -v go)"
 export GOTOOLCHAIN="${GOTOOLCHAIN:-auto}"
-"$GO" build -o bin/pristine ./cmd/pristine
+version="$(git describe --tags --always --dirty 2>/dev/null || echo devel)"
+commit="$(git rev-parse HEAD 2>/dev/null || echo unknown)"
+pkg=github.com/pristinedb/pristine/internal/cli
+"$GO" build -ldflags "-X $pkg.Version=$version -X $pkg.Commit=$commit" -o bin/pristine ./cmd/pristine

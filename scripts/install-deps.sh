@@ -3,6 +3,8 @@
 # tools, the filesystems' tools, the baselines' tools, Chromium for the
 # dashboard test, and a Go toolchain new enough for go.mod. Idempotent.
 set -euo pipefail
+# shellcheck source=lib/apt.sh
+source "$(dirname "$0")/lib/apt.sh"
 
 need_go="$(sed -n 's/^go \([0-9.]*\).*/\1/p' "$(dirname "$0")/../go.mod")"
 export DEBIAN_FRONTEND=noninteractive
@@ -10,12 +12,16 @@ export DEBIAN_FRONTEND=noninteractive
 pkgs=(mariadb-server mariadb-client mariadb-backup mydumper btrfs-progs xfsprogs zstd util-linux procps ca-certificates git python3 python3-venv chromium fonts-dejavu-core)
 # clients/php and examples/php (issue 8): PHP with PDO MySQL and curl, and Debian's PHPUnit.
 pkgs+=(php-cli php-mysql php-curl phpunit)
+# examples/laravel: Debian's Laravel 8 (with Illuminate\Testing\ParallelTesting).
+pkgs+=(php-laravel-framework)
 # The tests run with Go's race detector, which needs cgo: a C compiler.
 pkgs+=(gcc libc6-dev)
 # internal/oci (issue 16): a real OCI registry (distribution 2.8) on loopback for the push/pull tests.
 pkgs+=(docker-registry)
 # docs/k8s manifests are checked with kubectl apply --dry-run=client (any kubectl will do).
 command -v kubectl >/dev/null 2>&1 || pkgs+=(kubernetes-client)
+# What the scripts call: curl (API calls), coreutils' timeout, procps' pgrep.
+pkgs+=(curl coreutils)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -25,10 +31,10 @@ if [ ${#missing[@]} -gt 0 ] && [ "$(id -u)" -ne 0 ]; then
   exit 1
 fi
 if [ ${#missing[@]} -gt 0 ]; then
-  echo "install-deps: installing ${missing[*]}"
-  apt-get update -qq
+  apt_step "apt-get update: reading the package lists of the configured sources" apt-get update
   # The Debian package starts a system MariaDB; pristine does not need it.
-  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  apt_step "apt-get install: ${#missing[@]} packages (${missing[*]}), with their dependencies; a minute or two on a fresh machine" \
+    apt-get install -y --no-install-recommends "${missing[@]}"
 fi
 # pristine starts its own servers; a system one only uses memory.
 if command -v systemctl >/dev/null 2>&1 && systemctl is-active --quiet mariadb 2>/dev/null; then
@@ -45,10 +51,18 @@ for cand in go /usr/local/go/bin/go; do
 done
 if [ -z "$GO" ]; then
   if ! [ -x /usr/lib/go-1.23/bin/go ]; then
-    echo "install-deps: installing Go from bookworm-backports"
-    echo "deb http://deb.debian.org/debian bookworm-backports main" > /etc/apt/sources.list.d/pristine-backports.list
-    apt-get update -qq
-    apt-get install -y -qq -t bookworm-backports golang-1.23-go >/dev/null
+    # bookworm-backports from the mirror the machine already uses.
+    if ! has_suite /etc/apt bookworm-backports; then
+      uri="$(debian_uri /etc/apt)"
+      if [ -z "$uri" ]; then
+        echo "install-deps: Go $need_go or later is needed and no Debian source is configured to fetch it from: install Go (https://go.dev/dl/) into /usr/local/go and run this again" >&2
+        exit 1
+      fi
+      echo "install-deps: adding bookworm-backports from $uri (/etc/apt/sources.list.d/pristine-backports.list)"
+      echo "deb $uri bookworm-backports main" > /etc/apt/sources.list.d/pristine-backports.list
+    fi
+    apt_step "apt-get update: for bookworm-backports" apt-get update
+    apt_step "apt-get install: Go 1.23 from bookworm-backports" apt-get install -y -t bookworm-backports golang-1.23-go
   fi
   GO=/usr/lib/go-1.23/bin/go
   export GOTOOLCHAIN=auto

@@ -60,6 +60,19 @@ func RunDemo(ctx context.Context, g *Globals, f DemoFlags) (*bench.DemoResult, e
 		return nil, err
 	}
 	if b, err := cow.Detect(root, root.Data()); err == nil && b.Name() == "copy" && os.Geteuid() == 0 {
+		// The root's own templates would be hidden by the scratch mount (and
+		// pristine scratch down at the end would not bring them back): the
+		// demo runs on a root of its own beside it.
+		if left, err := scratch.DataEntries(root); err == nil && len(left) > 0 {
+			demoRoot := root.Path + "-demo"
+			stderrf("pristine demo: %s holds templates; running the demo on its own root, %s", root.Data(), demoRoot)
+			g2 := *g
+			g2.Root = demoRoot
+			g, root = &g2, nil
+			if root, err = g.openRoot(); err != nil {
+				return nil, err
+			}
+		}
 		size, err := parseBytes(f.ScratchSize)
 		if err != nil {
 			return nil, err

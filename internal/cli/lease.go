@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -21,17 +22,25 @@ func newLeaseCmd(g *Globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "lease [--template NAME]",
 		Short: "hand out a pristine database and print its DSN and environment",
-		Args:  cobra.NoArgs,
+		Example: `  eval "$(pristine lease)" && mariadb -e 'SHOW TABLES'   # then: pristine release "$PRISTINE_LEASE"
+  pristine lease --json --template app --ttl 5m`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			req.TTL, req.Wait = ttl.Seconds(), wait.Seconds()
 			l, err := RunLease(cmd.Context(), g, req)
 			if err != nil {
+				if g.JSON { // a script reading stdout gets JSON either way
+					_ = printJSON(map[string]string{"error": err.Error()})
+				}
 				return err
 			}
 			if g.JSON {
 				return printJSON(l)
 			}
 			fmt.Fprintf(os.Stderr, "lease %s: slot %d of %s (release with `pristine release %s`)\n", l.ID, l.Slot, l.Template, l.ID)
+			if l.OptionFile != "" {
+				fmt.Fprintf(os.Stderr, "  mariadb, mariadb-dump %s and mariadb-admin now connect to it with no flags (MYSQL_HOME=%s); or: pristine sql\n", l.Database, filepath.Dir(l.OptionFile))
+			}
 			// Shell syntax, so `eval "$(pristine lease)"` sets the variables.
 			fmt.Printf("export PRISTINE_LEASE=%s\n", shellQuote(l.ID))
 			fmt.Printf("export DSN=%s\n", shellQuote(l.DSN))
@@ -170,7 +179,9 @@ func newReleaseCmd(g *Globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "release ID [--unchanged]",
 		Short: "return a lease; its slot is reset to pristine in the background",
-		Args:  cobra.ExactArgs(1),
+		Example: `  pristine release "$PRISTINE_LEASE"
+  pristine release "$PRISTINE_LEASE" --unchanged   # nothing written: reused without a reset`,
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, _, err := g.daemon(cmd.Context(), false)
 			if err != nil {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -33,9 +34,11 @@ type PoolUpFlags struct {
 func newPoolUpCmd(g *Globals) *cobra.Command {
 	var f PoolUpFlags
 	cmd := &cobra.Command{
-		Use:   "up --template NAME --size N",
+		Use:   "up [--template NAME] --size N",
 		Short: "bring up N slots, each a server on its own clone of the template",
-		Args:  cobra.NoArgs,
+		Example: `  pristine pool up --size 8                   # the only template
+  pristine pool up --template app --size 50 --buffer-pool 32M`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			st, err := RunPoolUp(cmd.Context(), g, f)
 			if err != nil {
@@ -48,17 +51,23 @@ func newPoolUpCmd(g *Globals) *cobra.Command {
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&f.Template, "template", "", "template name or hash (required)")
+	cmd.Flags().StringVar(&f.Template, "template", "", "template name or hash (default: the only template)")
 	cmd.Flags().IntVar(&f.Size, "size", 4, "number of slots")
 	cmd.Flags().StringVar(&f.BufferPool, "buffer-pool", "", "innodb_buffer_pool_size of each slot (default 16M)")
 	cmd.Flags().IntVar(&f.Parallel, "parallel", 0, "slots started at once (default 4 per core)")
 	cmd.Flags().StringVar(&f.SlotDisk, "slot-disk", "1G", "what each slot may write beyond the template; past it the slot's writes fail with \"Disk quota exceeded\" and other slots go on (btrfs scratch: qgroup; XFS scratch: project quota; plain copies: not capped); \"none\" for no cap")
-	_ = cmd.MarkFlagRequired("template")
 	return cmd
 }
 
 // RunPoolUp asks the daemon (started if needed) for a pool.
 func RunPoolUp(ctx context.Context, g *Globals, f PoolUpFlags) (*pool.Status, error) {
+	if f.Template == "" {
+		name, err := g.onlyTemplate(ctx)
+		if err != nil {
+			return nil, err
+		}
+		f.Template = name
+	}
 	req := server.PoolRequest{Template: f.Template, Size: f.Size, Parallel: f.Parallel}
 	if f.BufferPool != "" {
 		n, err := parseBytes(f.BufferPool)
@@ -100,7 +109,9 @@ func newPoolStatusCmd(g *Globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "status",
 		Short: "show the pools that are up, their slots and timings",
-		Args:  cobra.NoArgs,
+		Example: `  pristine pool status
+  pristine pool status --slots --json`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, _, err := g.daemon(cmd.Context(), false)
 			if err != nil {
@@ -130,7 +141,13 @@ func newPoolStatusCmd(g *Globals) *cobra.Command {
 				return err
 			}
 			if g.JSON {
+				if all == nil {
+					all = []pool.Status{}
+				}
 				return printJSON(all)
+			}
+			if len(all) == 0 {
+				fmt.Println("no pools are up: start one with `pristine pool up --template NAME --size N`")
 			}
 			for _, st := range all {
 				printPoolStatus(st)
@@ -170,7 +187,9 @@ func newPoolDownCmd(g *Globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "down [--template NAME | --all]",
 		Short: "stop a pool's servers and remove its clones",
-		Args:  cobra.NoArgs,
+		Example: `  pristine pool down                # the only pool
+  pristine pool down --all          # every pool, and the daemon`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, _, err := g.daemon(cmd.Context(), false)
 			if err != nil {
@@ -209,4 +228,34 @@ func newPoolDownCmd(g *Globals) *cobra.Command {
 	cmd.Flags().StringVar(&name, "template", "", "the pool to bring down (default: the only one)")
 	cmd.Flags().BoolVar(&all, "all", false, "bring every pool down and stop the daemon")
 	return cmd
+}
+
+// onlyTemplate is the name of the root's only template, the default of
+// `pool up`; with none or several it says what to do.
+func (g *Globals) onlyTemplate(ctx context.Context) (string, error) {
+	st, err := g.openStore(ctx, "auto")
+	if err != nil {
+		return "", err
+	}
+	all, err := st.List()
+	if err != nil {
+		return "", err
+	}
+	names := map[string]bool{}
+	var list []string
+	for _, m := range all {
+		if !names[m.Name] {
+			names[m.Name] = true
+			list = append(list, m.Name)
+		}
+	}
+	switch len(list) {
+	case 1:
+		return list[0], nil
+	case 0:
+		return "", fmt.Errorf("%w: no template on %s yet: build one with `pristine template build NAME --from-sql FILE`", errUsage, st.Root.Data())
+	default:
+		sort.Strings(list)
+		return "", fmt.Errorf("%w: %d templates (%s): name one with --template", errUsage, len(list), strings.Join(list, ", "))
+	}
 }

@@ -7,7 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"os/signal"
+	"slices"
+	"sort"
 	"syscall"
 
 	"github.com/go-sql-driver/mysql"
@@ -34,14 +37,52 @@ func NewRoot() *cobra.Command {
 		Short:         "pristine copies of a real MariaDB database for every test, in milliseconds",
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		Version:       "-", // --version prints versionText, worked out only when asked
 	}
+	cobra.AddTemplateFunc("pristineVersion", func() string { return versionText(context.Background()) })
+	root.SetVersionTemplate("{{pristineVersion}}")
 	root.PersistentFlags().StringVar(&g.Root, "root", "", "directory that holds everything pristine owns (default $PRISTINE_ROOT, else "+defaultRootHint()+")")
 	root.PersistentFlags().BoolVar(&g.JSON, "json", false, "print machine-readable JSON on stdout")
+	root.AddGroup(&cobra.Group{ID: "use", Title: "Commands:"}, &cobra.Group{ID: "more", Title: "More commands:"})
+	var cmds []*cobra.Command
 	for _, f := range commands {
-		root.AddCommand(f(g))
+		cmds = append(cmds, f(g))
 	}
+	// A first session's order, then the rest alphabetically.
+	cobra.EnableCommandSorting = false
+	sort.SliceStable(cmds, func(i, j int) bool {
+		ri, rj := slices.Index(userOrder, cmds[i].Name()), slices.Index(userOrder, cmds[j].Name())
+		if ri < 0 {
+			ri = len(userOrder)
+		}
+		if rj < 0 {
+			rj = len(userOrder)
+		}
+		return ri < rj || (ri == rj && cmds[i].Name() < cmds[j].Name())
+	})
+	for _, c := range cmds {
+		switch {
+		case developerCommands[c.Name()]:
+			c.Hidden = true // measuring pristine itself: see docs/benchmarks.md
+		case slices.Contains(userOrder, c.Name()):
+			c.GroupID = "use"
+		default:
+			c.GroupID = "more"
+		}
+		root.AddCommand(c)
+	}
+	root.SetHelpCommandGroupID("more")
+	root.SetCompletionCommandGroupID("more")
 	return root
 }
+
+// userOrder are the commands listed first by `pristine --help`, in the order of a
+// first session; developerCommands (benchmarks of pristine itself) are
+// hidden from it.
+var (
+	userOrder         = []string{"demo", "scratch", "template", "pool", "lease", "sql", "release", "dashboard"}
+	developerCommands = map[string]bool{"bench-archive": true, "bench-capture": true, "demo-sql": true, "soak": true}
+)
 
 // Main runs the command line and returns the process exit code. Ctrl-C and
 // SIGTERM cancel the context, so every command can stop its children cleanly.
@@ -54,7 +95,10 @@ func Main(args []string) int {
 	root := NewRoot()
 	root.SetArgs(args)
 	if err := root.ExecuteContext(ctx); err != nil {
-		fmt.Fprintf(os.Stderr, "pristine: %v\n", err)
+		var exitErr *exec.ExitError
+		if !errors.As(err, &exitErr) { // the command ran said why it failed
+			fmt.Fprintf(os.Stderr, "pristine: %v\n", err)
+		}
 		return exitCode(err)
 	}
 	return 0
@@ -63,11 +107,14 @@ func Main(args []string) int {
 // exitCode maps errors to exit codes in one place: 2 for usage errors, 130 for
 // an interrupted command, 1 for everything else.
 func exitCode(err error) int {
+	var exitErr *exec.ExitError
 	switch {
 	case errors.Is(err, context.Canceled):
 		return 130
 	case errors.Is(err, errUsage):
 		return 2
+	case errors.As(err, &exitErr):
+		return exitErr.ExitCode() // a command pristine ran (pristine sql)
 	default:
 		return 1
 	}

@@ -1,11 +1,14 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 
 	"github.com/spf13/cobra"
 
+	"github.com/pristinedb/pristine/internal/rootdir"
 	"github.com/pristinedb/pristine/internal/scratch"
 )
 
@@ -27,11 +30,14 @@ and mount it recorded in <root>/scratch.json.`,
 
 func newScratchUpCmd(g *Globals) *cobra.Command {
 	var size string
+	var move bool
 	var opt scratch.Options
 	cmd := &cobra.Command{
-		Use:   "up [--size 8G] [--fs btrfs|xfs] [--dir /dev/shm]",
+		Use:   "up [--size 8G] [--fs btrfs|xfs] [--dir /dev/shm] [--move]",
 		Short: "create and mount the scratch filesystem at <root>/data",
-		Args:  cobra.NoArgs,
+		Example: `  sudo pristine scratch up --size 8G
+  sudo pristine scratch up --size 16G --fs xfs --move   # keep the templates built before`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			n, err := parseBytes(size)
 			if err != nil {
@@ -45,13 +51,23 @@ func newScratchUpCmd(g *Globals) *cobra.Command {
 			if isTerminal(os.Stderr) {
 				stderrf("scratch: making a %s %s filesystem in %s", scratch.FormatSize(n), fsOrDefault(opt.FS), dirOrDefault(opt.Dir))
 			}
-			info, err := scratch.Up(cmd.Context(), root, opt)
+			up := scratch.Up
+			if move {
+				cur, _ := scratch.Status(root)
+				if left, err := scratch.DataEntries(root); err == nil && len(left) > 0 && cur != nil && !cur.Up {
+					up = func(ctx context.Context, root *rootdir.Root, opt scratch.Options) (*scratch.Info, error) {
+						return scratchUpMoving(ctx, g, root, opt)
+					}
+				}
+			}
+			info, err := up(cmd.Context(), root, opt)
 			if err != nil {
 				return err
 			}
 			return printScratch(g, info)
 		},
 	}
+	cmd.Flags().BoolVar(&move, "move", false, "move the templates already in the root's data directory onto the new filesystem")
 	cmd.Flags().StringVar(&size, "size", "8G", "size of the filesystem; the image is sparse, so RAM is used only as data is written")
 	cmd.Flags().StringVar(&opt.FS, "fs", "btrfs", "filesystem: btrfs (snapshots) or xfs (reflink)")
 	cmd.Flags().StringVar(&opt.Dir, "dir", "/dev/shm", "directory that holds the image file")
@@ -71,6 +87,10 @@ func newScratchDownCmd(g *Globals) *cobra.Command {
 			before, err := scratch.Status(root)
 			if err != nil {
 				return err
+			}
+			if pools, _ := os.ReadDir(filepath.Join(root.Data(), "pools")); before.Up && len(pools) > 0 {
+				return fmt.Errorf("scratch down: %d pool(s) are up on %s (their clones are in %s): run `pristine pool down --all` first",
+					len(pools), root.Path, filepath.Join(root.Data(), "pools"))
 			}
 			if err := scratch.Down(cmd.Context(), root); err != nil {
 				return err

@@ -39,8 +39,11 @@ func newServeCmd(g *Globals) *cobra.Command {
 		Short: "run the daemon that owns the pools of a root (pool up starts one when none runs)",
 		Long: `serve owns the pools of a root and answers the HTTP/JSON API (docs: /v1/openapi.yaml)
 on <root>/pristine.sock. With --listen it also serves loopback TCP, where every request
-needs the bearer token kept in <root>/token, and the live dashboard at / (open
-/?token=TOKEN once). Prometheus metrics are at /metrics.`,
+needs the bearer token kept in <root>/token, and the live dashboard at /: serve prints
+a URL with a one-time login to open it. Prometheus metrics are at /metrics. For the
+daemon that "pool up" started, "pristine dashboard" prints such a URL.`,
+		Example: `  pristine serve --listen 127.0.0.1:7878      # then open the URL it prints
+  pristine serve --max-memory 16G`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return RunServe(cmd.Context(), g, f)
@@ -97,7 +100,9 @@ func RunServe(ctx context.Context, g *Globals, f ServeFlags) error {
 		if srv.Token, err = server.LoadToken(st.Root); err != nil {
 			return err
 		}
-		fmt.Fprintf(os.Stderr, "pristine: serving http://%s/ (token in %s)\n", tcp.Addr(), server.TokenFile(st.Root))
+		// Clients' tests read the address from this line's start: keep it.
+		fmt.Fprintf(os.Stderr, "pristine: serving http://%s/?login=%s (the dashboard, with a one-time login valid %s; API clients send the token in %s)\n",
+			tcp.Addr(), srv.NewLogin(), server.LoginTTL, server.TokenFile(st.Root))
 	}
 	return srv.Serve(ctx, ln, tcp)
 }

@@ -12,7 +12,6 @@ import (
 
 	"github.com/pristinedb/pristine/internal/archive"
 	"github.com/pristinedb/pristine/internal/capture"
-	"github.com/pristinedb/pristine/internal/mariadb"
 	"github.com/pristinedb/pristine/internal/pool"
 	"github.com/pristinedb/pristine/internal/template"
 	"github.com/pristinedb/pristine/internal/units"
@@ -47,17 +46,18 @@ func inUse(st *template.Store) func(hash string) bool {
 func newTemplateCmd(g *Globals) *cobra.Command {
 	cmd := &cobra.Command{Use: "template", Short: "build, list and remove templates (golden data directories)"}
 	cmd.AddCommand(newTemplateBuildCmd(g), newTemplateLsCmd(g), newTemplateRmCmd(g), newTemplateGCCmd(g),
-		newTemplateExportCmd(g), newTemplateImportCmd(g), newTemplatePushCmd(g), newTemplatePullCmd(g))
+		newTemplateExportCmd(g), newTemplateImportCmd(g), newTemplatePushCmd(g), newTemplatePullCmd(g), newTemplateKeyCmd(g))
 	return cmd
 }
 
 // BuildFlags are the flags of `template build`.
 type BuildFlags struct {
 	template.BuildOptions
-	Backend  string
-	LogSize  string
-	Password PasswordFlags
-	Cache    cacheFlags // --cache REPO: template_remote.go
+	Backend       string
+	LogSize       string
+	ServerOptions []string // --server-option KEY=VALUE
+	Password      PasswordFlags
+	Cache         cacheFlags // --cache REPO: template_remote.go
 }
 
 func newTemplateBuildCmd(g *Globals) *cobra.Command {
@@ -69,6 +69,8 @@ func newTemplateBuildCmd(g *Globals) *cobra.Command {
 command, the server version and the profile. An unchanged template is never rebuilt.
 The init command runs with DATABASE_URL, MYSQL_HOST, MYSQL_PORT, MYSQL_UNIX_PORT,
 MYSQL_USER, MYSQL_PWD and MYSQL_DATABASE set for the template server.`,
+		Example: `  pristine template build app --from-sql schema.sql.zst
+  pristine template build app --init-cmd './migrate up' --watch migrations/ --server-option sql-mode=STRICT_ALL_TABLES`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			f.Name = args[0]
@@ -98,6 +100,7 @@ MYSQL_USER, MYSQL_PWD and MYSQL_DATABASE set for the template server.`,
 	fl.BoolVar(&f.Rebuild, "rebuild", false, "build even if an identical template exists")
 	fl.StringVar(&f.Backend, "backend", "auto", "copy-on-write backend: auto, btrfs, reflink or copy")
 	fl.StringVar(&f.LogSize, "log-file-size", "48M", "innodb_log_file_size of the template and its slots")
+	fl.StringArrayVar(&f.ServerOptions, "server-option", nil, "server option KEY=VALUE for the template and its slots, part of its content key (repeatable; default character-set-server=utf8mb4, collation-server=utf8mb4_general_ci)")
 	fl.StringVar(&f.Server.DSN, "from-server", "", "capture a live server: mysql://user@host:port/ (?socket=PATH for a unix socket); the password from $"+EnvSourcePassword+", $"+EnvMySQLPassword+", --password-file or --password-prompt, never the command line; see docs/capture.md")
 	fl.StringVar(&f.Password.File, "password-file", "", "with --from-server: read the source's password from the first line of this file (mode 0600)")
 	fl.BoolVar(&f.Password.Prompt, "password-prompt", false, "with --from-server: ask for the source's password on the terminal")
@@ -126,16 +129,20 @@ func RunTemplateBuild(ctx context.Context, g *Globals, f BuildFlags) (*template.
 	if err != nil {
 		return nil, false, err
 	}
-	f.Profile = mariadb.DefaultProfile()
-	if f.LogSize != "" {
-		if f.Profile.LogFileSize, err = parseBytes(f.LogSize); err != nil {
-			return nil, false, err
-		}
+	if err := f.setProfile(); err != nil {
+		return nil, false, err
 	}
+	var m *template.Meta
+	var built bool
 	if f.Cache.Repo != "" {
-		return runCachedBuild(ctx, g, st, f)
+		m, built, err = runCachedBuild(ctx, g, st, f)
+	} else {
+		m, built, err = st.Build(ctx, f.BuildOptions)
 	}
-	return st.Build(ctx, f.BuildOptions)
+	if err != nil || !built {
+		return m, built, err
+	}
+	return m, built, supersede(st, m)
 }
 
 func newTemplateLsCmd(g *Globals) *cobra.Command {
@@ -161,7 +168,7 @@ func newTemplateLsCmd(g *Globals) *cobra.Command {
 			tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "NAME\tHASH\tSIZE\tDATABASES\tBACKEND\tBUILT\tLAST USED")
 			for _, m := range all {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\n", m.Name, m.Hash[:12], units.Bytes(m.Bytes), len(m.Databases), m.Backend,
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\n", lsName(m, all), m.Hash[:12], units.Bytes(m.Bytes), len(m.Databases), m.Backend,
 					m.Created.Local().Format(time.DateTime), m.LastUsed.Local().Format(time.DateTime))
 			}
 			return tw.Flush()
@@ -173,7 +180,9 @@ func newTemplateRmCmd(g *Globals) *cobra.Command {
 	return &cobra.Command{
 		Use:   "rm NAME|HASH...",
 		Short: "remove templates",
-		Args:  cobra.MinimumNArgs(1),
+		Example: `  pristine template rm app             # the newest build of app
+  pristine template rm 5d0c1f3e9a41   # one build, by hash`,
+		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			st, err := g.openStore(cmd.Context(), "auto")
 			if err != nil {
@@ -189,6 +198,7 @@ func newTemplateRmCmd(g *Globals) *cobra.Command {
 				}
 				if !g.JSON {
 					fmt.Printf("removed template %s (%s, %s)\n", m.Name, m.Hash[:12], units.Bytes(m.Bytes))
+					noteOlderBuilds(st, m.Name)
 				}
 			}
 			return nil
@@ -233,9 +243,10 @@ func newTemplateGCCmd(g *Globals) *cobra.Command {
 func newTemplateExportCmd(g *Globals) *cobra.Command {
 	var opt archive.PackOptions
 	cmd := &cobra.Command{
-		Use:   "export NAME|HASH > FILE",
-		Short: "write a template to stdout in pristine's archive format, to import on another runner",
-		Args:  cobra.ExactArgs(1),
+		Use:     "export NAME|HASH > FILE",
+		Short:   "write a template to stdout in pristine's archive format, to import on another runner",
+		Example: `  pristine template export app > app.prsa    # then, on the other runner: pristine template import app.prsa`,
+		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if isTerminal(os.Stdout) {
 				return fmt.Errorf("%w: export writes an archive to stdout: redirect it, e.g. pristine template export %s > %s.prsa", errUsage, args[0], args[0])

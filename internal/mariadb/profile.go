@@ -3,6 +3,7 @@ package mariadb
 import (
 	"fmt"
 	"strconv"
+	"strings"
 )
 
 // Profile is the throwaway-server configuration: durability against a
@@ -23,7 +24,18 @@ type Profile struct {
 	// slots do not, since a lease outlives a daemon restart with the
 	// holder's data.
 	LazyCommit bool
+	// Options are more server options, KEY=VALUE without the leading
+	// dashes, given last so they win; DefaultServerOptions unless the
+	// template says otherwise. A template records them, and its slots
+	// start with the same.
+	Options []string
 }
+
+// DefaultServerOptions are the options every template gets unless
+// overridden: the character set and collation of Debian's packaged server
+// (/etc/mysql/mariadb.conf.d/50-server.cnf), where a --no-defaults server
+// would fall back to latin1.
+var DefaultServerOptions = []string{"character-set-server=utf8mb4", "collation-server=utf8mb4_general_ci"}
 
 // DefaultProfile is the profile of pool slots: about 50 MB of resident memory
 // for an idle instance.
@@ -35,6 +47,7 @@ func DefaultProfile() Profile {
 		TableCache:     400,
 		KeyBuffer:      1 << 20,
 		AriaCache:      1 << 20,
+		Options:        append([]string(nil), DefaultServerOptions...),
 	}
 }
 
@@ -54,7 +67,11 @@ func BuildProfile(slot Profile) Profile {
 // Key is a stable text form of the parts of the profile that change the
 // bytes of a data directory; it feeds template content hashes.
 func (p Profile) Key() string {
-	return fmt.Sprintf("log=%d", p.LogFileSize)
+	k := fmt.Sprintf("log=%d", p.LogFileSize)
+	if len(p.Options) > 0 {
+		k += " options=" + strings.Join(p.Options, " ")
+	}
+	return k
 }
 
 // args renders the profile as server options. Options only MariaDB knows
@@ -99,6 +116,9 @@ func (p Profile) args(f Flavor) []string {
 			"--skip-mysqlx",
 			"--loose-innodb-redo-log-capacity="+strconv.FormatInt(p.LogFileSize*2, 10),
 		)
+	}
+	for _, o := range p.Options {
+		a = append(a, "--"+o)
 	}
 	return a
 }

@@ -5,6 +5,7 @@ package mountinfo
 import (
 	"bufio"
 	"fmt"
+	"io"
 	"os"
 	"strconv"
 	"strings"
@@ -26,8 +27,13 @@ func Read() ([]Mount, error) {
 		return nil, err
 	}
 	defer f.Close()
+	return parse(f)
+}
+
+// parse reads mountinfo lines.
+func parse(r io.Reader) ([]Mount, error) {
 	var out []Mount
-	sc := bufio.NewScanner(f)
+	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	for sc.Scan() {
 		fields := strings.Fields(sc.Text())

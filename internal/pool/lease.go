@@ -25,8 +25,13 @@ type Lease struct {
 	URL      string    `json:"url"` // mysql://user:password@127.0.0.1:port/db
 	Created  time.Time `json:"created"`
 	Expires  time.Time `json:"expires"`
-	// Env is the environment that hands this database to a program.
+	// Env is the environment that hands this database to a program; its
+	// MYSQL_HOME makes the mariadb clients read OptionFile.
 	Env []string `json:"env"`
+	// OptionFile is a my.cnf with this lease's connection, 0600, removed
+	// when the lease ends: `mariadb --defaults-extra-file=FILE`, or
+	// MYSQL_HOME set to its directory, connects with no other flag.
+	OptionFile string `json:"option_file,omitempty"`
 	// Kept leases are held for debugging: no expiry, no reset until released.
 	Kept bool `json:"kept,omitempty"`
 	// PID is the holder's process; the lease is reclaimed when it exits.

@@ -56,6 +56,7 @@ func (p *Pool) record(l *Lease) {
 // forget drops a lease from the pool and the journal; the caller holds p.mu.
 func (p *Pool) forget(l *Lease) {
 	delete(p.leases, l.ID)
+	p.removeOptionFile(l.ID)
 	if p.opt.Journal != nil {
 		if err := p.opt.Journal.DeleteLease(l.ID); err != nil {
 			p.stats.JournalErrors++
@@ -105,6 +106,8 @@ func (p *Pool) Lease(ctx context.Context, opt LeaseOptions) (*Lease, error) {
 				l.PIDStart = procStart(opt.PID)
 			}
 			l.fill(s, &s.units[u])
+			l.OptionFile = filepath.Join(p.optionDir(l.ID), "my.cnf")
+			l.Env = append(l.Env, "MYSQL_HOME="+p.optionDir(l.ID))
 			s.units[u].lease, s.units[u].spent = l, true
 			if s.state == Ready {
 				s.set(Leased)
@@ -117,6 +120,12 @@ func (p *Pool) Lease(ctx context.Context, opt LeaseOptions) (*Lease, error) {
 			p.observe("lease_wait", time.Since(start))
 			cp := *l
 			p.mu.Unlock()
+			// Outside the lock: nobody knows the file's path before the
+			// lease is handed out.
+			if err := p.writeOptionFile(&cp); err != nil {
+				_, _ = p.Release(context.Background(), cp.ID, Dirty)
+				return nil, err
+			}
 			return &cp, nil
 		}
 		wake := p.wake

@@ -115,6 +115,7 @@ func Up(ctx context.Context, store *template.Store, m *template.Meta, opt Option
 		opt.Profile = mariadb.DefaultProfile()
 	}
 	opt.Profile.LogFileSize = m.LogFileSize
+	opt.Profile.Options = m.ServerOptions // the server the template was built with
 	if opt.Parallel <= 0 {
 		opt.Parallel = 4 * runtime.NumCPU()
 	}

@@ -179,15 +179,34 @@ func checkMountPoint(root *rootdir.Root) error {
 		return fmt.Errorf("scratch up: %s already has %s mounted on it (%s), which pristine did not make; unmount it first",
 			root.Data(), m.FSType, m.Source)
 	}
-	ents, err := os.ReadDir(root.Data())
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+	left, err := DataEntries(root)
+	if err != nil {
 		return fmt.Errorf("scratch up: %w", err)
 	}
-	if len(ents) > 0 {
-		return fmt.Errorf("scratch up: %s holds %d entries (templates or slots made without scratch?); remove them with pristine first, then retry",
-			root.Data(), len(ents))
+	if len(left) > 0 {
+		return fmt.Errorf("scratch up: %s holds %s (made without scratch): run `pristine scratch up --move` to move its templates onto the scratch filesystem, or remove them (`pristine template rm NAME`)",
+			root.Data(), strings.Join(left, ", "))
 	}
 	return nil
+}
+
+// DataEntries lists what the root's data directory holds, after removing
+// the empty directories a store leaves (templates/, base/, pools/ once
+// their last entry is gone): what would be hidden under a scratch mount.
+func DataEntries(root *rootdir.Root) ([]string, error) {
+	ents, err := os.ReadDir(root.Data())
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, err
+	}
+	var left []string
+	for _, e := range ents {
+		p := filepath.Join(root.Data(), e.Name())
+		if e.IsDir() && os.Remove(p) == nil {
+			continue // was empty
+		}
+		left = append(left, p)
+	}
+	return left, nil
 }
 
 // checkFits refuses a size larger than the free space in dir, naming the

@@ -62,6 +62,11 @@ func (s *Server) requireToken(next http.Handler) http.Handler {
 	want := []byte(s.Token)
 	ok := func(got string) bool { return subtle.ConstantTimeCompare([]byte(got), want) == 1 }
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if code := r.URL.Query().Get("login"); r.URL.Path == "/" && code != "" && s.useLogin(code) {
+			http.SetCookie(w, &http.Cookie{Name: tokenCookie, Value: s.Token, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode})
+			http.Redirect(w, r, "/", http.StatusSeeOther)
+			return
+		}
 		if t := r.URL.Query().Get("token"); r.URL.Path == "/" && t != "" && ok(t) {
 			http.SetCookie(w, &http.Cookie{Name: tokenCookie, Value: t, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode})
 			http.Redirect(w, r, "/", http.StatusSeeOther)
@@ -76,6 +81,6 @@ func (s *Server) requireToken(next http.Handler) http.Handler {
 			return
 		}
 		w.Header().Set("WWW-Authenticate", `Bearer realm="pristine"`)
-		writeJSON(w, http.StatusUnauthorized, ErrorBody{Error: "missing or wrong token: send Authorization: Bearer <token> (the token is in " + "<root>/token" + ")"})
+		writeJSON(w, http.StatusUnauthorized, ErrorBody{Error: "missing or wrong token: send Authorization: Bearer TOKEN (the token is in " + TokenFile(s.root) + " on the daemon's host), or open the one-time URL `pristine dashboard` prints"})
 	})
 }

@@ -47,6 +47,7 @@ type Server struct {
 	rejected   atomic.Int64
 	metrics    *metrics
 	builds     builds
+	logins     logins // one-time dashboard logins (login.go)
 
 	state *state.Store
 

@@ -149,6 +149,8 @@ func (s *Store) Build(ctx context.Context, opt BuildOptions) (m *Meta, built boo
 			if rmErr := s.removeDir(dir); rmErr != nil {
 				err = fmt.Errorf("%w (and cleaning up: %v)", err, rmErr)
 			}
+			s.removeLock(hash)
+			_, _ = s.PruneBases() // a store with no template holds nothing
 		}
 	}()
 	m = s.newMeta(opt, hash)
@@ -201,7 +203,7 @@ func (s *Store) newBuildDir(hash string) (string, error) {
 // newMeta starts the record of a build.
 func (s *Store) newMeta(opt BuildOptions, hash string) *Meta {
 	return &Meta{Name: opt.Name, Hash: hash, Key: opt.Key, Server: s.Bin.Version, Flavor: string(s.Bin.Flavor),
-		Backend: s.Backend.Name(), LogFileSize: opt.Profile.LogFileSize, User: "pristine",
+		Backend: s.Backend.Name(), LogFileSize: opt.Profile.LogFileSize, ServerOptions: opt.Profile.Options, User: "pristine",
 		Password: randomPassword(), InitCmd: opt.InitCmd, Databases: []string{opt.database()}}
 }
 
@@ -212,6 +214,7 @@ func (s *Store) buildData(ctx context.Context, dir string, opt BuildOptions, m *
 	if err != nil {
 		return err
 	}
+	defer os.RemoveAll(in.Config.RunDir) // after the kill: a failed build leaves no run/build-*
 	defer in.Kill()
 	defer db.Close()
 	if opt.FromSQL != "" {
@@ -224,6 +227,9 @@ func (s *Store) buildData(ctx context.Context, dir string, opt BuildOptions, m *
 		if err := runInitCmd(ctx, in, opt, m); err != nil {
 			return err
 		}
+	}
+	if err := s.checkForeignKeys(ctx, db, m); err != nil {
+		return err
 	}
 	return s.finishBuild(ctx, in, db, opt, m)
 }
@@ -310,6 +316,9 @@ func (s *Store) load(ctx context.Context, in *mariadb.Instance, opt BuildOptions
 		return err
 	}
 	s.progress("loaded %d statements, %s in %.1fs", stats.Statements, units.Bytes(stats.Bytes), stats.Duration.Seconds())
+	if stats.Statements == 0 {
+		return fmt.Errorf("%s holds no SQL statements (%s read): check the file (an empty dump, or a failed mariadb-dump?); a template from migrations alone needs only --init-cmd", s.inputName(opt.FromSQL), units.Bytes(stats.Bytes))
+	}
 	return nil
 }
 
@@ -342,7 +351,10 @@ func (s *Store) spoolStdin() (string, func(), error) {
 	if err != nil {
 		return "", nil, fmt.Errorf("spool stdin: %w", err)
 	}
-	cleanup := func() { os.Remove(f.Name()) }
+	cleanup := func() {
+		os.Remove(f.Name())
+		os.Remove(dir) // only when empty
+	}
 	if _, err := io.Copy(f, os.Stdin); err != nil {
 		f.Close()
 		cleanup()

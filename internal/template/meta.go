@@ -27,6 +27,9 @@ type Meta struct {
 	Backend string `json:"backend"`
 	// LogFileSize is innodb_log_file_size of the data directory.
 	LogFileSize int64 `json:"log_file_size"`
+	// ServerOptions are the options (KEY=VALUE) the template was built with
+	// and its slots start with: utf8mb4 by default, and --server-option.
+	ServerOptions []string `json:"server_options,omitempty"`
 	// Databases are the schemas a lease hands out: one, or K with --dbs-per-slot.
 	Databases []string `json:"databases"`
 	// User and Password name the account leases use (never logged).

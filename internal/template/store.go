@@ -154,7 +154,11 @@ func (s *Store) Remove(m *Meta, inUse func(hash string) bool) error {
 	if err := os.Remove(filepath.Join(dir, metaFile)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("remove template %s: %w", m.Hash[:12], err)
 	}
-	return s.removeDirWith(b, dir)
+	if err := s.removeDirWith(b, dir); err != nil {
+		return err
+	}
+	s.removeLock(m.Hash)
+	return nil
 }
 
 // BackendFor returns the backend a template was built with: its clones must
@@ -212,7 +216,8 @@ func (s *Store) GC(maxBytes int64, inUse func(hash string) bool) ([]*Meta, error
 		removed = append(removed, m)
 	}
 	s.cleanBuilds()
-	return removed, nil
+	_, err = s.PruneBases()
+	return removed, err
 }
 
 func lastUse(m *Meta) time.Time {

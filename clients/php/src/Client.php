@@ -56,7 +56,7 @@ final class Client
                 $file = self::defaultRoot() . '/token';
                 $token = @file_get_contents($file);
                 if ($token === false) {
-                    throw new PristineException("PRISTINE_URL is set but PRISTINE_TOKEN is not, and $file cannot be read: set PRISTINE_TOKEN to the token in <root>/token");
+                    throw new PristineException("PRISTINE_URL is set but PRISTINE_TOKEN is not, and $file cannot be read: set PRISTINE_TOKEN to the token in $file on the daemon's host");
                 }
             }
             return self::tcp($url, trim($token));

@@ -15,9 +15,8 @@ use Pristine\Pristine;
  * Laravel's parallel testing with pristine leases instead of a
  * `{db}_test_{token}` database migrated in every process.
  *
- * UNTESTED: Laravel cannot be installed where pristine is built (Packagist
- * is not reachable there). This follows Laravel's documented ParallelTesting
- * API (setUpProcess, setUpTestCase, tearDownProcess).
+ * Tested with Debian's Laravel 8.83 (php-laravel-framework) and PHPUnit 9.6
+ * by examples/laravel, run as paratest runs it.
  *
  * In AppServiceProvider::boot():
  *
@@ -30,6 +29,13 @@ use Pristine\Pristine;
  * RefreshDatabase (a lease is migrated already). The template is keyed by
  * database/migrations, database/seeders and database/schema, and built once
  * with `php artisan migrate --force --seed` against the template server.
+ *
+ * Where each callback runs: Laravel calls setUpProcess in paratest's runner
+ * process, once per token, before the workers start; there the template is
+ * built (once) and the pool brought up. setUpTestCase runs in each worker
+ * (TEST_TOKEN, LARAVEL_PARALLEL_TESTING=1): its first call leases the
+ * worker's database (held by the worker's pid, released when it exits) and
+ * every call points the connection at it.
  */
 final class PristineParallelTesting
 {
@@ -47,40 +53,44 @@ final class PristineParallelTesting
             'file_exists',
         ));
         $migrate = (string) ($options['migrate'] ?? 'php artisan migrate --force --seed');
-
-        ParallelTesting::setUpProcess(static function (int|string $token) use ($template, $files, $migrate, $options): void {
+        $poolSize = (int) ($options['poolSize'] ?? 8);
+        $ensure = static function () use ($template, $files, $migrate, $poolSize): Client {
             $client = Client::fromEnv();
             $key = ContentKey::of($files, [$migrate]);
             $t = Pristine::ensureTemplate($client, $template, $key,
                 static fn (array $conn) => Pristine::runCommand($migrate, $conn, base_path()));
-            Pristine::ensurePool($client, $template, $t['hash'], (int) ($options['poolSize'] ?? 8));
-            self::$lease = $client->lease($template, "laravel worker $token", 120, getmypid());
-            foreach (['DB_HOST' => self::$lease->host, 'DB_PORT' => (string) self::$lease->port,
-                'DB_DATABASE' => self::$lease->database, 'DB_USERNAME' => self::$lease->user,
-                'DB_PASSWORD' => self::$lease->password] as $k => $v) {
-                putenv("$k=$v");
-                $_ENV[$k] = $_SERVER[$k] = $v;
-            }
+            Pristine::ensurePool($client, $template, $t['hash'], $poolSize);
+            return $client;
+        };
+
+        // paratest's runner process: the template and the pool, once.
+        ParallelTesting::setUpProcess(static function (int|string $token) use ($ensure): void {
+            $ensure();
         });
 
-        // Each test case boots a new application: point its connection at
-        // this process's lease.
-        ParallelTesting::setUpTestCase(static function (int|string $token, $testCase) use ($connection): void {
+        // Each worker process: its own lease, and every test case's fresh
+        // application pointed at it.
+        ParallelTesting::setUpTestCase(static function (int|string $token, $testCase) use ($ensure, $template, $connection): void {
             if (self::$lease === null) {
-                return;
+                self::$lease = $ensure()->lease($template, "laravel worker $token", 120, getmypid());
+                register_shutdown_function(static function (): void {
+                    if (self::$lease !== null) {
+                        Client::fromEnv()->release(self::$lease->id);
+                        self::$lease = null;
+                    }
+                });
+                foreach (['DB_HOST' => self::$lease->host, 'DB_PORT' => (string) self::$lease->port,
+                    'DB_DATABASE' => self::$lease->database, 'DB_USERNAME' => self::$lease->user,
+                    'DB_PASSWORD' => self::$lease->password] as $k => $v) {
+                    putenv("$k=$v");
+                    $_ENV[$k] = $_SERVER[$k] = $v;
+                }
             }
             $l = self::$lease;
             config(["database.connections.$connection.host" => $l->host, "database.connections.$connection.port" => $l->port,
                 "database.connections.$connection.database" => $l->database, "database.connections.$connection.username" => $l->user,
                 "database.connections.$connection.password" => $l->password]);
             DB::purge($connection);
-        });
-
-        ParallelTesting::tearDownProcess(static function (int|string $token): void {
-            if (self::$lease !== null) {
-                Client::fromEnv()->release(self::$lease->id);
-                self::$lease = null;
-            }
         });
     }
 }

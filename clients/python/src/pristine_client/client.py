@@ -121,7 +121,7 @@ class Client:
                         token = f.read().strip()
                 except OSError as e:
                     raise PristineError(f"PRISTINE_URL is set but PRISTINE_TOKEN is not, and {path}: {e.strerror}: "
-                                        "set PRISTINE_TOKEN to the token in <root>/token") from e
+                                        f"set PRISTINE_TOKEN to the token in {path} on the daemon's host") from e
             return cls(url=url, token=token)
         return cls(socket=os.path.join(default_root(), "pristine.sock"))
 

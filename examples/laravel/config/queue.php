@@ -1,0 +1,3 @@
+<?php
+
+return ['default' => 'sync', 'connections' => ['sync' => ['driver' => 'sync']]];

@@ -1,0 +1,55 @@
+package cli
+
+import (
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/pristinedb/pristine/internal/template"
+)
+
+// supersede removes the older builds of a freshly built template's name,
+// so a name means one template; a build a pool still uses is kept, and the
+// user is told which and how to remove it.
+func supersede(st *template.Store, m *template.Meta) error {
+	removed, kept, err := st.Supersede(m, inUse(st))
+	for _, old := range removed {
+		stderrf("pristine: template %s %s replaces %s, which was removed", m.Name, m.Hash[:12], old.Hash[:12])
+	}
+	for _, old := range kept {
+		stderrf("pristine: template %s %s is newer than %s, which a pool still uses: `pristine pool down --template %s`, then `pristine template rm %s`",
+			m.Name, m.Hash[:12], old.Hash[:12], m.Name, old.Hash[:12])
+	}
+	if err == nil {
+		_, err = st.PruneBases()
+	}
+	return err
+}
+
+// lsName is a template's name in `template ls`: an older build of a name
+// (kept because a pool uses it) is marked so, since `NAME` means the newest.
+func lsName(m *template.Meta, all []*template.Meta) string {
+	for _, o := range all {
+		if o.Name == m.Name && o.Created.After(m.Created) {
+			return m.Name + " (older build)"
+		}
+	}
+	return m.Name
+}
+
+// noteOlderBuilds tells the user, after `template rm NAME`, which builds of
+// the name remain (the name now means the newest of them).
+func noteOlderBuilds(st *template.Store, name string) {
+	left, err := st.Builds(name)
+	if err != nil || len(left) == 0 {
+		if _, err := st.PruneBases(); err != nil {
+			fmt.Fprintf(os.Stderr, "pristine: %v\n", err)
+		}
+		return
+	}
+	hashes := make([]string, len(left))
+	for i, m := range left {
+		hashes[i] = m.Hash[:12]
+	}
+	stderrf("pristine: %d other build(s) of %s remain: %s (%s now names %s)", len(left), name, strings.Join(hashes, ", "), name, hashes[0])
+}

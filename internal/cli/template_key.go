@@ -1,0 +1,82 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/pristinedb/pristine/internal/mariadb"
+)
+
+// setProfile sets the server profile a build (or its key) uses: the
+// default, the log size and the server options of the flags.
+func (f *BuildFlags) setProfile() error {
+	f.Profile = mariadb.DefaultProfile()
+	if f.LogSize != "" {
+		n, err := parseBytes(f.LogSize)
+		if err != nil {
+			return err
+		}
+		f.Profile.LogFileSize = n
+	}
+	opts, err := mariadb.MergeOptions(f.Profile.Options, f.ServerOptions)
+	if err != nil {
+		return fmt.Errorf("%w: %v", errUsage, err)
+	}
+	f.Profile.Options = opts
+	return nil
+}
+
+func newTemplateKeyCmd(g *Globals) *cobra.Command {
+	var f BuildFlags
+	cmd := &cobra.Command{
+		Use:   "key NAME [--from-sql PATH] [--init-cmd CMD] [--watch PATH]",
+		Short: "print a template's content key without building it (for CI cache keys)",
+		Long: `key prints the content hash that "template build" with the same flags would store the
+template under: over the SQL, the init command, the watched files, the server version and
+profile and the server options. A CI job keys its cache of "template export" by it.`,
+		Example: `  pristine template key app --from-sql schema.sql --init-cmd './migrate up' --watch migrations/
+  KEY=$(pristine template key app --from-sql schema.sql)   # then cache app-$KEY.prsa`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			f.Name = args[0]
+			key, err := RunTemplateKey(cmd.Context(), g, f)
+			if err != nil {
+				return err
+			}
+			if g.JSON {
+				return printJSON(map[string]string{"name": f.Name, "key": key})
+			}
+			fmt.Println(key)
+			return nil
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.FromSQL, "from-sql", "", "SQL to load: a .sql/.sql.gz/.sql.zst file or a directory of them")
+	fl.StringVar(&f.InitCmd, "init-cmd", "", "shell command the build would run against the template server")
+	fl.StringSliceVar(&f.Watch, "watch", nil, "files or directories the init command reads (repeatable)")
+	fl.StringVar(&f.Database, "database", "", "database to load into and hand out (default: the template name)")
+	fl.IntVar(&f.DBsPerSlot, "dbs-per-slot", 1, "copies of the database inside each slot")
+	fl.StringVar(&f.LogSize, "log-file-size", "48M", "innodb_log_file_size of the template and its slots")
+	fl.StringArrayVar(&f.ServerOptions, "server-option", nil, "server option KEY=VALUE (repeatable)")
+	return cmd
+}
+
+// RunTemplateKey computes the content key of a build without building.
+func RunTemplateKey(ctx context.Context, g *Globals, f BuildFlags) (string, error) {
+	if f.FromSQL == "-" {
+		return "", fmt.Errorf("%w: template key cannot read standard input; save the SQL to a file and pass its path", errUsage)
+	}
+	if f.FromSQL == "" && f.InitCmd == "" {
+		return "", fmt.Errorf("%w: nothing to key: pass --from-sql PATH, --init-cmd CMD, or both, as for template build", errUsage)
+	}
+	if err := f.setProfile(); err != nil {
+		return "", err
+	}
+	st, err := g.openStore(ctx, "auto")
+	if err != nil {
+		return "", err
+	}
+	return st.Hash(f.BuildOptions)
+}

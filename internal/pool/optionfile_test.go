@@ -1,0 +1,77 @@
+package pool_test
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/pristinedb/pristine/internal/mariadb"
+	"github.com/pristinedb/pristine/internal/pool"
+)
+
+// clientEnv is the environment of a shell after `eval "$(pristine lease)"`:
+// the lease's variables, and a HOME without a .my.cnf.
+func clientEnv(t *testing.T, l *pool.Lease) []string {
+	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}
+	return append(env, l.Env...)
+}
+
+// TestLeaseOptionFile: with a lease's environment, MariaDB's own clients
+// connect to the leased database with no flags; the file is 0600 and gone
+// once the lease ends.
+func TestLeaseOptionFile(t *testing.T) {
+	for _, c := range []string{"mariadb", "mariadb-dump", "mariadb-admin"} {
+		if _, err := exec.LookPath(c); err != nil {
+			t.Skipf("%s not installed (apt-get install mariadb-client)", c)
+		}
+	}
+	st, m := build(t, "auto", 1)
+	p, err := pool.Up(context.Background(), st, m, pool.Options{Size: 1, Profile: mariadb.DefaultProfile()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Down(context.Background())
+	l := lease(t, p)
+	fi, err := os.Stat(l.OptionFile)
+	if err != nil {
+		t.Fatalf("the lease's option file: %v", err)
+	}
+	if fi.Mode().Perm() != 0o600 {
+		t.Errorf("option file mode %v, want 0600 (it holds the password)", fi.Mode().Perm())
+	}
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"mariadb", []string{"mariadb", "-N", "-e", "SELECT CONCAT(CURRENT_USER(), ' ', DATABASE(), ' ', COUNT(*)) FROM canary"}, l.User + "@% " + l.Database + " 2"},
+		{"mariadb-dump", []string{"mariadb-dump", l.Database, "canary"}, "(2,'pristine');"},
+		{"mariadb-admin", []string{"mariadb-admin", "ping"}, "mysqld is alive"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cmd := exec.Command(tc.args[0], tc.args[1:]...)
+			// Only MYSQL_HOME: the option file alone must be enough.
+			cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "MYSQL_HOME=" + filepath.Dir(l.OptionFile)}
+			out, err := cmd.CombinedOutput()
+			if err != nil || !strings.Contains(string(out), tc.want) {
+				t.Fatalf("%s with MYSQL_HOME only: %v\n%s\nwant %q", strings.Join(tc.args, " "), err, out, tc.want)
+			}
+			// And the whole environment a shell gets from `pristine lease`.
+			cmd = exec.Command(tc.args[0], tc.args[1:]...)
+			cmd.Env = clientEnv(t, l)
+			out, err = cmd.CombinedOutput()
+			if err != nil || !strings.Contains(string(out), tc.want) {
+				t.Fatalf("%s with the lease's environment: %v\n%s\nwant %q", strings.Join(tc.args, " "), err, out, tc.want)
+			}
+		})
+	}
+	if _, err := p.Release(context.Background(), l.ID, pool.Dirty); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Dir(l.OptionFile)); !os.IsNotExist(err) {
+		t.Errorf("option file directory after release: %v, want it removed", err)
+	}
+}
