@@ -21,12 +21,15 @@ type Running struct {
 // among running clones) and starts a server on the clone with the build
 // profile. Close stops it and removes the clone.
 func (s *Store) Start(ctx context.Context, m *Meta, name string) (*Running, error) {
+	if err := CheckSecured(m); err != nil {
+		return nil, err
+	}
 	b, err := s.BackendFor(m)
 	if err != nil {
 		return nil, err
 	}
 	dir := filepath.Join(s.Root.Data(), "scratch-servers", name)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	if err := os.MkdirAll(dir, 0o711); err != nil {
 		return nil, err
 	}
 	data := filepath.Join(dir, "data")
@@ -37,7 +40,7 @@ func (s *Store) Start(ctx context.Context, m *Meta, name string) (*Running, erro
 		return nil, err
 	}
 	p := BuildProfileFor(m)
-	in, err := mariadb.Start(s.Bin, mariadb.Config{Datadir: data, RunDir: filepath.Join(s.Root.Path, "run", "srv-"+name), Profile: p})
+	in, err := mariadb.Start(s.Bin, mariadb.Config{Datadir: data, RunDir: filepath.Join(s.Root.Path, "run", "srv-"+name), Profile: p, AdminPassword: s.Admin})
 	r := &Running{Inst: in, Meta: m, dir: dir, rm: func() error { return b.Remove(data) }}
 	if err == nil {
 		err = in.WaitReady(ctx)

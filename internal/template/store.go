@@ -23,6 +23,9 @@ type Store struct {
 	Root    *rootdir.Root
 	Backend cow.Backend
 	Bin     *mariadb.Binary
+	// Admin is root@localhost's password in every data directory of the
+	// store (the root's admin secret); never logged.
+	Admin string
 	// Progress receives one line per step of long work; nil means quiet.
 	Progress func(format string, args ...any)
 }
@@ -48,7 +51,11 @@ func NewStore(ctx context.Context, root *rootdir.Root, backend string) (*Store, 
 	if err != nil {
 		return nil, err
 	}
-	return &Store{Root: root, Backend: b, Bin: bin}, nil
+	secret, err := root.AdminSecret()
+	if err != nil {
+		return nil, err
+	}
+	return &Store{Root: root, Backend: b, Bin: bin, Admin: secret}, nil
 }
 
 func (s *Store) progress(format string, args ...any) {

@@ -34,6 +34,9 @@ func (s *Store) Import(ctx context.Context, r io.Reader, opt archive.UnpackOptio
 	if err != nil {
 		return nil, false, fmt.Errorf("import template: %w", err)
 	}
+	if err := os.Chmod(work, 0o711); err != nil { // the servers' account reaches data/ through it
+		return nil, false, fmt.Errorf("import template: %w", err)
+	}
 	defer s.removeDir(work)
 	staged := filepath.Join(work, "archive")
 	if _, err := archive.Unpack(ctx, r, staged, opt); err != nil {
@@ -62,6 +65,13 @@ func (s *Store) Import(ctx context.Context, r io.Reader, opt archive.UnpackOptio
 	if err := s.Backend.Clone(filepath.Join(staged, "data"), filepath.Join(work, "data")); err != nil {
 		return nil, false, fmt.Errorf("import template %s: %w", m.Name, err)
 	}
+	// The archive's accounts are another root's: re-key them for this
+	// one (root's password becomes this root's secret, the build account
+	// is locked) before any server serves the data on TCP.
+	if err := s.secure(ctx, filepath.Join(work, "data"), BuildProfileFor(m)); err != nil {
+		return nil, false, fmt.Errorf("import template %s: %w", m.Name, err)
+	}
+	m.Accounts = AccountsVersion
 	m.Backend = s.Backend.Name()
 	m.Bytes = diskUsage(filepath.Join(work, "data"))
 	if err := writeMeta(work, m); err != nil {
