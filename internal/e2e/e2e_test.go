@@ -48,7 +48,7 @@ type env struct {
 
 func newEnv(t *testing.T) *env {
 	mariadbtest.Binary(t)
-	dir, err := os.MkdirTemp("/dev/shm", "pristine-e2e-test-")
+	dir, err := mariadbtest.TempDir("/dev/shm", "pristine-e2e-test-")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -31,26 +31,13 @@ func SecureAccounts(ctx context.Context, db *sql.DB, password string, grantTable
 			return fmt.Errorf("secure accounts: load grant tables: %w", err)
 		}
 	}
-	definers := map[string]bool{}
-	rows, err := c.QueryContext(ctx, `SELECT DEFINER FROM information_schema.VIEWS
-		UNION SELECT DEFINER FROM information_schema.ROUTINES
-		UNION SELECT DEFINER FROM information_schema.TRIGGERS
-		UNION SELECT DEFINER FROM information_schema.EVENTS`)
+	definers, err := listDefiners(ctx, c)
 	if err != nil {
-		return fmt.Errorf("secure accounts: list definers: %w", err)
+		return fmt.Errorf("secure accounts: %w", err)
 	}
-	for rows.Next() {
-		var d string
-		if err := rows.Scan(&d); err != nil {
-			rows.Close()
-			return fmt.Errorf("secure accounts: list definers: %w", err)
-		}
-		definers[d] = true
-	}
-	rows.Close()
 	type acct struct{ user, host string }
 	var extra []acct
-	rows, err = c.QueryContext(ctx, "SELECT User, Host FROM mysql.user WHERE (User = 'root' AND Host <> 'localhost') OR User = ''")
+	rows, err := c.QueryContext(ctx, "SELECT User, Host FROM mysql.user WHERE (User = 'root' AND Host <> 'localhost') OR User = ''")
 	if err != nil {
 		return fmt.Errorf("secure accounts: list accounts: %w", err)
 	}
@@ -118,4 +105,38 @@ func QuoteAccount(user, host string) string { return QuoteString(user) + "@" + Q
 // QuoteString quotes s as an SQL string literal.
 func QuoteString(s string) string {
 	return "'" + strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(s) + "'"
+}
+
+// listDefiners returns the DEFINERs (user@host) of every view, routine,
+// trigger and event. information_schema.EVENTS refuses to answer while the
+// event scheduler is disabled (--skip-grant-tables disables it): MariaDB's
+// mysql.event is read then.
+func listDefiners(ctx context.Context, c *sql.Conn) (map[string]bool, error) {
+	definers := map[string]bool{}
+	read := func(q string) error {
+		rows, err := c.QueryContext(ctx, q)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var d string
+			if err := rows.Scan(&d); err != nil {
+				return err
+			}
+			definers[d] = true
+		}
+		return rows.Err()
+	}
+	if err := read(`SELECT DEFINER FROM information_schema.VIEWS
+		UNION SELECT DEFINER FROM information_schema.ROUTINES
+		UNION SELECT DEFINER FROM information_schema.TRIGGERS`); err != nil {
+		return nil, fmt.Errorf("list definers: %w", err)
+	}
+	if err := read("SELECT DEFINER FROM information_schema.EVENTS"); err != nil {
+		if err := read("SELECT CONVERT(definer USING utf8mb4) FROM mysql.event"); err != nil {
+			return nil, fmt.Errorf("list event definers: %w", err)
+		}
+	}
+	return definers, nil
 }

@@ -79,6 +79,7 @@ func (s *Store) secure(ctx context.Context, data string, p mariadb.Profile) erro
 	if err := s.secureOn(ctx, in, true); err != nil {
 		return err
 	}
+	in.Config.AdminPassword = s.Admin // the grant tables are loaded now
 	db, err := in.Open("")
 	if err != nil {
 		return err
