@@ -8,6 +8,7 @@ import (
 	"bufio"
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -16,6 +17,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/go-sql-driver/mysql"
 
 	"github.com/pristinedb/pristine/internal/mariadb"
 	"github.com/pristinedb/pristine/internal/pool"
@@ -202,34 +205,46 @@ func TestSecurityLeaseAccount(t *testing.T) {
 		t.Fatal(err)
 	}
 	outside := filepath.Join(os.TempDir(), fmt.Sprintf("pristine-probe-%d", time.Now().UnixNano()))
-	t.Cleanup(func() { os.Remove(outside) })
+	t.Cleanup(func() { os.Remove(outside); os.Remove(outside + ".out") })
+	if _, err := db.Exec("CREATE TABLE probe_lines (line TEXT)"); err != nil {
+		t.Fatal(err)
+	}
+	// Each probe would succeed with the privilege it lacks; it must fail
+	// with a privilege error, not for another reason. The destructive ones
+	// come last.
 	for _, c := range []struct{ name, q string }{
 		{"dumpfile outside", "SELECT 'x' INTO DUMPFILE '" + outside + "'"},
-		{"outfile outside", "SELECT * FROM canary INTO OUTFILE '" + outside + "'"},
-		{"load data infile", "LOAD DATA INFILE '/etc/passwd' INTO TABLE canary"},
+		{"outfile outside", "SELECT * FROM canary INTO OUTFILE '" + outside + ".out'"},
+		{"load data infile", "LOAD DATA INFILE '/etc/passwd' INTO TABLE probe_lines"},
 		{"install soname", "INSTALL SONAME 'ha_blackhole'"},
 		{"set password for root", "SET PASSWORD FOR 'root'@'localhost' = PASSWORD('owned')"},
 		{"create user", "CREATE USER 'evil'@'%' IDENTIFIED BY 'x'"},
-		{"grant", "GRANT ALL PRIVILEGES ON *.* TO CURRENT_USER"},
+		{"grant itself the grant tables", "GRANT SELECT ON mysql.global_priv TO CURRENT_USER"},
 		{"definer root", "CREATE DEFINER='root'@'localhost' PROCEDURE evil() SQL SECURITY DEFINER SET GLOBAL read_only=1"},
 		{"set global", "SET GLOBAL read_only=1"},
-		{"write mysql.proc", "INSERT INTO mysql.proc (db, name, type, specific_name, language, sql_data_access, is_deterministic, security_type, param_list, returns, body, definer) VALUES ('app', 'evil', 'PROCEDURE', 'evil', 'SQL', 'CONTAINS_SQL', 'NO', 'DEFINER', '', '', 'SET GLOBAL read_only=1', 'root@localhost')"},
-		{"write mysql.global_priv", "UPDATE mysql.global_priv SET Priv = '{}' WHERE User = 'root'"},
+		{"write mysql.proc", "INSERT INTO mysql.proc (db, name, type, specific_name, language, sql_data_access, is_deterministic, security_type, param_list, returns, body, definer, comment) VALUES ('app', 'evil2', 'PROCEDURE', 'evil2', 'SQL', 'CONTAINS_SQL', 'NO', 'DEFINER', '', '', 'SET GLOBAL read_only=1', 'root@localhost', '')"},
+		{"write mysql.global_priv", "UPDATE mysql.global_priv SET Priv = '{}' WHERE User = 'nobody'"},
 		{"read mysql.global_priv", "SELECT COUNT(*) FROM mysql.global_priv"},
 		{"create in mysql", "CREATE TABLE mysql.evil (a INT)"},
-		{"drop mysql", "DROP DATABASE mysql"},
 		{"flush privileges", "FLUSH PRIVILEGES"},
-		{"shutdown", "SHUTDOWN"},
 		{"kill the admin", fmt.Sprintf("KILL %d", adminID)},
+		{"drop mysql", "DROP DATABASE mysql"},
+		{"shutdown", "SHUTDOWN"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			if _, err := db.Exec(c.q); err == nil {
+			_, err := db.Exec(c.q)
+			if err == nil {
 				t.Fatalf("lease account ran %q", c.q)
+			}
+			if !privilegeError(err) {
+				t.Fatalf("%q failed, but not for lack of a privilege, so the probe proves nothing: %v", c.q, err)
 			}
 		})
 	}
-	if _, err := os.Stat(outside); err == nil {
-		t.Errorf("a lease wrote %s", outside)
+	for _, f := range []string{outside, outside + ".out"} {
+		if _, err := os.Stat(f); err == nil {
+			t.Errorf("a lease wrote %s", f)
+		}
 	}
 	var f sql.NullString
 	if err := db.QueryRow("SELECT LOAD_FILE('/etc/passwd')").Scan(&f); err != nil {
@@ -255,6 +270,20 @@ func TestSecurityLeaseAccount(t *testing.T) {
 	if err := adminConn.PingContext(context.Background()); err != nil {
 		t.Errorf("the admin connection died: %v", err)
 	}
+}
+
+// privilegeError reports whether err is the server refusing for lack of a
+// privilege (or of ownership of a thread).
+func privilegeError(err error) bool {
+	var me *mysql.MySQLError
+	if !errors.As(err, &me) {
+		return false
+	}
+	switch me.Number {
+	case 1044, 1045, 1142, 1143, 1227, 1370, 1095, 1211, 1410:
+		return true
+	}
+	return false
 }
 
 // TestSecurityLeaseKeepsWhatTestsNeed: what a test legitimately does still
