@@ -209,6 +209,22 @@ func TestSecurityLeaseAccount(t *testing.T) {
 	if _, err := db.Exec("CREATE TABLE probe_lines (line TEXT)"); err != nil {
 		t.Fatal(err)
 	}
+	// DATA DIRECTORY would put a table's file outside the data directory
+	// (--skip-symbolic-links makes the server ignore it).
+	ddir, err := os.MkdirTemp("", "pristine-probe-dd-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(ddir)
+	if err := os.Chmod(ddir, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec("CREATE TABLE dd (a INT) ENGINE=InnoDB DATA DIRECTORY='" + ddir + "'"); err != nil && !privilegeError(err) {
+		t.Fatalf("CREATE TABLE ... DATA DIRECTORY: %v", err)
+	}
+	if ents, _ := os.ReadDir(ddir); len(ents) > 0 {
+		t.Errorf("a lease put a table's file outside the data directory: %s/%s", ddir, ents[0].Name())
+	}
 	// Each probe would succeed with the privilege it lacks; it must fail
 	// with a privilege error, not for another reason. The destructive ones
 	// come last.
