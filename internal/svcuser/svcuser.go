@@ -19,6 +19,8 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // Name is the system account servers run as when pristine runs as root.
@@ -119,15 +121,22 @@ func (a Account) RunDirMode() fs.FileMode {
 	return 0o700
 }
 
-// Own makes path (not following a symlink) belong to the account, with
-// mode; without Drop only the mode is set.
+// Own makes directory path belong to the account, with mode; without Drop
+// only the mode is set. The directory is opened without following a
+// symlink and changed through that descriptor, so a symlink put in its
+// place cannot redirect the change.
 func (a Account) Own(path string, mode fs.FileMode) error {
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("give %s to account %s: %w", path, a.Name, err)
+	}
+	defer unix.Close(fd)
 	if a.Drop {
-		if err := os.Lchown(path, a.UID, a.GID); err != nil {
+		if err := unix.Fchown(fd, a.UID, a.GID); err != nil {
 			return fmt.Errorf("give %s to account %s: %w", path, a.Name, err)
 		}
 	}
-	if err := os.Chmod(path, mode); err != nil {
+	if err := unix.Fchmod(fd, uint32(mode.Perm())); err != nil {
 		return fmt.Errorf("chmod %s: %w", path, err)
 	}
 	return nil
@@ -139,7 +148,7 @@ func (a Account) Own(path string, mode fs.FileMode) error {
 // does nothing. Modes are left alone except dir's, which becomes 0700.
 func (a Account) OwnTree(dir string) error {
 	if !a.Drop {
-		return os.Chmod(dir, 0o700)
+		return a.Own(dir, 0o700)
 	}
 	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -150,7 +159,7 @@ func (a Account) OwnTree(dir string) error {
 	if err != nil {
 		return fmt.Errorf("give %s to account %s: %w", dir, a.Name, err)
 	}
-	return os.Chmod(dir, 0o700)
+	return a.Own(dir, 0o700)
 }
 
 // ErrUnreachable is wrapped by CheckReachable's errors.
