@@ -11,7 +11,8 @@ import (
 
 // SecureAccounts leaves a data directory with one administrative account,
 // root@localhost, identified by password, and no anonymous account:
-// root at any other host (127.0.0.1, ::1, the host name, '%') is dropped,
+// root at any other host (127.0.0.1, ::1, the host name, '%') and the
+// mysql@localhost a Debian install authenticates by unix_socket are dropped,
 // or, when a view, routine, trigger or event names it as DEFINER, kept
 // with a random password nobody knows and locked, so those objects still
 // run. It must run on a server nobody else can reach (started with
@@ -37,7 +38,7 @@ func SecureAccounts(ctx context.Context, db *sql.DB, password string, grantTable
 	}
 	type acct struct{ user, host string }
 	var extra []acct
-	rows, err := c.QueryContext(ctx, "SELECT User, Host FROM mysql.user WHERE (User = 'root' AND Host <> 'localhost') OR User = ''")
+	rows, err := c.QueryContext(ctx, "SELECT User, Host FROM mysql.user WHERE (User = 'root' AND Host <> 'localhost') OR User = '' OR (User = 'mysql' AND Host <> '')")
 	if err != nil {
 		return fmt.Errorf("secure accounts: list accounts: %w", err)
 	}
