@@ -122,7 +122,7 @@ func (s *Store) Build(ctx context.Context, opt BuildOptions) (m *Meta, built boo
 	if err != nil {
 		return nil, false, err
 	}
-	if m, err := readMeta(s.Dir(hash)); err == nil && !opt.Rebuild {
+	if m, err := readMeta(s.Dir(hash)); err == nil && !opt.Rebuild && CheckSecured(m) == nil {
 		return m, false, nil
 	}
 	unlock, err := s.lock(hash)
@@ -131,10 +131,12 @@ func (s *Store) Build(ctx context.Context, opt BuildOptions) (m *Meta, built boo
 	}
 	defer unlock()
 	if m, err := readMeta(s.Dir(hash)); err == nil {
-		if !opt.Rebuild {
+		// A template of an older pristine (accounts not secured) is
+		// built again.
+		if !opt.Rebuild && CheckSecured(m) == nil {
 			return m, false, nil // someone else built it while we waited
 		}
-		if err := s.Remove(m, nil); err != nil {
+		if err := s.removeLocked(m); err != nil {
 			return nil, false, err
 		}
 	}
@@ -382,8 +384,14 @@ func (s *Store) base(ctx context.Context, p mariadb.Profile) (string, error) {
 	if err := s.removeDir(dir); err != nil {
 		return "", err
 	}
-	if err := os.MkdirAll(dir, 0o711); err != nil {
-		return "", err
+	// Searchable by the servers' account (older versions made them 0700).
+	for _, d := range []string{filepath.Dir(dir), dir} {
+		if err := os.MkdirAll(d, 0o711); err != nil {
+			return "", err
+		}
+		if err := os.Chmod(d, 0o711); err != nil {
+			return "", err
+		}
 	}
 	if err := s.Backend.MakeDir(data); err != nil {
 		return "", err

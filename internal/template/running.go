@@ -29,8 +29,14 @@ func (s *Store) Start(ctx context.Context, m *Meta, name string) (*Running, erro
 		return nil, err
 	}
 	dir := filepath.Join(s.Root.Data(), "scratch-servers", name)
-	if err := os.MkdirAll(dir, 0o711); err != nil {
-		return nil, err
+	// Searchable by the servers' account (older versions made them 0700).
+	for _, d := range []string{filepath.Dir(dir), dir} {
+		if err := os.MkdirAll(d, 0o711); err != nil {
+			return nil, err
+		}
+		if err := os.Chmod(d, 0o711); err != nil {
+			return nil, err
+		}
 	}
 	data := filepath.Join(dir, "data")
 	if err := b.Remove(data); err != nil {

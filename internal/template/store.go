@@ -136,6 +136,12 @@ func (s *Store) Remove(m *Meta, inUse func(hash string) bool) error {
 		return err
 	}
 	defer unlock()
+	return s.removeLocked(m)
+}
+
+// removeLocked is Remove for a caller that holds the hash's lock (a second
+// flock on the lock file would wait for the first).
+func (s *Store) removeLocked(m *Meta) error {
 	// meta.json goes first: from then on the template is invisible even if
 	// the removal of its data is interrupted.
 	dir := s.Dir(m.Hash)

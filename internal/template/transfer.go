@@ -58,7 +58,13 @@ func (s *Store) Import(ctx context.Context, r io.Reader, opt archive.UnpackOptio
 	}
 	defer unlock()
 	if have, err := readMeta(s.Dir(m.Hash)); err == nil {
-		return have, false, nil
+		if CheckSecured(have) == nil {
+			return have, false, nil
+		}
+		// A template of an older pristine is replaced by the import.
+		if err := s.removeLocked(have); err != nil {
+			return nil, false, err
+		}
 	}
 	// Clone the data into a directory of this store's backend (a btrfs
 	// subvolume, so slots can snapshot it), then publish under the hash.
