@@ -2,6 +2,7 @@ package template
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -18,7 +19,7 @@ import (
 const AccountsVersion = "secured-1"
 
 // ErrInsecure is wrapped by CheckSecured's error.
-var ErrInsecure = fmt.Errorf("template made by an older pristine")
+var ErrInsecure = errors.New("template made by an older pristine")
 
 // CheckSecured refuses a template whose accounts were not secured: its
 // root account has no password and its files may belong to root.
