@@ -9,6 +9,7 @@ REPO="$PWD"
 GO="$(cat .go-path 2>/dev/null || command -v go)"
 BIN="${PRISTINE_BIN:-$REPO/bin/pristine}"
 W="$(mktemp -d /dev/shm/pristine-examples-test-XXXXXX)"
+chmod 711 "$W" # pristine's servers (the account pristine, when run as root) pass through it
 export PRISTINE_ROOT="$W/root"
 "$BIN" serve --root "$PRISTINE_ROOT" 2>"$W/serve.log" &
 SPID=$!

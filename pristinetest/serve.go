@@ -32,6 +32,11 @@ func Serve(t testing.TB, bin string) *Daemon {
 	if err != nil {
 		t.Fatalf("pristinetest: make a root: %v", err)
 	}
+	// A root pristine runs its servers as the account pristine, which must
+	// pass through this directory to the root inside.
+	if err := os.Chmod(dir, 0o711); err != nil {
+		t.Fatalf("pristinetest: make a root: %v", err)
+	}
 	d := &Daemon{Root: filepath.Join(dir, "root")}
 	cmd := exec.Command(bin, "serve", "--root", d.Root, "--listen", "127.0.0.1:0")
 	stderr, err := cmd.StderrPipe()

@@ -17,6 +17,7 @@ REPO="$PWD"
 [ -x .venv/bin/python ] || { python3 -m venv .venv && .venv/bin/pip install -q django pytest pytest-xdist pymysql -e clients/python; }
 bash scripts/build.sh
 W="$(mktemp -d /dev/shm/pristine-bench-django-XXXXXX)"
+chmod 711 "$W" # pristine's servers (the account pristine, when run as root) pass through it
 MPID=""
 SPID=""
 # shellcheck source=lib/daemon.sh

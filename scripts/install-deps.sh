@@ -36,6 +36,13 @@ if [ ${#missing[@]} -gt 0 ]; then
   apt_step "apt-get install: ${#missing[@]} packages (${missing[*]}), with their dependencies; a minute or two on a fresh machine" \
     apt-get install -y --no-install-recommends "${missing[@]}"
 fi
+# The unprivileged system account pristine's database servers run as when
+# pristine runs as root (docs/security.md); pristine creates it the same way
+# when it is missing.
+if [ "$(id -u)" -eq 0 ] && ! id -u pristine >/dev/null 2>&1; then
+  echo "install-deps: creating the system account pristine"
+  useradd --system --user-group --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin pristine
+fi
 # pristine starts its own servers; a system one only uses memory.
 if command -v systemctl >/dev/null 2>&1 && systemctl is-active --quiet mariadb 2>/dev/null; then
   systemctl stop mariadb || true

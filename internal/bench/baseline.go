@@ -34,6 +34,7 @@ func DumpLoad(ctx context.Context, in *mariadb.Instance, src, dst string) (time.
 // dumpLoad is DumpLoad with the clients' environment (nil: inherited).
 func dumpLoad(ctx context.Context, in *mariadb.Instance, src, dst string, env []string) (time.Duration, error) {
 	sock := in.Config.Socket()
+	env = adminEnv(env, in)
 	start := time.Now()
 	create := exec.CommandContext(ctx, "mariadb", "--no-defaults", "-uroot", "--socket="+sock, "-e", "CREATE DATABASE `"+dst+"`")
 	create.Env = env

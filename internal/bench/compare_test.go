@@ -24,7 +24,7 @@ import (
 func newStore(t *testing.T) *template.Store {
 	t.Helper()
 	mariadbtest.Binary(t)
-	dir, err := os.MkdirTemp("/dev/shm", "pristine-bench-test-")
+	dir, err := mariadbtest.TempDir("/dev/shm", "pristine-bench-test-")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/pristinedb/pristine/internal/mariadb"
 	"github.com/pristinedb/pristine/internal/template"
 	"github.com/pristinedb/pristine/internal/units"
 )
@@ -289,4 +290,17 @@ func eatEnv(on bool) []string {
 		return nil
 	}
 	return append(os.Environ(), "LD_PRELOAD="+lib)
+}
+
+// adminEnv adds the server's admin password to a client's environment
+// (nil: the inherited one) as MYSQL_PWD, which the mariadb clients,
+// mydumper and myloader read; argv would show it to every local user.
+func adminEnv(env []string, in *mariadb.Instance) []string {
+	if in.Config.AdminPassword == "" {
+		return env
+	}
+	if env == nil {
+		env = os.Environ()
+	}
+	return append(env, "MYSQL_PWD="+in.Config.AdminPassword)
 }

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"github.com/pristinedb/pristine/internal/template"
 	"github.com/pristinedb/pristine/internal/units"
@@ -187,6 +188,17 @@ func plainCopy(src, dst string) error {
 	out, err := os.OpenFile(dst, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o660)
 	if err != nil {
 		return err
+	}
+	// The server runs as another account than a root pristine: the copy
+	// must be the server's, as the file it was copied from is.
+	if os.Geteuid() == 0 {
+		var st syscall.Stat_t
+		if err := syscall.Fstat(int(in.Fd()), &st); err == nil {
+			if err := out.Chown(int(st.Uid), int(st.Gid)); err != nil {
+				out.Close()
+				return err
+			}
+		}
 	}
 	if _, err := io.CopyBuffer(struct{ io.Writer }{out}, struct{ io.Reader }{in}, make([]byte, 1<<20)); err != nil {
 		out.Close()

@@ -50,7 +50,7 @@ func (l *myLoader) setup(ctx context.Context, srv *template.Running, scratch str
 	cmd := exec.CommandContext(ctx, "mydumper", "--socket="+srv.Inst.Config.Socket(), "--user=root",
 		"--database="+srv.Meta.Database(), "--outputdir="+l.dir, "--threads="+strconv.Itoa(l.workers),
 		"--trx-consistency-only")
-	cmd.Env = eatEnv(l.eat)
+	cmd.Env = adminEnv(eatEnv(l.eat), srv.Inst)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("mydumper: %v: %s (install it: apt-get install mydumper)", err, lastLine(out))
 	}
@@ -61,7 +61,7 @@ func (l *myLoader) copy(ctx context.Context, i int) error {
 	cmd := exec.CommandContext(ctx, "myloader", "--socket="+l.srv.Inst.Config.Socket(), "--user=root",
 		"--directory="+l.dir, "--source-db="+l.srv.Meta.Database(), "--database=copy"+strconv.Itoa(i),
 		"--threads="+strconv.Itoa(l.workers))
-	cmd.Env = eatEnv(l.eat)
+	cmd.Env = adminEnv(eatEnv(l.eat), l.srv.Inst)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("myloader: %v: %s", err, lastLine(out))
 	}

@@ -186,7 +186,7 @@ func TestFailuresLeaveNothing(t *testing.T) {
 func TestGTIDMarkerReusesTemplateUntilTheSourceChanges(t *testing.T) {
 	bin := mariadbtest.Binary(t)
 	st := templatetest.NewStore(t, "auto")
-	dir, err := os.MkdirTemp("/dev/shm", "pristine-capture-binlog-")
+	dir, err := mariadbtest.TempDir("/dev/shm", "pristine-capture-binlog-")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -197,7 +197,7 @@ func TestGTIDMarkerReusesTemplateUntilTheSourceChanges(t *testing.T) {
 	}
 	// The profile turns the binary log off; the options after it turn it on.
 	in, err := mariadb.Start(bin, mariadb.Config{Datadir: data, RunDir: filepath.Join(dir, "run"), Profile: mariadb.DefaultProfile(),
-		Extra: []string{"--log-bin=" + filepath.Join(dir, "binlog"), "--server-id=7"}})
+		Extra: []string{"--log-bin=" + filepath.Join(dir, "run", "binlog"), "--server-id=7"}})
 	if err != nil {
 		t.Fatal(err)
 	}

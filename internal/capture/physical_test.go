@@ -60,8 +60,18 @@ func testPhysical(t *testing.T, stream bool) {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	// The lease account reaches the copy over TCP with its new password.
-	lease, err := sql.Open("mysql", mariadb.TCPDSN(r.Inst.Config.Port, m.User, m.Password, m.Database()))
+	// The build account's password (in meta.json) opens nothing: the
+	// build locked the account.
+	build, err := sql.Open("mysql", mariadb.TCPDSN(r.Inst.Config.Port, m.User, m.Password, m.Database()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer build.Close()
+	if err := build.Ping(); err == nil {
+		t.Error("the build account opens a started template with the password in meta.json")
+	}
+	// The copy's root accepts the store's admin secret only.
+	lease, err := r.Inst.Open(m.Database())
 	if err != nil {
 		t.Fatal(err)
 	}

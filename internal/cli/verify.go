@@ -82,6 +82,13 @@ func RunVerify(ctx context.Context, g *Globals, source, target string, f VerifyF
 	op := verify.Opener{
 		Store: func(ctx context.Context) (*template.Store, error) { return g.openStore(ctx, "auto") },
 		Lease: func(ctx context.Context, id string) (string, string, string, error) { return findLease(ctx, g, id) },
+		Admin: func() (string, error) {
+			root, err := g.openRoot()
+			if err != nil {
+				return "", err
+			}
+			return root.AdminSecret()
+		},
 	}
 	src, err := op.Open(ctx, source)
 	if err != nil {

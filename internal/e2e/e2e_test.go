@@ -49,7 +49,7 @@ type env struct {
 
 func newEnv(t *testing.T) *env {
 	mariadbtest.Binary(t)
-	dir, err := os.MkdirTemp("/dev/shm", "pristine-e2e-test-")
+	dir, err := mariadbtest.TempDir("/dev/shm", "pristine-e2e-test-")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -436,6 +436,21 @@ func TestTemplateExportImport(t *testing.T) {
 	l := b.lease()
 	if v, err := query(t, l.DSN, "SELECT v FROM canary"); err != nil || v != "pristine" {
 		t.Fatalf("a lease of the imported template: %q %v", v, err)
+	}
+	// The import re-keyed root: the exporting root's admin secret opens
+	// nothing here, this root's does.
+	for _, c := range []struct {
+		root string
+		want bool
+	}{{a.root, false}, {b.root, true}} {
+		secret, err := os.ReadFile(filepath.Join(c.root, "admin.secret"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = query(t, mariadb.SocketDSN(l.Socket, "root", strings.TrimSpace(string(secret)), ""), "SELECT 1")
+		if (err == nil) != c.want {
+			t.Errorf("root with the admin secret of %s: err %v, want success %v", c.root, err, c.want)
+		}
 	}
 	b.must("pool", "down")
 

@@ -17,6 +17,8 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/pristinedb/pristine/internal/svcuser"
 )
 
 // Flavor tells MariaDB from MySQL.
@@ -101,8 +103,10 @@ func ParseVersion(path, out string) (*Binary, error) {
 
 // InitDatadir creates an empty, initialised data directory at dir (which must
 // not exist or be empty): mariadb-install-db for MariaDB, mysqld
-// --initialize-insecure for MySQL. The root account has no password and is
-// reachable only on the instance's own socket and loopback port.
+// --initialize-insecure for MySQL, run as the servers' account (see
+// internal/svcuser), which then owns dir (mode 0700). The root accounts
+// have no password: before the directory is served on TCP, secure it with
+// SecureAccounts on a server started with --skip-networking.
 func (b *Binary) InitDatadir(ctx context.Context, dir string) error {
 	// A private temporary directory: a server starting up removes every
 	// #sql file in its tmpdir, so in a shared /tmp any other server that
@@ -113,12 +117,26 @@ func (b *Binary) InitDatadir(ctx context.Context, dir string) error {
 		return fmt.Errorf("initialise data directory %s: %w", dir, err)
 	}
 	defer os.RemoveAll(tmp)
+	// The bootstrap runs as the servers' account (never root), on
+	// directories that account owns.
+	acct, err := svcuser.Get()
+	if err != nil {
+		return err
+	}
+	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
+		return fmt.Errorf("initialise data directory %s: %w", dir, err)
+	}
+	for _, d := range []string{tmp, dir} {
+		if err := acct.Own(d, 0o700); err != nil {
+			return fmt.Errorf("initialise data directory %s: %w", dir, err)
+		}
+	}
+	if err := acct.CheckReachable(dir); err != nil {
+		return fmt.Errorf("initialise data directory %s: %w", dir, err)
+	}
 	// The same AIO setting as the slots, so that a machine whose AIO or
 	// io_uring limits are taken by other servers can still initialise.
 	common := []string{"--no-defaults", "--datadir=" + dir, "--tmpdir=" + tmp, "--innodb-use-native-aio=0"}
-	if os.Geteuid() == 0 {
-		common = append(common, "--user=root")
-	}
 	var cmd *exec.Cmd
 	if b.Flavor == MariaDB {
 		installDB, err := b.sibling("mariadb-install-db", "mysql_install_db")
@@ -133,6 +151,10 @@ func (b *Binary) InitDatadir(ctx context.Context, dir string) error {
 		cmd = exec.CommandContext(ctx, b.Path, append(common, "--initialize-insecure")...)
 	}
 	cmd.SysProcAttr = childAttr()
+	cmd.SysProcAttr.Credential = acct.Credential()
+	// The installer changes into its own directory; the account may not be
+	// able to read the caller's.
+	cmd.Dir = "/"
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("initialise data directory %s: %w: %s", dir, err, errorLines(out, 5))
 	}

@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/go-sql-driver/mysql"
+
+	"github.com/pristinedb/pristine/internal/svcuser"
 )
 
 // Config says where an instance keeps its files and how it listens.
@@ -26,7 +28,15 @@ type Config struct {
 	Profile Profile
 	// Extra are additional server options, e.g. "--skip-grant-tables".
 	Extra []string
+	// AdminPassword is root@localhost's password (the root's admin secret,
+	// see rootdir.AdminSecret); empty for a data directory not yet secured.
+	AdminPassword string
 }
+
+// FilesDir is the server's secure_file_priv: an empty directory of its own,
+// the only place LOAD DATA INFILE, SELECT ... INTO OUTFILE/DUMPFILE and
+// LOAD_FILE() may touch.
+func (c Config) FilesDir() string { return filepath.Join(c.RunDir, "files") }
 
 // Socket is the instance's unix socket path.
 func (c Config) Socket() string { return filepath.Join(c.RunDir, "mysqld.sock") }
@@ -59,10 +69,13 @@ func Start(b *Binary, cfg Config) (*Instance, error) {
 	if n := len(cfg.Socket()); n > maxSocketPath {
 		return nil, fmt.Errorf("socket path %s is %d bytes, over the %d Linux allows: use a shorter --root", cfg.Socket(), n, maxSocketPath)
 	}
-	if err := os.MkdirAll(cfg.RunDir, 0o755); err != nil {
-		return nil, fmt.Errorf("create run directory: %w", err)
+	acct, err := svcuser.Get()
+	if err != nil {
+		return nil, err
 	}
-	_ = os.Remove(cfg.Socket())
+	if err := prepareDirs(acct, cfg); err != nil {
+		return nil, err
+	}
 	if cfg.Port == 0 {
 		p, err := FreePort()
 		if err != nil {
@@ -78,9 +91,9 @@ func Start(b *Binary, cfg Config) (*Instance, error) {
 		"--tmpdir=" + cfg.RunDir,
 		"--bind-address=127.0.0.1",
 		"--port=" + strconv.Itoa(cfg.Port),
-	}
-	if os.Geteuid() == 0 {
-		args = append(args, "--user=root")
+		"--secure-file-priv=" + cfg.FilesDir(),
+		// No DATA/INDEX DIRECTORY outside the data directory.
+		"--loose-skip-symbolic-links",
 	}
 	args = append(args, cfg.Profile.args(b.Flavor)...)
 	args = append(args, cfg.Extra...)
@@ -88,6 +101,7 @@ func Start(b *Binary, cfg Config) (*Instance, error) {
 	// Fewer malloc arenas keep hundreds of small servers small.
 	cmd.Env = append(os.Environ(), "MALLOC_ARENA_MAX=2")
 	cmd.SysProcAttr = childAttr()
+	cmd.SysProcAttr.Credential = acct.Credential()
 	cmd.Dir = cfg.RunDir
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start %s: %w", b.Path, err)
@@ -182,10 +196,10 @@ func (in *Instance) LogTail(n int) string {
 	return lastLines(b, n)
 }
 
-// DSN is a go-sql-driver/mysql DSN for root on the instance's unix socket;
-// an empty database means none.
+// DSN is a go-sql-driver/mysql DSN for root on the instance's unix socket,
+// with the admin password of its Config; an empty database means none.
 func (in *Instance) DSN(database string) string {
-	return SocketDSN(in.Config.Socket(), "root", "", database)
+	return SocketDSN(in.Config.Socket(), "root", in.Config.AdminPassword, database)
 }
 
 // Open returns a connection pool for root on the instance's unix socket.
@@ -259,4 +273,37 @@ func FreePort() (int, error) {
 // pristine, which then stops its children in order.
 func childAttr() *syscall.SysProcAttr {
 	return &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
+}
+
+// prepareDirs makes the run directory (0750 with group pristine, or 0700)
+// and an empty secure_file_priv directory, both the server account's, and
+// checks that the account owns the data directory and can reach both.
+func prepareDirs(acct svcuser.Account, cfg Config) error {
+	if err := os.MkdirAll(filepath.Dir(cfg.RunDir), 0o711); err != nil {
+		return fmt.Errorf("create run directory: %w", err)
+	}
+	if err := os.Mkdir(cfg.RunDir, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
+		return fmt.Errorf("create run directory: %w", err)
+	}
+	if err := acct.Own(cfg.RunDir, acct.RunDirMode()); err != nil {
+		return err
+	}
+	_ = os.Remove(cfg.Socket())
+	if err := os.RemoveAll(cfg.FilesDir()); err != nil {
+		return fmt.Errorf("empty %s: %w", cfg.FilesDir(), err)
+	}
+	if err := os.Mkdir(cfg.FilesDir(), 0o700); err != nil {
+		return fmt.Errorf("create %s: %w", cfg.FilesDir(), err)
+	}
+	if err := acct.Own(cfg.FilesDir(), 0o700); err != nil {
+		return err
+	}
+	var st syscall.Stat_t
+	if err := syscall.Stat(cfg.Datadir, &st); err == nil && acct.Drop && int(st.Uid) != acct.UID {
+		return fmt.Errorf("data directory %s belongs to uid %d, not to %s (uid %d) that servers run as: it was made by an older pristine or by hand: remove it (pristine template rm / pool down) and build it again", cfg.Datadir, st.Uid, acct.Name, acct.UID)
+	}
+	if err := acct.CheckReachable(cfg.Datadir); err != nil {
+		return err
+	}
+	return acct.CheckReachable(cfg.RunDir)
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/pristinedb/pristine/internal/mariadb"
 	"github.com/pristinedb/pristine/internal/mariadb/mariadbtest"
+	"github.com/pristinedb/pristine/internal/svcuser"
 )
 
 func TestStartQueryStop(t *testing.T) {
@@ -51,7 +52,7 @@ func TestStartQueryStop(t *testing.T) {
 func TestPortInUse(t *testing.T) {
 	bin := mariadbtest.Binary(t)
 	first := mariadbtest.Start(t)
-	dir := t.TempDir()
+	dir := mariadbtest.TestDir(t)
 	data := filepath.Join(dir, "data")
 	if err := bin.InitDatadir(context.Background(), data); err != nil {
 		t.Fatal(err)
@@ -71,8 +72,15 @@ func TestPortInUse(t *testing.T) {
 
 func TestExitedServerReportsLog(t *testing.T) {
 	bin := mariadbtest.Binary(t)
-	dir := t.TempDir()
+	dir := mariadbtest.TestDir(t)
 	if err := os.MkdirAll(filepath.Join(dir, "data"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	acct, err := svcuser.Get()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := acct.Own(filepath.Join(dir, "data"), 0o700); err != nil {
 		t.Fatal(err)
 	}
 	// An empty, uninitialised data directory: the server cannot start.

@@ -46,8 +46,8 @@ func randomHex(n int) string {
 	return hex.EncodeToString(b)
 }
 
-// openAdmin connects as root over the slot's unix socket; root is never
-// handed out.
+// openAdmin connects as root over the slot's unix socket with the root's
+// admin secret; root is never handed out.
 func openAdmin(in *mariadb.Instance) (*sql.DB, error) {
 	db, err := in.Open("")
 	if err != nil {
@@ -59,16 +59,12 @@ func openAdmin(in *mariadb.Instance) (*sql.DB, error) {
 }
 
 // newAccount creates a user that can reach database db of this server
-// only: with one database per slot it gets every privilege on the server
-// (which serves only its holder); with several, only its own database.
+// only (see LeaseGrants).
 func newAccount(ctx context.Context, admin *sql.DB, db string, shared bool) (account, error) {
 	a := account{user: "lease_" + randomHex(6), password: randomHex(16)}
 	qs := []string{"CREATE USER " + quoteAccount(a.user) + " IDENTIFIED BY '" + a.password + "'"}
-	if shared {
-		qs = append(qs, "GRANT ALL PRIVILEGES ON "+quoteIdent(db)+".* TO "+quoteAccount(a.user))
-	} else {
-		qs = append(qs, "GRANT ALL PRIVILEGES ON *.* TO "+quoteAccount(a.user)+" WITH GRANT OPTION",
-			"REVOKE "+globalAdminPrivileges+" ON *.* FROM "+quoteAccount(a.user))
+	for _, g := range LeaseGrants(db, shared) {
+		qs = append(qs, "GRANT "+g+" TO "+quoteAccount(a.user))
 	}
 	for _, q := range qs {
 		if _, err := admin.ExecContext(ctx, q); err != nil {
@@ -78,12 +74,30 @@ func newAccount(ctx context.Context, admin *sql.DB, db string, shared bool) (acc
 	return a, nil
 }
 
-// globalAdminPrivileges are withheld from lease accounts: they change
-// global server state (SET GLOBAL, servers, replication) that outlives a
-// connection, so a database released as unchanged could carry it to the
-// next holder. Everything else, including SET USER for DEFINER clauses, is
-// granted.
-const globalAdminPrivileges = "SUPER, CONNECTION ADMIN, READ_ONLY ADMIN, BINLOG ADMIN, REPLICATION MASTER ADMIN, REPLICATION SLAVE ADMIN, FEDERATED ADMIN"
+// LeaseGrants are the privileges of a lease account, as "PRIVS ON WHAT"
+// (docs/security.md explains each). They are all database-level: no
+// global privilege at all, so no FILE, SUPER, SHUTDOWN, PROCESS, RELOAD,
+// CREATE USER, SET USER (no DEFINER other than itself), BINLOG ADMIN,
+// CONNECTION ADMIN, nor GRANT OPTION.
+//
+// With one database per slot the server serves its holder alone, who gets
+// every database-level privilege on every database (`%`), its own and any
+// it creates, except the system schemas: a database-level grant on the
+// exact name `mysql` (and `sys`) is matched before the wildcard, so there
+// the account has only SHOW VIEW, which without SELECT shows nothing. It
+// cannot write the grant tables or mysql.proc, so it cannot make itself
+// root of its slot. With several databases per slot, every privilege on
+// its own database only.
+func LeaseGrants(db string, shared bool) []string {
+	if shared {
+		return []string{"ALL PRIVILEGES ON " + quoteIdent(db) + ".*"}
+	}
+	return []string{
+		"ALL PRIVILEGES ON `%`.*",
+		"SHOW VIEW ON `mysql`.*",
+		"SHOW VIEW ON `sys`.*",
+	}
+}
 
 // endAccount kills the account's connections and drops it.
 func endAccount(ctx context.Context, admin *sql.DB, a account) error {
@@ -123,7 +137,8 @@ func killConnections(ctx context.Context, admin *sql.DB, user string) error {
 // writes of every engine (internal temporary tables are counted apart, in
 // Handler_tmp_*), and DDL and account statements (temporary tables, which
 // die with their connection, apart). Global variables are hashed apart
-// (globalsHash).
+// (globalsHash), though lease accounts cannot change them (no global
+// privileges, see LeaseGrants).
 const writeMarkQuery = `SELECT CAST(SUM(VARIABLE_VALUE) AS CHAR) FROM information_schema.GLOBAL_STATUS
  WHERE (VARIABLE_NAME IN ('INNODB_LSN_CURRENT','HANDLER_WRITE','HANDLER_UPDATE','HANDLER_DELETE',
           'COM_TRUNCATE','COM_GRANT','COM_REVOKE','COM_REVOKE_ALL','COM_SET_PASSWORD',

@@ -111,6 +111,9 @@ func Up(ctx context.Context, store *template.Store, m *template.Meta, opt Option
 	if m.Server != store.Bin.Version {
 		return nil, fmt.Errorf("template %s was built by server %s but %s is installed: build it again (pristine template build %s ...)", m.Name, m.Server, store.Bin.Version, m.Name)
 	}
+	if err := template.CheckSecured(m); err != nil {
+		return nil, err
+	}
 	if opt.Profile.LogFileSize == 0 {
 		opt.Profile = mariadb.DefaultProfile()
 	}
@@ -390,7 +393,7 @@ func (p *Pool) bootSlot(ctx context.Context, s *slot) error {
 	var err error
 	for try := 0; try < 3; try++ {
 		var in *mariadb.Instance
-		in, err = mariadb.Start(p.store.Bin, mariadb.Config{Datadir: data, RunDir: s.run, Port: s.wantPort, Profile: p.opt.Profile})
+		in, err = mariadb.Start(p.store.Bin, mariadb.Config{Datadir: data, RunDir: s.run, Port: s.wantPort, Profile: p.opt.Profile, AdminPassword: p.store.Admin})
 		if err != nil {
 			break
 		}

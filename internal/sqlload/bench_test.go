@@ -14,6 +14,7 @@ import (
 
 	"github.com/pristinedb/pristine/internal/demo"
 	"github.com/pristinedb/pristine/internal/mariadb"
+	"github.com/pristinedb/pristine/internal/mariadb/mariadbtest"
 	"github.com/pristinedb/pristine/internal/sqlload"
 )
 
@@ -26,7 +27,7 @@ func startBuildServer(b *testing.B) *mariadb.Instance {
 	if err != nil {
 		b.Skipf("no database server to benchmark: %v", err)
 	}
-	dir, err := os.MkdirTemp("/dev/shm", "pristine-bench-")
+	dir, err := mariadbtest.TempDir("/dev/shm", "pristine-bench-")
 	if err != nil {
 		b.Fatal(err)
 	}

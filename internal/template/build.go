@@ -123,7 +123,7 @@ func (s *Store) Build(ctx context.Context, opt BuildOptions) (m *Meta, built boo
 	if err != nil {
 		return nil, false, err
 	}
-	if m, err := s.loadMeta(hash); err == nil && !opt.Rebuild {
+	if m, err := s.loadMeta(hash); err == nil && !opt.Rebuild && CheckSecured(m) == nil {
 		return m, false, nil
 	}
 	unlock, err := s.lock(hash)
@@ -132,10 +132,12 @@ func (s *Store) Build(ctx context.Context, opt BuildOptions) (m *Meta, built boo
 	}
 	defer unlock()
 	if m, err := s.loadMeta(hash); err == nil {
-		if !opt.Rebuild {
+		// A template of an older pristine (accounts not secured) is
+		// built again.
+		if !opt.Rebuild && CheckSecured(m) == nil {
 			return m, false, nil // someone else built it while we waited
 		}
-		if err := s.Remove(m, nil); err != nil {
+		if err := s.removeLocked(m); err != nil {
 			return nil, false, err
 		}
 	}
@@ -194,7 +196,12 @@ func (s *Store) newBuildDir(hash string) (string, error) {
 	if err := s.removeDir(dir); err != nil {
 		return "", err
 	}
-	if err := os.Mkdir(dir, 0o700); err != nil {
+	// Searchable by the servers' account, which owns the data directory
+	// inside; meta.json stays the owner's.
+	if err := os.Mkdir(dir, 0o711); err != nil {
+		return "", fmt.Errorf("template build: %w", err)
+	}
+	if err := os.Chmod(dir, 0o711); err != nil {
 		return "", fmt.Errorf("template build: %w", err)
 	}
 	return dir, nil
@@ -203,7 +210,7 @@ func (s *Store) newBuildDir(hash string) (string, error) {
 // newMeta starts the record of a build.
 func (s *Store) newMeta(opt BuildOptions, hash string) *Meta {
 	return &Meta{Name: opt.Name, Hash: hash, Key: opt.Key, Server: s.Bin.Version, Flavor: string(s.Bin.Flavor),
-		Backend: s.Backend.Name(), LogFileSize: opt.Profile.LogFileSize, ServerOptions: opt.Profile.Options, User: "pristine",
+		Backend: s.Backend.Name(), LogFileSize: opt.Profile.LogFileSize, ServerOptions: opt.Profile.Options, User: "pristine", Accounts: AccountsVersion,
 		Password: randomPassword(), InitCmd: opt.InitCmd, Databases: []string{opt.database()}}
 }
 
@@ -247,7 +254,7 @@ func (s *Store) startBuild(ctx context.Context, dir string, opt BuildOptions, m 
 		return nil, nil, err
 	}
 	runDir := filepath.Join(s.Root.Path, "run", "build-"+m.Hash[:12])
-	in, err := mariadb.Start(s.Bin, mariadb.Config{Datadir: data, RunDir: runDir, Profile: mariadb.BuildProfile(opt.Profile)})
+	in, err := mariadb.Start(s.Bin, mariadb.Config{Datadir: data, RunDir: runDir, Profile: mariadb.BuildProfile(opt.Profile), AdminPassword: s.Admin})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -295,6 +302,11 @@ func (s *Store) finishBuild(ctx context.Context, in *mariadb.Instance, db *sql.D
 		m.Warnings = append(m.Warnings, w)
 		s.progress("warning: %s", w)
 	}
+	// The build account's password was handed to the builder: no clone may
+	// accept it. Locked, it keeps running what it is the DEFINER of.
+	if err := mariadb.LockAccount(ctx, db, m.User, "%"); err != nil {
+		return err
+	}
 	// A slow shutdown purges undo logs and merges buffers, so slots start
 	// with no background work and every clone is byte-identical.
 	if _, err := db.ExecContext(ctx, "SET GLOBAL innodb_fast_shutdown=0"); err != nil {
@@ -326,7 +338,9 @@ func (s *Store) load(ctx context.Context, in *mariadb.Instance, opt BuildOptions
 // loaded may create it with its own options) and the template's account.
 func setupAccount(ctx context.Context, db *sql.DB, dbName string, m *Meta) error {
 	qs := []string{
-		"CREATE USER IF NOT EXISTS 'pristine'@'%' IDENTIFIED BY " + quoteString(m.Password),
+		"CREATE USER IF NOT EXISTS 'pristine'@'%'",
+		// A captured copy of a pristine server may hold the account already.
+		"ALTER USER 'pristine'@'%' IDENTIFIED BY " + quoteString(m.Password) + " ACCOUNT UNLOCK",
 		"GRANT ALL PRIVILEGES ON *.* TO 'pristine'@'%' WITH GRANT OPTION",
 	}
 	if dbName != "" {
@@ -373,6 +387,7 @@ func (s *Store) base(ctx context.Context, p mariadb.Profile) (string, error) {
 	key := NewHasher()
 	key.Field("server", s.Bin.Version)
 	key.Field("profile", p.Key())
+	key.Field("accounts", AccountsVersion)
 	dir := filepath.Join(s.Root.Data(), "base", key.Sum()[:16])
 	data := filepath.Join(dir, "data")
 	if _, err := os.Stat(filepath.Join(dir, "ready")); err == nil {
@@ -390,8 +405,14 @@ func (s *Store) base(ctx context.Context, p mariadb.Profile) (string, error) {
 	if err := s.removeDir(dir); err != nil {
 		return "", err
 	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return "", err
+	// Searchable by the servers' account (older versions made them 0700).
+	for _, d := range []string{filepath.Dir(dir), dir} {
+		if err := os.MkdirAll(d, 0o711); err != nil {
+			return "", err
+		}
+		if err := os.Chmod(d, 0o711); err != nil {
+			return "", err
+		}
 	}
 	if err := s.Backend.MakeDir(data); err != nil {
 		return "", err
@@ -401,13 +422,17 @@ func (s *Store) base(ctx context.Context, p mariadb.Profile) (string, error) {
 		return "", err
 	}
 	// One clean start and stop with the profile sizes the redo log, so that
-	// clones start without resizing it.
+	// clones start without resizing it. The start is private (no TCP, the
+	// socket in a directory only the servers' account and pristine reach),
+	// and secures the accounts before anything can connect to them.
 	runDir := filepath.Join(s.Root.Path, "run", "base")
 	defer os.RemoveAll(runDir)
-	in, err := mariadb.Start(s.Bin, mariadb.Config{Datadir: data, RunDir: runDir, Profile: p})
+	in, err := mariadb.Start(s.Bin, mariadb.Config{Datadir: data, RunDir: runDir, Profile: p, Extra: []string{"--skip-networking"}})
 	if err == nil {
 		if err = in.WaitReady(ctx); err == nil {
-			err = in.Stop(ctx, 2*time.Minute)
+			if err = s.secureOn(ctx, in, false); err == nil {
+				err = in.Stop(ctx, 2*time.Minute)
+			}
 		}
 		in.Kill()
 	}

@@ -160,7 +160,6 @@ func (s *Store) buildFromServer(ctx context.Context, dir string, opt BuildOption
 		copts.Progress = os.Stderr
 	}
 	data := filepath.Join(dir, "data")
-	var extra []string
 	var counters []capture.Counter
 	if ls.method == capture.MethodPhysical {
 		if err := s.Backend.MakeDir(data); err != nil {
@@ -172,9 +171,11 @@ func (s *Store) buildFromServer(ctx context.Context, dir string, opt BuildOption
 		}
 		counters = st.Counters
 		s.progress("copied and prepared %s in %.1fs", units.Bytes(st.Bytes), st.Elapsed.Seconds())
-		// The copy's accounts are the source's: start once without them
-		// to give pristine its passwordless root on the private socket.
-		extra = []string{"--skip-grant-tables"}
+		// The copy's accounts are the source's: secure them on a private
+		// start without grant tables before it is ever served on TCP.
+		if err := s.secure(ctx, data, mariadb.BuildProfile(opt.Profile)); err != nil {
+			return err
+		}
 	} else {
 		base, err := s.base(ctx, opt.Profile)
 		if err != nil {
@@ -192,7 +193,7 @@ func (s *Store) buildFromServer(ctx context.Context, dir string, opt BuildOption
 		// to the data, within a quarter of the free memory.
 		prof.BufferPool = max(prof.BufferPool, min(src.Bytes+src.Bytes/4, memAvailable()/4))
 	}
-	in, err := mariadb.Start(s.Bin, mariadb.Config{Datadir: data, RunDir: runDir, Profile: prof, Extra: extra})
+	in, err := mariadb.Start(s.Bin, mariadb.Config{Datadir: data, RunDir: runDir, Profile: prof, AdminPassword: s.Admin})
 	if err != nil {
 		return err
 	}
@@ -206,9 +207,6 @@ func (s *Store) buildFromServer(ctx context.Context, dir string, opt BuildOption
 	}
 	defer db.Close()
 	if ls.method == capture.MethodPhysical {
-		if err := adoptAccounts(ctx, in); err != nil {
-			return err
-		}
 		// The accounts and AUTO_INCREMENT counters a logical capture
 		// carries: the accounts in scope of the databases, the source's
 		// counters (docs/fidelity.md).
@@ -227,6 +225,11 @@ func (s *Store) buildFromServer(ctx context.Context, dir string, opt BuildOption
 			return fmt.Errorf("capture %s: %w", src.Name(), err)
 		}
 		s.progress("captured %d rows (%s) of %d tables, %d objects, %d accounts in %.1fs", st.Rows, units.Bytes(st.Bytes), st.Tables, st.Objects, st.Accounts, st.Elapsed.Seconds())
+		// Root at other hosts and anonymous accounts the copy brought
+		// along go (or are locked when they are DEFINERs).
+		if err := mariadb.SecureAccounts(ctx, db, s.Admin, false); err != nil {
+			return err
+		}
 	}
 	dbName := opt.database()
 	if err := setupAccount(ctx, db, dbName, m); err != nil {
@@ -240,36 +243,6 @@ func (s *Store) buildFromServer(ctx context.Context, dir string, opt BuildOption
 		}
 	}
 	return s.finishBuild(ctx, in, db, opt, m)
-}
-
-// adoptAccounts runs on a physical copy started with --skip-grant-tables:
-// it loads the copied grant tables, gives root@localhost an empty password
-// (pristine reaches every server as root on its private socket) and drops
-// a copied lease account, which setupAccount makes again with a new
-// password. The source's other accounts are kept as they are.
-func adoptAccounts(ctx context.Context, in *mariadb.Instance) error {
-	db, err := in.Open("")
-	if err != nil {
-		return err
-	}
-	defer db.Close()
-	c, err := db.Conn(ctx)
-	if err != nil {
-		return err
-	}
-	defer c.Close()
-	for _, q := range []string{
-		"FLUSH PRIVILEGES",
-		"CREATE USER IF NOT EXISTS 'root'@'localhost'",
-		"ALTER USER 'root'@'localhost' IDENTIFIED BY ''",
-		"GRANT ALL PRIVILEGES ON *.* TO 'root'@'localhost' WITH GRANT OPTION",
-		"DROP USER IF EXISTS 'pristine'@'%'",
-	} {
-		if _, err := c.ExecContext(ctx, q); err != nil {
-			return fmt.Errorf("adopt the copied accounts: %s: %w", q, err)
-		}
-	}
-	return nil
 }
 
 // memAvailable is the memory the machine can still give, or 1 GiB if unknown.

@@ -32,9 +32,15 @@ type Meta struct {
 	ServerOptions []string `json:"server_options,omitempty"`
 	// Databases are the schemas a lease hands out: one, or K with --dbs-per-slot.
 	Databases []string `json:"databases"`
-	// User and Password name the account leases use (never logged).
+	// User and Password name the account the build ran migrations and the
+	// init command as (never logged). The build locks it with a new random
+	// password before it stops, so the password opens no clone.
 	User     string `json:"user"`
 	Password string `json:"password"`
+	// Accounts is AccountsVersion when the data directory's accounts were
+	// secured (see SecureAccounts); empty for a template of an older
+	// pristine, which must be rebuilt.
+	Accounts string `json:"accounts,omitempty"`
 	// Bytes is the space the data directory takes on disk.
 	Bytes        int64    `json:"bytes"`
 	BuildSeconds float64  `json:"build_seconds"`

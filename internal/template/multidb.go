@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"syscall"
 )
 
 // ErrNotCopyable is returned (wrapped) when --dbs-per-slot cannot copy a
@@ -122,15 +123,27 @@ func exportCopy(ctx context.Context, db *sql.DB, datadir, src string, tables, ds
 	return nil
 }
 
+// copyFile copies a file the server wrote, keeping its owner: the server
+// runs as another account than pristine when pristine is root.
 func copyFile(src, dst string) error {
 	in, err := os.Open(src)
 	if err != nil {
 		return err
 	}
 	defer in.Close()
+	var st syscall.Stat_t
+	if err := syscall.Fstat(int(in.Fd()), &st); err != nil {
+		return err
+	}
 	out, err := os.OpenFile(dst, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o660)
 	if err != nil {
 		return err
+	}
+	if os.Geteuid() == 0 {
+		if err := out.Chown(int(st.Uid), int(st.Gid)); err != nil {
+			out.Close()
+			return err
+		}
 	}
 	if _, err := io.Copy(out, in); err != nil {
 		out.Close()

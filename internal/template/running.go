@@ -21,13 +21,22 @@ type Running struct {
 // among running clones) and starts a server on the clone with the build
 // profile. Close stops it and removes the clone.
 func (s *Store) Start(ctx context.Context, m *Meta, name string) (*Running, error) {
+	if err := CheckSecured(m); err != nil {
+		return nil, err
+	}
 	b, err := s.BackendFor(m)
 	if err != nil {
 		return nil, err
 	}
 	dir := filepath.Join(s.Root.Data(), "scratch-servers", name)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, err
+	// Searchable by the servers' account (older versions made them 0700).
+	for _, d := range []string{filepath.Dir(dir), dir} {
+		if err := os.MkdirAll(d, 0o711); err != nil {
+			return nil, err
+		}
+		if err := os.Chmod(d, 0o711); err != nil {
+			return nil, err
+		}
 	}
 	data := filepath.Join(dir, "data")
 	if err := b.Remove(data); err != nil {
@@ -37,7 +46,7 @@ func (s *Store) Start(ctx context.Context, m *Meta, name string) (*Running, erro
 		return nil, err
 	}
 	p := BuildProfileFor(m)
-	in, err := mariadb.Start(s.Bin, mariadb.Config{Datadir: data, RunDir: filepath.Join(s.Root.Path, "run", "srv-"+name), Profile: p})
+	in, err := mariadb.Start(s.Bin, mariadb.Config{Datadir: data, RunDir: filepath.Join(s.Root.Path, "run", "srv-"+name), Profile: p, AdminPassword: s.Admin})
 	r := &Running{Inst: in, Meta: m, dir: dir, rm: func() error { return b.Remove(data) }}
 	if err == nil {
 		err = in.WaitReady(ctx)

@@ -24,6 +24,9 @@ type Store struct {
 	Root    *rootdir.Root
 	Backend cow.Backend
 	Bin     *mariadb.Binary
+	// Admin is root@localhost's password in every data directory of the
+	// store (the root's admin secret); never logged.
+	Admin string
 	// Progress receives one line per step of long work; nil means quiet.
 	Progress func(format string, args ...any)
 	// Log receives warnings (a template directory skipped for a bad
@@ -59,7 +62,11 @@ func NewStore(ctx context.Context, root *rootdir.Root, backend string) (*Store, 
 	if err != nil {
 		return nil, err
 	}
-	return &Store{Root: root, Backend: b, Bin: bin}, nil
+	secret, err := root.AdminSecret()
+	if err != nil {
+		return nil, err
+	}
+	return &Store{Root: root, Backend: b, Bin: bin, Admin: secret}, nil
 }
 
 func (s *Store) progress(format string, args ...any) {
@@ -144,6 +151,12 @@ func (s *Store) Remove(m *Meta, inUse func(hash string) bool) error {
 		return err
 	}
 	defer unlock()
+	return s.removeLocked(m)
+}
+
+// removeLocked is Remove for a caller that holds the hash's lock (a second
+// flock on the lock file would wait for the first).
+func (s *Store) removeLocked(m *Meta) error {
 	// meta.json goes first: from then on the template is invisible even if
 	// the removal of its data is interrupted.
 	dir := s.Dir(m.Hash)

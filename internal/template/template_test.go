@@ -133,3 +133,45 @@ func TestDBsPerSlot(t *testing.T) {
 		t.Fatalf("a view with --dbs-per-slot: %v, want a refusal naming the view", err)
 	}
 }
+
+// TestRebuildAndOlderTemplates: --rebuild replaces a template (it used to
+// wait forever on its own lock), and a template whose accounts an older
+// pristine left unsecured is refused by Start and built again, not reused.
+func TestRebuildAndOlderTemplates(t *testing.T) {
+	st := templatetest.NewStore(t, "auto")
+	in := writeFile(t, t.TempDir(), "s.sql", schema)
+	opt := template.BuildOptions{Name: "app", FromSQL: in, Profile: mariadb.DefaultProfile()}
+	first, _, err := st.Build(context.Background(), opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opt.Rebuild = true
+	again, built, err := st.Build(context.Background(), opt)
+	if err != nil || !built || !again.Created.After(first.Created) {
+		t.Fatalf("rebuild: built=%v err=%v", built, err)
+	}
+	// Make it look like an older pristine's.
+	b, err := os.ReadFile(filepath.Join(st.Dir(again.Hash), "meta.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := strings.Replace(string(b), `"accounts": "secured-1",`, "", 1)
+	if old == string(b) {
+		t.Fatal("meta.json carries no accounts field")
+	}
+	if err := os.WriteFile(filepath.Join(st.Dir(again.Hash), "meta.json"), []byte(old), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	legacy, err := st.Get("app")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Start(context.Background(), legacy, "legacy"); !errors.Is(err, template.ErrInsecure) {
+		t.Fatalf("Start of an unsecured template = %v, want ErrInsecure", err)
+	}
+	opt.Rebuild = false
+	m, built, err := st.Build(context.Background(), opt)
+	if err != nil || !built || m.Accounts != template.AccountsVersion {
+		t.Fatalf("build over an unsecured template: built=%v accounts=%q err=%v", built, m.Accounts, err)
+	}
+}

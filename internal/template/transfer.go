@@ -36,6 +36,9 @@ func (s *Store) Import(ctx context.Context, r io.Reader, opt archive.UnpackOptio
 	if err != nil {
 		return nil, false, fmt.Errorf("import template: %w", err)
 	}
+	if err := os.Chmod(work, 0o711); err != nil { // the servers' account reaches data/ through it
+		return nil, false, fmt.Errorf("import template: %w", err)
+	}
 	defer s.removeDir(work)
 	staged := filepath.Join(work, "archive")
 	if _, err := archive.Unpack(ctx, r, staged, opt); err != nil {
@@ -57,13 +60,26 @@ func (s *Store) Import(ctx context.Context, r io.Reader, opt archive.UnpackOptio
 	}
 	defer unlock()
 	if have, err := s.loadMeta(m.Hash); err == nil {
-		return have, false, nil
+		if CheckSecured(have) == nil {
+			return have, false, nil
+		}
+		// A template of an older pristine is replaced by the import.
+		if err := s.removeLocked(have); err != nil {
+			return nil, false, err
+		}
 	}
 	// Clone the data into a directory of this store's backend (a btrfs
 	// subvolume, so slots can snapshot it), then publish under the hash.
 	if err := s.Backend.Clone(filepath.Join(staged, "data"), filepath.Join(work, "data")); err != nil {
 		return nil, false, fmt.Errorf("import template %s: %w", m.Name, err)
 	}
+	// The archive's accounts are another root's: re-key them for this
+	// one (root's password becomes this root's secret, the build account
+	// is locked) before any server serves the data on TCP.
+	if err := s.secure(ctx, filepath.Join(work, "data"), BuildProfileFor(m)); err != nil {
+		return nil, false, fmt.Errorf("import template %s: %w", m.Name, err)
+	}
+	m.Accounts = AccountsVersion
 	m.Backend = s.Backend.Name()
 	m.Bytes = diskUsage(filepath.Join(work, "data"))
 	if err := writeMeta(work, m); err != nil {

@@ -136,7 +136,7 @@ func (e *corpusEnv) run(t *testing.T, c fidelityCase) {
 		m := e.build(ctx, t, c.name, filepath.Join(c.dir, "create.sql"), 1)
 		p, leases := e.pool(ctx, t, m, 1)
 		defer p.Down(context.Background())
-		db := leaseDB(t, leases[0])
+		db := leaseDB(t, leases[0], e.st.Admin)
 		defer db.Close()
 		e.compare(ctx, t, c, "clone", srcDB, db, nil)
 	})
@@ -167,7 +167,7 @@ func (e *corpusEnv) run(t *testing.T, c fidelityCase) {
 				pairs = append(pairs, verify.Pair{Source: s, Target: s})
 			}
 			t.Run(l.Database, func(t *testing.T) {
-				db := leaseDB(t, l)
+				db := leaseDB(t, l, e.st.Admin)
 				defer db.Close()
 				e.compare(ctx, t, c, "dbs-per-slot", srcDB, db, pairs)
 			})
@@ -242,9 +242,9 @@ func (e *corpusEnv) pool(ctx context.Context, t *testing.T, m *template.Meta, n 
 
 // leaseDB connects as root over the lease's slot socket: verify reads the
 // whole server (other schemas, users), which a lease's account may not.
-func leaseDB(t *testing.T, l *pool.Lease) *sql.DB {
+func leaseDB(t *testing.T, l *pool.Lease, secret string) *sql.DB {
 	t.Helper()
-	db, err := sql.Open("mysql", mariadb.SocketDSN(l.Socket, "root", "", ""))
+	db, err := sql.Open("mysql", mariadb.SocketDSN(l.Socket, "root", secret, ""))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -45,6 +45,9 @@ type Opener struct {
 	// its slot server's socket, its database and a label; nil when there is
 	// no daemon to ask.
 	Lease func(ctx context.Context, id string) (socket, database, label string, err error)
+	// Admin returns the root's admin secret, root@localhost's password on
+	// the slot servers; nil when there is no root.
+	Admin func() (string, error)
 }
 
 var leaseIDRe = regexp.MustCompile(`^[0-9a-f]{24}$`)
@@ -92,7 +95,14 @@ func (o Opener) openLease(ctx context.Context, id string) (*Endpoint, error) {
 	if err != nil {
 		return nil, fmt.Errorf("lease %s: %w", id, err)
 	}
-	cfg, err := mysql.ParseDSN(mariadb.SocketDSN(socket, "root", "", ""))
+	if o.Admin == nil {
+		return nil, fmt.Errorf("lease %s: no admin secret to connect with: pass --root", id)
+	}
+	secret, err := o.Admin()
+	if err != nil {
+		return nil, fmt.Errorf("lease %s: %w", id, err)
+	}
+	cfg, err := mysql.ParseDSN(mariadb.SocketDSN(socket, "root", secret, ""))
 	if err != nil {
 		return nil, err
 	}

@@ -105,6 +105,7 @@ func TestIgnoredUsers(t *testing.T) {
 		want       bool
 	}{
 		{"root", "localhost", true},
+		{"", "localhost", true},
 		{"pristine", "%", true},
 		{"lease_0a1b2c3d4e5f", "%", true},
 		{"lease_0a1b2c3d4e5f", "localhost", false},

@@ -120,6 +120,10 @@ func realStream(t *testing.T) (base, xbs string) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(base) })
+	// The server's account passes through base to its files.
+	if err := os.Chmod(base, 0o711); err != nil {
+		t.Fatal(err)
+	}
 	data := filepath.Join(base, "data")
 	srv, err := throwaway.Start(ctx, data, base)
 	if err != nil {

@@ -31,6 +31,8 @@ final class Daemon
             throw new \RuntimeException("no pristine binary at $bin: run scripts/build.sh or set PRISTINE_BIN");
         }
         $base = rtrim((string) shell_exec('mktemp -d /dev/shm/pristine-clients-test-XXXXXX'));
+        // pristine's servers (the account pristine, when run as root) pass through it.
+        chmod($base, 0711);
         $d = new self($base, "$base/root");
         $d->proc = proc_open([$bin, 'serve', '--root', $d->root, '--listen', '127.0.0.1:0'], [1 => ['file', '/dev/null', 'w'], 2 => ['pipe', 'w']], $pipes);
         $d->stderr = $pipes[2];

@@ -60,6 +60,9 @@ def daemon(tmp_path_factory):
         pytest.skip("mariadbd is not installed: run scripts/install-deps.sh")
     binary = pristine_bin(tmp_path_factory)
     base = tempfile.mkdtemp(prefix="pristine-clients-test-", dir="/dev/shm")
+    # A root pristine runs its servers as the account pristine, which must
+    # pass through this directory to the root inside.
+    os.chmod(base, 0o711)
     root = os.path.join(base, "root")
     proc = subprocess.Popen([binary, "serve", "--root", root, "--listen", "127.0.0.1:0"],
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)

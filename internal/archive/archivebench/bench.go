@@ -82,6 +82,10 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	if err != nil {
 		return nil, fmt.Errorf("bench: %w", err)
 	}
+	// The throwaway server's account passes through it to its files.
+	if err := os.Chmod(work, 0o711); err != nil {
+		return nil, fmt.Errorf("bench: %w", err)
+	}
 	defer os.RemoveAll(work)
 	b := &bench{opts: opts, work: work}
 	rep := &Report{Runs: opts.Runs}

@@ -13,6 +13,8 @@ import (
 	"path/filepath"
 	"syscall"
 	"time"
+
+	"github.com/pristinedb/pristine/internal/svcuser"
 )
 
 // Server is a running throwaway mariadbd.
@@ -46,29 +48,53 @@ func bin(name string) string {
 // starts mariadbd on
 // it with its socket in runDir. Settings favour speed over durability.
 func Start(ctx context.Context, datadir, runDir string) (*Server, error) {
-	user := []string{}
-	if os.Geteuid() == 0 {
-		user = []string{"--user=root"}
+	// Like every server pristine starts, it runs as the servers' account
+	// (never root), and its root account without a password is reachable
+	// only on a socket in a directory nobody else may enter.
+	acct, err := svcuser.Get()
+	if err != nil {
+		return nil, err
 	}
 	// runDir is also the servers' tmpdir: a server starting up removes the
 	// #sql files of its tmpdir, other servers' temporary tables among them.
-	if err := os.MkdirAll(runDir, 0o755); err != nil {
+	if err := os.MkdirAll(runDir, 0o700); err != nil {
 		return nil, err
 	}
-	install := exec.CommandContext(ctx, bin("mariadb-install-db"), append([]string{"--no-defaults", "--datadir=" + datadir,
-		"--tmpdir=" + runDir, "--auth-root-authentication-method=normal", "--skip-test-db"}, user...)...)
+	if err := acct.Own(runDir, 0o700); err != nil {
+		return nil, err
+	}
 	if _, err := os.Stat(filepath.Join(datadir, "mysql")); err == nil {
-		// Already initialised (a copy): start it as it is.
-	} else if out, err := install.CombinedOutput(); err != nil {
-		return nil, fmt.Errorf("mariadb-install-db: %w: %s", err, tail(out))
+		// Already initialised (a copy): start it as it is, once it is the
+		// servers' account's.
+		if err := acct.OwnTree(datadir); err != nil {
+			return nil, err
+		}
+	} else {
+		if err := os.Mkdir(datadir, 0o700); err != nil && !os.IsExist(err) {
+			return nil, err
+		}
+		if err := acct.Own(datadir, 0o700); err != nil {
+			return nil, err
+		}
+		install := exec.CommandContext(ctx, bin("mariadb-install-db"), "--no-defaults", "--datadir="+datadir,
+			"--tmpdir="+runDir, "--auth-root-authentication-method=normal", "--skip-test-db")
+		install.SysProcAttr = &syscall.SysProcAttr{Credential: acct.Credential()}
+		install.Dir = "/"
+		if out, err := install.CombinedOutput(); err != nil {
+			return nil, fmt.Errorf("mariadb-install-db: %w: %s", err, tail(out))
+		}
+	}
+	if err := acct.CheckReachable(datadir); err != nil {
+		return nil, err
 	}
 	s := &Server{Datadir: datadir, Socket: filepath.Join(runDir, "m.sock"), done: make(chan error, 1)}
-	args := append([]string{"--no-defaults", "--datadir=" + datadir, "--tmpdir=" + runDir, "--socket=" + s.Socket, "--skip-networking",
+	args := []string{"--no-defaults", "--datadir=" + datadir, "--tmpdir=" + runDir, "--socket=" + s.Socket, "--skip-networking",
 		"--pid-file=" + filepath.Join(runDir, "m.pid"), "--log-error=" + filepath.Join(runDir, "m.err"),
 		"--innodb-flush-method=nosync", "--innodb-flush-log-at-trx-commit=0", "--innodb-doublewrite=0",
-		"--skip-log-bin", "--innodb-buffer-pool-size=256M", "--innodb-use-native-aio=0"}, user...)
+		"--skip-log-bin", "--innodb-buffer-pool-size=256M", "--innodb-use-native-aio=0",
+		"--secure-file-priv=" + runDir, "--loose-skip-symbolic-links"}
 	s.cmd = exec.Command(bin("mariadbd"), args...)
-	s.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	s.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Credential: acct.Credential()}
 	if err := s.cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start mariadbd: %w", err)
 	}

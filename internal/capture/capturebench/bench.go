@@ -107,6 +107,10 @@ func Run(ctx context.Context, opt Options) (*Report, error) {
 	if err != nil {
 		return nil, fmt.Errorf("bench-capture: %w", err)
 	}
+	// The servers' account passes through it to the root inside.
+	if err := os.Chmod(dir, 0o711); err != nil {
+		return nil, fmt.Errorf("bench-capture: %w", err)
+	}
 	defer func() {
 		mariadb.KillOrphans(dir)
 		os.RemoveAll(dir)
@@ -175,7 +179,7 @@ func (b *bench) dataset(ctx context.Context, dir, name string, write func(io.Wri
 	defer src.Close()
 	defer b.store.Remove(m, nil)
 	sock := src.Inst.Config.Socket()
-	url := "mysql://root@localhost/?socket=" + sock
+	url := "mysql://root:" + b.store.Admin + "@localhost/?socket=" + sock
 	methods := []struct {
 		name string
 		run  func() error
@@ -231,8 +235,8 @@ func (b *bench) dumpLoad(ctx context.Context, sock string) error {
 	}
 	defer dst.Close()
 	return pipe(ctx,
-		exec.CommandContext(ctx, "mariadb-dump", "--no-defaults", "-uroot", "--socket="+sock, "--single-transaction", "--routines", "--triggers", "--events", "--databases", "app"),
-		exec.CommandContext(ctx, "mariadb", "--no-defaults", "-uroot", "--socket="+dst.Inst.Config.Socket()))
+		b.admin(exec.CommandContext(ctx, "mariadb-dump", "--no-defaults", "-uroot", "--socket="+sock, "--single-transaction", "--routines", "--triggers", "--events", "--databases", "app")),
+		b.admin(exec.CommandContext(ctx, "mariadb", "--no-defaults", "-uroot", "--socket="+dst.Inst.Config.Socket())))
 }
 
 func (b *bench) mydumper(ctx context.Context, dir, sock string) error {
@@ -245,10 +249,10 @@ func (b *bench) mydumper(ctx context.Context, dir, sock string) error {
 	os.RemoveAll(out)
 	defer os.RemoveAll(out)
 	th := fmt.Sprint(b.opt.Workers)
-	if err := run(exec.CommandContext(ctx, "mydumper", "--socket", sock, "-u", "root", "-B", "app", "-o", out, "-t", th, "-r", "100000", "-G", "-E", "-R")); err != nil {
+	if err := run(b.admin(exec.CommandContext(ctx, "mydumper", "--socket", sock, "-u", "root", "-B", "app", "-o", out, "-t", th, "-r", "100000", "-G", "-E", "-R"))); err != nil {
 		return err
 	}
-	return run(exec.CommandContext(ctx, "myloader", "--socket", dst.Inst.Config.Socket(), "-u", "root", "-d", out, "-t", th))
+	return run(b.admin(exec.CommandContext(ctx, "myloader", "--socket", dst.Inst.Config.Socket(), "-u", "root", "-d", out, "-t", th)))
 }
 
 func (b *bench) backup(ctx context.Context, dir string, src *mariadb.Instance) error {
@@ -265,8 +269,8 @@ func (b *bench) backup(ctx context.Context, dir string, src *mariadb.Instance) e
 		return err
 	}
 	err := pipe(ctx,
-		exec.CommandContext(ctx, "mariadb-backup", "--no-defaults", "--backup", "--stream=xbstream", "--user=root", "--socket="+src.Config.Socket(),
-			"--datadir="+src.Config.Datadir, "--target-dir="+tmp, "--parallel=2"),
+		b.admin(exec.CommandContext(ctx, "mariadb-backup", "--no-defaults", "--backup", "--stream=xbstream", "--user=root", "--socket="+src.Config.Socket(),
+			"--datadir="+src.Config.Datadir, "--target-dir="+tmp, "--parallel=2")),
 		exec.CommandContext(ctx, "mbstream", "-x", "-C", out))
 	if err != nil {
 		return err
@@ -310,6 +314,13 @@ func pipe(ctx context.Context, a, b *exec.Cmd) error {
 		return fmt.Errorf("%s: %w: %s", filepath.Base(b.Path), errB, lastLine(eb.String()))
 	}
 	return nil
+}
+
+// admin hands a client the root's admin secret in MYSQL_PWD (the
+// environment, not argv, which every local user can read).
+func (b *bench) admin(c *exec.Cmd) *exec.Cmd {
+	c.Env = append(os.Environ(), "MYSQL_PWD="+b.store.Admin)
+	return c
 }
 
 func run(c *exec.Cmd) error {

@@ -45,12 +45,13 @@ func base(t testing.TB) (string, *mariadb.Binary) {
 		// One base per server version, shared by every test process and
 		// made once: built aside, then renamed into place.
 		key := strings.NewReplacer("/", "_", "+", "_", "~", "_").Replace(baseBin.Version)
-		final := filepath.Join(tmpBase(), "pristine-test-base-"+key)
+		// v2: owned by the servers' account (internal/svcuser).
+		final := filepath.Join(tmpBase(), "pristine-test-base-v2-"+key)
 		baseDir = filepath.Join(final, "data")
 		if _, err := os.Stat(filepath.Join(final, "ready")); err == nil {
 			return
 		}
-		tmp, err := os.MkdirTemp(tmpBase(), "pristine-test-base-tmp-")
+		tmp, err := TempDir(tmpBase(), "pristine-test-base-tmp-")
 		if err != nil {
 			baseErr = err
 			return
@@ -70,6 +71,30 @@ func base(t testing.TB) (string, *mariadb.Binary) {
 	return baseDir, baseBin
 }
 
+// TempDir is os.MkdirTemp with mode 0711: the servers' account (see
+// internal/svcuser) must be able to pass through it to reach the data and
+// run directories inside, which it owns.
+func TempDir(dir, pattern string) (string, error) {
+	d, err := os.MkdirTemp(dir, pattern)
+	if err != nil {
+		return "", err
+	}
+	return d, os.Chmod(d, 0o711)
+}
+
+// TestDir is t.TempDir made passable (mode 0711, and its parent too) for
+// the servers' account.
+func TestDir(t testing.TB) string {
+	t.Helper()
+	d := t.TempDir()
+	for _, p := range []string{d, filepath.Dir(d)} {
+		if err := os.Chmod(p, 0o711); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return d
+}
+
 func tmpBase() string {
 	if st, err := os.Stat("/dev/shm"); err == nil && st.IsDir() {
 		return "/dev/shm"
@@ -82,7 +107,7 @@ func tmpBase() string {
 func Start(t testing.TB) *mariadb.Instance {
 	t.Helper()
 	src, bin := base(t)
-	dir, err := os.MkdirTemp(tmpBase(), "pristine-test-")
+	dir, err := TempDir(tmpBase(), "pristine-test-")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -27,7 +27,7 @@ func NewStore(t testing.TB, backend string) *template.Store {
 	if _, err := os.Stat(dir); err != nil {
 		dir = os.TempDir()
 	}
-	dir, err := os.MkdirTemp(dir, "pristine-store-test-")
+	dir, err := mariadbtest.TempDir(dir, "pristine-store-test-")
 	if err != nil {
 		t.Fatal(err)
 	}
