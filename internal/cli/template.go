@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/pristinedb/pristine/internal/archive"
 	"github.com/pristinedb/pristine/internal/capture"
@@ -91,16 +92,10 @@ MYSQL_USER, MYSQL_PWD and MYSQL_DATABASE set for the template server.`,
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&f.FromSQL, "from-sql", "", "SQL to load: a .sql/.sql.gz/.sql.zst file, a directory of them, or - for stdin")
-	fl.StringVar(&f.InitCmd, "init-cmd", "", "shell command to run against the template server (migrations, seeders)")
-	fl.StringSliceVar(&f.Watch, "watch", nil, "files or directories the init command reads; their content goes into the hash (repeatable)")
-	fl.StringVar(&f.Database, "database", "", "database to load into and hand out (default: the template name)")
-	fl.IntVar(&f.DBsPerSlot, "dbs-per-slot", 1, "copies of the database inside each slot, for hosts short of memory")
+	f.addKeyFlags(fl)
 	fl.IntVar(&f.Workers, "workers", 4, "parallel connections for loading")
 	fl.BoolVar(&f.Rebuild, "rebuild", false, "build even if an identical template exists")
 	fl.StringVar(&f.Backend, "backend", "auto", "copy-on-write backend: auto, btrfs, reflink or copy")
-	fl.StringVar(&f.LogSize, "log-file-size", "48M", "innodb_log_file_size of the template and its slots")
-	fl.StringArrayVar(&f.ServerOptions, "server-option", nil, "server option KEY=VALUE for the template and its slots, part of its content key (repeatable; default character-set-server=utf8mb4, collation-server=utf8mb4_general_ci)")
 	fl.StringVar(&f.Server.DSN, "from-server", "", "capture a live server: mysql://user@host:port/ (?socket=PATH for a unix socket); the password from $"+EnvSourcePassword+", $"+EnvMySQLPassword+", --password-file or --password-prompt, never the command line; see docs/capture.md")
 	fl.StringVar(&f.Password.File, "password-file", "", "with --from-server: read the source's password from the first line of this file (mode 0600)")
 	fl.BoolVar(&f.Password.Prompt, "password-prompt", false, "with --from-server: ask for the source's password on the terminal")
@@ -112,6 +107,18 @@ MYSQL_USER, MYSQL_PWD and MYSQL_DATABASE set for the template server.`,
 	fl.BoolVar(&f.Server.WithPasswords, "with-passwords", false, "with --from-server: carry the accounts' password hashes (default: the captured databases' accounts get a random password nobody knows)")
 	addCacheFlags(fl, &f.Cache)
 	return cmd
+}
+
+// addKeyFlags registers the flags that go into a template's content key,
+// shared by template build and template key so the two never disagree.
+func (f *BuildFlags) addKeyFlags(fl *pflag.FlagSet) {
+	fl.StringVar(&f.FromSQL, "from-sql", "", "SQL to load: a .sql/.sql.gz/.sql.zst file, a directory of them, or - for stdin (build only)")
+	fl.StringVar(&f.InitCmd, "init-cmd", "", "shell command to run against the template server (migrations, seeders)")
+	fl.StringSliceVar(&f.Watch, "watch", nil, "files or directories the init command reads; their content goes into the hash (repeatable)")
+	fl.StringVar(&f.Database, "database", "", "database to load into and hand out (default: the template name)")
+	fl.IntVar(&f.DBsPerSlot, "dbs-per-slot", 1, "copies of the database inside each slot, for hosts short of memory")
+	fl.StringVar(&f.LogSize, "log-file-size", "48M", "innodb_log_file_size of the template and its slots")
+	fl.StringArrayVar(&f.ServerOptions, "server-option", nil, "server option KEY=VALUE for the template and its slots, part of its content key (repeatable; default character-set-server=utf8mb4, collation-server=utf8mb4_general_ci)")
 }
 
 // RunTemplateBuild builds (or finds) a template.

@@ -52,14 +52,7 @@ profile and the server options. A CI job keys its cache of "template export" by 
 			return nil
 		},
 	}
-	fl := cmd.Flags()
-	fl.StringVar(&f.FromSQL, "from-sql", "", "SQL to load: a .sql/.sql.gz/.sql.zst file or a directory of them")
-	fl.StringVar(&f.InitCmd, "init-cmd", "", "shell command the build would run against the template server")
-	fl.StringSliceVar(&f.Watch, "watch", nil, "files or directories the init command reads (repeatable)")
-	fl.StringVar(&f.Database, "database", "", "database to load into and hand out (default: the template name)")
-	fl.IntVar(&f.DBsPerSlot, "dbs-per-slot", 1, "copies of the database inside each slot")
-	fl.StringVar(&f.LogSize, "log-file-size", "48M", "innodb_log_file_size of the template and its slots")
-	fl.StringArrayVar(&f.ServerOptions, "server-option", nil, "server option KEY=VALUE (repeatable)")
+	f.addKeyFlags(cmd.Flags())
 	return cmd
 }
 
