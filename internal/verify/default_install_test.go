@@ -14,6 +14,7 @@ import (
 
 	"github.com/pristinedb/pristine/internal/mariadb"
 	"github.com/pristinedb/pristine/internal/mariadb/mariadbtest"
+	"github.com/pristinedb/pristine/internal/svcuser"
 	"github.com/pristinedb/pristine/internal/template"
 	"github.com/pristinedb/pristine/internal/verify"
 )
@@ -72,9 +73,9 @@ func TestDefaultInstallCapture(t *testing.T) {
 	if _, err := exec.LookPath("mariadb-backup"); err != nil {
 		t.Skip("mariadb-backup not installed (apt-get install mariadb-backup)")
 	}
-	dir, err := os.MkdirTemp("/dev/shm", "pristine-default-install-")
+	dir, err := mariadbtest.TempDir("/dev/shm", "pristine-default-install-")
 	if err != nil {
-		dir = t.TempDir()
+		dir = mariadbtest.TestDir(t)
 	} else {
 		t.Cleanup(func() { os.RemoveAll(dir) })
 	}
@@ -83,7 +84,16 @@ func TestDefaultInstallCapture(t *testing.T) {
 	// not run as the OS user root.
 	args := []string{"--no-defaults", "--datadir=" + filepath.Join(dir, "data"), "--tmpdir=" + dir, "--auth-root-authentication-method=normal"}
 	if os.Geteuid() == 0 {
-		args = append(args, "--user=root")
+		// As root, the data directory belongs to the servers' account
+		// (docs/security.md), as every server pristine starts runs as it.
+		acct, err := svcuser.Get()
+		if err != nil {
+			t.Fatal(err)
+		}
+		args = append(args, "--user="+acct.Name)
+		if err := acct.Own(dir, 0o711); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if out, err := exec.Command(installDB, args...).CombinedOutput(); err != nil {
 		t.Fatalf("mariadb-install-db: %v: %s", err, out)

@@ -62,7 +62,7 @@ func NewScratchStore(t testing.TB, fs string, size int64) *template.Store {
 	if _, err := exec.LookPath("mkfs." + fs); err != nil {
 		t.Skipf("mkfs.%s is not installed", fs)
 	}
-	dir, err := os.MkdirTemp("/dev/shm", "pristine-scratch-test-")
+	dir, err := mariadbtest.TempDir("/dev/shm", "pristine-scratch-test-")
 	if err != nil {
 		t.Fatal(err)
 	}
