@@ -20,8 +20,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/pristinedb/pristine/internal/pool"
-	"github.com/pristinedb/pristine/internal/server"
+	"github.com/pristinedb/pristine/api"
 )
 
 // Client is a connection to one daemon.
@@ -122,7 +121,7 @@ func (c *Client) send(ctx context.Context, method, path string, body any) (*http
 	}
 	if resp.StatusCode >= 300 {
 		defer resp.Body.Close()
-		var eb server.ErrorBody
+		var eb api.ErrorBody
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<16))
 		if json.Unmarshal(b, &eb) != nil || eb.Error == "" {
 			eb.Error = fmt.Sprintf("%s %s: %s: %s", method, path, resp.Status, bytes.TrimSpace(b))
@@ -152,7 +151,7 @@ func (c *Client) Health(ctx context.Context) error {
 }
 
 // PoolUp brings up a pool and reports progress until it is ready.
-func (c *Client) PoolUp(ctx context.Context, req server.PoolRequest, progress func(ready, total int)) (*pool.Status, error) {
+func (c *Client) PoolUp(ctx context.Context, req api.PoolRequest, progress func(ready, total int)) (*api.PoolStatus, error) {
 	resp, err := c.send(ctx, "POST", "/v1/pools", req)
 	if err != nil {
 		return nil, err
@@ -161,7 +160,7 @@ func (c *Client) PoolUp(ctx context.Context, req server.PoolRequest, progress fu
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 1<<20), 1<<24)
 	for sc.Scan() {
-		var ev server.PoolEvent
+		var ev api.PoolEvent
 		if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
 			return nil, fmt.Errorf("pool up: read progress: %w", err)
 		}
@@ -181,62 +180,62 @@ func (c *Client) PoolUp(ctx context.Context, req server.PoolRequest, progress fu
 }
 
 // PoolDown stops a pool and removes its clones.
-func (c *Client) PoolDown(ctx context.Context, template string) (*pool.Status, error) {
-	var st pool.Status
+func (c *Client) PoolDown(ctx context.Context, template string) (*api.PoolStatus, error) {
+	var st api.PoolStatus
 	return &st, c.do(ctx, "DELETE", "/v1/pools/"+url.PathEscape(template), nil, &st)
 }
 
 // Pools lists the pools that are up.
-func (c *Client) Pools(ctx context.Context) ([]pool.Status, error) {
-	var out []pool.Status
+func (c *Client) Pools(ctx context.Context) ([]api.PoolStatus, error) {
+	var out []api.PoolStatus
 	return out, c.do(ctx, "GET", "/v1/pools", nil, &out)
 }
 
 // Pool reports one pool with its slots.
-func (c *Client) Pool(ctx context.Context, template string) (*pool.Status, error) {
-	var st pool.Status
+func (c *Client) Pool(ctx context.Context, template string) (*api.PoolStatus, error) {
+	var st api.PoolStatus
 	return &st, c.do(ctx, "GET", "/v1/pools/"+url.PathEscape(template), nil, &st)
 }
 
 // Lease acquires a pristine database.
-func (c *Client) Lease(ctx context.Context, req server.LeaseRequest) (*pool.Lease, error) {
-	var l pool.Lease
+func (c *Client) Lease(ctx context.Context, req api.LeaseRequest) (*api.Lease, error) {
+	var l api.Lease
 	return &l, c.do(ctx, "POST", "/v1/leases", req, &l)
 }
 
 // Release returns a lease. Unchanged asks pristine to check that nothing
 // was written and hand the database out again without a reset.
-func (c *Client) Release(ctx context.Context, id string, unchanged bool) (*server.ReleaseResult, error) {
+func (c *Client) Release(ctx context.Context, id string, unchanged bool) (*api.ReleaseResult, error) {
 	path := "/v1/leases/" + url.PathEscape(id)
 	if unchanged {
 		path += "?mode=unchanged"
 	}
-	var res server.ReleaseResult
+	var res api.ReleaseResult
 	return &res, c.do(ctx, "DELETE", path, nil, &res)
 }
 
 // GetLease returns one lease with its credentials.
-func (c *Client) GetLease(ctx context.Context, id string) (*pool.Lease, error) {
-	var l pool.Lease
+func (c *Client) GetLease(ctx context.Context, id string) (*api.Lease, error) {
+	var l api.Lease
 	return &l, c.do(ctx, "GET", "/v1/leases/"+url.PathEscape(id), nil, &l)
 }
 
 // Keep holds a lease for debugging: it is not reclaimed or reset until
 // released.
-func (c *Client) Keep(ctx context.Context, id string) (*pool.Lease, error) {
-	var l pool.Lease
+func (c *Client) Keep(ctx context.Context, id string) (*api.Lease, error) {
+	var l api.Lease
 	return &l, c.do(ctx, "POST", "/v1/leases/"+url.PathEscape(id)+"/keep", nil, &l)
 }
 
 // Extend gives a lease ttl more from now.
-func (c *Client) Extend(ctx context.Context, id string, ttl time.Duration) (*pool.Lease, error) {
-	var l pool.Lease
-	return &l, c.do(ctx, "POST", "/v1/leases/"+url.PathEscape(id)+"/extend", server.ExtendRequest{TTL: ttl.Seconds()}, &l)
+func (c *Client) Extend(ctx context.Context, id string, ttl time.Duration) (*api.Lease, error) {
+	var l api.Lease
+	return &l, c.do(ctx, "POST", "/v1/leases/"+url.PathEscape(id)+"/extend", api.ExtendRequest{TTL: ttl.Seconds()}, &l)
 }
 
 // Leases lists the leases held now (without credentials).
-func (c *Client) Leases(ctx context.Context) ([]pool.Lease, error) {
-	var out []pool.Lease
+func (c *Client) Leases(ctx context.Context) ([]api.Lease, error) {
+	var out []api.Lease
 	return out, c.do(ctx, "GET", "/v1/leases", nil, &out)
 }
 

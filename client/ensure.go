@@ -8,20 +8,19 @@ import (
 	"os"
 	"time"
 
-	"github.com/pristinedb/pristine/internal/pool"
-	"github.com/pristinedb/pristine/internal/server"
+	"github.com/pristinedb/pristine/api"
 )
 
 // BuildFunc runs a template's migrations and fixtures against the template
 // server conn describes (DSN, URL, Env, Host, Port, Socket, User, Password,
 // Database). An error aborts the build.
-type BuildFunc func(ctx context.Context, conn *server.TemplateAnswer) error
+type BuildFunc func(ctx context.Context, conn *api.TemplateAnswer) error
 
 // EnsureTemplate returns the template req describes, building it with
 // build when nobody has: across processes and runs exactly one caller
 // builds a key, the others wait up to wait for it. The answer's Hash names
 // the template.
-func (c *Client) EnsureTemplate(ctx context.Context, req server.TemplateRequest, build BuildFunc, wait time.Duration) (*server.TemplateAnswer, error) {
+func (c *Client) EnsureTemplate(ctx context.Context, req api.TemplateRequest, build BuildFunc, wait time.Duration) (*api.TemplateAnswer, error) {
 	if wait <= 0 {
 		wait = 30 * time.Minute
 	}
@@ -67,7 +66,7 @@ func (c *Client) EnsureTemplate(ctx context.Context, req server.TemplateRequest,
 
 // build runs build against the session a opened and finishes it, or
 // aborts it when build fails.
-func (c *Client) build(ctx context.Context, req server.TemplateRequest, a *server.TemplateAnswer, build BuildFunc) (*server.TemplateAnswer, error) {
+func (c *Client) build(ctx context.Context, req api.TemplateRequest, a *api.TemplateAnswer, build BuildFunc) (*api.TemplateAnswer, error) {
 	if build == nil {
 		_ = c.AbortTemplate(context.WithoutCancel(ctx), a.Hash)
 		return nil, fmt.Errorf("template %s: it does not exist and nothing was given to build it", req.Name)
@@ -110,7 +109,7 @@ func (c *Client) EnsurePool(ctx context.Context, name, hash string, size int) er
 	if size < 1 {
 		size = 1
 	}
-	_, err = c.PoolUp(ctx, server.PoolRequest{Template: hash, Size: size}, nil)
+	_, err = c.PoolUp(ctx, api.PoolRequest{Template: hash, Size: size}, nil)
 	if errors.As(err, &ae) && ae.Status == http.StatusConflict {
 		return nil // a peer brought it up first
 	}
@@ -126,7 +125,7 @@ func (c *Client) EnsurePool(ctx context.Context, name, hash string, size int) er
 // so the daemon reclaims it if the process dies. A 429 (too many lease
 // requests in progress) is retried after the daemon's Retry-After, within
 // the same wait.
-func (c *Client) LeaseWait(ctx context.Context, req server.LeaseRequest) (*pool.Lease, error) {
+func (c *Client) LeaseWait(ctx context.Context, req api.LeaseRequest) (*api.Lease, error) {
 	if req.PID == 0 {
 		req.PID = os.Getpid()
 	}
@@ -137,8 +136,8 @@ func (c *Client) LeaseWait(ctx context.Context, req server.LeaseRequest) (*pool.
 	deadline := time.Now().Add(wait)
 	for {
 		r := req
-		// The daemon waits at most server.MaxWait per request; longer waits loop.
-		r.Wait = min(max(time.Until(deadline).Seconds(), 0.001), server.MaxWait.Seconds())
+		// The daemon waits at most api.MaxWait per request; longer waits loop.
+		r.Wait = min(max(time.Until(deadline).Seconds(), 0.001), api.MaxWait.Seconds())
 		l, err := c.Lease(ctx, r)
 		var ae *APIError
 		if err == nil || !errors.As(err, &ae) || time.Now().After(deadline) {

@@ -6,7 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/pristinedb/pristine/internal/rootdir"
+	"github.com/pristinedb/pristine/api"
 )
 
 // FromEnv returns a client for the daemon the environment names:
@@ -15,7 +15,7 @@ import (
 // of the default root (/var/lib/pristine for root, ~/.local/share/pristine
 // otherwise). It does not contact the daemon.
 func FromEnv() (*Client, error) {
-	root := rootdir.Default()
+	root := api.DefaultRoot()
 	if u := os.Getenv("PRISTINE_URL"); u != "" {
 		tok := os.Getenv("PRISTINE_TOKEN")
 		if tok == "" {

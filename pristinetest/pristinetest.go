@@ -31,16 +31,15 @@ import (
 
 	_ "github.com/go-sql-driver/mysql" // the driver the DSN is for
 
+	"github.com/pristinedb/pristine/api"
 	"github.com/pristinedb/pristine/client"
-	"github.com/pristinedb/pristine/internal/pool"
-	"github.com/pristinedb/pristine/internal/server"
 )
 
 // DB is a test's leased database: an open *sql.DB and the lease it came
 // from (host, port, socket, user, password, database, DSN, URL, Env).
 type DB struct {
 	*sql.DB
-	Lease *pool.Lease
+	Lease *api.Lease
 }
 
 // DSN is the database's go-sql-driver/mysql DSN.
@@ -151,7 +150,7 @@ func New(t testing.TB, opts ...Option) *DB {
 	if err != nil {
 		t.Fatalf("pristinetest: %v", err)
 	}
-	l, err := o.client.LeaseWait(ctx, server.LeaseRequest{Template: o.name, Holder: t.Name(),
+	l, err := o.client.LeaseWait(ctx, api.LeaseRequest{Template: o.name, Holder: t.Name(),
 		TTL: o.ttl.Seconds(), Wait: o.wait.Seconds(), PID: os.Getpid()})
 	if err != nil {
 		t.Fatalf("pristinetest: lease a database of %s: %v", o.name, err)
@@ -169,7 +168,7 @@ func New(t testing.TB, opts ...Option) *DB {
 				return
 			}
 			t.Logf("pristinetest: kept the database of this failed test for debugging:\n  mariadb -h%s -P%d -u%s -p%s %s\n  DSN %s\n  release it with: pristine release %s",
-				l.Host, l.Port, l.User, l.Password, l.Database, l.DSN, l.ID)
+				l.Host, l.Port, l.User, l.Password.Value(), l.Database, l.DSN, l.ID)
 			return
 		}
 		if _, err := o.client.Release(cctx, l.ID, o.unchanged); err != nil {
@@ -190,7 +189,7 @@ func (o *config) key() (string, error) {
 func (o *config) prepare(ctx context.Context, key string) (string, error) {
 	build := o.build
 	if build == nil && o.migrate != nil {
-		build = func(ctx context.Context, conn *server.TemplateAnswer) error {
+		build = func(ctx context.Context, conn *api.TemplateAnswer) error {
 			db, err := sql.Open("mysql", withParam(conn.DSN, "multiStatements=true"))
 			if err != nil {
 				return err
@@ -199,7 +198,7 @@ func (o *config) prepare(ctx context.Context, key string) (string, error) {
 			return o.migrate(ctx, db)
 		}
 	}
-	a, err := o.client.EnsureTemplate(ctx, server.TemplateRequest{Name: o.name, Key: key, Database: o.database}, build, 0)
+	a, err := o.client.EnsureTemplate(ctx, api.TemplateRequest{Name: o.name, Key: key, Database: o.database}, build, 0)
 	if err != nil {
 		return "", err
 	}

@@ -2,16 +2,18 @@ package pristinetest
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/pristinedb/pristine/client"
-	"github.com/pristinedb/pristine/internal/mariadb"
 )
 
 // Daemon is a `pristine serve` started for one test by Serve.
@@ -70,7 +72,7 @@ func Serve(t testing.TB, bin string) *Daemon {
 			cmd.Process.Kill()
 			<-exited
 		}
-		if k := mariadb.KillOrphans(dir); len(k) > 0 {
+		if k := killServersUnder(dir); len(k) > 0 {
 			t.Errorf("pristinetest: servers left running after the daemon stopped: %v", k)
 		}
 		os.RemoveAll(dir)
@@ -89,4 +91,38 @@ func Serve(t testing.TB, bin string) *Daemon {
 	d.Token = strings.TrimSpace(string(b))
 	d.Client = client.New(filepath.Join(d.Root, "pristine.sock"))
 	return d
+}
+
+// killServersUnder kills the mariadbd (or mysqld) processes whose --datadir
+// lies inside dir, the root Serve made, and returns their pids: servers the
+// daemon should have stopped. It is the daemon's orphan sweep
+// (internal/mariadb.KillOrphans) over the standard library only, so that
+// importing pristinetest pulls in nothing of the daemon.
+func killServersUnder(dir string) []int {
+	prefix := "--datadir=" + filepath.Clean(dir) + string(filepath.Separator)
+	var killed []int
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		raw, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil {
+			continue
+		}
+		args := strings.Split(string(bytes.TrimRight(raw, "\x00")), "\x00")
+		if n := filepath.Base(args[0]); n != "mariadbd" && n != "mysqld" {
+			continue
+		}
+		for _, a := range args[1:] {
+			if strings.HasPrefix(a, prefix) {
+				if syscall.Kill(pid, syscall.SIGKILL) == nil {
+					killed = append(killed, pid)
+				}
+				break
+			}
+		}
+	}
+	return killed
 }

@@ -16,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/pristinedb/pristine/api"
 	"github.com/pristinedb/pristine/client"
 	"github.com/pristinedb/pristine/internal/demo"
 	"github.com/pristinedb/pristine/internal/pool"
@@ -119,7 +120,7 @@ func Demo(ctx context.Context, store *template.Store, opt DemoOptions) (*DemoRes
 	say("%d slots ready in %.2fs", st.Size, res.PoolUpSeconds)
 
 	// 3. Lease every slot through the API, query each, release them all.
-	leases := make([]*pool.Lease, 0, opt.Slots)
+	leases := make([]*api.Lease, 0, opt.Slots)
 	waits := make([]float64, 0, opt.Slots)
 	for i := 0; i < opt.Slots; i++ {
 		t := time.Now()
@@ -190,7 +191,7 @@ func writeDemoSQL(path string, scale float64) error {
 	return os.Rename(path+".tmp", path)
 }
 
-func countRows(ctx context.Context, l *pool.Lease) (int64, error) {
+func countRows(ctx context.Context, l *api.Lease) (int64, error) {
 	db, err := sql.Open("mysql", l.DSN)
 	if err != nil {
 		return 0, err
@@ -213,7 +214,7 @@ func waitReady(ctx context.Context, c *client.Client, name string, size int) err
 		if err != nil {
 			return err
 		}
-		if ps.States[pool.Ready] == size {
+		if ps.States[string(pool.Ready)] == size {
 			return nil
 		}
 		select {

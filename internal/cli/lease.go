@@ -10,7 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/pristinedb/pristine/internal/pool"
+	"github.com/pristinedb/pristine/api"
 	"github.com/pristinedb/pristine/internal/server"
 )
 
@@ -34,8 +34,8 @@ func newLeaseCmd(g *Globals) *cobra.Command {
 				}
 				return err
 			}
-			if g.JSON {
-				return printJSON(l)
+			if g.JSON { // to the holder: with the credentials
+				return printJSON(l.WithCredentials())
 			}
 			fmt.Fprintf(os.Stderr, "lease %s: slot %d of %s (release with `pristine release %s`)\n", l.ID, l.Slot, l.Template, l.ID)
 			if l.OptionFile != "" {
@@ -74,8 +74,8 @@ func newLeaseKeepCmd(g *Globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if g.JSON {
-				return printJSON(l)
+			if g.JSON { // to the holder: with the credentials
+				return printJSON(l.WithCredentials())
 			}
 			fmt.Printf("lease %s kept: %s (release it with `pristine release %s`)\n", l.ID, l.URL, l.ID)
 			return nil
@@ -98,8 +98,8 @@ func newLeaseExtendCmd(g *Globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if g.JSON {
-				return printJSON(l)
+			if g.JSON { // to the holder: with the credentials
+				return printJSON(l.WithCredentials())
 			}
 			fmt.Printf("lease %s now expires at %s\n", l.ID, l.Expires.Local().Format(time.DateTime))
 			return nil
@@ -123,8 +123,8 @@ func newLeaseShowCmd(g *Globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if g.JSON {
-				return printJSON(l)
+			if g.JSON { // to the holder: with the credentials
+				return printJSON(l.WithCredentials())
 			}
 			fmt.Printf("lease %s: slot %d of %s, port %d, socket %s\n%s\n", l.ID, l.Slot, l.Template, l.Port, l.Socket, l.URL)
 			return nil
@@ -162,7 +162,7 @@ func newLeaseLsCmd(g *Globals) *cobra.Command {
 }
 
 // RunLease asks the daemon for a lease.
-func RunLease(ctx context.Context, g *Globals, req server.LeaseRequest) (*pool.Lease, error) {
+func RunLease(ctx context.Context, g *Globals, req server.LeaseRequest) (*api.Lease, error) {
 	c, _, err := g.daemon(ctx, false)
 	if err != nil {
 		return nil, err

@@ -10,7 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/pristinedb/pristine/internal/pool"
+	"github.com/pristinedb/pristine/api"
 	"github.com/pristinedb/pristine/internal/server"
 )
 
@@ -60,7 +60,7 @@ func newPoolUpCmd(g *Globals) *cobra.Command {
 }
 
 // RunPoolUp asks the daemon (started if needed) for a pool.
-func RunPoolUp(ctx context.Context, g *Globals, f PoolUpFlags) (*pool.Status, error) {
+func RunPoolUp(ctx context.Context, g *Globals, f PoolUpFlags) (*api.PoolStatus, error) {
 	if f.Template == "" {
 		name, err := g.onlyTemplate(ctx)
 		if err != nil {
@@ -117,7 +117,7 @@ func newPoolStatusCmd(g *Globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			var all []pool.Status
+			var all []api.PoolStatus
 			if name != "" || slots {
 				names := []string{name}
 				if name == "" {
@@ -142,7 +142,7 @@ func newPoolStatusCmd(g *Globals) *cobra.Command {
 			}
 			if g.JSON {
 				if all == nil {
-					all = []pool.Status{}
+					all = []api.PoolStatus{}
 				}
 				return printJSON(all)
 			}
@@ -160,7 +160,7 @@ func newPoolStatusCmd(g *Globals) *cobra.Command {
 	return cmd
 }
 
-func printPoolStatus(st pool.Status) {
+func printPoolStatus(st api.PoolStatus) {
 	states := make([]string, 0, len(st.States))
 	for s, n := range st.States {
 		states = append(states, fmt.Sprintf("%s=%d", s, n))

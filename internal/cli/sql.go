@@ -12,7 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/pristinedb/pristine/internal/pool"
+	"github.com/pristinedb/pristine/api"
 	"github.com/pristinedb/pristine/internal/server"
 )
 
@@ -58,7 +58,7 @@ func RunSQL(ctx context.Context, g *Globals, id, template string, args []string)
 	if err != nil {
 		return err
 	}
-	var l *pool.Lease
+	var l *api.Lease
 	if id == "" && template == "" {
 		// The lease of `eval "$(pristine lease)"`, unless it was released.
 		if env := os.Getenv("PRISTINE_LEASE"); env != "" {
@@ -104,7 +104,7 @@ func RunSQL(ctx context.Context, g *Globals, id, template string, args []string)
 
 // leaseEnv is env with the connection variables of another database
 // replaced by the lease's.
-func leaseEnv(env []string, l *pool.Lease) []string {
+func leaseEnv(env []string, l *api.Lease) []string {
 	out := make([]string, 0, len(env)+len(l.Env)+1)
 	for _, e := range env {
 		k, _, _ := strings.Cut(e, "=")

@@ -14,6 +14,7 @@ import (
 	"github.com/pristinedb/pristine/internal/archive"
 	"github.com/pristinedb/pristine/internal/capture"
 	"github.com/pristinedb/pristine/internal/pool"
+	"github.com/pristinedb/pristine/internal/server"
 	"github.com/pristinedb/pristine/internal/template"
 	"github.com/pristinedb/pristine/internal/units"
 )
@@ -80,8 +81,7 @@ MYSQL_USER, MYSQL_PWD and MYSQL_DATABASE set for the template server.`,
 				return err
 			}
 			if g.JSON {
-				m.Password = ""
-				return printJSON(map[string]any{"template": m, "built": built})
+				return printJSON(map[string]any{"template": server.TemplateOut(m), "built": built})
 			}
 			verb := "built"
 			if !built {
@@ -167,10 +167,7 @@ func newTemplateLsCmd(g *Globals) *cobra.Command {
 				return err
 			}
 			if g.JSON {
-				for _, m := range all {
-					m.Password = ""
-				}
-				return printJSON(all)
+				return printJSON(server.TemplatesOut(all))
 			}
 			tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "NAME\tHASH\tSIZE\tDATABASES\tBACKEND\tBUILT\tLAST USED")
@@ -230,10 +227,7 @@ func newTemplateGCCmd(g *Globals) *cobra.Command {
 			}
 			removed, err := st.GC(limit, inUse(st))
 			if g.JSON {
-				for _, m := range removed {
-					m.Password = ""
-				}
-				_ = printJSON(map[string]any{"removed": removed})
+				_ = printJSON(map[string]any{"removed": server.TemplatesOut(removed)})
 			} else {
 				for _, m := range removed {
 					fmt.Printf("removed template %s (%s, %s)\n", m.Name, m.Hash[:12], units.Bytes(m.Bytes))
@@ -307,8 +301,7 @@ func newTemplateImportCmd(g *Globals) *cobra.Command {
 				return err
 			}
 			if g.JSON {
-				m.Password = ""
-				return printJSON(map[string]any{"template": m, "imported": added})
+				return printJSON(map[string]any{"template": server.TemplateOut(m), "imported": added})
 			}
 			verb := "imported"
 			if !added {

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/pristinedb/pristine/internal/oci"
+	"github.com/pristinedb/pristine/internal/server"
 	"github.com/pristinedb/pristine/internal/template"
 	"github.com/pristinedb/pristine/internal/units"
 )
@@ -108,8 +109,7 @@ resumes: verified chunks are kept.`,
 				return err
 			}
 			if g.JSON {
-				m.Password = ""
-				return printJSON(map[string]any{"template": m, "pull": stats})
+				return printJSON(map[string]any{"template": server.TemplateOut(m), "pull": stats})
 			}
 			if stats.Present {
 				fmt.Printf("template %s already here: %s (%s)\n", m.Name, m.Hash[:12], units.Bytes(m.Bytes))

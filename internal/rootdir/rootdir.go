@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/pristinedb/pristine/api"
 	"github.com/pristinedb/pristine/internal/errtag"
 )
 
@@ -37,19 +38,9 @@ type Root struct {
 }
 
 // Default returns the root to use when none is given: $PRISTINE_ROOT, else
-// /var/lib/pristine for root, else $HOME/.local/share/pristine.
-func Default() string {
-	if p := os.Getenv("PRISTINE_ROOT"); p != "" {
-		return p
-	}
-	if os.Geteuid() == 0 {
-		return "/var/lib/pristine"
-	}
-	if home, err := os.UserHomeDir(); err == nil {
-		return filepath.Join(home, ".local", "share", "pristine")
-	}
-	return filepath.Join(os.TempDir(), fmt.Sprintf("pristine-%d", os.Geteuid()))
-}
+// /var/lib/pristine for root, else $HOME/.local/share/pristine. Clients
+// find the daemon by the same rule (api.DefaultRoot).
+func Default() string { return api.DefaultRoot() }
 
 // Open opens the root at path, creating the directory and its marker when the
 // directory is missing or empty. It resolves symlinks in path once, here, so

@@ -9,66 +9,28 @@ import (
 	"sync"
 	"time"
 
+	"github.com/pristinedb/pristine/api"
 	"github.com/pristinedb/pristine/internal/pool"
 	"github.com/pristinedb/pristine/internal/state"
 	"github.com/pristinedb/pristine/internal/template"
 )
 
-// PoolRequest asks for a pool of a template.
-type PoolRequest struct {
-	Template   string `json:"template"`
-	Size       int    `json:"size"`
-	BufferPool int64  `json:"buffer_pool,omitempty"` // bytes; 0 = default profile
-	Parallel   int    `json:"parallel,omitempty"`
-	// SlotDisk caps what each slot may write, in bytes: 0 is
-	// DefaultSlotDisk, a negative value no cap.
-	SlotDisk int64 `json:"slot_disk,omitempty"`
-}
+// The wire types of the API are package api's; these names keep the
+// daemon's code short.
+type (
+	PoolRequest   = api.PoolRequest
+	PoolEvent     = api.PoolEvent
+	LeaseRequest  = api.LeaseRequest
+	ReleaseResult = api.ReleaseResult
+	ExtendRequest = api.ExtendRequest
+	ErrorBody     = api.ErrorBody
+)
 
 // DefaultSlotDisk is the disk cap of a slot when pool up names none: room
 // for the redo log rewritten in full (48 MB) and a few hundred MB of test
 // data, while a runaway test stops long before a scratch filesystem of
 // the default 8 GB is full.
 const DefaultSlotDisk = 1 << 30
-
-// PoolEvent is one line of the NDJSON stream POST /v1/pools answers with:
-// progress lines, then one with Status or Error.
-type PoolEvent struct {
-	Ready  int          `json:"ready,omitempty"`
-	Total  int          `json:"total,omitempty"`
-	Status *pool.Status `json:"status,omitempty"`
-	Error  string       `json:"error,omitempty"`
-	Code   int          `json:"code,omitempty"` // the HTTP status the error maps to
-}
-
-// LeaseRequest asks for a lease.
-type LeaseRequest struct {
-	Template string  `json:"template,omitempty"` // empty: the only pool
-	Holder   string  `json:"holder,omitempty"`
-	TTL      float64 `json:"ttl_seconds,omitempty"`  // 0: 30 minutes; at most MaxTTL
-	Wait     float64 `json:"wait_seconds,omitempty"` // 0: 60 seconds; at most MaxWait
-	// PID is the holder's process on the daemon's host; the lease is
-	// reclaimed when it exits. Zero: only the TTL reclaims it.
-	PID int `json:"pid,omitempty"`
-}
-
-// ReleaseResult answers a release.
-type ReleaseResult struct {
-	Released string `json:"released"`
-	// Reset is false when the database was released unchanged, checked,
-	// and handed out again without a reset.
-	Reset bool `json:"reset"`
-}
-
-// ExtendRequest asks for more time on a lease.
-type ExtendRequest struct {
-	TTL float64 `json:"ttl_seconds"` // more than 0, at most MaxTTL
-}
-
-// ErrorBody is the body of every error response.
-type ErrorBody struct {
-	Error string `json:"error"`
-}
 
 // Handler returns the API's routes.
 func (s *Server) Handler() http.Handler {
@@ -158,17 +120,14 @@ func (s *Server) listTemplates(w http.ResponseWriter, r *http.Request) {
 		fail(w, err)
 		return
 	}
-	for _, m := range all {
-		m.Password = "" // never over the API
-	}
-	writeJSON(w, 200, all)
+	writeJSON(w, 200, TemplatesOut(all))
 }
 
 func (s *Server) listPools(w http.ResponseWriter, r *http.Request) {
-	out := []pool.Status{}
+	out := []api.PoolStatus{}
 	for _, n := range s.poolNames() {
 		if p, err := s.pool(n); err == nil {
-			out = append(out, p.Status(false))
+			out = append(out, StatusOut(p.Status(false)))
 		}
 	}
 	writeJSON(w, 200, out)
@@ -180,7 +139,7 @@ func (s *Server) getPool(w http.ResponseWriter, r *http.Request) {
 		fail(w, err)
 		return
 	}
-	writeJSON(w, 200, p.Status(true))
+	writeJSON(w, 200, StatusOut(p.Status(true)))
 }
 
 // poolUp brings a pool up and streams its progress as NDJSON.
@@ -261,7 +220,8 @@ func (s *Server) poolUp(w http.ResponseWriter, r *http.Request) {
 	}
 	st := p.Status(false)
 	s.log.Info("pool up", "template", m.Name, "size", req.Size, "seconds", st.Stats.UpSeconds)
-	send(PoolEvent{Status: &st})
+	out := StatusOut(st)
+	send(PoolEvent{Status: &out})
 }
 
 func (s *Server) poolDown(w http.ResponseWriter, r *http.Request) {
@@ -281,7 +241,7 @@ func (s *Server) poolDown(w http.ResponseWriter, r *http.Request) {
 	}
 	_ = s.state.DeletePool(p.Meta.Name)
 	s.log.Info("pool down", "template", p.Meta.Name)
-	writeJSON(w, 200, st)
+	writeJSON(w, 200, StatusOut(st))
 	s.stopIfIdle()
 }
 
@@ -336,17 +296,15 @@ func (s *Server) lease(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.log.Info("lease", "id", l.ID, "template", l.Template, "slot", l.Slot, "holder", l.Holder)
-	writeJSON(w, 200, l)
+	writeJSON(w, 200, leaseFor(*l))
 }
 
 func (s *Server) listLeases(w http.ResponseWriter, r *http.Request) {
-	out := []pool.Lease{}
+	out := []api.Lease{}
 	for _, n := range s.poolNames() {
 		if p, err := s.pool(n); err == nil {
 			for _, l := range p.Leases() {
-				l.Password = ""
-				l.DSN, l.URL, l.Env = "", "", nil
-				out = append(out, l)
+				out = append(out, leaseOut(l))
 			}
 		}
 	}
@@ -387,7 +345,7 @@ func (s *Server) getLease(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	l, _ := p.Get(r.PathValue("id"))
-	writeJSON(w, 200, l)
+	writeJSON(w, 200, leaseFor(l))
 }
 
 func (s *Server) release(w http.ResponseWriter, r *http.Request) {
@@ -430,7 +388,7 @@ func (s *Server) keep(w http.ResponseWriter, r *http.Request) {
 	// password is not.
 	s.log.Warn("lease kept for debugging", "id", l.ID, "template", l.Template, "slot", l.Slot,
 		"host", l.Host, "port", l.Port, "socket", l.Socket, "user", l.User, "database", l.Database)
-	writeJSON(w, 200, l)
+	writeJSON(w, 200, leaseFor(*l))
 }
 
 func (s *Server) extend(w http.ResponseWriter, r *http.Request) {
@@ -454,5 +412,5 @@ func (s *Server) extend(w http.ResponseWriter, r *http.Request) {
 		fail(w, fmt.Errorf("%w: %v", errBadRequest, err))
 		return
 	}
-	writeJSON(w, 200, l)
+	writeJSON(w, 200, leaseFor(*l))
 }

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/pristinedb/pristine/api"
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/sys/unix"
 )
@@ -15,10 +16,10 @@ import (
 // MaxTTL without an extension (a forgotten lease is reclaimed within a
 // week); a request waits at most MaxWait for a free database.
 const (
-	DefaultTTL  = 30 * time.Minute
-	MaxTTL      = 7 * 24 * time.Hour
-	DefaultWait = time.Minute
-	MaxWait     = time.Hour
+	DefaultTTL  = api.DefaultTTL
+	MaxTTL      = api.MaxTTL
+	DefaultWait = api.DefaultWait
+	MaxWait     = api.MaxWait
 	// DefaultMaxWaiters caps the lease requests in progress at once, each
 	// an open connection and a goroutine (`serve --max-waiters`), unless a
 	// quarter of the open-file limit is lower.

@@ -10,38 +10,16 @@ import (
 	"sync"
 	"time"
 
+	"github.com/pristinedb/pristine/api"
 	"github.com/pristinedb/pristine/internal/mariadb"
 	"github.com/pristinedb/pristine/internal/template"
 )
 
-// TemplateRequest asks for a template a client builds itself: "I will
-// build it" when nobody has, "someone else is building it" otherwise.
-type TemplateRequest struct {
-	Name       string  `json:"name"`
-	Key        string  `json:"key"` // the client's content hash of its migrations and fixtures
-	Database   string  `json:"database,omitempty"`
-	DBsPerSlot int     `json:"dbs_per_slot,omitempty"`
-	TTL        float64 `json:"ttl_seconds,omitempty"` // the build is aborted after this long; 0: 30 minutes
-}
-
-// TemplateAnswer answers POST /v1/templates and GET /v1/templates/{ref}.
-type TemplateAnswer struct {
-	// Status is "ready" (Template is set), "build" (the caller builds: the
-	// connection fields are set), "building" (someone else is) or "failed".
-	Status   string         `json:"status"`
-	Hash     string         `json:"hash,omitempty"`
-	Template *template.Meta `json:"template,omitempty"`
-	Error    string         `json:"error,omitempty"`
-	Host     string         `json:"host,omitempty"`
-	Port     int            `json:"port,omitempty"`
-	Socket   string         `json:"socket,omitempty"`
-	User     string         `json:"user,omitempty"`
-	Password string         `json:"password,omitempty"`
-	Database string         `json:"database,omitempty"`
-	DSN      string         `json:"dsn,omitempty"`
-	URL      string         `json:"url,omitempty"`
-	Env      []string       `json:"env,omitempty"`
-}
+// TemplateRequest and TemplateAnswer are the template API's wire types.
+type (
+	TemplateRequest = api.TemplateRequest
+	TemplateAnswer  = api.TemplateAnswer
+)
 
 // builds tracks the build sessions clients drive through the API.
 type builds struct {
@@ -67,13 +45,7 @@ func (b *builds) signal() {
 
 // ready is the answer for a built template.
 func ready(m *template.Meta) TemplateAnswer {
-	return TemplateAnswer{Status: "ready", Hash: m.Hash, Template: public(m)}
-}
-
-func public(m *template.Meta) *template.Meta {
-	cp := *m
-	cp.Password = ""
-	return &cp
+	return TemplateAnswer{Status: "ready", Hash: m.Hash, Template: TemplateOut(m)}
 }
 
 func (s *Server) beginTemplate(w http.ResponseWriter, r *http.Request) {
@@ -112,7 +84,7 @@ func (s *Server) beginTemplate(w http.ResponseWriter, r *http.Request) {
 	db := meta.Database()
 	s.log.Info("template build session", "template", meta.Name, "hash", meta.Hash[:12], "port", in.Config.Port)
 	writeJSON(w, http.StatusCreated, TemplateAnswer{Status: "build", Hash: meta.Hash,
-		Host: "127.0.0.1", Port: in.Config.Port, Socket: in.Config.Socket(), User: meta.User, Password: meta.Password,
+		Host: "127.0.0.1", Port: in.Config.Port, Socket: in.Config.Socket(), User: meta.User, Password: api.Reveal(meta.Password),
 		Database: db, DSN: mariadb.TCPDSN(in.Config.Port, meta.User, meta.Password, db),
 		URL: template.URL(in.Config.Port, meta.User, meta.Password, db), Env: sess.Env()})
 }
@@ -255,7 +227,7 @@ func (s *Server) deleteTemplate(w http.ResponseWriter, r *http.Request) {
 		fail(w, err)
 		return
 	}
-	writeJSON(w, 200, TemplateAnswer{Status: "removed", Hash: m.Hash, Template: public(m)})
+	writeJSON(w, 200, TemplateAnswer{Status: "removed", Hash: m.Hash, Template: TemplateOut(m)})
 }
 
 // expireBuilds aborts build sessions whose builder went quiet.

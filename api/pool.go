@@ -1,0 +1,76 @@
+package api
+
+import "time"
+
+// PoolRequest asks to bring a pool up (POST /v1/pools).
+type PoolRequest struct {
+	Template   string `json:"template"`
+	Size       int    `json:"size"`
+	BufferPool int64  `json:"buffer_pool,omitempty"` // bytes; 0 = default profile
+	Parallel   int    `json:"parallel,omitempty"`
+	// SlotDisk caps what each slot may write, in bytes: 0 is the daemon's
+	// default, a negative value no cap.
+	SlotDisk int64 `json:"slot_disk,omitempty"`
+}
+
+// PoolEvent is one line of the NDJSON stream POST /v1/pools answers with:
+// progress lines, then one with Status or Error.
+type PoolEvent struct {
+	Ready  int         `json:"ready,omitempty"`
+	Total  int         `json:"total,omitempty"`
+	Status *PoolStatus `json:"status,omitempty"`
+	Error  string      `json:"error,omitempty"`
+	Code   int         `json:"code,omitempty"` // the HTTP status the error maps to
+}
+
+// PoolStats are a pool's counters.
+type PoolStats struct {
+	UpSeconds     float64 `json:"up_seconds"`
+	Leases        int64   `json:"leases"`
+	Expired       int64   `json:"expired"`
+	HolderGone    int64   `json:"holder_gone"`
+	Reused        int64   `json:"reused_unchanged"`
+	JournalErrors int64   `json:"journal_errors,omitempty"`
+	Replaced      int64   `json:"replaced"`
+	ResetFailures int64   `json:"reset_failures"`
+	// OverCap counts slots that wrote past their disk cap and were made
+	// read-only until released.
+	OverCap int64 `json:"over_cap,omitempty"`
+	// SlotDeaths counts slots whose server died, by reason.
+	SlotDeaths map[string]int64 `json:"slot_deaths,omitempty"`
+	// LeasesLost counts leases that ended without their holder releasing
+	// them, by reason.
+	LeasesLost map[string]int64 `json:"leases_lost,omitempty"`
+}
+
+// SlotStatus is one slot of a pool.
+type SlotStatus struct {
+	Slot   int       `json:"slot"`
+	State  string    `json:"state"` // starting, ready, leased, resetting, kept, failed, retired
+	Port   int       `json:"port"`
+	PID    int       `json:"pid,omitempty"`
+	Leases int       `json:"leases"`
+	Since  time.Time `json:"since"`
+	Error  string    `json:"error,omitempty"`
+}
+
+// PoolStatus is a snapshot of a pool.
+type PoolStatus struct {
+	Template   string         `json:"template"`
+	Hash       string         `json:"hash"`
+	Size       int            `json:"size"`
+	DBsPerSlot int            `json:"dbs_per_slot"`
+	Backend    string         `json:"backend"`
+	States     map[string]int `json:"states"` // slots by state
+	Leased     int            `json:"leased"`
+	Stats      PoolStats      `json:"stats"`
+	WaitP50MS  float64        `json:"lease_wait_p50_ms"`
+	WaitP99MS  float64        `json:"lease_wait_p99_ms"`
+	ResetP50MS float64        `json:"reset_p50_ms"`
+	ResetP99MS float64        `json:"reset_p99_ms"`
+	ResetMaxMS float64        `json:"reset_max_ms"`
+	Slots      []SlotStatus   `json:"slots,omitempty"`
+	// DiskCap says how much each slot may write and how that is enforced,
+	// or why it is not ("off: ...").
+	DiskCap string `json:"disk_cap,omitempty"`
+}

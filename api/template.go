@@ -1,0 +1,86 @@
+package api
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// Template build statuses of TemplateAnswer.Status.
+const (
+	StatusReady    = "ready"    // the template exists
+	StatusBuild    = "build"    // the caller builds it: the connection fields are set
+	StatusBuilding = "building" // someone else is building it
+	StatusFailed   = "failed"   // the build failed or was aborted
+	StatusRemoved  = "removed"  // DELETE /v1/templates/{ref} removed it
+)
+
+// TemplateRequest asks to build a template (POST /v1/templates).
+type TemplateRequest struct {
+	Name       string  `json:"name"`
+	Key        string  `json:"key"` // the client's content hash of its migrations and fixtures
+	Database   string  `json:"database,omitempty"`
+	DBsPerSlot int     `json:"dbs_per_slot,omitempty"`
+	TTL        float64 `json:"ttl_seconds,omitempty"` // the build is aborted after this long; 0: 30 minutes
+}
+
+// TemplateAnswer answers POST /v1/templates and GET /v1/templates/{ref}.
+// Password (and DSN, URL and Env, which carry it) is set only in the
+// "build" answer, to the builder.
+type TemplateAnswer struct {
+	// Status is "ready" (Template is set), "build" (the caller builds: the
+	// connection fields are set), "building" (someone else is) or "failed".
+	Status   string    `json:"status"`
+	Hash     string    `json:"hash,omitempty"`
+	Template *Template `json:"template,omitempty"`
+	Error    string    `json:"error,omitempty"`
+	Host     string    `json:"host,omitempty"`
+	Port     int       `json:"port,omitempty"`
+	Socket   string    `json:"socket,omitempty"`
+	User     string    `json:"user,omitempty"`
+	Password Secret    `json:"password,omitzero"`
+	Database string    `json:"database,omitempty"`
+	DSN      string    `json:"dsn,omitempty"`
+	URL      string    `json:"url,omitempty"`
+	Env      []string  `json:"env,omitempty"`
+}
+
+// Template describes a built template (GET /v1/templates). Password is
+// never revealed over the API: the build locks that account anyway.
+type Template struct {
+	Name     string    `json:"name"`
+	Hash     string    `json:"hash"`
+	Key      string    `json:"key,omitempty"` // the client's content key, if a client built it
+	Created  time.Time `json:"created"`
+	LastUsed time.Time `json:"last_used"`
+	// Server is the version of the server that built it.
+	Server  string `json:"server"`
+	Flavor  string `json:"flavor"`
+	Backend string `json:"backend"`
+	// LogFileSize is innodb_log_file_size of the data directory.
+	LogFileSize int64 `json:"log_file_size"`
+	// ServerOptions are the options (KEY=VALUE) the template was built with.
+	ServerOptions []string `json:"server_options,omitempty"`
+	// Databases are the schemas a lease hands out.
+	Databases []string `json:"databases"`
+	// User and Password name the account the build ran as.
+	User     string `json:"user"`
+	Password Secret `json:"password"`
+	// Accounts is the version of the account lockdown the template has.
+	Accounts     string   `json:"accounts,omitempty"`
+	Bytes        int64    `json:"bytes"`
+	BuildSeconds float64  `json:"build_seconds"`
+	Inputs       []string `json:"inputs,omitempty"`
+	// Warnings are what the build found that clones will not carry.
+	Warnings []string `json:"warnings,omitempty"`
+	InitCmd  string   `json:"init_cmd,omitempty"`
+}
+
+// MarshalJSON encodes the answer, with DSN, URL and Env left empty unless
+// Password was revealed: they carry the password too.
+func (a TemplateAnswer) MarshalJSON() ([]byte, error) {
+	type plain TemplateAnswer // without this method
+	if !a.Password.Revealed() {
+		a.DSN, a.URL, a.Env = "", "", nil
+	}
+	return json.Marshal(plain(a))
+}

@@ -1,0 +1,66 @@
+package server
+
+import (
+	"github.com/pristinedb/pristine/api"
+	"github.com/pristinedb/pristine/internal/pool"
+	"github.com/pristinedb/pristine/internal/template"
+)
+
+// The daemon's state becomes package api's wire types here, at the edge;
+// passwords go out as api.Secret, which marshals as "" unless revealed.
+
+// leaseFor is the lease handed to its holder: with its credentials.
+func leaseFor(l pool.Lease) api.Lease { return leaseOut(l).WithCredentials() }
+
+// leaseOut is a lease as anyone may see it: without credentials.
+func leaseOut(l pool.Lease) api.Lease {
+	return api.Lease{ID: l.ID, Template: l.Template, Slot: l.Slot, Holder: l.Holder, Host: l.Host, Port: l.Port,
+		Socket: l.Socket, User: l.User, Password: api.Hidden(l.Password), Database: l.Database, DSN: l.DSN, URL: l.URL,
+		Created: l.Created, Expires: l.Expires, Env: l.Env, OptionFile: l.OptionFile, Kept: l.Kept,
+		PID: l.PID, PIDStart: l.PIDStart, Clone: l.Clone}
+}
+
+// StatusOut is a pool's status on the wire.
+func StatusOut(st pool.Status) api.PoolStatus {
+	out := api.PoolStatus{Template: st.Template, Hash: st.Hash, Size: st.Size, DBsPerSlot: st.DBsPerSlot,
+		Backend: st.Backend, Leased: st.Leased, WaitP50MS: st.WaitP50MS, WaitP99MS: st.WaitP99MS,
+		ResetP50MS: st.ResetP50MS, ResetP99MS: st.ResetP99MS, ResetMaxMS: st.ResetMaxMS, DiskCap: st.DiskCap,
+		Stats: api.PoolStats{UpSeconds: st.Stats.UpSeconds, Leases: st.Stats.Leases, Expired: st.Stats.Expired,
+			HolderGone: st.Stats.HolderGone, Reused: st.Stats.Reused, JournalErrors: st.Stats.JournalErrors,
+			Replaced: st.Stats.Replaced, ResetFailures: st.Stats.ResetFailures, OverCap: st.Stats.OverCap,
+			SlotDeaths: st.Stats.SlotDeaths, LeasesLost: st.Stats.LeasesLost}}
+	if st.States != nil {
+		out.States = make(map[string]int, len(st.States))
+		for k, n := range st.States {
+			out.States[string(k)] = n
+		}
+	}
+	for _, s := range st.Slots {
+		out.Slots = append(out.Slots, api.SlotStatus{Slot: s.Slot, State: string(s.State), Port: s.Port, PID: s.PID,
+			Leases: s.Leases, Since: s.Since, Error: s.Error})
+	}
+	return out
+}
+
+// TemplateOut is a template's description on the wire (and in the CLI's
+// JSON): its build account's password never goes out.
+func TemplateOut(m *template.Meta) *api.Template {
+	return &api.Template{Name: m.Name, Hash: m.Hash, Key: m.Key, Created: m.Created, LastUsed: m.LastUsed,
+		Server: m.Server, Flavor: m.Flavor, Backend: m.Backend, LogFileSize: m.LogFileSize,
+		ServerOptions: m.ServerOptions, Databases: m.Databases, User: m.User, Password: api.Hidden(m.Password),
+		Accounts: m.Accounts, Bytes: m.Bytes, BuildSeconds: m.BuildSeconds, Inputs: m.Inputs,
+		Warnings: m.Warnings, InitCmd: m.InitCmd}
+}
+
+// TemplatesOut is TemplateOut of each; nil stays nil (JSON null), as
+// before the wire types had their own package.
+func TemplatesOut(all []*template.Meta) []*api.Template {
+	if all == nil {
+		return nil
+	}
+	out := make([]*api.Template, 0, len(all))
+	for _, m := range all {
+		out = append(out, TemplateOut(m))
+	}
+	return out
+}
