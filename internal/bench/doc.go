@@ -137,7 +137,7 @@ func headlines(w io.Writer, rep *Report) {
 			lines = append(lines, fmt.Sprintf("- Reset of a released slot, %.0f MB template: p50 %.0f ms, p99 %.0f ms (%d single resets of an idle pool).", s.TemplateMB, s.ResetP50MS, s.ResetP99MS, s.Resets))
 		}
 		if s.Error == "" && s.Leases > 0 {
-			lines = append(lines, fmt.Sprintf("- Lease of a ready slot through the daemon: p50 %.2f ms, p99 %.2f ms over %d leases; %.1f MB resident per instance (mean).", s.LeaseP50MS, s.LeaseP99MS, s.Leases, s.RSSMeanMB))
+			lines = append(lines, fmt.Sprintf("- Lease of a ready slot through the daemon: p50 %.2f ms, p99 %.2f ms over %d leases; %.1f MB resident per instance (RSS, mean), %.1f MB with the shared code divided among instances (PSS).", s.LeaseP50MS, s.LeaseP99MS, s.Leases, s.RSSMeanMB, s.PSSMeanMB))
 		}
 	}
 	if len(lines) > 0 {
