@@ -3,6 +3,7 @@ package bench
 import (
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"strings"
 )
@@ -66,8 +67,22 @@ are measured by `+"`pristine bench --archive`"+` (`+"`pristine bench-archive`"+`
 		}
 		fmt.Fprintf(w, "Raw results: [%s](%s).\n\n", filepath.Base(paths[i]), dir+"/"+filepath.Base(paths[i]))
 	}
+	if len(paths) > 0 {
+		// The start profile is measured by gated Go tests, not by a bench
+		// run; its tables are kept beside the runs' results and copied in.
+		b, err := os.ReadFile(filepath.Join(filepath.Dir(filepath.Dir(paths[0])), SlotStartFile))
+		if err == nil {
+			fmt.Fprintf(w, "%s\n", strings.TrimRight(string(b), "\n"))
+		}
+	}
 	return nil
 }
+
+// SlotStartFile, in the directory above the runs' results (docs/bench),
+// holds the section "Where a slot's start goes": the tables of
+// TestMeasureSlotStart and TestMeasurePoolUp (internal/pool), which
+// Document copies to the end of the page.
+const SlotStartFile = "slot-start.md"
 
 // chartsOf names the charts Save drew for rep.
 func chartsOf(rep *Report) ([]string, error) {

@@ -103,7 +103,11 @@ func printDemo(w io.Writer, r *bench.DemoResult) {
 	fmt.Fprintf(w, "| %d slots ready, every slot answered (median of %d) | %.2f s | %s | %s |\n", r.Slots, len(r.Runs), r.PoolUpSeconds, base, ratio)
 	fmt.Fprintf(w, "| from the SQL dump to %d slots | %.2f s | | |\n", r.Slots, r.FromSQLSeconds)
 	fmt.Fprintf(w, "| lease of a ready slot, p50 / p99 | %.2f / %.2f ms | | |\n", r.LeaseP50MS, r.LeaseP99MS)
-	fmt.Fprintf(w, "| reset of a released slot, all %d at once, p50 / p99 (median of %d) | %.0f / %.0f ms | %.2f s | |\n", r.Slots, len(r.Runs), r.ResetP50MS, r.ResetP99MS, r.DumpLoadSeconds)
+	once := ""
+	if r.DumpLoadSeconds > 0 {
+		once = fmt.Sprintf("%.2f s", r.DumpLoadSeconds)
+	}
+	fmt.Fprintf(w, "| reset of a released slot, all %d at once, p50 / p99 (median of %d) | %.0f / %.0f ms | %s | |\n", r.Slots, len(r.Runs), r.ResetP50MS, r.ResetP99MS, once)
 	fmt.Fprintf(w, "| resident memory per slot (RSS), mean / max | %.1f / %.1f MB | | |\n", r.RSSMeanMB, r.RSSMaxMB)
 	fmt.Fprintf(w, "| memory per slot with the shared code divided among slots (PSS), mean | %.1f MB | | |\n", r.PSSMeanMB)
 	fmt.Fprintf(w, "| first query on a leased slot (%d rows counted) | %.2f ms | | |\n", r.RowsInFirstTable, r.QueryMS)
