@@ -43,6 +43,14 @@ if [ "$(id -u)" -eq 0 ] && ! id -u pristine >/dev/null 2>&1; then
   echo "install-deps: creating the system account pristine"
   useradd --system --user-group --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin pristine
 fi
+# Servers run as the unprivileged account pristine (docs/security.md), which
+# must be able to pass through /. Debian's / is 0755; a root made by
+# debootstrap into a mktemp directory is 0700, which keeps every
+# unprivileged service out, so give it Debian's mode.
+if [ "$(id -u)" -eq 0 ] && [ $(( $(stat -c '0%a' /) & 1 )) -eq 0 ]; then
+  echo "install-deps: / is mode $(stat -c '%a' /), which no unprivileged account can pass through; setting Debian's 0755"
+  chmod 0755 /
+fi
 # pristine starts its own servers; a system one only uses memory.
 if command -v systemctl >/dev/null 2>&1 && systemctl is-active --quiet mariadb 2>/dev/null; then
   systemctl stop mariadb || true

@@ -189,6 +189,17 @@ func TestCompareWritesEveryRow(t *testing.T) {
 	if len(rep.Service) != 2 || rep.Service[0].Error != "" || rep.Service[1].Error != "" || rep.Service[0].Leases != 2 || rep.Service[1].Resets != 2 {
 		t.Errorf("service rows: %+v", rep.Service)
 	}
+	// Three pool-ups (the default), each with its load average and the
+	// resets of every slot at once; the first follows the thin rows' pools
+	// on the same filesystem, so it is warm.
+	if runs := rep.Service[0].Runs; len(runs) != 3 || runs[0].State != "warm" || rep.Service[0].PSSMeanMB <= 0 || rep.Service[0].AllResetP99MS <= 0 {
+		t.Errorf("service runs: %+v, PSS %v, reset p99 of all at once %v", runs, rep.Service[0].PSSMeanMB, rep.Service[0].AllResetP99MS)
+	}
+	for i, run := range rep.Service[0].Runs {
+		if run.PoolUpSeconds <= 0 || run.LoadBefore == "" || run.LoadAfter == "" {
+			t.Errorf("service run %d: %+v", i+1, run)
+		}
+	}
 	if left := mariadb.Servers(st.Root.Data()); len(left) > 0 {
 		t.Errorf("servers left running: %v", left)
 	}
@@ -216,10 +227,18 @@ func TestCompareWritesEveryRow(t *testing.T) {
 		t.Fatalf("load: %v, %d rows", err, len(back.Rows))
 	}
 	var doc strings.Builder
-	if err := Document(&doc, []*Report{back}, []string{"docs/bench/x/bench.json"}); err != nil {
+	docs := filepath.Join(t.TempDir(), "docs", "bench")
+	if err := os.MkdirAll(docs, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"thin copy, 1 db/slot", "baseline", "bench/x/copies-tiny.png", "Reset of a released slot"} {
+	if err := os.WriteFile(filepath.Join(docs, SlotStartFile), []byte("## Where a slot's start goes\n\nmeasured apart\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := Document(&doc, []*Report{back}, []string{filepath.Join(docs, "x", "bench.json")}); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"thin copy, 1 db/slot", "baseline", "copies-tiny.png", "Reset of a released slot",
+		"PSS per instance", "every slot at once", "| 3 | warm |", "## Where a slot's start goes\n\nmeasured apart\n"} {
 		if !strings.Contains(doc.String(), want) {
 			t.Errorf("document lacks %q", want)
 		}

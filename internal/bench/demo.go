@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -30,30 +31,57 @@ type DemoOptions struct {
 	Slots    int     // pool size (default 200)
 	Scale    float64 // demo data scale (1 = ~110 MB)
 	Baseline bool    // also time mariadb-dump | mariadb
-	Log      io.Writer
+	// Runs is how many times the pool is brought up, leased, reset and
+	// taken down; the result reports the median (default 1).
+	Runs int
+	// FreshScratch says the scratch filesystem was made for this demo, so
+	// the first run is cold: the filesystem has served no slot yet.
+	FreshScratch bool
+	Log          io.Writer
+}
+
+// DemoRun is one pool-up of the demo: 200 slots ready, every slot leased
+// and released at once, every slot reset.
+type DemoRun struct {
+	// State is "cold" for the first run on a scratch filesystem made or a
+	// template built by this invocation, "warm" otherwise.
+	State         string  `json:"state"`
+	PoolUpSeconds float64 `json:"pool_up_seconds"`
+	ResetP50MS    float64 `json:"reset_p50_ms"`
+	ResetP99MS    float64 `json:"reset_p99_ms"`
+	// LoadBefore and LoadAfter are the 1, 5 and 15 minute load averages
+	// around the pool-up.
+	LoadBefore string `json:"load_before"`
+	LoadAfter  string `json:"load_after"`
 }
 
 // DemoResult holds every figure the demo measured.
 type DemoResult struct {
-	Backend          string  `json:"backend"`
-	Server           string  `json:"server"`
-	Slots            int     `json:"slots"`
-	TemplateBytes    int64   `json:"template_bytes"`
-	TemplateSeconds  float64 `json:"template_build_seconds"`
-	TemplateBuilt    bool    `json:"template_built"`
-	PoolUpSeconds    float64 `json:"pool_up_seconds"`
-	FromSQLSeconds   float64 `json:"from_sql_seconds"`
-	LeaseP50MS       float64 `json:"lease_p50_ms"`
-	LeaseP99MS       float64 `json:"lease_p99_ms"`
-	QueryMS          float64 `json:"first_query_ms"`
-	ResetP50MS       float64 `json:"reset_p50_ms"`
-	ResetP99MS       float64 `json:"reset_p99_ms"`
-	RSSMeanMB        float64 `json:"rss_mean_mb"`
-	RSSMaxMB         float64 `json:"rss_max_mb"`
-	DumpLoadSeconds  float64 `json:"dumpload_one_copy_seconds,omitempty"`
-	DumpLoad200Proj  float64 `json:"dumpload_projected_seconds,omitempty"`
-	SpeedupVsDumpLd  float64 `json:"speedup_vs_dumpload,omitempty"`
-	RowsInFirstTable int64   `json:"rows_checked"`
+	Backend         string  `json:"backend"`
+	Server          string  `json:"server"`
+	Slots           int     `json:"slots"`
+	TemplateBytes   int64   `json:"template_bytes"`
+	TemplateSeconds float64 `json:"template_build_seconds"`
+	TemplateBuilt   bool    `json:"template_built"`
+	PoolUpSeconds   float64 `json:"pool_up_seconds"`
+	FromSQLSeconds  float64 `json:"from_sql_seconds"`
+	LeaseP50MS      float64 `json:"lease_p50_ms"`
+	LeaseP99MS      float64 `json:"lease_p99_ms"`
+	QueryMS         float64 `json:"first_query_ms"`
+	ResetP50MS      float64 `json:"reset_p50_ms"`
+	ResetP99MS      float64 `json:"reset_p99_ms"`
+	RSSMeanMB       float64 `json:"rss_mean_mb"`
+	RSSMaxMB        float64 `json:"rss_max_mb"`
+	// PSSMeanMB is the proportional set size per slot: its private memory
+	// plus its share of what the slots share (the server's code).
+	PSSMeanMB        float64   `json:"pss_mean_mb"`
+	Runs             []DemoRun `json:"runs"`
+	LoadBefore       string    `json:"load_before"`
+	LoadAfter        string    `json:"load_after"`
+	DumpLoadSeconds  float64   `json:"dumpload_one_copy_seconds,omitempty"`
+	DumpLoad200Proj  float64   `json:"dumpload_projected_seconds,omitempty"`
+	SpeedupVsDumpLd  float64   `json:"speedup_vs_dumpload,omitempty"`
+	RowsInFirstTable int64     `json:"rows_checked"`
 }
 
 // Demo runs the main job against store, serving the pool through an
@@ -66,12 +94,16 @@ func Demo(ctx context.Context, store *template.Store, opt DemoOptions) (*DemoRes
 	if opt.Scale <= 0 {
 		opt.Scale = 1
 	}
+	if opt.Runs <= 0 {
+		opt.Runs = 1
+	}
 	say := func(format string, args ...any) {
 		if opt.Log != nil {
 			fmt.Fprintf(opt.Log, "pristine demo: "+format+"\n", args...)
 		}
 	}
-	res := &DemoResult{Backend: store.Backend.Name(), Server: store.Bin.Version, Slots: opt.Slots}
+	res := &DemoResult{Backend: store.Backend.Name(), Server: store.Bin.Version, Slots: opt.Slots, LoadBefore: loadAvg()}
+	defer func() { res.LoadAfter = loadAvg() }()
 
 	// 1. The demo SQL, written by the project, then a template from it.
 	sqlPath := filepath.Join(store.Root.Path, "tmp", "demo.sql")
@@ -104,59 +136,34 @@ func Demo(ctx context.Context, store *template.Store, opt DemoOptions) (*DemoRes
 	defer func() { stop(); wg.Wait() }()
 	c := client.New(server.SocketPath(store.Root))
 
-	say("bringing up %d slots", opt.Slots)
-	t1 := time.Now()
-	st, err := c.PoolUp(ctx, server.PoolRequest{Template: m.Name, Size: opt.Slots}, nil)
-	if err != nil {
-		return nil, err
+	for i := 0; i < opt.Runs; i++ {
+		state := "warm"
+		if i == 0 && (opt.FreshScratch || built) {
+			state = "cold"
+		}
+		say("run %d of %d (%s): bringing up %d slots (load average %s)", i+1, opt.Runs, state, opt.Slots, loadAvg())
+		if i > 0 {
+			settle(ctx, store)
+		}
+		run, err := demoRun(ctx, c, m.Name, opt, res, i == 0)
+		if err != nil {
+			return nil, err
+		}
+		run.State = state
+		res.Runs = append(res.Runs, *run)
+		say("run %d: %d slots ready in %.2fs; reset of all at once p50 %.0f ms, p99 %.0f ms (load average %s -> %s)",
+			i+1, opt.Slots, run.PoolUpSeconds, run.ResetP50MS, run.ResetP99MS, run.LoadBefore, run.LoadAfter)
 	}
-	res.PoolUpSeconds = time.Since(t1).Seconds()
+	var ups, p50s, p99s []float64
+	for _, r := range res.Runs {
+		ups, p50s, p99s = append(ups, r.PoolUpSeconds), append(p50s, r.ResetP50MS), append(p99s, r.ResetP99MS)
+	}
+	res.PoolUpSeconds, res.ResetP50MS, res.ResetP99MS = median(ups), median(p50s), median(p99s)
 	res.FromSQLSeconds = res.PoolUpSeconds
 	if built {
 		res.FromSQLSeconds += buildWall
 	} else {
 		res.FromSQLSeconds += m.BuildSeconds
-	}
-	say("%d slots ready in %.2fs", st.Size, res.PoolUpSeconds)
-
-	// 3. Lease every slot through the API, query each, release them all.
-	leases := make([]*api.Lease, 0, opt.Slots)
-	waits := make([]float64, 0, opt.Slots)
-	for i := 0; i < opt.Slots; i++ {
-		t := time.Now()
-		l, err := c.Lease(ctx, server.LeaseRequest{Template: m.Name, Holder: "demo"})
-		if err != nil {
-			return nil, err
-		}
-		waits = append(waits, float64(time.Since(t).Microseconds())/1000)
-		leases = append(leases, l)
-	}
-	res.LeaseP50MS, res.LeaseP99MS = quantile(waits, 0.5), quantile(waits, 0.99)
-	tq := time.Now()
-	n, err := countRows(ctx, leases[0])
-	if err != nil {
-		return nil, err
-	}
-	res.QueryMS = float64(time.Since(tq).Microseconds()) / 1000
-	res.RowsInFirstTable = n
-	res.RSSMeanMB, res.RSSMaxMB = slotRSS(ctx, c, m.Name)
-	say("leased %d slots (p99 %.2f ms), first slot answered with %d rows", len(leases), res.LeaseP99MS, n)
-	for _, l := range leases {
-		if _, err := c.Release(ctx, l.ID, false); err != nil {
-			return nil, err
-		}
-	}
-	if err := waitReady(ctx, c, m.Name, opt.Slots); err != nil {
-		return nil, err
-	}
-	ps, err := c.Pool(ctx, m.Name)
-	if err != nil {
-		return nil, err
-	}
-	res.ResetP50MS, res.ResetP99MS = ps.ResetP50MS, ps.ResetP99MS
-	say("every slot reset to pristine (reset p50 %.0f ms, p99 %.0f ms)", res.ResetP50MS, res.ResetP99MS)
-	if _, err := c.PoolDown(ctx, m.Name); err != nil {
-		return nil, err
 	}
 
 	// 4. The baseline, in the same run: one copy by mariadb-dump | mariadb.
@@ -228,11 +235,20 @@ func waitReady(ctx context.Context, c *client.Client, name string, size int) err
 
 // slotRSS reads the resident memory of every slot's server from /proc.
 func slotRSS(ctx context.Context, c *client.Client, name string) (mean, maxMB float64) {
+	mean, maxMB, _ = slotMemory(ctx, c, name)
+	return mean, maxMB
+}
+
+// slotMemory reads the resident memory (RSS, mean and max) and the
+// proportional set size (PSS, mean) of every slot's server from /proc. RSS
+// counts the server's code in every slot; PSS divides what the slots share
+// among them, so its sum is what the pool takes.
+func slotMemory(ctx context.Context, c *client.Client, name string) (mean, maxMB, pssMean float64) {
 	ps, err := c.Pool(ctx, name)
 	if err != nil {
-		return 0, 0
+		return 0, 0, 0
 	}
-	var sum float64
+	var sum, pss float64
 	n := 0
 	for _, s := range ps.Slots {
 		if s.PID == 0 {
@@ -244,15 +260,34 @@ func slotRSS(ctx context.Context, c *client.Client, name string) (mean, maxMB fl
 		}
 		mb := float64(kb) / 1024
 		sum += mb
+		pss += float64(procPSSKB(s.PID)) / 1024
 		n++
 		if mb > maxMB {
 			maxMB = mb
 		}
 	}
 	if n == 0 {
-		return 0, 0
+		return 0, 0, 0
 	}
-	return sum / float64(n), maxMB
+	return sum / float64(n), maxMB, pss / float64(n)
+}
+
+// procPSSKB is the proportional set size of pid in kB (smaps_rollup), or 0.
+func procPSSKB(pid int) int64 {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/smaps_rollup")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(line, "Pss:") {
+			f := strings.Fields(line)
+			if len(f) >= 2 {
+				n, _ := strconv.ParseInt(f[1], 10, 64)
+				return n
+			}
+		}
+	}
+	return 0
 }
 
 func procRSSKB(pid int) int64 {
@@ -283,4 +318,83 @@ func quantile(v []float64, q float64) float64 {
 		i = len(s) - 1
 	}
 	return s[i]
+}
+
+// demoRun brings the pool up through the daemon, leases every slot, queries
+// one, releases them all at once, waits until every slot is reset and takes
+// the pool down. The first run also fills the lease, query and memory
+// figures of res.
+func demoRun(ctx context.Context, c *client.Client, name string, opt DemoOptions, res *DemoResult, first bool) (*DemoRun, error) {
+	run := &DemoRun{LoadBefore: loadAvg()}
+	t1 := time.Now()
+	if _, err := c.PoolUp(ctx, server.PoolRequest{Template: name, Size: opt.Slots}, nil); err != nil {
+		return nil, err
+	}
+	run.PoolUpSeconds = time.Since(t1).Seconds()
+	run.LoadAfter = loadAvg()
+	down := func() { _, _ = c.PoolDown(context.WithoutCancel(ctx), name) }
+	leases := make([]*api.Lease, 0, opt.Slots)
+	waits := make([]float64, 0, opt.Slots)
+	for i := 0; i < opt.Slots; i++ {
+		t := time.Now()
+		l, err := c.Lease(ctx, server.LeaseRequest{Template: name, Holder: "demo"})
+		if err != nil {
+			down()
+			return nil, err
+		}
+		waits = append(waits, float64(time.Since(t).Microseconds())/1000)
+		leases = append(leases, l)
+	}
+	if first {
+		res.LeaseP50MS, res.LeaseP99MS = quantile(waits, 0.5), quantile(waits, 0.99)
+		tq := time.Now()
+		n, err := countRows(ctx, leases[0])
+		if err != nil {
+			down()
+			return nil, err
+		}
+		res.QueryMS = float64(time.Since(tq).Microseconds()) / 1000
+		res.RowsInFirstTable = n
+		res.RSSMeanMB, res.RSSMaxMB, res.PSSMeanMB = slotMemory(ctx, c, name)
+	}
+	for _, l := range leases {
+		if _, err := c.Release(ctx, l.ID, false); err != nil {
+			down()
+			return nil, err
+		}
+	}
+	if err := waitReady(ctx, c, name, opt.Slots); err != nil {
+		down()
+		return nil, err
+	}
+	ps, err := c.Pool(ctx, name)
+	if err != nil {
+		down()
+		return nil, err
+	}
+	run.ResetP50MS, run.ResetP99MS = ps.ResetP50MS, ps.ResetP99MS
+	if _, err := c.PoolDown(ctx, name); err != nil {
+		return nil, err
+	}
+	return run, nil
+}
+
+// settle waits until btrfs has freed the space of the subvolumes a pool
+// removed (its cleaner does that in the background), so the next pool-up's
+// free-space check sees it. Other backends free at once.
+func settle(ctx context.Context, store *template.Store) {
+	if store.Backend.Name() != "btrfs" {
+		return
+	}
+	_ = exec.CommandContext(ctx, "btrfs", "subvolume", "sync", store.Root.Data()).Run()
+}
+
+// median is the middle value of v (the upper of the two middle ones).
+func median(v []float64) float64 {
+	if len(v) == 0 {
+		return 0
+	}
+	s := append([]float64(nil), v...)
+	sort.Float64s(s)
+	return s[len(s)/2]
 }

@@ -3,6 +3,7 @@ package bench
 import (
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"strings"
 )
@@ -66,8 +67,22 @@ are measured by `+"`pristine bench --archive`"+` (`+"`pristine bench-archive`"+`
 		}
 		fmt.Fprintf(w, "Raw results: [%s](%s).\n\n", filepath.Base(paths[i]), dir+"/"+filepath.Base(paths[i]))
 	}
+	if len(paths) > 0 {
+		// The start profile is measured by gated Go tests, not by a bench
+		// run; its tables are kept beside the runs' results and copied in.
+		b, err := os.ReadFile(filepath.Join(filepath.Dir(filepath.Dir(paths[0])), SlotStartFile))
+		if err == nil {
+			fmt.Fprintf(w, "%s\n", strings.TrimRight(string(b), "\n"))
+		}
+	}
 	return nil
 }
+
+// SlotStartFile, in the directory above the runs' results (docs/bench),
+// holds the section "Where a slot's start goes": the tables of
+// TestMeasureSlotStart and TestMeasurePoolUp (internal/pool), which
+// Document copies to the end of the page.
+const SlotStartFile = "slot-start.md"
 
 // chartsOf names the charts Save drew for rep.
 func chartsOf(rep *Report) ([]string, error) {
@@ -137,7 +152,7 @@ func headlines(w io.Writer, rep *Report) {
 			lines = append(lines, fmt.Sprintf("- Reset of a released slot, %.0f MB template: p50 %.0f ms, p99 %.0f ms (%d single resets of an idle pool).", s.TemplateMB, s.ResetP50MS, s.ResetP99MS, s.Resets))
 		}
 		if s.Error == "" && s.Leases > 0 {
-			lines = append(lines, fmt.Sprintf("- Lease of a ready slot through the daemon: p50 %.2f ms, p99 %.2f ms over %d leases; %.1f MB resident per instance (mean).", s.LeaseP50MS, s.LeaseP99MS, s.Leases, s.RSSMeanMB))
+			lines = append(lines, fmt.Sprintf("- Lease of a ready slot through the daemon: p50 %.2f ms, p99 %.2f ms over %d leases; %.1f MB resident per instance (RSS, mean), %.1f MB with the shared code divided among instances (PSS).", s.LeaseP50MS, s.LeaseP99MS, s.Leases, s.RSSMeanMB, s.PSSMeanMB))
 		}
 	}
 	if len(lines) > 0 {

@@ -85,17 +85,23 @@ func (row Row) markdown() string {
 func serviceMarkdown(w io.Writer, rows []ServiceRow) {
 	fmt.Fprintln(w, "#### The service: through the daemon's API")
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "| template | slots | ready from the built template | from the SQL dump | dump\\|load, 1 copy | dump\\|load, same count | lease p50 / p99 | RSS per instance, mean / max | single resets | reset p50 / p99 / max |")
-	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+	fmt.Fprintln(w, "| template | slots | ready from the built template | from the SQL dump | dump\\|load, 1 copy | dump\\|load, same count | lease p50 / p99 | RSS per instance, mean / max | PSS per instance, mean | reset p99, every slot at once | single resets | reset p50 / p99 / max |")
+	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 	for _, s := range rows {
 		if s.Error != "" {
-			fmt.Fprintf(w, "| %s (x%g) | | failed: %s | | | | | | | |\n", s.Template, s.Scale, escape(s.Error))
+			fmt.Fprintf(w, "| %s (x%g) | | failed: %s | | | | | | | | | |\n", s.Template, s.Scale, escape(s.Error))
 			continue
 		}
-		lease, rss, d1, dn := "", "", "", ""
+		lease, rss, pss, all, d1, dn := "", "", "", "", "", ""
 		if s.Leases > 0 {
 			lease = fmt.Sprintf("%.2f / %.2f ms", s.LeaseP50MS, s.LeaseP99MS)
 			rss = fmt.Sprintf("%.1f / %.1f MB", s.RSSMeanMB, s.RSSMaxMB)
+			pss = fmt.Sprintf("%.1f MB", s.PSSMeanMB)
+		}
+		up := secs(s.PoolUpSeconds)
+		if len(s.Runs) > 1 {
+			up += fmt.Sprintf(" (median of %d)", len(s.Runs))
+			all = fmt.Sprintf("%.0f ms", s.AllResetP99MS)
 		}
 		if s.DumpLoad1Seconds > 0 {
 			d1 = secs(s.DumpLoad1Seconds)
@@ -108,10 +114,22 @@ func serviceMarkdown(w io.Writer, rows []ServiceRow) {
 		if s.Limited != "" {
 			slots += " (" + s.Limited + ")"
 		}
-		fmt.Fprintf(w, "| %.0f MB (demo x%g) | %s | %s | %s | %s | %s | %s | %s | %d | %.0f / %.0f / %.0f ms |\n",
-			s.TemplateMB, s.Scale, slots, secs(s.PoolUpSeconds), secs(s.FromSQLSeconds), d1, dn, lease, rss, s.Resets, s.ResetP50MS, s.ResetP99MS, s.ResetMaxMS)
+		fmt.Fprintf(w, "| %.0f MB (demo x%g) | %s | %s | %s | %s | %s | %s | %s | %s | %s | %d | %.0f / %.0f / %.0f ms |\n",
+			s.TemplateMB, s.Scale, slots, up, secs(s.FromSQLSeconds), d1, dn, lease, rss, pss, all, s.Resets, s.ResetP50MS, s.ResetP99MS, s.ResetMaxMS)
 	}
 	fmt.Fprintln(w)
+	for _, s := range rows {
+		if len(s.Runs) == 0 {
+			continue
+		}
+		fmt.Fprintf(w, "Pool-ups of %d slots (%.0f MB template), each followed by a reset of every slot at once:\n\n", s.Slots, s.TemplateMB)
+		fmt.Fprintln(w, "| run | state | ready | reset p50 / p99, every slot at once | load average before | after |")
+		fmt.Fprintln(w, "|---:|---|---:|---:|---|---|")
+		for i, r := range s.Runs {
+			fmt.Fprintf(w, "| %d | %s | %s | %.0f / %.0f ms | %s | %s |\n", i+1, r.State, secs(r.PoolUpSeconds), r.ResetP50MS, r.ResetP99MS, r.LoadBefore, r.LoadAfter)
+		}
+		fmt.Fprintln(w)
+	}
 }
 
 func secs(s float64) string {

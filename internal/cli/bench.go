@@ -40,6 +40,7 @@ type BenchFlags struct {
 	Archive     bool
 	Capture     bool
 	ServiceSize int
+	ServiceRuns int
 }
 
 func newBenchCmd(g *Globals) *cobra.Command {
@@ -78,6 +79,7 @@ pristine bench-archive and bench-capture instead.`,
 	fl.Float64Var(&f.ResetScale, "reset-scale", 18, "demo scale of the large template of --reset (18 is about 2 GB)")
 	fl.IntVar(&f.Resets, "resets", 20, "single resets timed per template with --reset")
 	fl.IntVar(&f.ServiceSize, "reset-slots", 0, "slots of the --reset pool (default: the largest --copies)")
+	fl.IntVar(&f.ServiceRuns, "reset-runs", 3, "pool-ups of the --reset pool; the median is reported")
 	fl.Float64Var(&f.Scale, "scale", 1, "multiply every workload's data (for quick runs, e.g. 0.05)")
 	fl.IntVar(&f.ManyTables, "many-tables", 30000, "tables of the tables30k workload")
 	fl.StringVar(&f.Out, "out", "", "write bench.json, bench.md and the charts to this directory")
@@ -161,7 +163,7 @@ func runBench(ctx context.Context, g *Globals, f BenchFlags) error {
 // options turns the flags into bench options.
 func (f BenchFlags) options() (bench.CompareOptions, error) {
 	opt := bench.CompareOptions{Workers: f.Workers, MaxTime: f.MaxTime, EatMyData: f.EatMyData, Service: f.Reset,
-		ServiceScale: f.ResetScale, Resets: f.Resets, ServiceSlots: f.ServiceSize, Methods: benchList(f.Methods)}
+		ServiceScale: f.ResetScale, Resets: f.Resets, ServiceSlots: f.ServiceSize, ServiceRuns: f.ServiceRuns, Methods: benchList(f.Methods)}
 	for _, name := range benchList(f.Workloads) {
 		w, ok := bench.Workloads[name]
 		if !ok {

@@ -19,6 +19,7 @@ func init() { register(newDemoCmd) }
 // DemoFlags are the flags of `pristine demo`.
 type DemoFlags struct {
 	Slots       int
+	Runs        int
 	Scale       float64
 	NoBaseline  bool
 	Keep        bool
@@ -44,6 +45,7 @@ func newDemoCmd(g *Globals) *cobra.Command {
 		},
 	}
 	cmd.Flags().IntVar(&f.Slots, "slots", 200, "pool size")
+	cmd.Flags().IntVar(&f.Runs, "runs", 3, "bring the pool up, lease, reset and take it down this many times; the median is reported")
 	cmd.Flags().Float64Var(&f.Scale, "scale", 1, "demo data scale (1 = 51 tables, about 110 MB)")
 	cmd.Flags().BoolVar(&f.NoBaseline, "no-baseline", false, "skip timing mariadb-dump | mariadb")
 	cmd.Flags().BoolVar(&f.Keep, "keep", false, "keep the scratch filesystem and template afterwards")
@@ -59,6 +61,7 @@ func RunDemo(ctx context.Context, g *Globals, f DemoFlags) (*bench.DemoResult, e
 	if err != nil {
 		return nil, err
 	}
+	fresh := false
 	if b, err := cow.Detect(root, root.Data()); err == nil && b.Name() == "copy" && os.Geteuid() == 0 {
 		// The root's own templates would be hidden by the scratch mount (and
 		// pristine scratch down at the end would not bring them back): the
@@ -81,6 +84,7 @@ func RunDemo(ctx context.Context, g *Globals, f DemoFlags) (*bench.DemoResult, e
 		if _, err := scratch.Up(ctx, root, scratch.Options{Size: size, FS: "btrfs"}); err != nil {
 			return nil, err
 		}
+		fresh = true
 		if !f.Keep {
 			defer func() {
 				if err := scratch.Down(context.Background(), root); err != nil {
@@ -93,7 +97,7 @@ func RunDemo(ctx context.Context, g *Globals, f DemoFlags) (*bench.DemoResult, e
 	if err != nil {
 		return nil, err
 	}
-	return bench.Demo(ctx, st, bench.DemoOptions{Slots: f.Slots, Scale: f.Scale, Baseline: !f.NoBaseline, Log: os.Stderr})
+	return bench.Demo(ctx, st, bench.DemoOptions{Slots: f.Slots, Scale: f.Scale, Runs: f.Runs, FreshScratch: fresh, Baseline: !f.NoBaseline, Log: os.Stderr})
 }
 
 func printDemo(w io.Writer, r *bench.DemoResult) {
@@ -109,10 +113,20 @@ func printDemo(w io.Writer, r *bench.DemoResult) {
 		base = fmt.Sprintf("%.0f s (1 copy measured: %.2f s, x %d)", r.DumpLoad200Proj, r.DumpLoadSeconds, r.Slots)
 		ratio = fmt.Sprintf("%.0fx", r.SpeedupVsDumpLd)
 	}
-	fmt.Fprintf(w, "| %d slots ready, every slot answered | %.2f s | %s | %s |\n", r.Slots, r.PoolUpSeconds, base, ratio)
+	fmt.Fprintf(w, "| %d slots ready, every slot answered (median of %d) | %.2f s | %s | %s |\n", r.Slots, len(r.Runs), r.PoolUpSeconds, base, ratio)
 	fmt.Fprintf(w, "| from the SQL dump to %d slots | %.2f s | | |\n", r.Slots, r.FromSQLSeconds)
 	fmt.Fprintf(w, "| lease of a ready slot, p50 / p99 | %.2f / %.2f ms | | |\n", r.LeaseP50MS, r.LeaseP99MS)
-	fmt.Fprintf(w, "| reset of a released slot, p50 / p99 | %.0f / %.0f ms | %.2f s | |\n", r.ResetP50MS, r.ResetP99MS, r.DumpLoadSeconds)
-	fmt.Fprintf(w, "| resident memory per slot, mean / max | %.1f / %.1f MB | | |\n", r.RSSMeanMB, r.RSSMaxMB)
+	once := ""
+	if r.DumpLoadSeconds > 0 {
+		once = fmt.Sprintf("%.2f s", r.DumpLoadSeconds)
+	}
+	fmt.Fprintf(w, "| reset of a released slot, all %d at once, p50 / p99 (median of %d) | %.0f / %.0f ms | %s | |\n", r.Slots, len(r.Runs), r.ResetP50MS, r.ResetP99MS, once)
+	fmt.Fprintf(w, "| resident memory per slot (RSS), mean / max | %.1f / %.1f MB | | |\n", r.RSSMeanMB, r.RSSMaxMB)
+	fmt.Fprintf(w, "| memory per slot with the shared code divided among slots (PSS), mean | %.1f MB | | |\n", r.PSSMeanMB)
 	fmt.Fprintf(w, "| first query on a leased slot (%d rows counted) | %.2f ms | | |\n", r.RowsInFirstTable, r.QueryMS)
+	fmt.Fprintf(w, "\n| run | state | %d slots ready | reset p50 / p99 | load average before | after |\n|---:|---|---:|---:|---|---|\n", r.Slots)
+	for i, run := range r.Runs {
+		fmt.Fprintf(w, "| %d | %s | %.2f s | %.0f / %.0f ms | %s | %s |\n", i+1, run.State, run.PoolUpSeconds, run.ResetP50MS, run.ResetP99MS, run.LoadBefore, run.LoadAfter)
+	}
+	fmt.Fprintf(w, "\nLoad average (1, 5, 15 min) before the demo: %s, after: %s (%d cores).\n", r.LoadBefore, r.LoadAfter, runtime.NumCPU())
 }

@@ -512,9 +512,27 @@ func TestDemoMainJob(t *testing.T) {
 		RSS         float64 `json:"rss_mean_mb"`
 		DumpLoad    float64 `json:"dumpload_one_copy_seconds"`
 		RowsChecked int64   `json:"rows_checked"`
+		PSS         float64 `json:"pss_mean_mb"`
+		LoadBefore  string  `json:"load_before"`
+		Runs        []struct {
+			State      string  `json:"state"`
+			PoolUp     float64 `json:"pool_up_seconds"`
+			LoadBefore string  `json:"load_before"`
+			LoadAfter  string  `json:"load_after"`
+		} `json:"runs"`
 	}
 	if err := json.Unmarshal([]byte(out), &r); err != nil {
 		t.Fatalf("demo --json: %v\n%s", err, out)
+	}
+	// Three pool-ups by default, the first on the scratch filesystem the
+	// demo made (cold), each with the load average around it.
+	if len(r.Runs) != 3 || r.Runs[0].State != "cold" || r.Runs[1].State != "warm" || r.PSS <= 0 || r.LoadBefore == "" {
+		t.Fatalf("demo reported no runs, states, PSS or load average: %+v", r)
+	}
+	for i, run := range r.Runs {
+		if run.PoolUp <= 0 || len(strings.Fields(run.LoadBefore)) != 3 || len(strings.Fields(run.LoadAfter)) != 3 {
+			t.Errorf("demo run %d: %+v", i+1, run)
+		}
 	}
 	if r.Slots != 3 || !r.Built || r.Backend == "" || r.PoolUp <= 0 || r.LeaseP99 <= 0 || r.ResetP50 <= 0 || r.RSS <= 0 || r.DumpLoad <= 0 || r.RowsChecked <= 0 {
 		t.Fatalf("demo reported missing figures: %+v", r)

@@ -98,8 +98,7 @@ func Start(b *Binary, cfg Config) (*Instance, error) {
 	args = append(args, cfg.Profile.args(b.Flavor)...)
 	args = append(args, cfg.Extra...)
 	cmd := exec.Command(b.Path, args...)
-	// Fewer malloc arenas keep hundreds of small servers small.
-	cmd.Env = append(os.Environ(), "MALLOC_ARENA_MAX=2")
+	cmd.Env = append(os.Environ(), cfg.Profile.env()...)
 	cmd.SysProcAttr = childAttr()
 	cmd.SysProcAttr.Credential = acct.Credential()
 	cmd.Dir = cfg.RunDir

@@ -132,3 +132,18 @@ func (p Profile) flushLogAtTrxCommit() string {
 	}
 	return "2"
 }
+
+// env is the server's malloc tuning (glibc), measured on an idle slot and
+// after a soak's kind of queries (docs/benchmarks.md, "Where a slot's start
+// goes"): one arena, and a fixed trim threshold, which also fixes the mmap
+// threshold at 128 KiB. Left dynamic, glibc raises the mmap threshold after
+// the first large free, so a connection's large buffers come from the heap
+// and stay resident when it ends: about 4.5 MB per slot after three
+// sessions, none with this.
+func (p Profile) env() []string {
+	return []string{
+		"MALLOC_ARENA_MAX=1",
+		"MALLOC_TRIM_THRESHOLD_=131072",
+		"MALLOC_TOP_PAD_=65536",
+	}
+}

@@ -181,6 +181,12 @@ func (a Account) CheckReachable(path string) error {
 		if err := syscall.Stat(d, &st); err != nil {
 			return fmt.Errorf("check %s: %w", d, err)
 		}
+		if !a.canSearch(&st) && d == "/" {
+			// Debian's / is 0755; a 0700 one (a debootstrap into a
+			// mktemp directory) keeps every unprivileged service out.
+			return fmt.Errorf("%w %s: the filesystem root / is mode %04o, so no unprivileged account (%s, uid %d, that servers run as, among them) can reach anything: give it Debian's mode with chmod 0755 / (scripts/install-deps.sh does)",
+				ErrUnreachable, path, st.Mode&0o7777, a.Name, a.UID)
+		}
 		if !a.canSearch(&st) {
 			return fmt.Errorf("%w %s: %s is mode %04o owned by uid %d, which %s (uid %d) may not search: choose a root outside it (e.g. --root /var/lib/pristine) or allow it: chmod o+x %s",
 				ErrUnreachable, path, d, st.Mode&0o7777, st.Uid, a.Name, a.UID, d)

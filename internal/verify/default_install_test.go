@@ -82,7 +82,10 @@ func TestDefaultInstallCapture(t *testing.T) {
 	// A default install: name resolution and the anonymous accounts on;
 	// only root's authentication is the password kind, so the test need
 	// not run as the OS user root.
-	args := []string{"--no-defaults", "--datadir=" + filepath.Join(dir, "data"), "--tmpdir=" + dir, "--auth-root-authentication-method=normal"}
+	args := []string{"--no-defaults", "--datadir=" + filepath.Join(dir, "data"), "--tmpdir=" + dir, "--auth-root-authentication-method=normal",
+		// Still a default install where the host name does not resolve (a
+		// fresh chroot): --force only skips resolveip's check.
+		"--force"}
 	if os.Geteuid() == 0 {
 		// As root, the data directory belongs to the servers' account
 		// (docs/security.md), as every server pristine starts runs as it.

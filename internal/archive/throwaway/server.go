@@ -77,7 +77,9 @@ func Start(ctx context.Context, datadir, runDir string) (*Server, error) {
 			return nil, err
 		}
 		install := exec.CommandContext(ctx, bin("mariadb-install-db"), "--no-defaults", "--datadir="+datadir,
-			"--tmpdir="+runDir, "--auth-root-authentication-method=normal", "--skip-test-db")
+			"--tmpdir="+runDir, "--auth-root-authentication-method=normal", "--skip-test-db",
+			// A machine whose host name does not resolve (a fresh chroot) is fine.
+			"--skip-name-resolve", "--force")
 		install.SysProcAttr = &syscall.SysProcAttr{Credential: acct.Credential()}
 		install.Dir = "/"
 		if out, err := install.CombinedOutput(); err != nil {
