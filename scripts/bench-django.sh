@@ -31,7 +31,13 @@ cleanup() {
 trap cleanup EXIT
 
 # Django's own cloning, against a plain server with pristine's profile.
-mariadb-install-db --no-defaults --datadir="$W/plain" --auth-root-authentication-method=normal >/dev/null 2>&1
+# --skip-name-resolve --force: a machine whose host name does not resolve (a
+# fresh chroot) is fine.
+if ! out=$(mariadb-install-db --no-defaults --datadir="$W/plain" --auth-root-authentication-method=normal --skip-name-resolve --force 2>&1); then
+  echo "$out" | tail -20 >&2
+  echo "bench-django: mariadb-install-db failed (above)" >&2
+  exit 1
+fi
 mariadbd --no-defaults --datadir="$W/plain" --socket="$W/plain.sock" --skip-networking \
   --innodb-buffer-pool-size=128M --innodb-flush-log-at-trx-commit=0 --innodb-doublewrite=0 \
   --innodb-flush-method=nosync --skip-log-bin --performance-schema=0 --user=root \
