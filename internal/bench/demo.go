@@ -273,35 +273,22 @@ func slotMemory(ctx context.Context, c *client.Client, name string) (mean, maxMB
 }
 
 // procPSSKB is the proportional set size of pid in kB (smaps_rollup), or 0.
-func procPSSKB(pid int) int64 {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/smaps_rollup")
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if strings.HasPrefix(line, "Pss:") {
-			f := strings.Fields(line)
-			if len(f) >= 2 {
-				n, _ := strconv.ParseInt(f[1], 10, 64)
-				return n
-			}
-		}
-	}
-	return 0
-}
+func procPSSKB(pid int) int64 { return procFieldKB(pid, "smaps_rollup", "Pss:") }
 
-func procRSSKB(pid int) int64 {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+// procRSSKB is the resident set size of pid in kB, or 0.
+func procRSSKB(pid int) int64 { return procFieldKB(pid, "status", "VmRSS:") }
+
+// procFieldKB reads the kB figure of the line starting with key in
+// /proc/PID/file, or 0.
+func procFieldKB(pid int, file, key string) int64 {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/" + file)
 	if err != nil {
 		return 0
 	}
 	for _, line := range strings.Split(string(b), "\n") {
-		if strings.HasPrefix(line, "VmRSS:") {
-			f := strings.Fields(line)
-			if len(f) >= 2 {
-				n, _ := strconv.ParseInt(f[1], 10, 64)
-				return n
-			}
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == key {
+			n, _ := strconv.ParseInt(f[1], 10, 64)
+			return n
 		}
 	}
 	return 0
