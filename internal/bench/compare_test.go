@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pristinedb/pristine/internal/quote"
+
 	"github.com/pristinedb/pristine/internal/demo"
 	"github.com/pristinedb/pristine/internal/mariadb"
 	"github.com/pristinedb/pristine/internal/mariadb/mariadbtest"
@@ -131,7 +133,7 @@ func fingerprint(t *testing.T, db *sql.DB, schema string) []string {
 	for _, tb := range tables {
 		var name string
 		var sum sql.NullInt64
-		if err := db.QueryRow("CHECKSUM TABLE "+quote(schema)+"."+quote(tb)).Scan(&name, &sum); err != nil {
+		if err := db.QueryRow("CHECKSUM TABLE "+quote.Ident(schema)+"."+quote.Ident(tb)).Scan(&name, &sum); err != nil {
 			t.Fatal(err)
 		}
 		out = append(out, fmt.Sprintf("checksum %s %d", tb, sum.Int64))

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/pristinedb/pristine/internal/sysmem"
+
 	"github.com/pristinedb/pristine/internal/mariadb"
 	"github.com/pristinedb/pristine/internal/template"
 	"github.com/pristinedb/pristine/internal/units"
@@ -115,7 +117,7 @@ func (r *runner) runCopier(ctx context.Context, w Workload, m *template.Meta, c 
 			stopped = "disk"
 			return 0, false
 		}
-		if memAvailable() < memFloor {
+		if sysmem.AvailableOr(0) < memFloor {
 			stopped = "memory"
 			return 0, false
 		}

@@ -11,6 +11,10 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/pristinedb/pristine/internal/sysmem"
+
+	"github.com/pristinedb/pristine/internal/quote"
+
 	"github.com/pristinedb/pristine/internal/template"
 	"github.com/pristinedb/pristine/internal/units"
 )
@@ -48,7 +52,7 @@ func (im *importer) setup(ctx context.Context, srv *template.Running, scratch st
 	// The staged export is as large as the data: make sure it fits, also
 	// in memory when the filesystem is RAM-backed.
 	need := srv.Meta.Bytes
-	if free := freeBytes(scratch); free < need+256<<20 || memAvailable() < need+memFloor {
+	if free := freeBytes(scratch); free < need+256<<20 || sysmem.AvailableOr(0) < need+memFloor {
 		return fmt.Errorf("not enough free disk or memory to stage an export of %s", units.Bytes(need))
 	}
 	db, err := srv.Inst.Open("")
@@ -64,16 +68,16 @@ func (im *importer) setup(ctx context.Context, srv *template.Running, scratch st
 	im.after = make([]string, len(im.tables))
 	if im.noIdx {
 		lean := "bench_lean"
-		if err := im.exec(ctx, "SET SESSION foreign_key_checks=0, unique_checks=0", "CREATE DATABASE "+quote(lean), "USE "+quote(lean)); err != nil {
+		if err := im.exec(ctx, "SET SESSION foreign_key_checks=0, unique_checks=0", "CREATE DATABASE "+quote.Ident(lean), "USE "+quote.Ident(lean)); err != nil {
 			return err
 		}
 		for i, t := range im.tables {
 			create, adds := stripIndexes(im.creates[i])
 			im.creates[i] = create
 			if len(adds) > 0 {
-				im.after[i] = "ALTER TABLE " + quote(t) + " ADD " + strings.Join(adds, ", ADD ")
+				im.after[i] = "ALTER TABLE " + quote.Ident(t) + " ADD " + strings.Join(adds, ", ADD ")
 			}
-			if err := im.exec(ctx, create, "INSERT INTO "+quote(t)+" SELECT * FROM "+quote(src)+"."+quote(t)); err != nil {
+			if err := im.exec(ctx, create, "INSERT INTO "+quote.Ident(t)+" SELECT * FROM "+quote.Ident(src)+"."+quote.Ident(t)); err != nil {
 				return err
 			}
 		}
@@ -91,7 +95,7 @@ func (im *importer) export(ctx context.Context, src string) error {
 		batch := im.tables[lo:min(lo+exportBatch, len(im.tables))]
 		names := make([]string, len(batch))
 		for i, t := range batch {
-			names[i] = quote(src) + "." + quote(t)
+			names[i] = quote.Ident(src) + "." + quote.Ident(t)
 		}
 		if err := im.exec(ctx, "FLUSH TABLES "+strings.Join(names, ", ")+" FOR EXPORT"); err != nil {
 			return err
@@ -113,11 +117,11 @@ func (im *importer) export(ctx context.Context, src string) error {
 
 func (im *importer) copy(ctx context.Context, i int) error {
 	dst := "copy" + strconv.Itoa(i)
-	if err := im.exec(ctx, "SET SESSION foreign_key_checks=0", "CREATE DATABASE "+quote(dst), "USE "+quote(dst)); err != nil {
+	if err := im.exec(ctx, "SET SESSION foreign_key_checks=0", "CREATE DATABASE "+quote.Ident(dst), "USE "+quote.Ident(dst)); err != nil {
 		return err
 	}
 	for j, t := range im.tables {
-		if err := im.exec(ctx, im.creates[j], "ALTER TABLE "+quote(t)+" DISCARD TABLESPACE"); err != nil {
+		if err := im.exec(ctx, im.creates[j], "ALTER TABLE "+quote.Ident(t)+" DISCARD TABLESPACE"); err != nil {
 			return err
 		}
 	}
@@ -127,7 +131,7 @@ func (im *importer) copy(ctx context.Context, i int) error {
 				return fmt.Errorf("copy %s%s: %w", t, ext, err)
 			}
 		}
-		if err := im.exec(ctx, "ALTER TABLE "+quote(t)+" IMPORT TABLESPACE"); err != nil {
+		if err := im.exec(ctx, "ALTER TABLE "+quote.Ident(t)+" IMPORT TABLESPACE"); err != nil {
 			return err
 		}
 	}

@@ -7,6 +7,8 @@ import (
 	"runtime"
 	"strings"
 
+	"github.com/pristinedb/pristine/internal/sysmem"
+
 	"golang.org/x/sys/unix"
 
 	"github.com/pristinedb/pristine/internal/template"
@@ -37,7 +39,8 @@ func describeMachine(store *template.Store) Machine {
 			}
 		}
 	}
-	m.MemoryGiB = float64(meminfo("MemTotal:")) / (1 << 30)
+	total, _ := sysmem.Total()
+	m.MemoryGiB = float64(total) / (1 << 30)
 	var u unix.Utsname
 	if unix.Uname(&u) == nil {
 		m.Kernel = unix.ByteSliceToString(u.Release[:])

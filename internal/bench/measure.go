@@ -180,25 +180,6 @@ func freeBytes(dir string) int64 {
 	return int64(st.Bavail) * st.Bsize
 }
 
-// memAvailable is MemAvailable from /proc/meminfo, in bytes.
-func memAvailable() int64 {
-	return meminfo("MemAvailable:")
-}
-
-func meminfo(key string) int64 {
-	b, err := os.ReadFile("/proc/meminfo")
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if f := strings.Fields(line); len(f) >= 2 && f[0] == key {
-			kb, _ := strconv.ParseInt(f[1], 10, 64)
-			return kb << 10
-		}
-	}
-	return 0
-}
-
 // dirBytes is the space a tree takes on disk (allocated blocks).
 func dirBytes(dir string) int64 {
 	var n int64

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/pristinedb/pristine/internal/sysmem"
+
 	"github.com/pristinedb/pristine/client"
 	"github.com/pristinedb/pristine/internal/demo"
 	"github.com/pristinedb/pristine/internal/mariadb"
@@ -76,7 +78,7 @@ type ServiceRun struct {
 // the pool's own estimate, leaving the pool's reserve and a little more.
 func (r *runner) slotsThatFit(m *template.Meta) int {
 	mem, _ := pool.SlotCost(r.store.Backend, m, mariadb.DefaultProfile())
-	return int((memAvailable() - 2<<30) / mem)
+	return int((sysmem.AvailableOr(0) - 2<<30) / mem)
 }
 
 // service measures, through an in-process daemon on the root's socket, a

@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/pristinedb/pristine/internal/quote"
+
 	"github.com/pristinedb/pristine/client"
 	"github.com/pristinedb/pristine/internal/mariadb"
 	"github.com/pristinedb/pristine/internal/rootdir"
@@ -149,7 +151,7 @@ func cycle(ctx context.Context, c *client.Client, opt SoakOptions, table string,
 	if err != nil {
 		return waitMS, false, err
 	}
-	if _, err := db.ExecContext(ctx, "DELETE FROM "+quote(table)+" LIMIT 1"); err != nil {
+	if _, err := db.ExecContext(ctx, "DELETE FROM "+quote.Ident(table)+" LIMIT 1"); err != nil {
 		return waitMS, false, err
 	}
 	if opt.Hold > 0 {
@@ -191,10 +193,8 @@ func canary(ctx context.Context, c *client.Client, template string) (string, int
 func checksum(ctx context.Context, db *sql.DB, table string) (int64, error) {
 	var name string
 	var sum sql.NullInt64
-	if err := db.QueryRowContext(ctx, "CHECKSUM TABLE "+quote(table)).Scan(&name, &sum); err != nil {
+	if err := db.QueryRowContext(ctx, "CHECKSUM TABLE "+quote.Ident(table)).Scan(&name, &sum); err != nil {
 		return 0, fmt.Errorf("checksum %s: %w", table, err)
 	}
 	return sum.Int64, nil
 }
-
-func quote(ident string) string { return "`" + ident + "`" }

@@ -11,6 +11,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/pristinedb/pristine/internal/quote"
 )
 
 // Counter is an InnoDB table's next AUTO_INCREMENT value on the source.
@@ -41,7 +43,7 @@ const blockCommitLine = "Acquired locks for BACKUP STAGE BLOCK_COMMIT"
 func (s *Source) readCounters(ctx context.Context) ([]Counter, error) {
 	in := make([]string, len(s.Databases))
 	for i, d := range s.Databases {
-		in[i] = quoteString(d)
+		in[i] = quote.String(d)
 	}
 	var out []Counter
 	var perr error
@@ -135,7 +137,7 @@ func (w *counterWatch) result() ([]Counter, bool, error) {
 func ApplyCounters(ctx context.Context, db *sql.DB, counters []Counter) (int, error) {
 	n := 0
 	for _, c := range counters {
-		name := quoteIdent(c.Schema) + "." + quoteIdent(c.Table)
+		name := quote.Ident(c.Schema) + "." + quote.Ident(c.Table)
 		var cur uint64
 		err := db.QueryRowContext(ctx, "SELECT IFNULL(AUTO_INCREMENT, 0) FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ?", c.Schema, c.Table).Scan(&cur)
 		if err != nil {
@@ -186,9 +188,9 @@ func PersistCounters(ctx context.Context, db *sql.DB) (int, error) {
 	}
 	n := 0
 	for _, c := range all {
-		name := quoteIdent(c.schema) + "." + quoteIdent(c.table)
+		name := quote.Ident(c.schema) + "." + quote.Ident(c.table)
 		var top sql.NullString
-		if err := db.QueryRowContext(ctx, "SELECT CAST(MAX("+quoteIdent(c.column)+") AS DECIMAL(65)) FROM "+name).Scan(&top); err != nil {
+		if err := db.QueryRowContext(ctx, "SELECT CAST(MAX("+quote.Ident(c.column)+") AS DECIMAL(65)) FROM "+name).Scan(&top); err != nil {
 			return n, fmt.Errorf("persist the AUTO_INCREMENT counter of %s: %w", name, err)
 		}
 		if top.Valid {

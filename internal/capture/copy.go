@@ -12,6 +12,8 @@ import (
 	"strings"
 	"sync/atomic"
 
+	"github.com/pristinedb/pristine/internal/quote"
+
 	"github.com/go-sql-driver/mysql"
 )
 
@@ -48,10 +50,10 @@ func (c chunk) selectSQL() string {
 	b.WriteString(" FROM " + c.t.quoted())
 	var where []string
 	if c.lo != nil {
-		where = append(where, quoteIdent(c.t.pk)+" >= "+strconv.FormatInt(*c.lo, 10))
+		where = append(where, quote.Ident(c.t.pk)+" >= "+strconv.FormatInt(*c.lo, 10))
 	}
 	if c.hi != nil {
-		where = append(where, quoteIdent(c.t.pk)+" < "+strconv.FormatInt(*c.hi, 10))
+		where = append(where, quote.Ident(c.t.pk)+" < "+strconv.FormatInt(*c.hi, 10))
 	}
 	if len(where) > 0 {
 		b.WriteString(" WHERE " + strings.Join(where, " AND "))
@@ -66,7 +68,7 @@ func split(ctx context.Context, src *sql.Conn, t *table, chunkRows int64) ([]chu
 		return []chunk{{t: t}}, nil
 	}
 	var lo, hi sql.NullInt64
-	q := fmt.Sprintf("SELECT MIN(%[1]s), MAX(%[1]s) FROM %[2]s", quoteIdent(t.pk), t.quoted())
+	q := fmt.Sprintf("SELECT MIN(%[1]s), MAX(%[1]s) FROM %[2]s", quote.Ident(t.pk), t.quoted())
 	if err := src.QueryRowContext(ctx, q).Scan(&lo, &hi); err != nil {
 		return nil, fmt.Errorf("key range of %s: %w", t, err)
 	}
@@ -198,7 +200,7 @@ func writeEscaped(bw *bufio.Writer, v []byte) {
 func copyInsert(ctx context.Context, src, dst *sql.Conn, c chunk, n *counters) error {
 	names := make([]string, len(c.t.cols))
 	for i, col := range c.t.cols {
-		names[i] = quoteIdent(col.name)
+		names[i] = quote.Ident(col.name)
 	}
 	head := "INSERT INTO " + c.t.quoted() + " (" + strings.Join(names, ",") + ") VALUES "
 	buf := make([]byte, 0, 4<<20+64<<10)

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+
+	"github.com/pristinedb/pristine/internal/quote"
 )
 
 // ErrPrivilege is wrapped by errors about a privilege the source user lacks;
@@ -159,9 +161,9 @@ func (g *grants) missing(priv, on, why string) error {
 func userLiteral(u string) string {
 	i := strings.LastIndexByte(u, '@')
 	if i < 0 {
-		return quoteString(u)
+		return quote.String(u)
 	}
-	return quoteString(u[:i]) + "@" + quoteString(u[i+1:])
+	return quote.String(u[:i]) + "@" + quote.String(u[i+1:])
 }
 
 // objectCounts counts the views, triggers, events and routines of db.

@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/pristinedb/pristine/internal/quote"
+
 	"github.com/go-sql-driver/mysql"
 )
 
@@ -247,7 +249,7 @@ func targetSession(ctx context.Context, dst *sql.DB, binary bool) (*sql.Conn, er
 func createSchema(ctx context.Context, srcDB *sql.DB, snap, dst *sql.Conn, dbs []string, tables []*table) error {
 	for _, d := range dbs {
 		var name, create string
-		if err := srcDB.QueryRowContext(ctx, "SHOW CREATE DATABASE "+quoteIdent(d)).Scan(&name, &create); err != nil {
+		if err := srcDB.QueryRowContext(ctx, "SHOW CREATE DATABASE "+quote.Ident(d)).Scan(&name, &create); err != nil {
 			return fmt.Errorf("show create database %s: %w", d, err)
 		}
 		if _, err := dst.ExecContext(ctx, create); err != nil {
@@ -258,7 +260,7 @@ func createSchema(ctx context.Context, srcDB *sql.DB, snap, dst *sql.Conn, dbs [
 		if err := describe(ctx, srcDB, t); err != nil {
 			return err
 		}
-		for _, q := range []string{"USE " + quoteIdent(t.db), t.create} {
+		for _, q := range []string{"USE " + quote.Ident(t.db), t.create} {
 			if _, err := dst.ExecContext(ctx, q); err != nil {
 				return fmt.Errorf("create table %s: %w", t, err)
 			}

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/pristinedb/pristine/internal/quote"
+
 	"github.com/go-sql-driver/mysql"
 )
 
@@ -39,7 +41,7 @@ func readObjects(ctx context.Context, db *sql.DB, schema string) ([]object, erro
 				n, typ, _ = strings.Cut(n, "\x00")
 				kindWord = strings.ToLower(typ)
 			}
-			showQ := fmt.Sprintf(show, strings.ToUpper(kindWord), quoteIdent(schema)+"."+quoteIdent(n))
+			showQ := fmt.Sprintf(show, strings.ToUpper(kindWord), quote.Ident(schema)+"."+quote.Ident(n))
 			rows, err := db.QueryContext(ctx, showQ)
 			if err != nil {
 				return fmt.Errorf("%s: %w", showQ, err)
@@ -142,17 +144,17 @@ func createObjects(ctx context.Context, dst *sql.Conn, objs []object) error {
 }
 
 func createObject(ctx context.Context, dst *sql.Conn, o object) error {
-	set := []string{"sql_mode=" + quoteString(o.sqlMode)}
+	set := []string{"sql_mode=" + quote.String(o.sqlMode)}
 	if o.charsetClient != "" {
-		set = append(set, "character_set_client="+quoteString(o.charsetClient))
+		set = append(set, "character_set_client="+quote.String(o.charsetClient))
 	}
 	if o.collationConn != "" {
-		set = append(set, "collation_connection="+quoteString(o.collationConn))
+		set = append(set, "collation_connection="+quote.String(o.collationConn))
 	}
 	if o.timeZone != "" {
-		set = append(set, "time_zone="+quoteString(o.timeZone))
+		set = append(set, "time_zone="+quote.String(o.timeZone))
 	}
-	for _, q := range []string{"USE " + quoteIdent(o.db), "SET SESSION " + strings.Join(set, ", "), o.create} {
+	for _, q := range []string{"USE " + quote.Ident(o.db), "SET SESSION " + strings.Join(set, ", "), o.create} {
 		if _, err := dst.ExecContext(ctx, q); err != nil {
 			return fmt.Errorf("create %s %s.%s: %w", o.kind, o.db, o.name, err)
 		}

@@ -7,6 +7,8 @@ import (
 	"encoding/hex"
 	"fmt"
 	"regexp"
+
+	"github.com/pristinedb/pristine/internal/quote"
 )
 
 // Passwords: a capture carries the accounts of its databases (AccountScope)
@@ -58,7 +60,7 @@ func resetPasswords(ctx context.Context, db *sql.DB, accts []Account) error {
 			return fmt.Errorf("make a random password for %s: %w", a.Grantee(), err)
 		}
 		q := "UPDATE mysql.global_priv SET Priv = JSON_SET(JSON_REMOVE(Priv, '$.auth_or'), '$.plugin', 'mysql_native_password', '$.authentication_string', " +
-			quoteString(hash) + ") WHERE User = " + quoteString(a.User) + " AND Host = " + quoteString(a.Host)
+			quote.String(hash) + ") WHERE User = " + quote.String(a.User) + " AND Host = " + quote.String(a.Host)
 		if _, err := db.ExecContext(ctx, q); err != nil {
 			return fmt.Errorf("replace the password of %s: %w", a.Grantee(), err)
 		}

@@ -62,7 +62,7 @@ func testPhysical(t *testing.T, stream bool) {
 	defer r.Close()
 	// The build account's password (in meta.json) opens nothing: the
 	// build locked the account.
-	build, err := sql.Open("mysql", mariadb.TCPDSN(r.Inst.Config.Port, m.User, m.Password, m.Database()))
+	build, err := sql.Open("mysql", dsn.TCP(r.Inst.Config.Port, m.User, m.Password, m.Database()))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/pristinedb/pristine/internal/quote"
+
 	"github.com/go-sql-driver/mysql"
 )
 
@@ -192,9 +194,9 @@ func loadTable(ctx context.Context, d *sql.Conn, t *table, pieces []*piece, toke
 		if col.bit {
 			v := "@v" + strconv.Itoa(i)
 			cols = append(cols, v)
-			sets = append(sets, quoteIdent(col.name)+"=CAST("+v+" AS UNSIGNED)")
+			sets = append(sets, quote.Ident(col.name)+"=CAST("+v+" AS UNSIGNED)")
 		} else {
-			cols = append(cols, quoteIdent(col.name))
+			cols = append(cols, quote.Ident(col.name))
 		}
 	}
 	q := "LOAD DATA LOCAL INFILE 'Reader::" + name + "' INTO TABLE " + t.quoted() + " CHARACTER SET binary (" + strings.Join(cols, ",") + ")"

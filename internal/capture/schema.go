@@ -6,12 +6,14 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+
+	"github.com/pristinedb/pristine/internal/quote"
 )
 
 // tableRef names a table.
 type tableRef struct{ db, name string }
 
-func (t tableRef) quoted() string { return quoteIdent(t.db) + "." + quoteIdent(t.name) }
+func (t tableRef) quoted() string { return quote.Ident(t.db) + "." + quote.Ident(t.name) }
 func (t tableRef) String() string { return t.db + "." + t.name }
 
 // table is a base table or sequence to copy.
@@ -41,7 +43,7 @@ type column struct {
 // prints a FLOAT with 6 significant digits and the value would not survive
 // (mariadb-dump loses it so); BIT as its number.
 func selectExpr(name, typ string) string {
-	q := quoteIdent(name)
+	q := quote.Ident(name)
 	switch typ {
 	case "bit":
 		return "CONCAT(CAST(" + q + " AS UNSIGNED))"
@@ -123,7 +125,7 @@ func describe(ctx context.Context, db *sql.DB, t *table) error {
 	if len(pkCols) == 1 && intPK {
 		// COLUMN_KEY says PRI for a unique key promoted to primary too;
 		// check there is a real PRIMARY KEY of that one column.
-		if strings.Contains(t.create, "PRIMARY KEY ("+quoteIdent(pkCols[0])+")") {
+		if strings.Contains(t.create, "PRIMARY KEY ("+quote.Ident(pkCols[0])+")") {
 			t.pk = pkCols[0]
 		}
 	}

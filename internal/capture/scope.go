@@ -8,6 +8,8 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/pristinedb/pristine/internal/quote"
+
 	"github.com/go-sql-driver/mysql"
 )
 
@@ -22,9 +24,9 @@ type Account struct {
 // 'user'@'host', or a role's quoted name.
 func (a Account) Grantee() string {
 	if a.Role {
-		return quoteString(a.User)
+		return quote.String(a.User)
 	}
-	return quoteString(a.User) + "@" + quoteString(a.Host)
+	return quote.String(a.User) + "@" + quote.String(a.Host)
 }
 
 // systemUsers are account names that belong to the host, whatever their
@@ -77,7 +79,7 @@ func AccountScope(ctx context.Context, db queryer, dbs []string) ([]Account, err
 	}
 	in := make([]string, len(dbs))
 	for i, d := range dbs {
-		in[i] = quoteString(d)
+		in[i] = quote.String(d)
 	}
 	list := "(" + strings.Join(in, ",") + ")"
 	scope := map[key]bool{}
@@ -227,7 +229,7 @@ func PruneAccounts(ctx context.Context, db *sql.DB, dbs []string, withPasswords 
 	}
 	var stmts []string
 	for _, a := range drop {
-		u, h := quoteString(a.User), quoteString(a.Host)
+		u, h := quote.String(a.User), quote.String(a.Host)
 		for _, t := range []string{"global_priv", "db", "tables_priv", "columns_priv", "procs_priv", "proxies_priv", "roles_mapping"} {
 			stmts = append(stmts, "DELETE FROM mysql."+t+" WHERE User = "+u+" AND Host = "+h)
 		}
@@ -237,10 +239,10 @@ func PruneAccounts(ctx context.Context, db *sql.DB, dbs []string, withPasswords 
 	}
 	list := make([]string, len(dbs))
 	for i, d := range dbs {
-		list[i] = quoteString(d)
+		list[i] = quote.String(d)
 	}
 	for _, a := range keep {
-		u, h := quoteString(a.User), quoteString(a.Host)
+		u, h := quote.String(a.User), quote.String(a.Host)
 		for _, t := range []string{"db", "tables_priv", "columns_priv", "procs_priv"} {
 			stmts = append(stmts, "DELETE FROM mysql."+t+" WHERE User = "+u+" AND Host = "+h+" AND Db NOT IN ("+strings.Join(list, ",")+")")
 		}

@@ -25,6 +25,8 @@ import (
 	"strings"
 	"sync/atomic"
 
+	"github.com/pristinedb/pristine/internal/quote"
+
 	"github.com/go-sql-driver/mysql"
 
 	"github.com/pristinedb/pristine/internal/dsn"
@@ -147,7 +149,7 @@ func (s *Source) probe(ctx context.Context, databases []string) error {
 	}
 	in := make([]string, len(s.Databases))
 	for i, d := range s.Databases {
-		in[i] = quoteString(d)
+		in[i] = quote.String(d)
 	}
 	var size sql.NullInt64
 	if err := s.DB.QueryRowContext(ctx, "SELECT SUM(DATA_LENGTH + INDEX_LENGTH) FROM information_schema.TABLES WHERE TABLE_SCHEMA IN ("+strings.Join(in, ",")+")").Scan(&size); err != nil {
@@ -199,13 +201,4 @@ func queryStrings(ctx context.Context, q interface {
 		out = append(out, v.String)
 	}
 	return out, rows.Err()
-}
-
-// quoteIdent quotes a name with backticks.
-func quoteIdent(s string) string { return "`" + strings.ReplaceAll(s, "`", "``") + "`" }
-
-// quoteString quotes a string literal for SQL (NO_BACKSLASH_ESCAPES off).
-func quoteString(s string) string {
-	r := strings.NewReplacer(`\`, `\\`, `'`, `\'`, "\x00", `\0`)
-	return "'" + r.Replace(s) + "'"
 }

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+
+	"github.com/pristinedb/pristine/internal/quote"
 )
 
 // account is a user that holds privileges on a captured database, with
@@ -45,7 +47,7 @@ func readAccounts(ctx context.Context, db *sql.DB, dbs []string) (accts []accoun
 		if sa.Role {
 			// SHOW CREATE USER does not know a role; its grants are read
 			// by its bare name.
-			create = "CREATE ROLE " + quoteIdent(sa.User)
+			create = "CREATE ROLE " + quote.Ident(sa.User)
 		} else if err := db.QueryRowContext(ctx, "SHOW CREATE USER "+g).Scan(&create); err != nil {
 			if isAccessDenied(err) {
 				return nil, "accounts are not copied: grant SELECT ON mysql.* to copy the accounts of the captured databases", nil

@@ -126,6 +126,9 @@ func RunTemplateBuild(ctx context.Context, g *Globals, f BuildFlags) (*template.
 	if f.Server.DSN != "" {
 		// First of all, so a password in the URL leaves argv at once.
 		f.Server.DSN = strings.Clone(f.Server.DSN) // argv is scrubbed in sourcePassword
+		if isTerminal(os.Stderr) {
+			f.Server.Meter = os.Stderr
+		}
 		pw, err := sourcePassword(f.Server.DSN, f.Password)
 		if err != nil {
 			return nil, false, err

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/go-sql-driver/mysql"
+
 	"github.com/pristinedb/pristine/internal/dsn"
 )
 
@@ -59,6 +61,26 @@ func TestParseRejects(t *testing.T) {
 		}
 		if strings.Contains(err.Error(), "topsecret") {
 			t.Errorf("Parse(%q) error shows the password: %v", in, err)
+		}
+	}
+}
+
+// TestFormatRoundTrip: what URL, TCP and Socket write, Parse and the driver
+// read back unchanged, whatever characters the password holds.
+func TestFormatRoundTrip(t *testing.T) {
+	for _, pw := range []string{"plain", "p@ss:w/rd?#%", "sp ace&x=y", ""} {
+		c, err := dsn.Parse(dsn.URL(3307, "us@er", pw, "db-1"))
+		if err != nil {
+			t.Fatalf("%q: %v", pw, err)
+		}
+		if c.User != "us@er" || c.Passwd != pw || c.DBName != "db-1" || c.Addr != "127.0.0.1:3307" {
+			t.Errorf("URL %q read back as user %q password %q db %q addr %q", pw, c.User, c.Passwd, c.DBName, c.Addr)
+		}
+		for _, s := range []string{dsn.TCP(3307, "u", pw, "d"), dsn.Socket("/run/x.sock", "u", pw, "d")} {
+			c, err := mysql.ParseDSN(s)
+			if err != nil || c.Passwd != pw || c.DBName != "d" {
+				t.Errorf("driver DSN for %q read back as %+v, %v", pw, c, err)
+			}
 		}
 	}
 }

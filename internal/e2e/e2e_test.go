@@ -17,6 +17,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pristinedb/pristine/internal/dsn"
+
 	_ "github.com/go-sql-driver/mysql"
 
 	"github.com/pristinedb/pristine/internal/mariadb"
@@ -447,7 +449,7 @@ func TestTemplateExportImport(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, err = query(t, mariadb.SocketDSN(l.Socket, "root", strings.TrimSpace(string(secret)), ""), "SELECT 1")
+		_, err = query(t, dsn.Socket(l.Socket, "root", strings.TrimSpace(string(secret)), ""), "SELECT 1")
 		if (err == nil) != c.want {
 			t.Errorf("root with the admin secret of %s: err %v, want success %v", c.root, err, c.want)
 		}

@@ -7,6 +7,8 @@ import (
 	"encoding/hex"
 	"fmt"
 	"strings"
+
+	"github.com/pristinedb/pristine/internal/quote"
 )
 
 // SecureAccounts leaves a data directory with one administrative account,
@@ -53,16 +55,16 @@ func SecureAccounts(ctx context.Context, db *sql.DB, password string, grantTable
 	rows.Close()
 	var qs []string
 	for _, a := range extra {
-		name := QuoteAccount(a.user, a.host)
+		name := quote.Account(a.user, a.host)
 		if definers[a.user+"@"+a.host] && a.user != "" {
-			qs = append(qs, "ALTER USER "+name+" IDENTIFIED BY "+QuoteString(RandomSecret())+" ACCOUNT LOCK")
+			qs = append(qs, "ALTER USER "+name+" IDENTIFIED BY "+quote.String(RandomSecret())+" ACCOUNT LOCK")
 		} else {
 			qs = append(qs, "DROP USER "+name)
 		}
 	}
 	qs = append(qs,
 		"CREATE USER IF NOT EXISTS 'root'@'localhost'",
-		"ALTER USER 'root'@'localhost' IDENTIFIED BY "+QuoteString(password)+" ACCOUNT UNLOCK",
+		"ALTER USER 'root'@'localhost' IDENTIFIED BY "+quote.String(password)+" ACCOUNT UNLOCK",
 		"GRANT ALL PRIVILEGES ON *.* TO 'root'@'localhost' WITH GRANT OPTION",
 	)
 	for _, q := range qs {
@@ -85,7 +87,7 @@ func LockAccount(ctx context.Context, db *sql.DB, user, host string) error {
 	if n == 0 {
 		return nil
 	}
-	if _, err := db.ExecContext(ctx, "ALTER USER "+QuoteAccount(user, host)+" IDENTIFIED BY "+QuoteString(RandomSecret())+" ACCOUNT LOCK"); err != nil {
+	if _, err := db.ExecContext(ctx, "ALTER USER "+quote.Account(user, host)+" IDENTIFIED BY "+quote.String(RandomSecret())+" ACCOUNT LOCK"); err != nil {
 		return fmt.Errorf("lock account %s@%s: %w", user, host, err)
 	}
 	return nil
@@ -98,14 +100,6 @@ func RandomSecret() string {
 		panic(err)
 	}
 	return hex.EncodeToString(b)
-}
-
-// QuoteAccount quotes 'user'@'host'.
-func QuoteAccount(user, host string) string { return QuoteString(user) + "@" + QuoteString(host) }
-
-// QuoteString quotes s as an SQL string literal.
-func QuoteString(s string) string {
-	return "'" + strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(s) + "'"
 }
 
 // listDefiners returns the DEFINERs (user@host) of every view, routine,

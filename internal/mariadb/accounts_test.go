@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pristinedb/pristine/internal/dsn"
+
 	"github.com/pristinedb/pristine/internal/mariadb"
 	"github.com/pristinedb/pristine/internal/mariadb/mariadbtest"
 )
@@ -32,7 +34,7 @@ func TestSecureAccounts(t *testing.T) {
 	if err := mariadb.SecureAccounts(context.Background(), db, secret, false); err != nil {
 		t.Fatal(err)
 	}
-	admin, err := sql.Open("mysql", mariadb.SocketDSN(in.Config.Socket(), "root", secret, ""))
+	admin, err := sql.Open("mysql", dsn.Socket(in.Config.Socket(), "root", secret, ""))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +54,7 @@ func TestSecureAccounts(t *testing.T) {
 		t.Errorf("the view whose DEFINER was locked: %d, %v", a, err)
 	}
 	for _, c := range []struct{ user, pass string }{{"root", ""}, {"root", "known"}} {
-		other, err := sql.Open("mysql", mariadb.TCPDSN(in.Config.Port, c.user, c.pass, ""))
+		other, err := sql.Open("mysql", dsn.TCP(in.Config.Port, c.user, c.pass, ""))
 		if err != nil {
 			t.Fatal(err)
 		}

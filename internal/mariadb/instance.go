@@ -15,7 +15,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/go-sql-driver/mysql"
+	"github.com/pristinedb/pristine/internal/dsn"
 
 	"github.com/pristinedb/pristine/internal/svcuser"
 )
@@ -198,28 +198,12 @@ func (in *Instance) LogTail(n int) string {
 // DSN is a go-sql-driver/mysql DSN for root on the instance's unix socket,
 // with the admin password of its Config; an empty database means none.
 func (in *Instance) DSN(database string) string {
-	return SocketDSN(in.Config.Socket(), "root", in.Config.AdminPassword, database)
+	return dsn.Socket(in.Config.Socket(), "root", in.Config.AdminPassword, database)
 }
 
 // Open returns a connection pool for root on the instance's unix socket.
 func (in *Instance) Open(database string) (*sql.DB, error) {
 	return sql.Open("mysql", in.DSN(database))
-}
-
-// SocketDSN builds a go-sql-driver/mysql DSN for a unix socket.
-func SocketDSN(socket, user, password, database string) string {
-	return formatDSN("unix", socket, user, password, database)
-}
-
-// TCPDSN builds a go-sql-driver/mysql DSN for a loopback TCP port.
-func TCPDSN(port int, user, password, database string) string {
-	return formatDSN("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), user, password, database)
-}
-
-func formatDSN(network, addr, user, password, database string) string {
-	c := mysql.NewConfig()
-	c.User, c.Passwd, c.Net, c.Addr, c.DBName = user, password, network, addr, database
-	return c.FormatDSN()
 }
 
 // Stop shuts the server down cleanly (SIGTERM, then SIGKILL after timeout)

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pristinedb/pristine/internal/quote"
+
 	"github.com/pristinedb/pristine/internal/mariadb"
 )
 
@@ -62,9 +64,9 @@ func openAdmin(in *mariadb.Instance) (*sql.DB, error) {
 // only (see LeaseGrants).
 func newAccount(ctx context.Context, admin *sql.DB, db string, shared bool) (account, error) {
 	a := account{user: "lease_" + randomHex(6), password: randomHex(16)}
-	qs := []string{"CREATE USER " + quoteAccount(a.user) + " IDENTIFIED BY '" + a.password + "'"}
+	qs := []string{"CREATE USER " + quote.Account(a.user, "%") + " IDENTIFIED BY " + quote.String(a.password)}
 	for _, g := range LeaseGrants(db, shared) {
-		qs = append(qs, "GRANT "+g+" TO "+quoteAccount(a.user))
+		qs = append(qs, "GRANT "+g+" TO "+quote.Account(a.user, "%"))
 	}
 	for _, q := range qs {
 		if _, err := admin.ExecContext(ctx, q); err != nil {
@@ -90,7 +92,7 @@ func newAccount(ctx context.Context, admin *sql.DB, db string, shared bool) (acc
 // its own database only.
 func LeaseGrants(db string, shared bool) []string {
 	if shared {
-		return []string{"ALL PRIVILEGES ON " + quoteIdent(db) + ".*"}
+		return []string{"ALL PRIVILEGES ON " + quote.Ident(db) + ".*"}
 	}
 	return []string{
 		"ALL PRIVILEGES ON `%`.*",
@@ -104,7 +106,7 @@ func endAccount(ctx context.Context, admin *sql.DB, a account) error {
 	if err := killConnections(ctx, admin, a.user); err != nil {
 		return err
 	}
-	if _, err := admin.ExecContext(ctx, "DROP USER IF EXISTS "+quoteAccount(a.user)); err != nil {
+	if _, err := admin.ExecContext(ctx, "DROP USER IF EXISTS "+quote.Account(a.user, "%")); err != nil {
 		return fmt.Errorf("drop lease account: %w", err)
 	}
 	return nil
@@ -203,7 +205,3 @@ func globalsHash(ctx context.Context, admin *sql.DB) (string, error) {
 	}
 	return hex.EncodeToString(h.Sum(nil)), nil
 }
-
-func quoteAccount(user string) string { return "'" + user + "'@'%'" }
-
-func quoteIdent(s string) string { return "`" + strings.ReplaceAll(s, "`", "``") + "`" }

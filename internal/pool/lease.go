@@ -5,8 +5,7 @@ import (
 	"encoding/hex"
 	"time"
 
-	"github.com/pristinedb/pristine/internal/mariadb"
-	"github.com/pristinedb/pristine/internal/template"
+	"github.com/pristinedb/pristine/internal/dsn"
 )
 
 // Lease is a database handed to one holder until released.
@@ -60,7 +59,7 @@ func (l *Lease) fill(s *slot, u *unit) {
 	db := u.db
 	l.Host, l.Port, l.Socket, l.Clone = "127.0.0.1", s.port, s.inst.Config.Socket(), s.clone
 	l.User, l.Password, l.Database = u.acct.user, u.acct.password, db
-	l.DSN = mariadb.TCPDSN(l.Port, l.User, l.Password, db)
-	l.URL = template.URL(l.Port, l.User, l.Password, db)
-	l.Env = template.ConnEnv(l.Port, l.Socket, l.User, l.Password, db)
+	l.DSN = dsn.TCP(l.Port, l.User, l.Password, db)
+	l.URL = dsn.URL(l.Port, l.User, l.Password, db)
+	l.Env = dsn.Env(l.Port, l.Socket, l.User, l.Password, db)
 }

@@ -18,6 +18,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pristinedb/pristine/internal/dsn"
+
 	"github.com/go-sql-driver/mysql"
 
 	"github.com/pristinedb/pristine/internal/mariadb"
@@ -146,7 +148,7 @@ func TestSecurityOtherLocalUser(t *testing.T) {
 // build account's password opens nothing; the secret file is 0600.
 func TestSecurityAdminAccount(t *testing.T) {
 	st, m, _, l := securityPool(t)
-	noPass, err := sql.Open("mysql", mariadb.SocketDSN(l.Socket, "root", "", ""))
+	noPass, err := sql.Open("mysql", dsn.Socket(l.Socket, "root", "", ""))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -154,7 +156,7 @@ func TestSecurityAdminAccount(t *testing.T) {
 	if err := noPass.Ping(); err == nil {
 		t.Error("root without password is accepted on the slot's socket")
 	}
-	build, err := sql.Open("mysql", mariadb.TCPDSN(l.Port, m.User, m.Password, ""))
+	build, err := sql.Open("mysql", dsn.TCP(l.Port, m.User, m.Password, ""))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,7 +164,7 @@ func TestSecurityAdminAccount(t *testing.T) {
 	if err := build.Ping(); err == nil {
 		t.Errorf("the build account %s opens a slot with the password in meta.json", m.User)
 	}
-	admin, err := sql.Open("mysql", mariadb.SocketDSN(l.Socket, "root", st.Admin, ""))
+	admin, err := sql.Open("mysql", dsn.Socket(l.Socket, "root", st.Admin, ""))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -190,7 +192,7 @@ func TestSecurityLeaseAccount(t *testing.T) {
 	st, _, _, l := securityPool(t)
 	db := open(t, l)
 	db.SetMaxOpenConns(1)
-	admin, err := sql.Open("mysql", mariadb.SocketDSN(l.Socket, "root", st.Admin, ""))
+	admin, err := sql.Open("mysql", dsn.Socket(l.Socket, "root", st.Admin, ""))
 	if err != nil {
 		t.Fatal(err)
 	}

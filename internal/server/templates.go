@@ -10,6 +10,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/pristinedb/pristine/internal/dsn"
+
 	"github.com/pristinedb/pristine/api"
 	"github.com/pristinedb/pristine/internal/mariadb"
 	"github.com/pristinedb/pristine/internal/template"
@@ -85,8 +87,8 @@ func (s *Server) beginTemplate(w http.ResponseWriter, r *http.Request) {
 	s.log.Info("template build session", "template", meta.Name, "hash", meta.Hash[:12], "port", in.Config.Port)
 	writeJSON(w, http.StatusCreated, TemplateAnswer{Status: "build", Hash: meta.Hash,
 		Host: "127.0.0.1", Port: in.Config.Port, Socket: in.Config.Socket(), User: meta.User, Password: api.Reveal(meta.Password),
-		Database: db, DSN: mariadb.TCPDSN(in.Config.Port, meta.User, meta.Password, db),
-		URL: template.URL(in.Config.Port, meta.User, meta.Password, db), Env: sess.Env()})
+		Database: db, DSN: dsn.TCP(in.Config.Port, meta.User, meta.Password, db),
+		URL: dsn.URL(in.Config.Port, meta.User, meta.Password, db), Env: sess.Env()})
 }
 
 // takeSession removes and returns the session of a hash, unless it is

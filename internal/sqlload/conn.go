@@ -5,7 +5,8 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"strings"
+
+	"github.com/pristinedb/pristine/internal/quote"
 
 	"github.com/go-sql-driver/mysql"
 )
@@ -66,7 +67,7 @@ func (c *conn) run(ctx context.Context, j job) error {
 		c.db, c.stale = "information_schema", false
 	}
 	if j.db != "" && j.db != c.db {
-		if err := c.exec(ctx, "USE "+quoteName(j.db)); err != nil {
+		if err := c.exec(ctx, "USE "+quote.Ident(j.db)); err != nil {
 			return stmtError(j, fmt.Errorf("switch to database %s: %w", j.db, err))
 		}
 		c.db = j.db
@@ -92,11 +93,6 @@ func (c *conn) exec(ctx context.Context, text string) error {
 	return err
 }
 
-// quoteName quotes an identifier with backticks.
-func quoteName(s string) string {
-	return "`" + strings.ReplaceAll(s, "`", "``") + "`"
-}
-
 // openConn opens a session prepared for loading: no foreign key or unique
 // checks, no binary log when the server keeps one, in database db.
 func openConn(ctx context.Context, db *sql.DB, database string, binlog bool) (*conn, error) {
@@ -114,7 +110,7 @@ func openConn(ctx context.Context, db *sql.DB, database string, binlog bool) (*c
 		_ = c.exec(ctx, "SET SESSION sql_log_bin=0")
 	}
 	if database != "" {
-		if err := c.exec(ctx, "USE "+quoteName(database)); err != nil {
+		if err := c.exec(ctx, "USE "+quote.Ident(database)); err != nil {
 			sc.Close()
 			return nil, fmt.Errorf("use database %s: %w", database, err)
 		}

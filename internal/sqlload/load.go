@@ -23,6 +23,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/pristinedb/pristine/internal/quote"
+
 	"github.com/go-sql-driver/mysql"
 )
 
@@ -333,7 +335,7 @@ func (l *loader) createDefault(j job) error {
 	if createsDB(j.text, name) {
 		return nil
 	}
-	if err := l.main.exec(l.ctx, "CREATE DATABASE IF NOT EXISTS "+quoteName(name)); err != nil {
+	if err := l.main.exec(l.ctx, "CREATE DATABASE IF NOT EXISTS "+quote.Ident(name)); err != nil {
 		return fmt.Errorf("create database %s: %w", name, err)
 	}
 	return nil

@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,6 +15,10 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/pristinedb/pristine/internal/dsn"
+
+	"github.com/pristinedb/pristine/internal/quote"
 
 	"github.com/pristinedb/pristine/internal/capture"
 	"github.com/pristinedb/pristine/internal/mariadb"
@@ -340,11 +343,11 @@ func setupAccount(ctx context.Context, db *sql.DB, dbName string, m *Meta) error
 	qs := []string{
 		"CREATE USER IF NOT EXISTS 'pristine'@'%'",
 		// A captured copy of a pristine server may hold the account already.
-		"ALTER USER 'pristine'@'%' IDENTIFIED BY " + quoteString(m.Password) + " ACCOUNT UNLOCK",
+		"ALTER USER 'pristine'@'%' IDENTIFIED BY " + quote.String(m.Password) + " ACCOUNT UNLOCK",
 		"GRANT ALL PRIVILEGES ON *.* TO 'pristine'@'%' WITH GRANT OPTION",
 	}
 	if dbName != "" {
-		qs = append([]string{"CREATE DATABASE IF NOT EXISTS " + quoteIdent(dbName)}, qs...)
+		qs = append([]string{"CREATE DATABASE IF NOT EXISTS " + quote.Ident(dbName)}, qs...)
 	}
 	for _, q := range qs {
 		if _, err := db.ExecContext(ctx, q); err != nil {
@@ -454,34 +457,11 @@ func randomPassword() string {
 	return hex.EncodeToString(b)
 }
 
-func quoteIdent(s string) string {
-	out := []byte{'`'}
-	for i := 0; i < len(s); i++ {
-		if s[i] == '`' {
-			out = append(out, '`')
-		}
-		out = append(out, s[i])
-	}
-	return string(append(out, '`'))
-}
-
-func quoteString(s string) string {
-	out := []byte{'\''}
-	for i := 0; i < len(s); i++ {
-		switch s[i] {
-		case '\'', '\\':
-			out = append(out, '\\')
-		}
-		out = append(out, s[i])
-	}
-	return string(append(out, '\''))
-}
-
 // runInitCmd runs the init command with the template server's DSN in the
 // environment.
 func runInitCmd(ctx context.Context, in *mariadb.Instance, opt BuildOptions, m *Meta) error {
 	cmd := exec.CommandContext(ctx, "/bin/sh", "-c", opt.InitCmd)
-	cmd.Env = append(os.Environ(), ConnEnv(in.Config.Port, in.Config.Socket(), m.User, m.Password, opt.database())...)
+	cmd.Env = append(os.Environ(), dsn.Env(in.Config.Port, in.Config.Socket(), m.User, m.Password, opt.database())...)
 	out := opt.InitOutput
 	if out == nil {
 		out = os.Stderr
@@ -496,28 +476,6 @@ func runInitCmd(ctx context.Context, in *mariadb.Instance, opt BuildOptions, m *
 	}
 	return nil
 }
-
-// ConnEnv is the environment that hands a server to a program: DATABASE_URL
-// and the variables the mysql/mariadb clients read.
-func ConnEnv(port int, socket, user, password, database string) []string {
-	return []string{
-		"DATABASE_URL=" + URL(port, user, password, database),
-		"MYSQL_HOST=127.0.0.1",
-		"MYSQL_PORT=" + strconv.Itoa(port),
-		"MYSQL_TCP_PORT=" + strconv.Itoa(port), // what the mariadb client reads
-		"MYSQL_UNIX_PORT=" + socket,
-		"MYSQL_USER=" + user,
-		"MYSQL_PWD=" + password,
-		"MYSQL_DATABASE=" + database,
-	}
-}
-
-// URL is a mysql:// URL for a loopback server.
-func URL(port int, user, password, database string) string {
-	return fmt.Sprintf("mysql://%s:%s@127.0.0.1:%d/%s", user, password, port, database)
-}
-
-var _ = fs.ErrNotExist
 
 // memoryRows warns about MEMORY tables that hold rows: their rows live only
 // in the running server, so every clone of the template has them empty.

@@ -4,13 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/pristinedb/pristine/internal/capture"
 	"github.com/pristinedb/pristine/internal/dsn"
@@ -46,6 +45,9 @@ type ServerSource struct {
 	// Stream makes physical capture go through pristine's xbstream reader
 	// instead of letting mariadb-backup write the files (benchmarks).
 	Stream bool
+	// Meter receives capture's live progress line (the command line passes
+	// a terminal); nil draws none.
+	Meter io.Writer
 	// AfterSnapshot is a test seam: it runs once a logical capture's
 	// snapshot is taken, before rows are copied.
 	AfterSnapshot func(ctx context.Context) error
@@ -156,8 +158,8 @@ func (s *Store) buildFromServer(ctx context.Context, dir string, opt BuildOption
 		s.progress("change marker: capture time (the source has no binary log, so every build captures it again)")
 	}
 	copts := capture.Options{Workers: opt.Workers, LockWait: opt.Server.LockWait, WithPasswords: opt.Server.WithPasswords, Insert: opt.Server.Insert, Stream: opt.Server.Stream, Log: s.progress, AfterSnapshot: opt.Server.AfterSnapshot}
-	if s.Progress != nil && isTerminal(os.Stderr) {
-		copts.Progress = os.Stderr
+	if s.Progress != nil && opt.Server.Meter != nil {
+		copts.Progress = opt.Server.Meter
 	}
 	data := filepath.Join(dir, "data")
 	var counters []capture.Counter
@@ -191,7 +193,7 @@ func (s *Store) buildFromServer(ctx context.Context, dir string, opt BuildOption
 	if ls.method == capture.MethodLogical {
 		// Indexes built in memory load much faster: size the buffer pool
 		// to the data, within a quarter of the free memory.
-		prof.BufferPool = max(prof.BufferPool, min(src.Bytes+src.Bytes/4, memAvailable()/4))
+		prof.BufferPool = max(prof.BufferPool, min(src.Bytes+src.Bytes/4, sysmem.AvailableOr(1<<30)/4))
 	}
 	in, err := mariadb.Start(s.Bin, mariadb.Config{Datadir: data, RunDir: runDir, Profile: prof, AdminPassword: s.Admin})
 	if err != nil {
@@ -243,17 +245,4 @@ func (s *Store) buildFromServer(ctx context.Context, dir string, opt BuildOption
 		}
 	}
 	return s.finishBuild(ctx, in, db, opt, m)
-}
-
-// memAvailable is the memory the machine can still give, or 1 GiB if unknown.
-func memAvailable() int64 {
-	if n, err := sysmem.Available(); err == nil {
-		return n
-	}
-	return 1 << 30
-}
-
-func isTerminal(f *os.File) bool {
-	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
-	return err == nil
 }

@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+
+	"github.com/pristinedb/pristine/internal/quote"
 )
 
 // ErrNotCopyable is returned (wrapped) when --dbs-per-slot cannot copy a
@@ -60,17 +62,17 @@ func copySchema(ctx context.Context, db *sql.DB, datadir, name string, k int) ([
 	for i := 2; i <= k; i++ {
 		dst := name + "_" + strconv.Itoa(i)
 		names = append(names, dst)
-		if err := exec(fmt.Sprintf("CREATE DATABASE %s CHARACTER SET %s COLLATE %s COMMENT %s", quoteIdent(dst), charset, collation, quoteString(comment))); err != nil {
+		if err := exec(fmt.Sprintf("CREATE DATABASE %s CHARACTER SET %s COLLATE %s COMMENT %s", quote.Ident(dst), charset, collation, quote.String(comment))); err != nil {
 			return nil, err
 		}
-		if err := exec("USE " + quoteIdent(dst)); err != nil {
+		if err := exec("USE " + quote.Ident(dst)); err != nil {
 			return nil, err
 		}
 		for j, t := range tables {
 			if err := exec(creates[j]); err != nil {
 				return nil, err
 			}
-			if err := exec("ALTER TABLE " + quoteIdent(t) + " DISCARD TABLESPACE"); err != nil {
+			if err := exec("ALTER TABLE " + quote.Ident(t) + " DISCARD TABLESPACE"); err != nil {
 				return nil, err
 			}
 		}
@@ -81,7 +83,7 @@ func copySchema(ctx context.Context, db *sql.DB, datadir, name string, k int) ([
 		}
 		for _, dst := range names[1:] {
 			for _, t := range tables {
-				if err := exec("ALTER TABLE " + quoteIdent(dst) + "." + quoteIdent(t) + " IMPORT TABLESPACE"); err != nil {
+				if err := exec("ALTER TABLE " + quote.Ident(dst) + "." + quote.Ident(t) + " IMPORT TABLESPACE"); err != nil {
 					return nil, err
 				}
 			}
@@ -100,7 +102,7 @@ func exportCopy(ctx context.Context, db *sql.DB, datadir, src string, tables, ds
 	defer conn.Close()
 	q := make([]string, len(tables))
 	for i, t := range tables {
-		q[i] = quoteIdent(src) + "." + quoteIdent(t)
+		q[i] = quote.Ident(src) + "." + quote.Ident(t)
 	}
 	if _, err := conn.ExecContext(ctx, "FLUSH TABLES "+strings.Join(q, ", ")+" FOR EXPORT"); err != nil {
 		return fmt.Errorf("export %s: %w", src, err)
@@ -180,7 +182,7 @@ func ShowCreateTables(ctx context.Context, q Queryer, schema string) (tables, cr
 	creates = make([]string, len(tables))
 	for i, t := range tables {
 		var name string
-		if err := q.QueryRowContext(ctx, "SHOW CREATE TABLE "+quoteIdent(schema)+"."+quoteIdent(t)).Scan(&name, &creates[i]); err != nil {
+		if err := q.QueryRowContext(ctx, "SHOW CREATE TABLE "+quote.Ident(schema)+"."+quote.Ident(t)).Scan(&name, &creates[i]); err != nil {
 			return nil, nil, fmt.Errorf("show create table %s.%s: %w", schema, t, err)
 		}
 	}
@@ -211,7 +213,7 @@ func uncopyable(ctx context.Context, db *sql.DB, schema string) ([]string, error
 				rows.Close()
 				return nil, err
 			}
-			bad = append(bad, x.kind+" "+quoteIdent(schema)+"."+quoteIdent(n))
+			bad = append(bad, x.kind+" "+quote.Ident(schema)+"."+quote.Ident(n))
 		}
 		rows.Close()
 	}
@@ -238,13 +240,13 @@ func grantsOn(ctx context.Context, db *sql.DB, schema string) ([]string, error) 
 				rows.Close()
 				return nil, err
 			}
-			on := quoteIdent(schema) + ".*"
+			on := quote.Ident(schema) + ".*"
 			if obj != "" {
-				on = quoteIdent(schema) + "." + quoteIdent(obj)
+				on = quote.Ident(schema) + "." + quote.Ident(obj)
 			}
-			to := quoteString(user)
+			to := quote.String(user)
 			if host != "" {
-				to += "@" + quoteString(host)
+				to += "@" + quote.String(host)
 			}
 			out = append(out, "grant on "+on+" to "+to)
 		}

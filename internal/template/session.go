@@ -8,6 +8,8 @@ import (
 	"os"
 	"time"
 
+	"github.com/pristinedb/pristine/internal/dsn"
+
 	"github.com/pristinedb/pristine/internal/mariadb"
 )
 
@@ -77,7 +79,7 @@ func (ss *Session) Hash() string { return ss.Meta.Hash }
 
 // Env is the environment that hands the template server to a program.
 func (ss *Session) Env() []string {
-	return ConnEnv(ss.Inst.Config.Port, ss.Inst.Config.Socket(), ss.Meta.User, ss.Meta.Password, ss.opt.database())
+	return dsn.Env(ss.Inst.Config.Port, ss.Inst.Config.Socket(), ss.Meta.User, ss.Meta.Password, ss.opt.database())
 }
 
 // Finish stops the template server cleanly and publishes the template.

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pristinedb/pristine/internal/dsn"
+
 	"github.com/pristinedb/pristine/internal/mariadb"
 	"github.com/pristinedb/pristine/internal/mariadb/mariadbtest"
 	"github.com/pristinedb/pristine/internal/pool"
@@ -244,7 +246,7 @@ func (e *corpusEnv) pool(ctx context.Context, t *testing.T, m *template.Meta, n 
 // whole server (other schemas, users), which a lease's account may not.
 func leaseDB(t *testing.T, l *pool.Lease, secret string) *sql.DB {
 	t.Helper()
-	db, err := sql.Open("mysql", mariadb.SocketDSN(l.Socket, "root", secret, ""))
+	db, err := sql.Open("mysql", dsn.Socket(l.Socket, "root", secret, ""))
 	if err != nil {
 		t.Fatal(err)
 	}

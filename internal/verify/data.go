@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"fmt"
 	"sync"
+
+	"github.com/pristinedb/pristine/internal/quote"
 )
 
 // checksums reads every base table's CHECKSUM TABLE ... EXTENDED on workers
@@ -38,7 +40,7 @@ func (r *reader) checksums(db *sql.DB, workers int) error {
 				t := r.tables[i]
 				var name string
 				var sum sql.NullString
-				err := c.QueryRowContext(ctx, "CHECKSUM TABLE "+qualified(t[0], t[1])+" EXTENDED").Scan(&name, &sum)
+				err := c.QueryRowContext(ctx, "CHECKSUM TABLE "+quote.Qualified(t[0], t[1])+" EXTENDED").Scan(&name, &sum)
 				switch {
 				case ctx.Err() != nil:
 					errs[w] = ctx.Err()
@@ -66,7 +68,7 @@ func (r *reader) checksums(db *sql.DB, workers int) error {
 		}
 	}
 	for i, t := range r.tables {
-		r.s.objs[objKey{"table", qualified(r.canon.schema(t[0]), t[1])}].set("rows (checksum)", sums[i])
+		r.s.objs[objKey{"table", quote.Qualified(r.canon.schema(t[0]), t[1])}].set("rows (checksum)", sums[i])
 	}
 	return nil
 }

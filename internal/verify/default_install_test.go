@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pristinedb/pristine/internal/dsn"
+
 	"github.com/pristinedb/pristine/internal/mariadb"
 	"github.com/pristinedb/pristine/internal/mariadb/mariadbtest"
 	"github.com/pristinedb/pristine/internal/svcuser"
@@ -123,7 +125,7 @@ func TestDefaultInstallCapture(t *testing.T) {
 	}
 	st := newCorpusEnv(t).st
 	// Over TCP: on the socket, ''@localhost matches before cap@'%'.
-	dsn := "mysql://cap:" + url.QueryEscape("cap-secret") + "@127.0.0.1:" + strconv.Itoa(src.Config.Port) + "/"
+	srcURL := "mysql://cap:" + url.QueryEscape("cap-secret") + "@127.0.0.1:" + strconv.Itoa(src.Config.Port) + "/"
 	for _, c := range []struct {
 		method    string
 		passwords bool
@@ -134,7 +136,7 @@ func TestDefaultInstallCapture(t *testing.T) {
 		}
 		t.Run(method, func(t *testing.T) {
 			m, _, err := st.Build(ctx, template.BuildOptions{Name: "cap-" + method, Profile: mariadb.DefaultProfile(),
-				Server: template.ServerSource{DSN: dsn, Databases: []string{"barshop"}, Method: c.method, WithPasswords: c.passwords}})
+				Server: template.ServerSource{DSN: srcURL, Databases: []string{"barshop"}, Method: c.method, WithPasswords: c.passwords}})
 			if err != nil {
 				t.Fatalf("template build --from-server --databases barshop --method %s: %v", method, err)
 			}
@@ -180,7 +182,7 @@ func TestDefaultInstallCapture(t *testing.T) {
 			}
 			// The application's password works in the template only when
 			// the build carried the hashes.
-			app, err := sql.Open("mysql", mariadb.TCPDSN(r.Inst.Config.Port, "shop_app", "app-pw", ""))
+			app, err := sql.Open("mysql", dsn.TCP(r.Inst.Config.Port, "shop_app", "app-pw", ""))
 			if err != nil {
 				t.Fatal(err)
 			}

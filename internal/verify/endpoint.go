@@ -12,7 +12,6 @@ import (
 	"github.com/go-sql-driver/mysql"
 
 	"github.com/pristinedb/pristine/internal/dsn"
-	"github.com/pristinedb/pristine/internal/mariadb"
 	"github.com/pristinedb/pristine/internal/template"
 )
 
@@ -102,7 +101,7 @@ func (o Opener) openLease(ctx context.Context, id string) (*Endpoint, error) {
 	if err != nil {
 		return nil, fmt.Errorf("lease %s: %w", id, err)
 	}
-	cfg, err := mysql.ParseDSN(mariadb.SocketDSN(socket, "root", secret, ""))
+	cfg, err := mysql.ParseDSN(dsn.Socket(socket, "root", secret, ""))
 	if err != nil {
 		return nil, err
 	}

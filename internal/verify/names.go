@@ -1,6 +1,10 @@
 package verify
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/pristinedb/pristine/internal/quote"
+)
 
 // canon rewrites one side's text into the source's names: a schema name
 // quoted and followed by a dot (`app_2`.`t`, ON `app_2`.*) becomes the
@@ -54,12 +58,12 @@ func (c canon) text(s string) string {
 		name, end := readQuoted(s, i)
 		if end < len(s) && s[end] == '.' {
 			if n, ok := c.names[name]; ok {
-				b.WriteString(quoteIdent(n))
+				b.WriteString(quote.Ident(n))
 				i = end
 				continue
 			}
 			if c.foreign[name] {
-				b.WriteString(quoteIdent(name) + "/*the source's schema, not the copy's*/")
+				b.WriteString(quote.Ident(name) + "/*the source's schema, not the copy's*/")
 				i = end
 				continue
 			}
@@ -89,15 +93,3 @@ func readQuoted(s string, i int) (string, int) {
 	}
 	return name.String(), len(s)
 }
-
-func quoteIdent(s string) string {
-	return "`" + strings.ReplaceAll(s, "`", "``") + "`"
-}
-
-func quoteString(s string) string {
-	s = strings.ReplaceAll(s, `\`, `\\`)
-	return "'" + strings.ReplaceAll(s, "'", `\'`) + "'"
-}
-
-// qualified is `schema`.`name`.
-func qualified(schema, name string) string { return quoteIdent(schema) + "." + quoteIdent(name) }

@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"fmt"
 	"strings"
+
+	"github.com/pristinedb/pristine/internal/quote"
 )
 
 // snapshot is what one side holds, keyed by the source's names.
@@ -55,7 +57,7 @@ func read(ctx context.Context, db *sql.DB, schemas []string, cn canon, opt Optio
 	defer c.Close()
 	q := make([]string, len(schemas))
 	for i, s := range schemas {
-		q[i] = quoteString(s)
+		q[i] = quote.String(s)
 	}
 	r := &reader{ctx: ctx, c: c, canon: cn, schemas: schemas, in: "(" + strings.Join(q, ",") + ")",
 		s: &snapshot{objs: map[objKey]*object{}}}
@@ -77,11 +79,11 @@ func read(ctx context.Context, db *sql.DB, schemas []string, cn canon, opt Optio
 }
 
 func (r *reader) add(kind, schema, name string) *object {
-	k := objKey{kind, quoteIdent(r.canon.schema(schema))}
+	k := objKey{kind, quote.Ident(r.canon.schema(schema))}
 	if name != "" {
-		k.name = qualified(r.canon.schema(schema), name)
+		k.name = quote.Qualified(r.canon.schema(schema), name)
 	} else {
-		k.name = quoteIdent(r.canon.schema(schema))
+		k.name = quote.Ident(r.canon.schema(schema))
 	}
 	o := newObject()
 	r.s.objs[k] = o
@@ -169,7 +171,7 @@ func (r *reader) tablesAndViews() error {
 		return err
 	}
 	for _, t := range all {
-		name := qualified(t.schema, t.name)
+		name := quote.Qualified(t.schema, t.name)
 		switch t.typ {
 		case "VIEW":
 			if err := r.show(r.add("view", t.schema, t.name), "SHOW CREATE VIEW "+name); err != nil {
@@ -219,7 +221,7 @@ func (r *reader) triggers() error {
 		o := r.add("trigger", t.schema, t.name)
 		o.set("table", t.table)
 		o.set("order", t.order)
-		if err := r.show(o, "SHOW CREATE TRIGGER "+qualified(t.schema, t.name), "Created"); err != nil {
+		if err := r.show(o, "SHOW CREATE TRIGGER "+quote.Qualified(t.schema, t.name), "Created"); err != nil {
 			return err
 		}
 	}
@@ -238,7 +240,7 @@ func (r *reader) routines() error {
 	}
 	for _, x := range all {
 		o := r.add(strings.ToLower(x.typ), x.schema, x.name)
-		if err := r.show(o, "SHOW CREATE "+x.typ+" "+qualified(x.schema, x.name)); err != nil {
+		if err := r.show(o, "SHOW CREATE "+x.typ+" "+quote.Qualified(x.schema, x.name)); err != nil {
 			return err
 		}
 	}
@@ -256,7 +258,7 @@ func (r *reader) events() error {
 		return err
 	}
 	for _, e := range all {
-		if err := r.show(r.add("event", e.schema, e.name), "SHOW CREATE EVENT "+qualified(e.schema, e.name)); err != nil {
+		if err := r.show(r.add("event", e.schema, e.name), "SHOW CREATE EVENT "+quote.Qualified(e.schema, e.name)); err != nil {
 			return err
 		}
 	}

@@ -3,6 +3,8 @@ package verify
 import (
 	"regexp"
 	"strings"
+
+	"github.com/pristinedb/pristine/internal/quote"
 )
 
 var autoIncRe = regexp.MustCompile(`\s+AUTO_INCREMENT=(\d+)`)
@@ -49,20 +51,20 @@ func partName(def string) string {
 	switch {
 	case strings.HasPrefix(def, "`"):
 		name, _ := readQuoted(def, 0)
-		return "column " + quoteIdent(name)
+		return "column " + quote.Ident(name)
 	case strings.HasPrefix(def, "PRIMARY KEY"):
 		return "primary key"
 	case strings.HasPrefix(def, "CONSTRAINT `"):
 		name, end := readQuoted(def, len("CONSTRAINT "))
 		if strings.HasPrefix(def[end:], " FOREIGN KEY") {
-			return "foreign key " + quoteIdent(name)
+			return "foreign key " + quote.Ident(name)
 		}
-		return "check " + quoteIdent(name)
+		return "check " + quote.Ident(name)
 	}
 	for _, kw := range []string{"UNIQUE KEY ", "FULLTEXT KEY ", "SPATIAL KEY ", "KEY "} {
 		if strings.HasPrefix(def, kw+"`") {
 			name, _ := readQuoted(def, len(kw))
-			return "index " + quoteIdent(name)
+			return "index " + quote.Ident(name)
 		}
 	}
 	if i := strings.IndexByte(def, ' '); i > 0 {

@@ -6,6 +6,8 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/pristinedb/pristine/internal/quote"
+
 	"github.com/pristinedb/pristine/internal/capture"
 )
 
@@ -76,7 +78,7 @@ func (r *reader) users(opt Options) error {
 		}
 		o := newObject()
 		if a.Role {
-			r.s.objs[objKey{"role", quoteIdent(a.User)}] = o
+			r.s.objs[objKey{"role", quote.Ident(a.User)}] = o
 			r.grants(o, a.Grantee(), !opt.AllUsers, opt.Passwords, schemas, roles)
 			continue
 		}
