@@ -21,6 +21,11 @@ type TemplateRequest struct {
 	Database   string  `json:"database,omitempty"`
 	DBsPerSlot int     `json:"dbs_per_slot,omitempty"`
 	TTL        float64 `json:"ttl_seconds,omitempty"` // the build is aborted after this long; 0: 30 minutes
+	// Cache is an OCI repository a fleet of machines shares (e.g.
+	// ghcr.io/acme/templates): the daemon pulls the template from it when
+	// another machine pushed it, or lets the caller build and pushes the
+	// result. The daemon must allow the repository (serve --allow-cache).
+	Cache string `json:"cache,omitempty"`
 }
 
 // TemplateAnswer answers POST /v1/templates and GET /v1/templates/{ref}.

@@ -16,13 +16,22 @@ import (
 // Database). An error aborts the build.
 type BuildFunc func(ctx context.Context, conn *api.TemplateAnswer) error
 
+// EnvCache names the fleet cache EnsureTemplate uses when the request
+// names none (docs/fleet.md).
+const EnvCache = "PRISTINE_CACHE"
+
 // EnsureTemplate returns the template req describes, building it with
 // build when nobody has: across processes and runs exactly one caller
 // builds a key, the others wait up to wait for it. The answer's Hash names
-// the template.
+// the template. With req.Cache (default $PRISTINE_CACHE), an OCI
+// repository a fleet shares, the daemon pulls the template from it when
+// another machine built it and pushes it there when build ran here.
 func (c *Client) EnsureTemplate(ctx context.Context, req api.TemplateRequest, build BuildFunc, wait time.Duration) (*api.TemplateAnswer, error) {
 	if wait <= 0 {
 		wait = 30 * time.Minute
+	}
+	if req.Cache == "" {
+		req.Cache = os.Getenv(EnvCache)
 	}
 	deadline := time.Now().Add(wait)
 	for {

@@ -30,6 +30,7 @@ type ServeFlags struct {
 	MaxMemory    string
 	MaxDisk      string
 	MaxWaiters   int
+	Cache        server.Cache
 }
 
 func newServeCmd(g *Globals) *cobra.Command {
@@ -56,6 +57,9 @@ daemon that "pool up" started, "pristine dashboard" prints such a URL.`,
 	cmd.Flags().StringVar(&f.MaxMemory, "max-memory", "", "memory all pools may take together, e.g. 16G (idle pools are shrunk to make room)")
 	cmd.Flags().StringVar(&f.MaxDisk, "max-disk", "", "disk all pools may take together, e.g. 50G")
 	cmd.Flags().IntVar(&f.MaxWaiters, "max-waiters", 0, "lease requests in progress at once; one more is answered 429 with Retry-After (0: 1024, or a quarter of the open-file limit if lower)")
+	cmd.Flags().StringArrayVar(&f.Cache.Allow, "allow-cache", nil, "OCI repository (or prefix) template requests may name as their fleet cache, e.g. ghcr.io/acme/templates; http://HOST/REPO for a plain-HTTP registry on loopback (repeatable; also $"+server.EnvAllowCache+")")
+	cmd.Flags().StringVar(&f.Cache.CAFile, "cache-ca-file", "", "PEM file of certificate authorities to trust for the cache registries")
+	cmd.Flags().DurationVar(&f.Cache.Wait, "cache-wait", server.DefaultCacheWait, "longest wait for another machine's build of a cached template before building here")
 	return cmd
 }
 
@@ -86,6 +90,8 @@ func RunServe(ctx context.Context, g *Globals, f ServeFlags) error {
 	}
 	srv.ExitWhenIdle = f.ExitWhenIdle
 	srv.MaxWaiters = f.MaxWaiters
+	srv.Cache = f.Cache
+	srv.Cache.AllowFromEnv()
 	for _, b := range []struct {
 		flag string
 		dst  *int64

@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/pristinedb/pristine/internal/template"
+	"oras.land/oras-go/v2/registry/remote"
 )
 
 // CacheOptions configure `template build --cache`.
@@ -59,19 +61,11 @@ func (c *CacheOptions) defaults() {
 // c.Wait, or when its lease goes stale). A failed push is reported through
 // c.Log and does not fail the build.
 func CachedBuild(ctx context.Context, st *template.Store, opt template.BuildOptions, c CacheOptions) (*template.Meta, Outcome, error) {
-	c.defaults()
 	if err := template.ValidName(opt.Name); err != nil {
 		return nil, "", err
 	}
 	if opt.FromSQL == "-" {
 		return nil, "", errors.New("template build --cache: SQL from stdin cannot be looked up before it is read: write it to a file and pass --from-sql FILE")
-	}
-	ref, err := ParseRef(c.Repo)
-	if err != nil {
-		return nil, "", err
-	}
-	if ref.Reference.Reference != "" {
-		return nil, "", fmt.Errorf("--cache %s: name a repository without a tag: the tag is derived from the template's content hash", c.Repo)
 	}
 	hash, err := st.Hash(opt)
 	if err != nil {
@@ -80,94 +74,183 @@ func CachedBuild(ctx context.Context, st *template.Store, opt template.BuildOpti
 	if m := localByHash(st, hash); m != nil && !opt.Rebuild {
 		return m, FromStore, nil
 	}
-	tag := ContentTag(opt.Name, hash)
-	repo, err := c.repository(ref)
+	e, err := c.Entry(opt.Name, hash)
 	if err != nil {
 		return nil, "", err
 	}
-	exists := func() (bool, error) {
-		_, err := repo.Resolve(ctx, tag)
-		if notFound(err) {
-			return false, nil
-		}
-		return err == nil, explain("look up the cache in", ref, err)
-	}
 	pull := func() (*template.Meta, Outcome, error) {
-		c.logf("template %s: pulling %s:%s", opt.Name, ref.Repo(), tag)
-		m, _, err := Pull(ctx, st, ref.WithTag(tag).String(), PullOptions{Remote: c.Remote})
+		m, err := e.Pull(ctx, st)
 		if err == nil || ctx.Err() != nil {
 			return m, FromRegistry, err
 		}
 		// A cache entry that cannot be pulled (damaged, or the registry went
 		// away) must not fail the build: build here, and push a good copy.
-		c.logf("warning: template %s: the cached copy could not be pulled (%v); building here", opt.Name, err)
-		m, err = c.buildAndPush(ctx, st, opt, ref, tag)
+		e.c.logf("warning: template %s: the cached copy could not be pulled (%v); building here", opt.Name, err)
+		m, err = e.buildAndPush(ctx, st, opt)
 		return m, BuiltHere, err
 	}
 	if !opt.Rebuild {
-		if ok, err := exists(); err != nil || ok {
+		if ok, err := e.Exists(ctx); err != nil || ok {
 			if err != nil {
 				return nil, "", err
 			}
 			return pull()
 		}
 	}
-	lk, err := newLease(ctx, repo, lockTag(tag), c.TTL, c.Settle)
-	if err != nil {
-		return nil, "", explain("take the build lease in", ref, err)
-	}
-	deadline := time.Now().Add(c.Wait)
+	deadline := time.Now().Add(e.c.Wait)
 	waiting := ""
 	for {
-		got, cur, err := lk.acquire(ctx)
+		lk, holder, err := e.Lock(ctx)
 		if err != nil {
-			return nil, "", explain("take the build lease in", ref, err)
-		}
-		if got {
-			if ok, err := exists(); err == nil && ok && !opt.Rebuild {
-				_ = lk.release(ctx)
-				return pull()
-			}
-			stop := lk.keep(ctx)
-			m, err := c.buildAndPush(ctx, st, opt, ref, tag)
-			stop()
-			if rerr := lk.release(ctx); rerr != nil {
-				c.logf("warning: release the build lease %s:%s: %v (it goes stale in %s)", ref.Repo(), lockTag(tag), rerr, c.TTL)
-			}
-			return m, BuiltHere, err
-		}
-		if cur != nil && cur.Holder != waiting {
-			waiting = cur.Holder
-			c.logf("template %s: %s is building it; waiting for its push (at most until %s)", opt.Name, cur.Holder, deadline.Format(time.TimeOnly))
-		}
-		if err := sleep(ctx, c.Poll); err != nil {
 			return nil, "", err
 		}
-		if ok, err := exists(); err != nil {
+		if lk != nil {
+			if ok, err := e.Exists(ctx); err == nil && ok && !opt.Rebuild {
+				lk.Unlock(ctx)
+				return pull()
+			}
+			m, err := e.buildAndPush(ctx, st, opt)
+			lk.Unlock(ctx)
+			return m, BuiltHere, err
+		}
+		if holder != waiting {
+			waiting = holder
+			e.c.logf("template %s: %s is building it; waiting for its push (at most until %s)", opt.Name, holder, deadline.Format(time.TimeOnly))
+		}
+		if err := sleep(ctx, e.c.Poll); err != nil {
+			return nil, "", err
+		}
+		if ok, err := e.Exists(ctx); err != nil {
 			return nil, "", err
 		} else if ok && !opt.Rebuild {
 			return pull()
 		}
 		if time.Now().After(deadline) {
-			c.logf("template %s: waited %s for %s; building here", opt.Name, c.Wait, waiting)
-			m, err := c.buildAndPush(ctx, st, opt, ref, tag)
+			e.c.logf("template %s: waited %s for %s; building here", opt.Name, e.c.Wait, waiting)
+			m, err := e.buildAndPush(ctx, st, opt)
 			return m, BuiltHere, err
 		}
 	}
 }
 
-// buildAndPush builds the template and pushes it under tag; a failed push
-// is a warning (a runner without write access still gets its template).
-func (c *CacheOptions) buildAndPush(ctx context.Context, st *template.Store, opt template.BuildOptions, ref Ref, tag string) (*template.Meta, error) {
+// buildAndPush builds the template and pushes it; a failed push is a
+// warning (a runner without write access still gets its template).
+func (e *Entry) buildAndPush(ctx context.Context, st *template.Store, opt template.BuildOptions) (*template.Meta, error) {
 	m, _, err := st.Build(ctx, opt)
 	if err != nil {
 		return nil, err
 	}
-	stats, err := Push(ctx, st, m, ref.WithTag(tag).String(), PushOptions{Remote: c.Remote, Tags: []string{tag}})
-	if err != nil {
-		c.logf("warning: template %s built but not cached: %v", m.Name, err)
-		return m, nil
-	}
-	c.logf("template %s pushed to %s:%s (%d MB in %.1fs)", m.Name, ref.Repo(), tag, stats.ArchiveBytes>>20, stats.Elapsed.Seconds())
+	e.Push(ctx, st, m)
 	return m, nil
+}
+
+// Entry is one template's place in a fleet's cache repository: the content
+// tag it is pushed under and the build lease beside it. CachedBuild takes
+// all the steps in one call; the daemon, whose clients build through its API
+// in several requests, takes them one by one.
+type Entry struct {
+	c    CacheOptions
+	name string
+	ref  Ref // the repository, tagged with the content tag
+	repo *remote.Repository
+	// lease is made by the first Lock and kept: its holder name and what it
+	// has seen of other holders' renewals (to tell a stale lease) carry
+	// over from one try to the next.
+	lease *lease
+}
+
+// Entry returns the cache entry of the template name with content hash
+// hash in c.Repo, a repository named without a tag.
+func (c CacheOptions) Entry(name, hash string) (*Entry, error) {
+	c.defaults()
+	ref, err := ParseRef(c.Repo)
+	if err != nil {
+		return nil, err
+	}
+	if ref.Reference.Reference != "" {
+		return nil, fmt.Errorf("cache %s: name a repository without a tag: the tag is derived from the template's content hash", c.Repo)
+	}
+	repo, err := c.repository(ref)
+	if err != nil {
+		return nil, err
+	}
+	return &Entry{c: c, name: name, ref: ref.WithTag(ContentTag(name, hash)), repo: repo}, nil
+}
+
+// String is the entry's reference, repository:tag.
+func (e *Entry) String() string { return e.ref.String() }
+
+// Exists reports whether the template has been pushed.
+func (e *Entry) Exists(ctx context.Context) (bool, error) {
+	_, err := e.repo.Resolve(ctx, e.ref.Reference.Reference)
+	if notFound(err) {
+		return false, nil
+	}
+	return err == nil, explain("look up the cache in", e.ref, err)
+}
+
+// Pull pulls the pushed template into st.
+func (e *Entry) Pull(ctx context.Context, st *template.Store) (*template.Meta, error) {
+	e.c.logf("template %s: pulling %s", e.name, e.ref)
+	m, _, err := Pull(ctx, st, e.ref.String(), PullOptions{Remote: e.c.Remote})
+	return m, err
+}
+
+// Push pushes m under the entry's tag. A failure is logged and returned;
+// callers go on with the template they built.
+func (e *Entry) Push(ctx context.Context, st *template.Store, m *template.Meta) error {
+	tag := e.ref.Reference.Reference
+	stats, err := Push(ctx, st, m, e.ref.String(), PushOptions{Remote: e.c.Remote, Tags: []string{tag}})
+	if err != nil {
+		e.c.logf("warning: template %s built but not cached: %v", m.Name, err)
+		return err
+	}
+	e.c.logf("template %s pushed to %s (%d MB in %.1fs)", m.Name, e.ref, stats.ArchiveBytes>>20, stats.Elapsed.Seconds())
+	return nil
+}
+
+// Lock tries once to take the entry's build lease. It returns the held
+// lock, renewed in the background until Unlock, or nil and the holder's
+// name when another runner holds it. Calls on one Entry must not overlap.
+func (e *Entry) Lock(ctx context.Context) (*Lock, string, error) {
+	if e.lease == nil {
+		lk, err := newLease(ctx, e.repo, lockTag(e.ref.Reference.Reference), e.c.TTL, e.c.Settle)
+		if err != nil {
+			return nil, "", explain("take the build lease in", e.ref, err)
+		}
+		e.lease = lk
+	}
+	lk := e.lease
+	got, cur, err := lk.acquire(ctx)
+	if err != nil {
+		return nil, "", explain("take the build lease in", e.ref, err)
+	}
+	if !got {
+		holder := "another runner"
+		if cur != nil && cur.Holder != "" {
+			holder = cur.Holder
+		}
+		return nil, holder, nil
+	}
+	return &Lock{e: e, l: lk, stop: lk.keep(context.WithoutCancel(ctx))}, "", nil
+}
+
+// Lock is a held build lease of an Entry.
+type Lock struct {
+	e    *Entry
+	l    *lease
+	stop func()
+	once sync.Once
+}
+
+// Unlock stops renewing the lease and releases it; a failed release is
+// logged (the lease then goes stale after its TTL). It may be called more
+// than once.
+func (l *Lock) Unlock(ctx context.Context) {
+	l.once.Do(func() {
+		l.stop()
+		if err := l.l.release(ctx); err != nil {
+			l.e.c.logf("warning: release the build lease %s: %v (it goes stale in %s)", lockTag(l.e.ref.Reference.Reference), err, l.e.c.TTL)
+		}
+	})
 }

@@ -86,6 +86,8 @@ func statusOf(err error) int {
 	switch {
 	case errors.Is(err, errBadRequest):
 		code = http.StatusBadRequest
+	case errors.Is(err, errForbidden):
+		code = http.StatusForbidden
 	case errors.Is(err, template.ErrNotFound), errors.Is(err, errNoPool), errors.Is(err, pool.ErrUnknownLease):
 		code = http.StatusNotFound
 	case errors.Is(err, pool.ErrLeaseLost):

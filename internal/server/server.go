@@ -43,11 +43,14 @@ type Server struct {
 	// MaxWaiters caps the lease requests in progress at once (0:
 	// DefaultMaxWaiters); one more is answered 429 with Retry-After.
 	MaxWaiters int
-	waiters    atomic.Int64
-	rejected   atomic.Int64
-	metrics    *metrics
-	builds     builds
-	logins     logins // one-time dashboard logins (login.go)
+	// Cache says which fleet caches template requests may name.
+	Cache    Cache
+	caches   caches
+	waiters  atomic.Int64
+	rejected atomic.Int64
+	metrics  *metrics
+	builds   builds
+	logins   logins // one-time dashboard logins (login.go)
 
 	state *state.Store
 

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/pristinedb/pristine/internal/dsn"
+	"github.com/pristinedb/pristine/internal/oci"
 
 	"github.com/pristinedb/pristine/api"
 	"github.com/pristinedb/pristine/internal/mariadb"
@@ -38,6 +39,24 @@ type buildSession struct {
 	// that waiters never see a moment with neither a build nor a template,
 	// but nothing else may take it.
 	finishing bool
+	// cache is where the template is pushed when it is finished, for a
+	// request that named a fleet cache; cacheLock is the build lease held
+	// in that registry meanwhile (nil when building without it).
+	cache     *oci.Entry
+	cacheLock *oci.Lock
+}
+
+// end releases what the session holds in a fleet cache.
+func (bs *buildSession) end() {
+	if bs.cacheLock != nil {
+		bs.cacheLock.Unlock(context.Background())
+	}
+}
+
+// abort throws the session away.
+func (bs *buildSession) abort() {
+	bs.Abort()
+	bs.end()
 }
 
 func (b *builds) signal() {
@@ -66,7 +85,20 @@ func (s *Server) beginTemplate(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	opt := template.BuildOptions{Name: req.Name, Key: req.Key, Database: req.Database, DBsPerSlot: req.DBsPerSlot, Profile: mariadb.DefaultProfile()}
+	var entry *oci.Entry
+	var lock *oci.Lock
+	if req.Cache != "" {
+		var done bool
+		if entry, lock, done = s.cachedBegin(w, r, req, opt); done {
+			return
+		}
+	}
 	sess, m, err := s.store.Begin(context.WithoutCancel(r.Context()), opt)
+	if err != nil || m != nil {
+		if lock != nil {
+			lock.Unlock(context.WithoutCancel(r.Context()))
+		}
+	}
 	switch {
 	case errors.Is(err, template.ErrBuilding):
 		writeJSON(w, http.StatusLocked, TemplateAnswer{Status: "building", Error: err.Error()})
@@ -79,7 +111,7 @@ func (s *Server) beginTemplate(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.builds.mu.Lock()
-	s.builds.sessions[sess.Hash()] = &buildSession{Session: sess, expires: time.Now().Add(ttl)}
+	s.builds.sessions[sess.Hash()] = &buildSession{Session: sess, expires: time.Now().Add(ttl), cache: entry, cacheLock: lock}
 	delete(s.builds.failed, sess.Hash())
 	s.builds.mu.Unlock()
 	in, meta := sess.Inst, sess.Meta
@@ -127,6 +159,13 @@ func (s *Server) finishTemplate(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	m, err := bs.Finish(context.WithoutCancel(r.Context()))
+	if err == nil && bs.cache != nil {
+		// Pushed before the answer: once the builder hears "ready", the
+		// fleet can pull it. A failed push is logged and costs others a
+		// build, nothing more.
+		_ = bs.cache.Push(context.WithoutCancel(r.Context()), s.store, m)
+	}
+	bs.end()
 	s.builds.mu.Lock()
 	delete(s.builds.sessions, hash)
 	if err != nil {
@@ -207,7 +246,7 @@ func (s *Server) getTemplate(w http.ResponseWriter, r *http.Request) {
 func (s *Server) deleteTemplate(w http.ResponseWriter, r *http.Request) {
 	ref := r.PathValue("ref")
 	if bs := s.takeSession(ref); bs != nil {
-		bs.Abort()
+		bs.abort()
 		s.failSession(ref, "the builder aborted the build")
 		writeJSON(w, 200, TemplateAnswer{Status: "failed", Hash: ref, Error: "aborted"})
 		return
@@ -245,7 +284,7 @@ func (s *Server) expireBuilds() {
 	}
 	s.builds.mu.Unlock()
 	for _, bs := range doomed {
-		bs.Abort()
+		bs.abort()
 		s.failSession(bs.Hash(), "the build session expired before it was finished")
 		s.log.Warn("template build session expired", "template", bs.Meta.Name, "hash", bs.Hash()[:12])
 	}
@@ -263,6 +302,6 @@ func (s *Server) abortBuilds() {
 	}
 	s.builds.mu.Unlock()
 	for _, bs := range all {
-		bs.Abort()
+		bs.abort()
 	}
 }

@@ -127,11 +127,14 @@ final class Client
      *
      * @return array<string,mixed>
      */
-    public function beginTemplate(string $name, string $key, ?string $database = null): array
+    public function beginTemplate(string $name, string $key, ?string $database = null, ?string $cache = null): array
     {
         $body = ['name' => $name, 'key' => $key];
         if ($database !== null && $database !== '') {
             $body['database'] = $database;
+        }
+        if ($cache !== null && $cache !== '') {
+            $body['cache'] = $cache;
         }
         return $this->request('POST', '/v1/templates', $body, [200, 201, 423])[1];
     }

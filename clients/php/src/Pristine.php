@@ -7,6 +7,9 @@ namespace Pristine;
 /** The build-once flow every integration shares. */
 final class Pristine
 {
+    /** The environment variable naming the fleet cache integrations use when none is given in code. */
+    public const CACHE_ENV = 'PRISTINE_CACHE';
+
     /**
      * Returns the template answer (status "ready", with its "hash") of the
      * template keyed by $key, building it with $build($conn) when nobody
@@ -14,14 +17,21 @@ final class Pristine
      * wait. $conn holds host, port, socket, user, password, database, url
      * and env. A build that throws is aborted.
      *
+     * $cache (default: $PRISTINE_CACHE) names an OCI repository a fleet of
+     * machines shares: the template is pulled from it when another machine
+     * built it, and pushed to it when this caller builds (docs/fleet.md).
+     *
      * @param callable(array<string,mixed>):void|null $build
      * @return array<string,mixed>
      */
-    public static function ensureTemplate(Client $c, string $name, string $key, ?callable $build, ?string $database = null, float $wait = 1800): array
+    public static function ensureTemplate(Client $c, string $name, string $key, ?callable $build, ?string $database = null, float $wait = 1800, ?string $cache = null): array
     {
         $deadline = microtime(true) + $wait;
+        if ($cache === null) {
+            $cache = getenv(self::CACHE_ENV) ?: null;
+        }
         while (true) {
-            $a = $c->beginTemplate($name, $key, $database);
+            $a = $c->beginTemplate($name, $key, $database, $cache);
             if ($a['status'] === 'ready') {
                 return $a;
             }

@@ -1,12 +1,16 @@
 """A real pristine daemon for the tests, on a fresh root under /dev/shm."""
 
+import contextlib
 import os
 import re
 import shutil
 import signal
 import subprocess
+import socket
 import tempfile
+import threading
 import time
+import urllib.request
 
 import pytest
 
@@ -54,18 +58,18 @@ def kill_servers_under(path: str):
                 pass
 
 
-@pytest.fixture(scope="session")
-def daemon(tmp_path_factory):
-    if not shutil.which("mariadbd") and not os.path.exists("/usr/sbin/mariadbd"):
-        pytest.skip("mariadbd is not installed: run scripts/install-deps.sh")
-    binary = pristine_bin(tmp_path_factory)
+@contextlib.contextmanager
+def running_daemon(binary, env=None):
+    """A `pristine serve` on a fresh root under /dev/shm, with env added to
+    its environment; shut down and removed on exit."""
     base = tempfile.mkdtemp(prefix="pristine-clients-test-", dir="/dev/shm")
     # A root pristine runs its servers as the account pristine, which must
     # pass through this directory to the root inside.
     os.chmod(base, 0o711)
     root = os.path.join(base, "root")
     proc = subprocess.Popen([binary, "serve", "--root", root, "--listen", "127.0.0.1:0"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                            env=dict(os.environ, **(env or {})))
     addr = None
     for line in proc.stderr:
         m = re.match(r"pristine: serving http://([^/]+)/", line)
@@ -77,23 +81,71 @@ def daemon(tmp_path_factory):
         shutil.rmtree(base, ignore_errors=True)
         pytest.fail(f"{binary} serve did not start")
     # Drain the daemon's log so it never blocks on a full pipe.
-    import threading
     threading.Thread(target=lambda: [None for _ in proc.stderr], daemon=True).start()
     with open(os.path.join(root, "token")) as f:
         token = f.read().strip()
     d = Daemon(root, addr, token, proc)
-    yield d
     try:
-        d.client.shutdown()
-    except Exception:
-        pass
+        yield d
+    finally:
+        try:
+            d.client.shutdown()
+        except Exception:
+            pass
+        try:
+            proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        kill_servers_under(base)
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def need_mariadb():
+    if not shutil.which("mariadbd") and not os.path.exists("/usr/sbin/mariadbd"):
+        pytest.skip("mariadbd is not installed: run scripts/install-deps.sh")
+
+
+@pytest.fixture(scope="session")
+def binary(tmp_path_factory):
+    need_mariadb()
+    return pristine_bin(tmp_path_factory)
+
+
+@pytest.fixture(scope="session")
+def daemon(binary):
+    with running_daemon(binary) as d:
+        yield d
+
+
+@pytest.fixture
+def registry(tmp_path):
+    """Debian's docker-registry on a free loopback port (plain HTTP),
+    storing under tmp_path; its address."""
+    exe = shutil.which("docker-registry")
+    if not exe:
+        pytest.skip("docker-registry is not installed: run scripts/install-deps.sh")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        addr = "127.0.0.1:%d" % s.getsockname()[1]
+    cfg = tmp_path / "registry.yml"
+    cfg.write_text("version: 0.1\nlog:\n  level: error\n  accesslog:\n    disabled: true\n"
+                   f"storage:\n  filesystem:\n    rootdirectory: {tmp_path / 'storage'}\n"
+                   f"http:\n  addr: {addr}\n")
+    proc = subprocess.Popen([exe, "serve", str(cfg)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        proc.wait(timeout=60)
-    except subprocess.TimeoutExpired:
+        for _ in range(100):
+            try:
+                urllib.request.urlopen(f"http://{addr}/v2/", timeout=1).close()
+                break
+            except OSError:
+                time.sleep(0.1)
+        else:
+            pytest.fail("docker-registry did not start")
+        yield addr
+    finally:
         proc.kill()
         proc.wait()
-    kill_servers_under(base)
-    shutil.rmtree(base, ignore_errors=True)
 
 
 @pytest.fixture

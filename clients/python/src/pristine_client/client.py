@@ -173,14 +173,18 @@ class Client:
         return self.request("GET", "/v1/health")[1]
 
     def begin_template(self, name: str, key: str, database: Optional[str] = None,
-                       ttl_seconds: Optional[float] = None) -> Dict[str, Any]:
+                       ttl_seconds: Optional[float] = None, cache: Optional[str] = None) -> Dict[str, Any]:
         """POST /v1/templates: the answer's status is ready, build (the caller
-        builds: connection fields are set) or building (someone else is)."""
+        builds: connection fields are set) or building (someone else is).
+        cache names an OCI repository a fleet shares (the daemon must allow
+        it: pristine serve --allow-cache)."""
         body: Dict[str, Any] = {"name": name, "key": key}
         if database:
             body["database"] = database
         if ttl_seconds:
             body["ttl_seconds"] = ttl_seconds
+        if cache:
+            body["cache"] = cache
         return self.request("POST", "/v1/templates", body, ok=(200, 201, 423))[1]
 
     def finish_template(self, hash: str) -> Dict[str, Any]:

@@ -10,19 +10,30 @@ from .client import Client, NoDaemonError, PristineError
 
 BuildFn = Callable[[Dict[str, Any]], None]
 
+#: The environment variable naming the fleet cache every integration uses
+#: when none is given in code.
+CACHE_ENV = "PRISTINE_CACHE"
+
 
 def ensure_template(client: Client, name: str, key: str, build: Optional[BuildFn],
-                    database: Optional[str] = None, wait: float = 1800) -> Dict[str, Any]:
+                    database: Optional[str] = None, wait: float = 1800,
+                    cache: Optional[str] = None) -> Dict[str, Any]:
     """Return the template answer (status "ready", with its "hash") of the
     template keyed by key, building it with build(conn) when nobody has.
 
     conn is the daemon's answer: host, port, socket, user, password,
     database, dsn, url and env (a list of NAME=VALUE for a migration
     command). Across processes exactly one caller builds a key; the others
-    wait. A build that raises is aborted and the error raised again."""
+    wait. A build that raises is aborted and the error raised again.
+
+    cache (default $PRISTINE_CACHE) names an OCI repository a fleet of
+    machines shares: the template is pulled from it when another machine
+    built it, and pushed to it when this caller builds (docs/fleet.md)."""
     deadline = time.monotonic() + wait
+    if cache is None:
+        cache = os.environ.get(CACHE_ENV) or None
     while True:
-        a = client.begin_template(name, key, database=database)
+        a = client.begin_template(name, key, database=database, cache=cache)
         status = a.get("status")
         if status == "ready":
             return a

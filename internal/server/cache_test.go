@@ -1,0 +1,132 @@
+package server_test
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/pristinedb/pristine/api"
+	"github.com/pristinedb/pristine/client"
+	"github.com/pristinedb/pristine/internal/oci/localregistry"
+	"github.com/pristinedb/pristine/internal/server"
+)
+
+// TestFleetCacheThroughTheAPI: clients of two daemons (two machines of a
+// fleet) that ask for the same keyed template with the same cache build it
+// once between them; the other daemon pulls what the first pushed, and a
+// third daemon that comes later pulls it without its build function ever
+// running. A daemon that was not told to allow the repository refuses it,
+// naming the flag.
+func TestFleetCacheThroughTheAPI(t *testing.T) {
+	reg, err := localregistry.Start(localregistry.Config{Dir: t.TempDir()})
+	if errors.Is(err, localregistry.ErrMissing) {
+		t.Skip(err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { reg.Kill() })
+	repo := reg.Addr + "/fleet/templates"
+	allow := func(s *server.Server) {
+		s.Cache = server.Cache{Allow: []string{"http://" + reg.Addr + "/fleet"}, Poll: 100 * time.Millisecond, Settle: 300 * time.Millisecond}
+	}
+	a, b := newDaemon(t, allow), newDaemon(t, allow)
+	req := api.TemplateRequest{Name: "fleetapi", Key: "migrations-v1", Database: "shop", Cache: repo}
+	var builds atomic.Int32
+	build := func(ctx context.Context, conn *api.TemplateAnswer) error {
+		builds.Add(1)
+		return execSQL(conn.DSN, "CREATE TABLE t (id INT PRIMARY KEY)", "INSERT INTO t VALUES (1), (2), (3)")
+	}
+	var wg sync.WaitGroup
+	answers := make([]*api.TemplateAnswer, 2)
+	errs := make([]error, 2)
+	for i, d := range []*daemon{a, b} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			answers[i], errs[i] = d.c.EnsureTemplate(context.Background(), req, build, 5*time.Minute)
+		}()
+	}
+	wg.Wait()
+	for i := range errs {
+		if errs[i] != nil {
+			t.Fatalf("daemon %d: %v", i, errs[i])
+		}
+	}
+	if n := builds.Load(); n != 1 {
+		t.Fatalf("the build function ran %d times across two daemons sharing a cache, want 1", n)
+	}
+	if answers[0].Hash != answers[1].Hash {
+		t.Fatalf("the daemons hold different templates: %s and %s", answers[0].Hash, answers[1].Hash)
+	}
+	for i, d := range []*daemon{a, b} {
+		if _, err := d.store.Get(answers[0].Hash); err != nil {
+			t.Fatalf("daemon %d has no template %s: %v", i, answers[0].Hash[:12], err)
+		}
+	}
+
+	// A machine that comes later pulls it; its build function must not run.
+	c := newDaemon(t, allow)
+	got, err := c.c.EnsureTemplate(context.Background(), req, func(context.Context, *api.TemplateAnswer) error {
+		t.Error("the third daemon built a template its fleet's cache holds")
+		return errors.New("should have been pulled")
+	}, 5*time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Hash != answers[0].Hash {
+		t.Fatalf("pulled %s, want %s", got.Hash, answers[0].Hash)
+	}
+	c.poolUp("fleetapi", 1)
+	l, err := c.c.Lease(context.Background(), api.LeaseRequest{Template: "fleetapi"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := countRows(t, l.DSN, "SELECT COUNT(*) FROM t"); n != 3 {
+		t.Fatalf("a lease of the pulled template has %d rows, want 3", n)
+	}
+
+	// A daemon whose operator did not allow the repository refuses it.
+	d := newDaemon(t)
+	_, err = d.c.EnsureTemplate(context.Background(), req, build, time.Minute)
+	var ae *client.APIError
+	if !errors.As(err, &ae) || ae.Status != 403 || !strings.Contains(err.Error(), "--allow-cache "+repo) {
+		t.Fatalf("a cache the daemon does not allow: %v, want 403 naming --allow-cache %s", err, repo)
+	}
+}
+
+// execSQL runs statements on a DSN.
+func execSQL(dsn string, stmts ...string) error {
+	db, err := sql.Open("mysql", dsn)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	for _, q := range stmts {
+		if _, err := db.Exec(q); err != nil {
+			return fmt.Errorf("%s: %w", q, err)
+		}
+	}
+	return nil
+}
+
+// countRows runs a COUNT query on a DSN.
+func countRows(t *testing.T, dsn, q string) int {
+	t.Helper()
+	db, err := sql.Open("mysql", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var n int
+	if err := db.QueryRow(q).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
