@@ -6,6 +6,8 @@ package ocibench
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"io"
 	"net/http"
@@ -101,7 +103,7 @@ func Run(ctx context.Context, st *template.Store, opt Options) (*Report, error) 
 			return nil, fmt.Errorf("bench-fleet: template %s backs a pool, and the pull runs remove it first: run `pristine pool down --template %s`", w, w)
 		}
 		base := reg.Addr + "/bench/" + w
-		var push, pull, ready, cat, get, write []float64
+		var push, pull, ready, cat, get, write, hash []float64
 		var archiveBytes int64
 		var layers []ocispec.Descriptor
 		for i := range opt.Runs + 1 { // the first run warms up
@@ -134,13 +136,17 @@ func Run(ctx context.Context, st *template.Store, opt Options) (*Report, error) 
 			if err != nil {
 				return nil, err
 			}
-			logf("%s run %d: push %.2fs, pull %.2fs, pull+ready %.2fs, cat+ready %.2fs, GET %.2fs, write+sync %.2fs", w, i, ps.Elapsed.Seconds(), t, tr, tc, tg, tw)
+			th, err := timeHash(ctx, reg, layers)
+			if err != nil {
+				return nil, err
+			}
+			logf("%s run %d: push %.2fs, pull %.2fs, pull+ready %.2fs, cat+ready %.2fs, GET %.2fs, write+sync %.2fs, SHA-256 %.2fs", w, i, ps.Elapsed.Seconds(), t, tr, tc, tg, tw, th)
 			if i == 0 {
 				continue
 			}
 			push = append(push, ps.Elapsed.Seconds())
 			pull, ready, cat = append(pull, t), append(ready, tr), append(cat, tc)
-			get, write = append(get, tg), append(write, tw)
+			get, write, hash = append(get, tg), append(write, tw), append(hash, th)
 		}
 		rep.Rows = append(rep.Rows,
 			row(w, "template push", push, archiveBytes),
@@ -148,7 +154,8 @@ func Run(ctx context.Context, st *template.Store, opt Options) (*Report, error) 
 			row(w, "template pull + one server ready", ready, archiveBytes),
 			row(w, "cat BLOBS > /dev/null + one server ready", cat, archiveBytes),
 			row(w, "HTTP GET of the blobs to /dev/null (4 at once, no hashing)", get, archiveBytes),
-			row(w, "cat BLOBS > a file on the root's filesystem + syncfs", write, archiveBytes))
+			row(w, "cat BLOBS > a file on the root's filesystem + syncfs", write, archiveBytes),
+			row(w, "SHA-256 of the blobs, 4 at once (what pull verifies)", hash, archiveBytes))
 	}
 	return rep, nil
 }
@@ -266,6 +273,35 @@ func timeGet(ctx context.Context, reg *localregistry.Registry, repoAddr string, 
 			}
 			_, err = io.Copy(io.Discard, resp.Body)
 			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return 0, err
+	}
+	return time.Since(start).Seconds(), nil
+}
+
+// timeHash computes the SHA-256 of every blob from the page cache, 4 at
+// once as a pull verifies them: the verification alone.
+func timeHash(ctx context.Context, reg *localregistry.Registry, layers []ocispec.Descriptor) (float64, error) {
+	start := time.Now()
+	g, ctx := errgroup.WithContext(ctx)
+	g.SetLimit(4)
+	for _, l := range layers {
+		g.Go(func() error {
+			f, err := os.Open(reg.BlobPath(l.Digest.Encoded()))
+			if err != nil {
+				return err
+			}
+			defer f.Close()
+			h := sha256.New()
+			if _, err := io.Copy(h, f); err != nil {
+				return err
+			}
+			if got := hex.EncodeToString(h.Sum(nil)); got != l.Digest.Encoded() {
+				return fmt.Errorf("blob %s hashes to %s", l.Digest, got)
+			}
+			return ctx.Err()
 		})
 	}
 	if err := g.Wait(); err != nil {
