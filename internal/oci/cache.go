@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/pristinedb/pristine/internal/catalog"
 	"github.com/pristinedb/pristine/internal/template"
 )
 
@@ -58,9 +59,9 @@ func (c *CacheOptions) defaults() {
 // the registry, the others wait for its push (or build themselves after
 // c.Wait, or when its lease goes stale). A failed push is reported through
 // c.Log and does not fail the build.
-func CachedBuild(ctx context.Context, st *template.Store, opt template.BuildOptions, c CacheOptions) (*template.Meta, Outcome, error) {
+func CachedBuild(ctx context.Context, st *template.Builder, opt template.BuildOptions, c CacheOptions) (*catalog.Meta, Outcome, error) {
 	c.defaults()
-	if err := template.ValidName(opt.Name); err != nil {
+	if err := catalog.ValidName(opt.Name); err != nil {
 		return nil, "", err
 	}
 	if opt.FromSQL == "-" {
@@ -92,7 +93,7 @@ func CachedBuild(ctx context.Context, st *template.Store, opt template.BuildOpti
 		}
 		return err == nil, explain("look up the cache in", ref, err)
 	}
-	pull := func() (*template.Meta, Outcome, error) {
+	pull := func() (*catalog.Meta, Outcome, error) {
 		c.logf("template %s: pulling %s:%s", opt.Name, ref.Repo(), tag)
 		m, _, err := Pull(ctx, st, ref.WithTag(tag).String(), PullOptions{Remote: c.Remote})
 		if err == nil || ctx.Err() != nil {
@@ -158,7 +159,7 @@ func CachedBuild(ctx context.Context, st *template.Store, opt template.BuildOpti
 
 // buildAndPush builds the template and pushes it under tag; a failed push
 // is a warning (a runner without write access still gets its template).
-func (c *CacheOptions) buildAndPush(ctx context.Context, st *template.Store, opt template.BuildOptions, ref Ref, tag string) (*template.Meta, error) {
+func (c *CacheOptions) buildAndPush(ctx context.Context, st *template.Builder, opt template.BuildOptions, ref Ref, tag string) (*catalog.Meta, error) {
 	m, _, err := st.Build(ctx, opt)
 	if err != nil {
 		return nil, err

@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"fmt"
 	"strings"
+
+	"github.com/pristinedb/pristine/internal/catalog"
 )
 
 // danglingForeignKeys lists the foreign keys whose referenced table or
@@ -48,23 +50,23 @@ ORDER BY k.TABLE_SCHEMA, k.TABLE_NAME, k.CONSTRAINT_NAME, k.ORDINAL_POSITION`)
 
 // checkForeignKeys records the dangling foreign keys of a loaded template
 // as warnings, one per key, and reports them.
-func (s *Store) checkForeignKeys(ctx context.Context, db *sql.DB, m *Meta) error {
+func (b *Builder) checkForeignKeys(ctx context.Context, db *sql.DB, m *catalog.Meta) error {
 	bad, err := danglingForeignKeys(ctx, db)
 	if err != nil {
 		return err
 	}
-	for _, b := range bad {
-		w := b + ": inserts into that table fail in every clone (the dump was loaded with FOREIGN_KEY_CHECKS=0, which hid it)"
+	for _, k := range bad {
+		w := k + ": inserts into that table fail in every clone (the dump was loaded with FOREIGN_KEY_CHECKS=0, which hid it)"
 		m.Warnings = append(m.Warnings, w)
-		s.progress("warning: %s", w)
+		b.progress("warning: %s", w)
 	}
 	return nil
 }
 
 // inputName is how a build's SQL input is named in messages: the path the
 // user gave, or standard input for a spooled one.
-func (s *Store) inputName(path string) string {
-	if strings.HasPrefix(path, s.Root.Path+"/tmp/stdin-") {
+func (b *Builder) inputName(path string) string {
+	if strings.HasPrefix(path, b.cat.Root().Path+"/tmp/stdin-") {
 		return "standard input"
 	}
 	return path
