@@ -68,7 +68,8 @@ func RunServe(ctx context.Context, g *Globals, f ServeFlags) error {
 	st.Progress = nil
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
 	st.Catalog().Log = log.With("component", "templates")
-	ln, err := server.Listen(st.Catalog().Root())
+	root := st.Catalog().Root()
+	ln, err := server.Listen(root)
 	if err != nil {
 		return err
 	}
@@ -80,7 +81,7 @@ func RunServe(ctx context.Context, g *Globals, f ServeFlags) error {
 		}
 		defer tcp.Close()
 	}
-	srv, err := server.New(ctx, st.Catalog().Root(), st, log)
+	srv, err := server.New(ctx, root, st, log)
 	if err != nil {
 		return err
 	}
@@ -97,12 +98,12 @@ func RunServe(ctx context.Context, g *Globals, f ServeFlags) error {
 		}
 	}
 	if tcp != nil {
-		if srv.Token, err = server.LoadToken(st.Catalog().Root()); err != nil {
+		if srv.Token, err = server.LoadToken(root); err != nil {
 			return err
 		}
 		// Clients' tests read the address from this line's start: keep it.
 		fmt.Fprintf(os.Stderr, "pristine: serving http://%s/?login=%s (the dashboard, with a one-time login valid %s; API clients send the token in %s)\n",
-			tcp.Addr(), srv.NewLogin(), server.LoginTTL, server.TokenFile(st.Catalog().Root()))
+			tcp.Addr(), srv.NewLogin(), server.LoginTTL, server.TokenFile(root))
 	}
 	return srv.Serve(ctx, ln, tcp)
 }

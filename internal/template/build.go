@@ -2,24 +2,18 @@ package template
 
 import (
 	"context"
-	"crypto/rand"
 	"database/sql"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
-	"strings"
 	"time"
 
 	"github.com/pristinedb/pristine/internal/capture"
 	"github.com/pristinedb/pristine/internal/catalog"
-	"github.com/pristinedb/pristine/internal/dsn"
 	"github.com/pristinedb/pristine/internal/mariadb"
-	"github.com/pristinedb/pristine/internal/quote"
 	"github.com/pristinedb/pristine/internal/sqlload"
 	"github.com/pristinedb/pristine/internal/units"
 )
@@ -293,26 +287,6 @@ func (b *Builder) load(ctx context.Context, in *mariadb.Instance, opt BuildOptio
 	return nil
 }
 
-// setupAccount creates the schema (unless dbName is empty: a dump being
-// loaded may create it with its own options) and the template's account.
-func setupAccount(ctx context.Context, db *sql.DB, dbName string, m *catalog.Meta) error {
-	qs := []string{
-		"CREATE USER IF NOT EXISTS 'pristine'@'%'",
-		// A captured copy of a pristine server may hold the account already.
-		"ALTER USER 'pristine'@'%' IDENTIFIED BY " + quote.String(m.Password) + " ACCOUNT UNLOCK",
-		"GRANT ALL PRIVILEGES ON *.* TO 'pristine'@'%' WITH GRANT OPTION",
-	}
-	if dbName != "" {
-		qs = append([]string{"CREATE DATABASE IF NOT EXISTS " + quote.Ident(dbName)}, qs...)
-	}
-	for _, q := range qs {
-		if _, err := db.ExecContext(ctx, q); err != nil {
-			return fmt.Errorf("set up template account: %w", err)
-		}
-	}
-	return nil
-}
-
 // spoolStdin copies standard input to a file under the root so it can be
 // hashed and then loaded.
 func (b *Builder) spoolStdin() (string, func(), error) {
@@ -338,116 +312,4 @@ func (b *Builder) spoolStdin() (string, func(), error) {
 		return "", nil, err
 	}
 	return f.Name(), cleanup, nil
-}
-
-// base returns an empty data directory initialised for the server and the
-// profile's log size, made once and cloned by every build.
-func (b *Builder) base(ctx context.Context, p mariadb.Profile) (string, error) {
-	key := catalog.BaseKey(b.bin.Version, p.Key())
-	dir := b.cat.BaseDir(key)
-	data := filepath.Join(dir, "data")
-	if _, err := os.Stat(filepath.Join(dir, "ready")); err == nil {
-		return data, nil
-	}
-	unlock, err := b.cat.Lock("base-" + key)
-	if err != nil {
-		return "", err
-	}
-	defer unlock()
-	if _, err := os.Stat(filepath.Join(dir, "ready")); err == nil {
-		return data, nil
-	}
-	b.progress("initialising an empty %s data directory (once per server version)", b.bin.Version)
-	if err := b.cat.Discard(dir); err != nil {
-		return "", err
-	}
-	// Searchable by the servers' account (older versions made them 0700).
-	for _, d := range []string{filepath.Dir(dir), dir} {
-		if err := os.MkdirAll(d, 0o711); err != nil {
-			return "", err
-		}
-		if err := os.Chmod(d, 0o711); err != nil {
-			return "", err
-		}
-	}
-	if err := b.cat.Backend().MakeDir(data); err != nil {
-		return "", err
-	}
-	if err := b.bin.InitDatadir(ctx, data); err != nil {
-		_ = b.cat.Discard(dir)
-		return "", err
-	}
-	// One clean start and stop with the profile sizes the redo log, so that
-	// clones start without resizing it. The start is private (no TCP, the
-	// socket in a directory only the servers' account and pristine reach),
-	// and secures the accounts before anything can connect to them.
-	runDir := filepath.Join(b.cat.Root().Path, "run", "base")
-	defer os.RemoveAll(runDir)
-	in, err := mariadb.Start(b.bin, mariadb.Config{Datadir: data, RunDir: runDir, Profile: p, Extra: []string{"--skip-networking"}})
-	if err == nil {
-		if err = in.WaitReady(ctx); err == nil {
-			if err = b.secureOn(ctx, in, false); err == nil {
-				err = in.Stop(ctx, 2*time.Minute)
-			}
-		}
-		in.Kill()
-	}
-	if err != nil {
-		_ = b.cat.Discard(dir)
-		return "", fmt.Errorf("prepare base data directory: %w", err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "ready"), nil, 0o600); err != nil {
-		return "", err
-	}
-	return data, nil
-}
-
-func randomPassword() string {
-	b := make([]byte, 18)
-	if _, err := rand.Read(b); err != nil {
-		panic(err)
-	}
-	return hex.EncodeToString(b)
-}
-
-// runInitCmd runs the init command with the template server's DSN in the
-// environment.
-func runInitCmd(ctx context.Context, in *mariadb.Instance, opt BuildOptions, m *catalog.Meta) error {
-	cmd := exec.CommandContext(ctx, "/bin/sh", "-c", opt.InitCmd)
-	cmd.Env = append(os.Environ(), dsn.Env(in.Config.Port, in.Config.Socket(), m.User, m.Password, opt.database())...)
-	out := opt.InitOutput
-	if out == nil {
-		out = os.Stderr
-	}
-	cmd.Stdout, cmd.Stderr = out, out
-	if err := cmd.Run(); err != nil {
-		var ee *exec.ExitError
-		if errors.As(err, &ee) {
-			return fmt.Errorf("init command %q failed with exit status %d: fix it and build again (its output is above)", opt.InitCmd, ee.ExitCode())
-		}
-		return fmt.Errorf("init command %q: %w", opt.InitCmd, err)
-	}
-	return nil
-}
-
-// memoryRows warns about MEMORY tables that hold rows: their rows live only
-// in the running server, so every clone of the template has them empty.
-func memoryRows(ctx context.Context, db *sql.DB) string {
-	rows, err := db.QueryContext(ctx, `SELECT CONCAT(TABLE_SCHEMA, '.', TABLE_NAME) FROM information_schema.TABLES
-		WHERE ENGINE = 'MEMORY' AND TABLE_ROWS > 0 AND TABLE_SCHEMA NOT IN ('mysql', 'information_schema', 'performance_schema', 'sys')`)
-	if err != nil {
-		return ""
-	}
-	defer rows.Close()
-	var names []string
-	for rows.Next() {
-		var n string
-		if rows.Scan(&n) == nil {
-			names = append(names, n)
-		}
-	}
-	if len(names) == 0 {
-		return ""
-	}
-	return fmt.Sprintf("MEMORY tables lose their rows when the server stops, so every clone has %s empty: use InnoDB for rows the tests need", strings.Join(names, ", "))
 }

@@ -71,3 +71,25 @@ func (b *Builder) inputName(path string) string {
 	}
 	return path
 }
+
+// memoryRows warns about MEMORY tables that hold rows: their rows live only
+// in the running server, so every clone of the template has them empty.
+func memoryRows(ctx context.Context, db *sql.DB) string {
+	rows, err := db.QueryContext(ctx, `SELECT CONCAT(TABLE_SCHEMA, '.', TABLE_NAME) FROM information_schema.TABLES
+		WHERE ENGINE = 'MEMORY' AND TABLE_ROWS > 0 AND TABLE_SCHEMA NOT IN ('mysql', 'information_schema', 'performance_schema', 'sys')`)
+	if err != nil {
+		return ""
+	}
+	defer rows.Close()
+	var names []string
+	for rows.Next() {
+		var n string
+		if rows.Scan(&n) == nil {
+			names = append(names, n)
+		}
+	}
+	if len(names) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("MEMORY tables lose their rows when the server stops, so every clone has %s empty: use InnoDB for rows the tests need", strings.Join(names, ", "))
+}

@@ -2,12 +2,17 @@ package template
 
 import (
 	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/hex"
 	"fmt"
 	"os"
 	"path/filepath"
 	"time"
 
+	"github.com/pristinedb/pristine/internal/catalog"
 	"github.com/pristinedb/pristine/internal/mariadb"
+	"github.com/pristinedb/pristine/internal/quote"
 	"github.com/pristinedb/pristine/internal/svcuser"
 )
 
@@ -65,4 +70,33 @@ func (b *Builder) secure(ctx context.Context, data string, p mariadb.Profile) er
 		return fmt.Errorf("secure accounts: prepare shutdown: %w", err)
 	}
 	return in.Stop(ctx, 10*time.Minute)
+}
+
+// setupAccount creates the schema (unless dbName is empty: a dump being
+// loaded may create it with its own options) and the template's account.
+func setupAccount(ctx context.Context, db *sql.DB, dbName string, m *catalog.Meta) error {
+	qs := []string{
+		"CREATE USER IF NOT EXISTS 'pristine'@'%'",
+		// A captured copy of a pristine server may hold the account already.
+		"ALTER USER 'pristine'@'%' IDENTIFIED BY " + quote.String(m.Password) + " ACCOUNT UNLOCK",
+		"GRANT ALL PRIVILEGES ON *.* TO 'pristine'@'%' WITH GRANT OPTION",
+	}
+	if dbName != "" {
+		qs = append([]string{"CREATE DATABASE IF NOT EXISTS " + quote.Ident(dbName)}, qs...)
+	}
+	for _, q := range qs {
+		if _, err := db.ExecContext(ctx, q); err != nil {
+			return fmt.Errorf("set up template account: %w", err)
+		}
+	}
+	return nil
+}
+
+// randomPassword is a new build account's password.
+func randomPassword() string {
+	b := make([]byte, 18)
+	if _, err := rand.Read(b); err != nil {
+		panic(err)
+	}
+	return hex.EncodeToString(b)
 }
