@@ -12,7 +12,7 @@ import (
 // (templates/.<hash>.lock) and a share of the base data directories
 // (base/<key>/, one per server version and profile, with
 // templates/.base-<key>.lock). Remove and GC take all of it with them, so a
-// store whose last template is gone is empty.
+// catalog whose last template is gone is empty.
 
 // PruneBases removes the base data directories (and their locks) once no
 // template is left to be rebuilt from them soon: they are a cache of
