@@ -34,7 +34,7 @@ type Meta struct {
 	User     string `json:"user"`
 	Password string `json:"password"`
 	// Accounts is AccountsVersion when the data directory's accounts were
-	// secured (see SecureAccounts); empty for a template of an older
+	// secured (mariadb.SecureAccounts; see CheckSecured); empty for a template of an older
 	// pristine, which must be rebuilt.
 	Accounts string `json:"accounts,omitempty"`
 	// Bytes is the space the data directory takes on disk.
