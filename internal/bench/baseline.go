@@ -7,15 +7,16 @@ import (
 	"os/exec"
 	"time"
 
+	"github.com/pristinedb/pristine/internal/catalog"
 	"github.com/pristinedb/pristine/internal/mariadb"
 	"github.com/pristinedb/pristine/internal/template"
 )
 
-func profileFor(*template.Store) mariadb.Profile { return mariadb.DefaultProfile() }
+func profileFor(*template.Builder) mariadb.Profile { return mariadb.DefaultProfile() }
 
 // DumpLoadOnce times one copy of the template's database by
 // `mariadb-dump | mariadb` into a new database of the same server.
-func DumpLoadOnce(ctx context.Context, store *template.Store, m *template.Meta) (time.Duration, error) {
+func DumpLoadOnce(ctx context.Context, store *template.Builder, m *catalog.Meta) (time.Duration, error) {
 	s, err := store.Start(ctx, m, "dumpload")
 	if err != nil {
 		return 0, err

@@ -13,6 +13,7 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 
+	"github.com/pristinedb/pristine/internal/catalog"
 	"github.com/pristinedb/pristine/internal/demo"
 	"github.com/pristinedb/pristine/internal/template"
 	"github.com/pristinedb/pristine/internal/units"
@@ -157,7 +158,7 @@ func (o *CompareOptions) defaults() {
 // Compare runs every method on every workload of opt against store and
 // returns the rows. Templates it builds are named bench-<workload> and are
 // removed at the end; servers and copies are removed as each method ends.
-func Compare(ctx context.Context, store *template.Store, opt CompareOptions) (*Report, error) {
+func Compare(ctx context.Context, store *template.Builder, opt CompareOptions) (*Report, error) {
 	opt.defaults()
 	// The driver logs a line for every connection to a server a pool has
 	// just killed on purpose.
@@ -181,7 +182,7 @@ func Compare(ctx context.Context, store *template.Store, opt CompareOptions) (*R
 
 // runner carries one Compare run.
 type runner struct {
-	store *template.Store
+	store *template.Builder
 	opt   CompareOptions
 	rep   *Report
 }
@@ -242,8 +243,8 @@ func (r *runner) add(rows []Row) { r.rep.Rows = append(r.rep.Rows, rows...) }
 
 // buildTemplate builds (or finds) the workload's template, with k databases
 // per slot, on the named backend ("" for the store's).
-func (r *runner) buildTemplate(ctx context.Context, w Workload, k int, backend string) (*template.Meta, error) {
-	sqlPath := filepath.Join(r.store.Root.Path, "tmp", "bench-"+w.Name+".sql")
+func (r *runner) buildTemplate(ctx context.Context, w Workload, k int, backend string) (*catalog.Meta, error) {
+	sqlPath := filepath.Join(r.store.Catalog().Root().Path, "tmp", "bench-"+w.Name+".sql")
 	if err := writeWorkloadSQL(sqlPath, w.Demo); err != nil {
 		return nil, err
 	}
@@ -253,15 +254,19 @@ func (r *runner) buildTemplate(ctx context.Context, w Workload, k int, backend s
 	if k > 1 {
 		name += fmt.Sprintf("-k%d", k)
 	}
-	if backend != "" && backend != st.Backend.Name() {
+	if backend != "" && backend != st.Catalog().Backend().Name() {
 		name += "-" + backend
 		b, err := backendByName(st, backend)
 		if err != nil {
 			return nil, err
 		}
-		cp := *st
-		cp.Backend = b
-		st = &cp
+		cat, err := catalog.Open(st.Catalog().Root(), b)
+		if err != nil {
+			return nil, err
+		}
+		nb := template.NewBuilder(cat, st.Binary())
+		nb.Progress = st.Progress
+		st = nb
 	}
 	r.say("%s: building template %s", w.Name, name)
 	m, _, err := st.Build(ctx, template.BuildOptions{Name: name, FromSQL: sqlPath, Database: "bench", DBsPerSlot: k, Profile: profileFor(st), Workers: 4})
@@ -272,8 +277,8 @@ func (r *runner) buildTemplate(ctx context.Context, w Workload, k int, backend s
 	return m, nil
 }
 
-func (r *runner) removeTemplate(m *template.Meta) {
-	if err := r.store.Remove(m, nil); err != nil {
+func (r *runner) removeTemplate(m *catalog.Meta) {
+	if err := r.store.Catalog().Remove(m, nil); err != nil {
 		r.say("remove template %s: %v", m.Name, err)
 	}
 }

@@ -23,7 +23,7 @@ import (
 
 // newStore opens a store in a fresh root on /dev/shm (tmpfs: the copy
 // backend), so builds are fast.
-func newStore(t *testing.T) *template.Store {
+func newStore(t *testing.T) *template.Builder {
 	t.Helper()
 	mariadbtest.Binary(t)
 	dir, err := mariadbtest.TempDir("/dev/shm", "pristine-bench-test-")
@@ -38,7 +38,7 @@ func newStore(t *testing.T) *template.Store {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := template.NewStore(context.Background(), root, "auto")
+	st, err := template.Open(context.Background(), root, "auto")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -202,10 +202,10 @@ func TestCompareWritesEveryRow(t *testing.T) {
 			t.Errorf("service run %d: %+v", i+1, run)
 		}
 	}
-	if left := mariadb.Servers(st.Root.Data()); len(left) > 0 {
+	if left := mariadb.Servers(st.Catalog().Root().Data()); len(left) > 0 {
 		t.Errorf("servers left running: %v", left)
 	}
-	if all, _ := st.List(); len(all) > 0 {
+	if all, _ := st.Catalog().List(); len(all) > 0 {
 		t.Errorf("templates left: %d", len(all))
 	}
 

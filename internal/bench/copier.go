@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/pristinedb/pristine/internal/catalog"
 	"github.com/pristinedb/pristine/internal/sysmem"
 
 	"github.com/pristinedb/pristine/internal/mariadb"
@@ -37,7 +38,7 @@ type checkpoint struct {
 // runCopier runs c until the largest copy count is made, the time budget
 // would be exceeded, or the disk would fill, and returns one row per copy
 // count: measured where reached, projected from the rate where not.
-func (r *runner) runCopier(ctx context.Context, w Workload, m *template.Meta, c copier) []Row {
+func (r *runner) runCopier(ctx context.Context, w Workload, m *catalog.Meta, c copier) []Row {
 	proto := c.row()
 	proto.Workload = w.Name
 	label := proto.Method
@@ -50,7 +51,7 @@ func (r *runner) runCopier(ctx context.Context, w Workload, m *template.Meta, c 
 	want := r.opt.Copies[len(r.opt.Copies)-1]
 	r.say("%s: %s: up to %d copies, budget %s", w.Name, label, want, r.opt.MaxTime)
 
-	data := r.store.Root.Data()
+	data := r.store.Catalog().Root().Data()
 	meter, rss := newCPUMeter(), startRSS()
 	defer rss.Stop()
 	used0 := usedBytes(data)

@@ -87,7 +87,7 @@ type DemoResult struct {
 // Demo runs the main job against store, serving the pool through an
 // in-process daemon on the root's socket so leases go through the API as a
 // test runner's would.
-func Demo(ctx context.Context, store *template.Store, opt DemoOptions) (*DemoResult, error) {
+func Demo(ctx context.Context, store *template.Builder, opt DemoOptions) (*DemoResult, error) {
 	if opt.Slots <= 0 {
 		opt.Slots = 200
 	}
@@ -102,11 +102,11 @@ func Demo(ctx context.Context, store *template.Store, opt DemoOptions) (*DemoRes
 			fmt.Fprintf(opt.Log, "pristine demo: "+format+"\n", args...)
 		}
 	}
-	res := &DemoResult{Backend: store.Backend.Name(), Server: store.Bin.Version, Slots: opt.Slots, LoadBefore: loadAvg()}
+	res := &DemoResult{Backend: store.Catalog().Backend().Name(), Server: store.Binary().Version, Slots: opt.Slots, LoadBefore: loadAvg()}
 	defer func() { res.LoadAfter = loadAvg() }()
 
 	// 1. The demo SQL, written by the project, then a template from it.
-	sqlPath := filepath.Join(store.Root.Path, "tmp", "demo.sql")
+	sqlPath := filepath.Join(store.Catalog().Root().Path, "tmp", "demo.sql")
 	if err := writeDemoSQL(sqlPath, opt.Scale); err != nil {
 		return nil, err
 	}
@@ -120,11 +120,11 @@ func Demo(ctx context.Context, store *template.Store, opt DemoOptions) (*DemoRes
 	res.TemplateBytes, res.TemplateSeconds, res.TemplateBuilt = m.Bytes, m.BuildSeconds, built
 
 	// 2. An in-process daemon, and a pool through it.
-	ln, err := server.Listen(store.Root)
+	ln, err := server.Listen(store.Catalog().Root())
 	if err != nil {
 		return nil, err
 	}
-	srv, err := server.New(ctx, store.Root, store, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	srv, err := server.New(ctx, store.Catalog().Root(), store, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		ln.Close()
 		return nil, err
@@ -134,7 +134,7 @@ func Demo(ctx context.Context, store *template.Store, opt DemoOptions) (*DemoRes
 	wg.Add(1)
 	go func() { defer wg.Done(); _ = srv.Serve(sctx, ln, nil) }()
 	defer func() { stop(); wg.Wait() }()
-	c := client.New(server.SocketPath(store.Root))
+	c := client.New(server.SocketPath(store.Catalog().Root()))
 
 	for i := 0; i < opt.Runs; i++ {
 		state := "warm"
@@ -369,11 +369,11 @@ func demoRun(ctx context.Context, c *client.Client, name string, opt DemoOptions
 // settle waits until btrfs has freed the space of the subvolumes a pool
 // removed (its cleaner does that in the background), so the next pool-up's
 // free-space check sees it. Other backends free at once.
-func settle(ctx context.Context, store *template.Store) {
-	if store.Backend.Name() != "btrfs" {
+func settle(ctx context.Context, store *template.Builder) {
+	if store.Catalog().Backend().Name() != "btrfs" {
 		return
 	}
-	_ = exec.CommandContext(ctx, "btrfs", "subvolume", "sync", store.Root.Data()).Run()
+	_ = exec.CommandContext(ctx, "btrfs", "subvolume", "sync", store.Catalog().Root().Data()).Run()
 }
 
 // median is the middle value of v (the upper of the two middle ones).

@@ -29,8 +29,8 @@ type Machine struct {
 
 // describeMachine reads the CPU model, memory, kernel and the filesystem of
 // the store's data directory.
-func describeMachine(store *template.Store) Machine {
-	m := Machine{Cores: runtime.NumCPU(), Server: store.Bin.Version, Backend: store.Backend.Name(), LoadBefore: loadAvg()}
+func describeMachine(store *template.Builder) Machine {
+	m := Machine{Cores: runtime.NumCPU(), Server: store.Binary().Version, Backend: store.Catalog().Backend().Name(), LoadBefore: loadAvg()}
 	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
 		for _, line := range strings.Split(string(b), "\n") {
 			if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
@@ -45,7 +45,7 @@ func describeMachine(store *template.Store) Machine {
 	if unix.Uname(&u) == nil {
 		m.Kernel = unix.ByteSliceToString(u.Release[:])
 	}
-	m.Filesystem = fsName(store.Root.Data())
+	m.Filesystem = fsName(store.Catalog().Root().Data())
 	return m
 }
 

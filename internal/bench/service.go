@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/pristinedb/pristine/internal/catalog"
 	"github.com/pristinedb/pristine/internal/sysmem"
 
 	"github.com/pristinedb/pristine/client"
@@ -15,7 +16,6 @@ import (
 	"github.com/pristinedb/pristine/internal/mariadb"
 	"github.com/pristinedb/pristine/internal/pool"
 	"github.com/pristinedb/pristine/internal/server"
-	"github.com/pristinedb/pristine/internal/template"
 )
 
 // ServiceRow is what the service section measured on one template: the
@@ -76,8 +76,8 @@ type ServiceRun struct {
 
 // slotsThatFit is how many slots of m the memory available now holds, by
 // the pool's own estimate, leaving the pool's reserve and a little more.
-func (r *runner) slotsThatFit(m *template.Meta) int {
-	mem, _ := pool.SlotCost(r.store.Backend, m, mariadb.DefaultProfile())
+func (r *runner) slotsThatFit(m *catalog.Meta) int {
+	mem, _ := pool.SlotCost(r.store.Catalog().Backend(), m, mariadb.DefaultProfile())
 	return int((sysmem.AvailableOr(0) - 2<<30) / mem)
 }
 
@@ -86,11 +86,11 @@ func (r *runner) slotsThatFit(m *template.Meta) int {
 // memory per instance) and single resets of an idle pool on the demo
 // template and on one ServiceScale times larger.
 func (r *runner) service(ctx context.Context) error {
-	ln, err := server.Listen(r.store.Root)
+	ln, err := server.Listen(r.store.Catalog().Root())
 	if err != nil {
 		return err
 	}
-	srv, err := server.New(ctx, r.store.Root, r.store, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	srv, err := server.New(ctx, r.store.Catalog().Root(), r.store, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		ln.Close()
 		return err
@@ -100,7 +100,7 @@ func (r *runner) service(ctx context.Context) error {
 	wg.Add(1)
 	go func() { defer wg.Done(); _ = srv.Serve(sctx, ln, nil) }()
 	defer func() { stop(); wg.Wait() }()
-	c := client.New(server.SocketPath(r.store.Root))
+	c := client.New(server.SocketPath(r.store.Catalog().Root()))
 
 	for _, scale := range []float64{1, r.opt.ServiceScale} {
 		row := r.serviceTemplate(ctx, c, scale)
@@ -193,7 +193,7 @@ func (r *runner) serviceTemplate(ctx context.Context, c *client.Client, scale fl
 // dumpLoadBeside fills the dump|load figures of a service row: from the
 // serial dumpload rows of the demo workload of this run, or one copy
 // measured now and projected.
-func (r *runner) dumpLoadBeside(ctx context.Context, row *ServiceRow, m *template.Meta) {
+func (r *runner) dumpLoadBeside(ctx context.Context, row *ServiceRow, m *catalog.Meta) {
 	for _, x := range r.rep.Rows {
 		if x.Workload != "demo" || x.Method != MethodDumpLoad || x.Workers != 1 || x.EatMyData || x.Error != "" {
 			continue

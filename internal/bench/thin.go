@@ -6,14 +6,15 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/pristinedb/pristine/internal/catalog"
 	"github.com/pristinedb/pristine/internal/cow"
 	"github.com/pristinedb/pristine/internal/pool"
 	"github.com/pristinedb/pristine/internal/template"
 )
 
 // backendByName opens a backend of the store's data directory.
-func backendByName(st *template.Store, name string) (cow.Backend, error) {
-	return cow.ByName(st.Root, name, st.Root.Data())
+func backendByName(st *template.Builder, name string) (cow.Backend, error) {
+	return cow.ByName(st.Catalog().Root(), name, st.Catalog().Root().Data())
 }
 
 // backends lists the backends thin slots are measured on: those asked for,
@@ -33,7 +34,7 @@ func (r *runner) backends() []string {
 
 // thin measures pools of slots on every backend and K databases per slot:
 // N copies are ceil(N/K) slots brought up from the built template.
-func (r *runner) thin(ctx context.Context, w Workload, m1 *template.Meta) error {
+func (r *runner) thin(ctx context.Context, w Workload, m1 *catalog.Meta) error {
 	for _, k := range r.opt.DBsPerSlot {
 		m := m1
 		if est := r.importSeconds(w.Name) * float64(k-1); k > 1 && est > r.opt.MaxTime.Seconds() {
@@ -68,14 +69,14 @@ func (r *runner) thin(ctx context.Context, w Workload, m1 *template.Meta) error 
 // was built on the store's backend; other backends clone from the same
 // directory (a reflink or a copy of a btrfs subvolume's files is an
 // ordinary one), and the template's record is put back afterwards.
-func (r *runner) thinRows(ctx context.Context, w Workload, m *template.Meta, b string, k int) []Row {
+func (r *runner) thinRows(ctx context.Context, w Workload, m *catalog.Meta, b string, k int) []Row {
 	proto := Row{Workload: w.Name, Method: MethodThin, Backend: b, DBsPerSlot: k}
 	mb := m
 	if b != m.Backend {
 		cp := *m
 		cp.Backend = b
 		mb = &cp
-		defer r.store.Touch(m) // pool.Up records its template's backend
+		defer r.store.Catalog().Touch(m) // pool.Up records its template's backend
 	}
 	var rows []Row
 	var lastSlots int
@@ -160,13 +161,13 @@ func finished(row Row) Row { row.finish(); return row }
 
 // onePool brings up a pool of n slots, records its figures in row and
 // takes it down again.
-func (r *runner) onePool(ctx context.Context, m *template.Meta, n int, row *Row) (float64, error) {
-	data := r.store.Root.Data()
+func (r *runner) onePool(ctx context.Context, m *catalog.Meta, n int, row *Row) (float64, error) {
+	data := r.store.Catalog().Root().Data()
 	meter, rss := newCPUMeter(), startRSS()
 	defer rss.Stop()
 	used0 := usedBytes(data)
 	t0 := time.Now()
-	p, err := pool.Up(ctx, r.store, m, pool.Options{Size: n})
+	p, err := pool.Up(ctx, r.store.Catalog(), r.store.Binary(), m, pool.Options{Size: n})
 	if err != nil {
 		return 0, err
 	}

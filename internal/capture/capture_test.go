@@ -60,15 +60,15 @@ func openSource(t *testing.T, url string, dbs ...string) *capture.Source {
 
 // checkNothingLeft asserts that a failed build left no build directory,
 // no template and no server.
-func checkNothingLeft(t *testing.T, st *template.Store) {
+func checkNothingLeft(t *testing.T, st *template.Builder) {
 	t.Helper()
-	ents, _ := os.ReadDir(filepath.Join(st.Root.Data(), "templates"))
+	ents, _ := os.ReadDir(filepath.Join(st.Catalog().Root().Data(), "templates"))
 	for _, e := range ents {
 		if e.IsDir() {
 			t.Errorf("left behind after a failed capture: templates/%s", e.Name())
 		}
 	}
-	if k := mariadb.KillOrphans(st.Root.Path); len(k) > 0 {
+	if k := mariadb.KillOrphans(st.Catalog().Root().Path); len(k) > 0 {
 		t.Errorf("a server was left running: %v", k)
 	}
 }

@@ -60,7 +60,7 @@ func transfer(ctx context.Context, db *sql.DB) error {
 }
 
 func TestConsistentWhileSourceChanges(t *testing.T) {
-	st := templatetest.NewStore(t, "auto")
+	st := templatetest.NewBuilder(t, "auto")
 	srcIn, srcDB := bankSource(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	var transfers atomic.Int64
@@ -161,7 +161,7 @@ func TestFailuresLeaveNothing(t *testing.T) {
 		{name: "missing privilege", url: sourceURL(srcIn, "reader", "reader-pass"), wantErr: "lacks SHOW VIEW on `bank`.*", privilege: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			st := templatetest.NewStore(t, "auto")
+			st := templatetest.NewBuilder(t, "auto")
 			if tc.setup != nil {
 				tc.setup(t)
 			}
@@ -185,7 +185,7 @@ func TestFailuresLeaveNothing(t *testing.T) {
 
 func TestGTIDMarkerReusesTemplateUntilTheSourceChanges(t *testing.T) {
 	bin := mariadbtest.Binary(t)
-	st := templatetest.NewStore(t, "auto")
+	st := templatetest.NewBuilder(t, "auto")
 	dir, err := mariadbtest.TempDir("/dev/shm", "pristine-capture-binlog-")
 	if err != nil {
 		t.Fatal(err)

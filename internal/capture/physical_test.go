@@ -42,7 +42,7 @@ func TestPhysicalBuildsAWorkingTemplate(t *testing.T) {
 }
 
 func testPhysical(t *testing.T, stream bool) {
-	st := templatetest.NewStore(t, "auto")
+	st := templatetest.NewBuilder(t, "auto")
 	srcIn := mariadbtest.Start(t)
 	db := mariadbtest.Open(t, srcIn, "")
 	execAll(t, db, fixture...)

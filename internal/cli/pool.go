@@ -237,7 +237,7 @@ func (g *Globals) onlyTemplate(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	all, err := st.List()
+	all, err := st.Catalog().List()
 	if err != nil {
 		return "", err
 	}
@@ -253,7 +253,7 @@ func (g *Globals) onlyTemplate(ctx context.Context) (string, error) {
 	case 1:
 		return list[0], nil
 	case 0:
-		return "", fmt.Errorf("%w: no template on %s yet: build one with `pristine template build NAME --from-sql FILE`", errUsage, st.Root.Data())
+		return "", fmt.Errorf("%w: no template on %s yet: build one with `pristine template build NAME --from-sql FILE`", errUsage, st.Catalog().Root().Data())
 	default:
 		sort.Strings(list)
 		return "", fmt.Errorf("%w: %d templates (%s): name one with --template", errUsage, len(list), strings.Join(list, ", "))

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 
 	"github.com/pristinedb/pristine/internal/archive"
+	"github.com/pristinedb/pristine/internal/catalog"
 	"github.com/pristinedb/pristine/internal/rootdir"
 	"github.com/pristinedb/pristine/internal/scratch"
 	"github.com/pristinedb/pristine/internal/template"
@@ -25,11 +26,11 @@ func scratchUpMoving(ctx context.Context, g *Globals, root *rootdir.Root, opt sc
 	if ents, _ := os.ReadDir(filepath.Join(root.Data(), "pools")); len(ents) > 0 {
 		return nil, fmt.Errorf("scratch up --move: pools are up on %s: run `pristine pool down --all` first", root.Data())
 	}
-	old, err := template.NewStore(ctx, root, "auto")
+	old, err := template.Open(ctx, root, "auto")
 	if err != nil {
 		return nil, err
 	}
-	all, err := old.List()
+	all, err := old.Catalog().List()
 	if err != nil {
 		return nil, err
 	}
@@ -51,11 +52,11 @@ func scratchUpMoving(ctx context.Context, g *Globals, root *rootdir.Root, opt sc
 		return fmt.Errorf("scratch up --move: %w; the templates are saved in %s: import each with `pristine template import FILE`, then remove the directory", err, moving)
 	}
 	for _, m := range all {
-		if err := old.Remove(m, nil); err != nil {
+		if err := old.Catalog().Remove(m, nil); err != nil {
 			return nil, kept(err)
 		}
 	}
-	if _, err := old.PruneBases(); err != nil {
+	if _, err := old.Catalog().PruneBases(); err != nil {
 		return nil, kept(err)
 	}
 	// What is left is pristine's own leftovers (locks, empty directories,
@@ -97,7 +98,7 @@ func scratchUpMoving(ctx context.Context, g *Globals, root *rootdir.Root, opt sc
 }
 
 // exportTo writes a template's archive to file, temp-then-rename.
-func exportTo(ctx context.Context, st *template.Store, m *template.Meta, file string) error {
+func exportTo(ctx context.Context, st *template.Builder, m *catalog.Meta, file string) error {
 	tmp := file + ".tmp"
 	out, err := os.Create(tmp)
 	if err != nil {

@@ -71,8 +71,9 @@ func RunServe(ctx context.Context, g *Globals, f ServeFlags) error {
 	}
 	st.Progress = nil
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
-	st.Log = log.With("component", "templates")
-	ln, err := server.Listen(st.Root)
+	st.Catalog().Log = log.With("component", "templates")
+	root := st.Catalog().Root()
+	ln, err := server.Listen(root)
 	if err != nil {
 		return err
 	}
@@ -84,7 +85,7 @@ func RunServe(ctx context.Context, g *Globals, f ServeFlags) error {
 		}
 		defer tcp.Close()
 	}
-	srv, err := server.New(ctx, st.Root, st, log)
+	srv, err := server.New(ctx, root, st, log)
 	if err != nil {
 		return err
 	}
@@ -103,12 +104,12 @@ func RunServe(ctx context.Context, g *Globals, f ServeFlags) error {
 		}
 	}
 	if tcp != nil {
-		if srv.Token, err = server.LoadToken(st.Root); err != nil {
+		if srv.Token, err = server.LoadToken(root); err != nil {
 			return err
 		}
 		// Clients' tests read the address from this line's start: keep it.
 		fmt.Fprintf(os.Stderr, "pristine: serving http://%s/?login=%s (the dashboard, with a one-time login valid %s; API clients send the token in %s)\n",
-			tcp.Addr(), srv.NewLogin(), server.LoginTTL, server.TokenFile(st.Root))
+			tcp.Addr(), srv.NewLogin(), server.LoginTTL, server.TokenFile(root))
 	}
 	return srv.Serve(ctx, ln, tcp)
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/pristinedb/pristine/internal/archive"
 	"github.com/pristinedb/pristine/internal/capture"
+	"github.com/pristinedb/pristine/internal/catalog"
 	"github.com/pristinedb/pristine/internal/pool"
 	"github.com/pristinedb/pristine/internal/server"
 	"github.com/pristinedb/pristine/internal/template"
@@ -22,12 +23,12 @@ import (
 func init() { register(newTemplateCmd) }
 
 // openStore opens the template store of the root, on the named backend.
-func (g *Globals) openStore(ctx context.Context, backend string) (*template.Store, error) {
+func (g *Globals) openStore(ctx context.Context, backend string) (*template.Builder, error) {
 	root, err := g.openRoot()
 	if err != nil {
 		return nil, err
 	}
-	st, err := template.NewStore(ctx, root, backend)
+	st, err := template.Open(ctx, root, backend)
 	if err != nil {
 		return nil, err
 	}
@@ -38,9 +39,9 @@ func (g *Globals) openStore(ctx context.Context, backend string) (*template.Stor
 }
 
 // inUse reports whether a pool's clones of a template exist under the root.
-func inUse(st *template.Store) func(hash string) bool {
+func inUse(st *template.Builder) func(hash string) bool {
 	return func(hash string) bool {
-		_, err := os.Stat(pool.Dir(st, &template.Meta{Hash: hash}))
+		_, err := os.Stat(pool.Dir(st.Catalog(), &catalog.Meta{Hash: hash}))
 		return err == nil
 	}
 }
@@ -122,7 +123,7 @@ func (f *BuildFlags) addKeyFlags(fl *pflag.FlagSet) {
 }
 
 // RunTemplateBuild builds (or finds) a template.
-func RunTemplateBuild(ctx context.Context, g *Globals, f BuildFlags) (*template.Meta, bool, error) {
+func RunTemplateBuild(ctx context.Context, g *Globals, f BuildFlags) (*catalog.Meta, bool, error) {
 	if f.Server.DSN != "" {
 		// First of all, so a password in the URL leaves argv at once.
 		f.Server.DSN = strings.Clone(f.Server.DSN) // argv is scrubbed in sourcePassword
@@ -142,7 +143,7 @@ func RunTemplateBuild(ctx context.Context, g *Globals, f BuildFlags) (*template.
 	if err := f.setProfile(); err != nil {
 		return nil, false, err
 	}
-	var m *template.Meta
+	var m *catalog.Meta
 	var built bool
 	if f.Cache.Repo != "" {
 		m, built, err = runCachedBuild(ctx, g, st, f)
@@ -165,7 +166,7 @@ func newTemplateLsCmd(g *Globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			all, err := st.List()
+			all, err := st.Catalog().List()
 			if err != nil {
 				return err
 			}
@@ -196,11 +197,11 @@ func newTemplateRmCmd(g *Globals) *cobra.Command {
 				return err
 			}
 			for _, ref := range args {
-				m, err := st.Get(ref)
+				m, err := st.Catalog().Get(ref)
 				if err != nil {
 					return err
 				}
-				if err := st.Remove(m, inUse(st)); err != nil {
+				if err := st.Catalog().Remove(m, inUse(st)); err != nil {
 					return err
 				}
 				if !g.JSON {
@@ -228,7 +229,7 @@ func newTemplateGCCmd(g *Globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			removed, err := st.GC(limit, inUse(st))
+			removed, err := st.Catalog().GC(limit, inUse(st))
 			if g.JSON {
 				_ = printJSON(map[string]any{"removed": server.TemplatesOut(removed)})
 			} else {
@@ -259,7 +260,7 @@ func newTemplateExportCmd(g *Globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			m, err := st.Get(args[0])
+			m, err := st.Catalog().Get(args[0])
 			if err != nil {
 				return err
 			}

@@ -5,14 +5,15 @@ import (
 	"os"
 	"strings"
 
+	"github.com/pristinedb/pristine/internal/catalog"
 	"github.com/pristinedb/pristine/internal/template"
 )
 
 // supersede removes the older builds of a freshly built template's name,
 // so a name means one template; a build a pool still uses is kept, and the
 // user is told which and how to remove it.
-func supersede(st *template.Store, m *template.Meta) error {
-	removed, kept, err := st.Supersede(m, inUse(st))
+func supersede(st *template.Builder, m *catalog.Meta) error {
+	removed, kept, err := st.Catalog().Supersede(m, inUse(st))
 	for _, old := range removed {
 		stderrf("pristine: template %s %s replaces %s, which was removed", m.Name, m.Hash[:12], old.Hash[:12])
 	}
@@ -21,14 +22,14 @@ func supersede(st *template.Store, m *template.Meta) error {
 			m.Name, m.Hash[:12], old.Hash[:12], m.Name, old.Hash[:12])
 	}
 	if err == nil {
-		_, err = st.PruneBases()
+		_, err = st.Catalog().PruneBases()
 	}
 	return err
 }
 
 // lsName is a template's name in `template ls`: an older build of a name
 // (kept because a pool uses it) is marked so, since `NAME` means the newest.
-func lsName(m *template.Meta, all []*template.Meta) string {
+func lsName(m *catalog.Meta, all []*catalog.Meta) string {
 	for _, o := range all {
 		if o.Name == m.Name && o.Created.After(m.Created) {
 			return m.Name + " (older build)"
@@ -39,10 +40,10 @@ func lsName(m *template.Meta, all []*template.Meta) string {
 
 // noteOlderBuilds tells the user, after `template rm NAME`, which builds of
 // the name remain (the name now means the newest of them).
-func noteOlderBuilds(st *template.Store, name string) {
-	left, err := st.Builds(name)
+func noteOlderBuilds(st *template.Builder, name string) {
+	left, err := st.Catalog().Builds(name)
 	if err != nil || len(left) == 0 {
-		if _, err := st.PruneBases(); err != nil {
+		if _, err := st.Catalog().PruneBases(); err != nil {
 			fmt.Fprintf(os.Stderr, "pristine: %v\n", err)
 		}
 		return

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/pristinedb/pristine/internal/catalog"
 	"github.com/pristinedb/pristine/internal/oci"
 	"github.com/pristinedb/pristine/internal/server"
 	"github.com/pristinedb/pristine/internal/template"
@@ -47,7 +48,7 @@ PRISTINE_REGISTRY_TOKEN.`,
 			if err != nil {
 				return err
 			}
-			m, err := st.Get(args[0])
+			m, err := st.Catalog().Get(args[0])
 			if err != nil {
 				return err
 			}
@@ -136,7 +137,7 @@ func addCacheFlags(fl *pflag.FlagSet, c *cacheFlags) {
 }
 
 // runCachedBuild is `template build --cache REPO`.
-func runCachedBuild(ctx context.Context, g *Globals, st *template.Store, f BuildFlags) (*template.Meta, bool, error) {
+func runCachedBuild(ctx context.Context, g *Globals, st *template.Builder, f BuildFlags) (*catalog.Meta, bool, error) {
 	g.remoteLog(&f.Cache.Remote)
 	m, outcome, err := oci.CachedBuild(ctx, st, f.BuildOptions, f.Cache.CacheOptions)
 	if err != nil {

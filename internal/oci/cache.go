@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/pristinedb/pristine/internal/catalog"
 	"github.com/pristinedb/pristine/internal/template"
 	"oras.land/oras-go/v2/registry/remote"
 )
@@ -60,8 +61,8 @@ func (c *CacheOptions) defaults() {
 // the registry, the others wait for its push (or build themselves after
 // c.Wait, or when its lease goes stale). A failed push is reported through
 // c.Log and does not fail the build.
-func CachedBuild(ctx context.Context, st *template.Store, opt template.BuildOptions, c CacheOptions) (*template.Meta, Outcome, error) {
-	if err := template.ValidName(opt.Name); err != nil {
+func CachedBuild(ctx context.Context, st *template.Builder, opt template.BuildOptions, c CacheOptions) (*catalog.Meta, Outcome, error) {
+	if err := catalog.ValidName(opt.Name); err != nil {
 		return nil, "", err
 	}
 	if opt.FromSQL == "-" {
@@ -78,7 +79,7 @@ func CachedBuild(ctx context.Context, st *template.Store, opt template.BuildOpti
 	if err != nil {
 		return nil, "", err
 	}
-	pull := func() (*template.Meta, Outcome, error) {
+	pull := func() (*catalog.Meta, Outcome, error) {
 		m, err := e.Pull(ctx, st)
 		if err == nil || ctx.Err() != nil {
 			return m, FromRegistry, err
@@ -135,7 +136,7 @@ func CachedBuild(ctx context.Context, st *template.Store, opt template.BuildOpti
 
 // buildAndPush builds the template and pushes it; a failed push is a
 // warning (a runner without write access still gets its template).
-func (e *Entry) buildAndPush(ctx context.Context, st *template.Store, opt template.BuildOptions) (*template.Meta, error) {
+func (e *Entry) buildAndPush(ctx context.Context, st *template.Builder, opt template.BuildOptions) (*catalog.Meta, error) {
 	m, _, err := st.Build(ctx, opt)
 	if err != nil {
 		return nil, err
@@ -190,7 +191,7 @@ func (e *Entry) Exists(ctx context.Context) (bool, error) {
 }
 
 // Pull pulls the pushed template into st.
-func (e *Entry) Pull(ctx context.Context, st *template.Store) (*template.Meta, error) {
+func (e *Entry) Pull(ctx context.Context, st *template.Builder) (*catalog.Meta, error) {
 	e.c.logf("template %s: pulling %s", e.name, e.ref)
 	m, _, err := Pull(ctx, st, e.ref.String(), PullOptions{Remote: e.c.Remote})
 	return m, err
@@ -198,7 +199,7 @@ func (e *Entry) Pull(ctx context.Context, st *template.Store) (*template.Meta, e
 
 // Push pushes m under the entry's tag. A failure is logged and returned;
 // callers go on with the template they built.
-func (e *Entry) Push(ctx context.Context, st *template.Store, m *template.Meta) error {
+func (e *Entry) Push(ctx context.Context, st *template.Builder, m *catalog.Meta) error {
 	tag := e.ref.Reference.Reference
 	stats, err := Push(ctx, st, m, e.ref.String(), PushOptions{Remote: e.c.Remote, Tags: []string{tag}})
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pristinedb/pristine/internal/catalog"
 	"github.com/pristinedb/pristine/internal/mariadb"
 	"github.com/pristinedb/pristine/internal/template"
 	"github.com/pristinedb/pristine/internal/template/templatetest"
@@ -30,18 +31,18 @@ CREATE VIEW tv AS SELECT id, LEFT(v, 3) AS head FROM t;
 
 const smallChunk = 4 << 20
 
-func newStoreWith(t *testing.T, name string) (*template.Store, *template.Meta) {
-	st := templatetest.NewStore(t, "auto")
+func newStoreWith(t *testing.T, name string) (*template.Builder, *catalog.Meta) {
+	st := templatetest.NewBuilder(t, "auto")
 	return st, templatetest.Build(t, st, name, tinySQL, template.BuildOptions{})
 }
 
 // verifySame starts both templates and compares them object for object,
 // as `pristine verify` does.
-func verifySame(t *testing.T, a, b *template.Store, name string) {
+func verifySame(t *testing.T, a, b *template.Builder, name string) {
 	t.Helper()
 	ctx := context.Background()
-	open := func(st *template.Store) *verify.Endpoint {
-		e, err := verify.Opener{Store: func(context.Context) (*template.Store, error) { return st, nil }}.Open(ctx, name)
+	open := func(st *template.Builder) *verify.Endpoint {
+		e, err := verify.Opener{Builder: func(context.Context) (*template.Builder, error) { return st, nil }}.Open(ctx, name)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -66,9 +67,9 @@ func verifySame(t *testing.T, a, b *template.Store, name string) {
 }
 
 // noLeftovers fails if the store holds a template or a half-made one.
-func noLeftovers(t *testing.T, st *template.Store, keepDownloads bool) {
+func noLeftovers(t *testing.T, st *template.Builder, keepDownloads bool) {
 	t.Helper()
-	all, err := st.List()
+	all, err := st.Catalog().List()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,7 +93,7 @@ func noLeftovers(t *testing.T, st *template.Store, keepDownloads bool) {
 func TestPushPullRoundTrip(t *testing.T) {
 	reg := startRegistry(t, registryOpts{})
 	a, m := newStoreWith(t, "shop")
-	b := templatetest.NewStore(t, "auto")
+	b := templatetest.NewBuilder(t, "auto")
 	ctx := context.Background()
 	ref := reg.Addr + "/fleet/templates"
 
@@ -128,7 +129,7 @@ func TestPushPullRoundTrip(t *testing.T) {
 	if err != nil || !st.Present || st.Downloaded != 0 {
 		t.Fatalf("second pull: %+v, %v: want present, nothing downloaded", st, err)
 	}
-	if _, _, err := Pull(ctx, b, ref+":no-such-tag", PullOptions{Remote: reg.remote()}); !errors.Is(err, template.ErrNotFound) {
+	if _, _, err := Pull(ctx, b, ref+":no-such-tag", PullOptions{Remote: reg.remote()}); !errors.Is(err, catalog.ErrNotFound) {
 		t.Fatalf("pull of a missing tag: %v, want ErrNotFound", err)
 	}
 
@@ -140,14 +141,14 @@ func TestPushPullRoundTrip(t *testing.T) {
 	if cs.ArchiveBytes >= ps.ArchiveBytes {
 		t.Fatalf("compressed archive %d bytes, uncompressed %d: want smaller", cs.ArchiveBytes, ps.ArchiveBytes)
 	}
-	c := templatetest.NewStore(t, "auto")
+	c := templatetest.NewBuilder(t, "auto")
 	if got, _, err := Pull(ctx, c, ref+":zstd", PullOptions{Remote: reg.remote()}); err != nil || got.Hash != m.Hash {
 		t.Fatalf("pull of a compressed push: %v", err)
 	}
 	verifySame(t, a, c, "shop")
 }
 
-func noDownloads(t *testing.T, st *template.Store) {
+func noDownloads(t *testing.T, st *template.Builder) {
 	t.Helper()
 	ents, _ := os.ReadDir(scratchDir(st))
 	for _, e := range ents {
@@ -160,17 +161,17 @@ func noDownloads(t *testing.T, st *template.Store) {
 func TestPullRefusesOtherServerVersion(t *testing.T) {
 	reg := startRegistry(t, registryOpts{})
 	a, m := newStoreWith(t, "ver")
-	b := templatetest.NewStore(t, "auto")
+	b := templatetest.NewBuilder(t, "auto")
 	ctx := context.Background()
 	ref := reg.Addr + "/fleet/templates:ver"
 	if _, err := Push(ctx, a, m, ref, PushOptions{Remote: reg.remote()}); err != nil {
 		t.Fatal(err)
 	}
-	bin := *b.Bin
+	bin := *b.Binary()
 	bin.Version = "10.0.99-MariaDB-other"
-	b.Bin = &bin
+	b = template.NewBuilder(b.Catalog(), &bin)
 	_, _, err := Pull(ctx, b, ref, PullOptions{Remote: reg.remote()})
-	if !errors.Is(err, template.ErrIncompatible) || !strings.Contains(err.Error(), m.Server) || !strings.Contains(err.Error(), bin.Version) {
+	if !errors.Is(err, catalog.ErrIncompatible) || !strings.Contains(err.Error(), m.Server) || !strings.Contains(err.Error(), bin.Version) {
 		t.Fatalf("pull by another server version: %v, want ErrIncompatible naming %s and %s", err, m.Server, bin.Version)
 	}
 	noLeftovers(t, b, false)
@@ -179,7 +180,7 @@ func TestPullRefusesOtherServerVersion(t *testing.T) {
 func TestAuthAndTLS(t *testing.T) {
 	reg := startRegistry(t, registryOpts{TLS: true, Auth: true})
 	a, m := newStoreWith(t, "sec")
-	b := templatetest.NewStore(t, "auto")
+	b := templatetest.NewBuilder(t, "auto")
 	ctx := context.Background()
 	ref := reg.Addr + "/fleet/templates:sec"
 	t.Setenv("DOCKER_CONFIG", t.TempDir()) // no credentials from the machine's docker config
@@ -235,7 +236,7 @@ func TestAuthAndTLS(t *testing.T) {
 			if got.Hash != m.Hash {
 				t.Fatalf("pulled %s, want %s", got.Hash, m.Hash)
 			}
-			if err := b.Remove(got, nil); err != nil {
+			if err := b.Catalog().Remove(got, nil); err != nil {
 				t.Fatal(err)
 			}
 		})
@@ -256,7 +257,7 @@ func TestRegistryDiesMidUpload(t *testing.T) {
 		t.Fatalf("push to a registry killed mid-upload: %v, want an error saying the registry went away", err)
 	}
 	reg.start(t)
-	if _, _, err := Pull(ctx, templatetest.NewStore(t, "auto"), ref, PullOptions{Remote: reg.remote()}); !errors.Is(err, template.ErrNotFound) {
+	if _, _, err := Pull(ctx, templatetest.NewBuilder(t, "auto"), ref, PullOptions{Remote: reg.remote()}); !errors.Is(err, catalog.ErrNotFound) {
 		t.Fatalf("the tag of an interrupted push: %v, want not found (the manifest goes last)", err)
 	}
 	opt.afterChunk = nil
@@ -272,7 +273,7 @@ func TestRegistryDiesMidUpload(t *testing.T) {
 func TestRegistryDiesMidDownload(t *testing.T) {
 	reg := startRegistry(t, registryOpts{})
 	a, m := newStoreWith(t, "cutdl")
-	b := templatetest.NewStore(t, "auto")
+	b := templatetest.NewBuilder(t, "auto")
 	ctx := context.Background()
 	ref := reg.Addr + "/fleet/templates:cutdl"
 	if _, err := Push(ctx, a, m, ref, PushOptions{Remote: reg.remote(), ChunkSize: smallChunk}); err != nil {
@@ -306,7 +307,7 @@ func TestRegistryDiesMidDownload(t *testing.T) {
 func TestTamperedBlobRefused(t *testing.T) {
 	reg := startRegistry(t, registryOpts{})
 	a, m := newStoreWith(t, "tamper")
-	b := templatetest.NewStore(t, "auto")
+	b := templatetest.NewBuilder(t, "auto")
 	ctx := context.Background()
 	repo := reg.Addr + "/fleet/templates"
 	ref := repo + ":" + ContentTag(m.Name, m.Hash)
@@ -382,16 +383,16 @@ func TestCachedBuildOnceAcrossRunners(t *testing.T) {
 		t.Fatal(err)
 	}
 	const runners = 2
-	stores := make([]*template.Store, runners)
+	stores := make([]*template.Builder, runners)
 	for i := range stores {
-		stores[i] = templatetest.NewStore(t, "auto")
+		stores[i] = templatetest.NewBuilder(t, "auto")
 	}
 	c := CacheOptions{Remote: reg.remote(), Repo: reg.Addr + "/fleet/cache", Settle: 500 * time.Millisecond, Poll: 100 * time.Millisecond, TTL: 10 * time.Second}
 	opt := template.BuildOptions{Name: "fleet", FromSQL: in}
 	opt.Profile = mariadb.DefaultProfile()
 	var wg sync.WaitGroup
 	outcomes := make([]Outcome, runners)
-	metas := make([]*template.Meta, runners)
+	metas := make([]*catalog.Meta, runners)
 	errs := make([]error, runners)
 	for i := range runners {
 		wg.Add(1)
@@ -444,7 +445,7 @@ func TestCachedBuildTakesOverOrStopsWaiting(t *testing.T) {
 	}
 	for i, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			st := templatetest.NewStore(t, "auto")
+			st := templatetest.NewBuilder(t, "auto")
 			opt := template.BuildOptions{Name: "fleet", FromSQL: in, Profile: mariadb.DefaultProfile()}
 			co := CacheOptions{Remote: reg.remote(), Repo: fmt.Sprintf("%s/fleet/cache%d", reg.Addr, i),
 				Settle: 100 * time.Millisecond, Poll: 100 * time.Millisecond, TTL: time.Second, Wait: time.Hour}

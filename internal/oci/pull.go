@@ -24,6 +24,7 @@ import (
 	"oras.land/oras-go/v2/registry/remote"
 
 	"github.com/pristinedb/pristine/internal/archive"
+	"github.com/pristinedb/pristine/internal/catalog"
 	"github.com/pristinedb/pristine/internal/template"
 )
 
@@ -65,7 +66,7 @@ const maxManifest = 4 << 20
 // interrupted pull keeps the file and the next pull of the same manifest
 // reuses the chunks that still match their digests. The template appears
 // only when complete.
-func Pull(ctx context.Context, st *template.Store, refStr string, opt PullOptions) (*template.Meta, PullStats, error) {
+func Pull(ctx context.Context, st *template.Builder, refStr string, opt PullOptions) (*catalog.Meta, PullStats, error) {
 	start := time.Now()
 	ref, err := ParseRef(refStr)
 	if err != nil {
@@ -89,9 +90,9 @@ func Pull(ctx context.Context, st *template.Store, refStr string, opt PullOption
 	stats.Digest = desc.Digest.String()
 	stats.Chunks = len(man.Layers)
 	name, hash := man.Annotations[AnnotationName], man.Annotations[AnnotationHash]
-	if server := man.Annotations[AnnotationServer]; server != st.Bin.Version {
+	if server := man.Annotations[AnnotationServer]; server != st.Binary().Version {
 		return nil, stats, fmt.Errorf("pull %s: %w: %s was built by %s but %s is installed here: build it on this runner, or install the same server version",
-			ref, template.ErrIncompatible, name, server, st.Bin.Version)
+			ref, catalog.ErrIncompatible, name, server, st.Binary().Version)
 	}
 	if m := localByHash(st, hash); m != nil {
 		stats.Present, stats.Elapsed = true, time.Since(start)
@@ -146,7 +147,7 @@ func fetchManifest(ctx context.Context, repo *remote.Repository, ref Ref) (ocisp
 	desc, rc, err := repo.FetchReference(ctx, ref.Reference.Reference)
 	if err != nil {
 		if notFound(err) {
-			return desc, nil, fmt.Errorf("pull %s: %w: no such tag in the registry (push it first, or check the name)", ref, template.ErrNotFound)
+			return desc, nil, fmt.Errorf("pull %s: %w: no such tag in the registry (push it first, or check the name)", ref, catalog.ErrNotFound)
 		}
 		return desc, nil, explain("pull from", ref, err)
 	}
@@ -174,11 +175,11 @@ func fetchManifest(ctx context.Context, repo *remote.Repository, ref Ref) (ocisp
 }
 
 // localByHash returns the template with hash if the store has it.
-func localByHash(st *template.Store, hash string) *template.Meta {
+func localByHash(st *template.Builder, hash string) *catalog.Meta {
 	if len(hash) < 32 {
 		return nil
 	}
-	m, err := st.Get(hash)
+	m, err := st.Catalog().Get(hash)
 	if err != nil || m.Hash != hash {
 		return nil
 	}
@@ -323,7 +324,7 @@ const staleAfter = 24 * time.Hour
 
 // cleanStale removes downloads no pull has resumed for a day (unless a
 // pull holds them) and archive files a killed push left.
-func cleanStale(st *template.Store) {
+func cleanStale(st *template.Builder) {
 	dir := scratchDir(st)
 	ents, _ := os.ReadDir(dir)
 	for _, e := range ents {

@@ -22,6 +22,7 @@ import (
 	"oras.land/oras-go/v2/registry/remote"
 
 	"github.com/pristinedb/pristine/internal/archive"
+	"github.com/pristinedb/pristine/internal/catalog"
 	"github.com/pristinedb/pristine/internal/template"
 )
 
@@ -77,7 +78,7 @@ type Config struct {
 // into chunks, and the chunks are uploaded in parallel; chunks the registry
 // already has are skipped, so a push that failed half way resumes. The
 // manifest goes last: a tag never points at a partial upload.
-func Push(ctx context.Context, st *template.Store, m *template.Meta, refStr string, opt PushOptions) (PushStats, error) {
+func Push(ctx context.Context, st *template.Builder, m *catalog.Meta, refStr string, opt PushOptions) (PushStats, error) {
 	start := time.Now()
 	ref, err := ParseRef(refStr)
 	if err != nil {
@@ -172,14 +173,14 @@ func Push(ctx context.Context, st *template.Store, m *template.Meta, refStr stri
 
 // profileKey is the server profile the template was built with, as the
 // content hash saw it.
-func profileKey(m *template.Meta) string { return "log=" + strconv.FormatInt(m.LogFileSize, 10) }
+func profileKey(m *catalog.Meta) string { return "log=" + strconv.FormatInt(m.LogFileSize, 10) }
 
 // scratchDir is a hidden directory beside the templates, on their
 // filesystem, so archives there are reflinked in and cloned out.
-func scratchDir(st *template.Store) string { return filepath.Dir(st.Dir("x")) }
+func scratchDir(st *template.Builder) string { return filepath.Dir(st.Catalog().Dir("x")) }
 
 // packToFile packs template m into a temporary file beside the templates.
-func packToFile(ctx context.Context, st *template.Store, m *template.Meta, compress bool) (*os.File, error) {
+func packToFile(ctx context.Context, st *template.Builder, m *catalog.Meta, compress bool) (*os.File, error) {
 	f, err := os.CreateTemp(scratchDir(st), ".push-"+m.Hash[:12]+"-*.prsa")
 	if err != nil {
 		return nil, fmt.Errorf("push template %s: %w", m.Name, err)

@@ -25,16 +25,16 @@ import (
 func TestSlotDiskCap(t *testing.T) {
 	for _, fs := range []string{"btrfs", "xfs", "copy"} {
 		t.Run(fs, func(t *testing.T) {
-			var st *template.Store
+			var st *template.Builder
 			if fs == "copy" {
-				st = templatetest.NewStore(t, "copy")
+				st = templatetest.NewBuilder(t, "copy")
 			} else {
-				st = templatetest.NewScratchStore(t, fs, 1<<30)
+				st = templatetest.NewScratchBuilder(t, fs, 1<<30)
 			}
 			m := templatetest.Build(t, st, "app", schema, template.BuildOptions{})
 			const capBytes = 100 << 20
 			var logs syncBuffer
-			p, err := pool.Up(context.Background(), st, m, pool.Options{Size: 2, Profile: mariadb.DefaultProfile(), SlotDisk: capBytes,
+			p, err := pool.Up(context.Background(), st.Catalog(), st.Binary(), m, pool.Options{Size: 2, Profile: mariadb.DefaultProfile(), SlotDisk: capBytes,
 				Log: slog.New(slog.NewTextHandler(&logs, nil))})
 			if err != nil {
 				t.Fatal(err)
@@ -90,24 +90,24 @@ func TestSlotDiskCap(t *testing.T) {
 // The filesystem's cap behind the watched one: on a btrfs scratch, a
 // clone capped at 64 MiB takes no more; past it writes fail with EDQUOT.
 func TestBtrfsHardCap(t *testing.T) {
-	st := templatetest.NewScratchStore(t, "btrfs", 1<<30)
-	c, ok := st.Backend.(cow.Capper)
+	st := templatetest.NewScratchBuilder(t, "btrfs", 1<<30)
+	c, ok := st.Catalog().Backend().(cow.Capper)
 	if !ok {
 		t.Fatalf("the btrfs backend cannot cap")
 	}
-	src, dst := filepath.Join(st.Root.Data(), "src"), filepath.Join(st.Root.Data(), "dst")
-	if err := st.Backend.MakeDir(src); err != nil {
+	src, dst := filepath.Join(st.Catalog().Root().Data(), "src"), filepath.Join(st.Catalog().Root().Data(), "dst")
+	if err := st.Catalog().Backend().MakeDir(src); err != nil {
 		t.Fatal(err)
 	}
 	// A shared file does not count against the clone's cap.
 	if err := os.WriteFile(filepath.Join(src, "shared"), make([]byte, 100<<20), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := st.Backend.Clone(src, dst); err != nil {
+	if err := st.Catalog().Backend().Clone(src, dst); err != nil {
 		t.Fatal(err)
 	}
-	defer st.Backend.Remove(dst)
-	defer st.Backend.Remove(src)
+	defer st.Catalog().Backend().Remove(dst)
+	defer st.Catalog().Backend().Remove(src)
 	if err := c.Cap(dst, 64<<20); err != nil {
 		t.Fatal(err)
 	}

@@ -14,9 +14,9 @@ import (
 // definer's procedure, a grant a lease should not have had; here the admin
 // connection) makes its release as unchanged a reset.
 func TestReleaseUnchangedCatchesGlobals(t *testing.T) {
-	st := templatetest.NewStore(t, "auto")
+	st := templatetest.NewBuilder(t, "auto")
 	m := templatetest.Build(t, st, "app", "CREATE TABLE t (id INT PRIMARY KEY);", template.BuildOptions{})
-	p, err := Up(context.Background(), st, m, Options{Size: 1, Profile: mariadb.DefaultProfile()})
+	p, err := Up(context.Background(), st.Catalog(), st.Binary(), m, Options{Size: 1, Profile: mariadb.DefaultProfile()})
 	if err != nil {
 		t.Fatal(err)
 	}

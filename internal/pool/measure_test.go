@@ -23,7 +23,7 @@ func TestMeasureCommitDurability(t *testing.T) {
 	if os.Getenv("PRISTINE_MEASURE_COMMIT") == "" {
 		t.Skip("a measurement: set PRISTINE_MEASURE_COMMIT=1 to run it")
 	}
-	st := templatetest.NewScratchStore(t, "btrfs", 2<<30)
+	st := templatetest.NewScratchBuilder(t, "btrfs", 2<<30)
 	m := templatetest.Build(t, st, "app", schema, template.BuildOptions{})
 	const slots, rows, rounds = 8, 2000, 3
 	results := map[bool][][2]float64{}
@@ -32,7 +32,7 @@ func TestMeasureCommitDurability(t *testing.T) {
 			prof := mariadb.DefaultProfile()
 			prof.LazyCommit = lazy
 			start := time.Now()
-			p, err := pool.Up(context.Background(), st, m, pool.Options{Size: slots, Profile: prof})
+			p, err := pool.Up(context.Background(), st.Catalog(), st.Binary(), m, pool.Options{Size: slots, Profile: prof})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -29,7 +29,7 @@ func TestLeaseOptionFile(t *testing.T) {
 		}
 	}
 	st, m := build(t, "auto", 1)
-	p, err := pool.Up(context.Background(), st, m, pool.Options{Size: 1, Profile: mariadb.DefaultProfile()})
+	p, err := pool.Up(context.Background(), st.Catalog(), st.Binary(), m, pool.Options{Size: 1, Profile: mariadb.DefaultProfile()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,9 +14,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/pristinedb/pristine/internal/catalog"
 	"github.com/pristinedb/pristine/internal/cow"
 	"github.com/pristinedb/pristine/internal/mariadb"
-	"github.com/pristinedb/pristine/internal/template"
 	"github.com/pristinedb/pristine/internal/units"
 )
 
@@ -72,8 +72,9 @@ var (
 
 // Pool is a set of slots of one template.
 type Pool struct {
-	Meta    *template.Meta
-	store   *template.Store
+	Meta    *catalog.Meta
+	cat     *catalog.Catalog
+	bin     *mariadb.Binary
 	backend cow.Backend
 	opt     Options
 	dir     string // clones live in dir/NNN/data
@@ -101,21 +102,21 @@ type Pool struct {
 }
 
 // Dir is where a template's pool keeps its clones.
-func Dir(store *template.Store, m *template.Meta) string {
-	return filepath.Join(store.Root.Data(), "pools", m.Hash[:16])
+func Dir(cat *catalog.Catalog, m *catalog.Meta) string {
+	return filepath.Join(cat.Root().Data(), "pools", m.Hash[:16])
 }
 
-// Up brings up a pool of opt.Size slots of template m and returns when every
-// slot has answered a query. On failure, everything it started is stopped
-// and removed.
-func Up(ctx context.Context, store *template.Store, m *template.Meta, opt Options) (*Pool, error) {
+// Up brings up a pool of opt.Size slots of template m, which lies in cat,
+// on servers run by bin, and returns when every slot has answered a
+// query. On failure, everything it started is stopped and removed.
+func Up(ctx context.Context, cat *catalog.Catalog, bin *mariadb.Binary, m *catalog.Meta, opt Options) (*Pool, error) {
 	if opt.Size < 1 {
 		return nil, fmt.Errorf("pool size %d: need at least 1 slot", opt.Size)
 	}
-	if m.Server != store.Bin.Version {
-		return nil, fmt.Errorf("template %s was built by server %s but %s is installed: build it again (pristine template build %s ...)", m.Name, m.Server, store.Bin.Version, m.Name)
+	if m.Server != bin.Version {
+		return nil, fmt.Errorf("template %s was built by server %s but %s is installed: build it again (pristine template build %s ...)", m.Name, m.Server, bin.Version, m.Name)
 	}
-	if err := template.CheckSecured(m); err != nil {
+	if err := catalog.CheckSecured(m); err != nil {
 		return nil, err
 	}
 	if opt.Profile.LogFileSize == 0 {
@@ -132,15 +133,15 @@ func Up(ctx context.Context, store *template.Store, m *template.Meta, opt Option
 	if opt.Log == nil {
 		opt.Log = slog.New(slog.DiscardHandler)
 	}
-	backend, err := store.BackendFor(m)
+	backend, err := cat.BackendFor(m)
 	if err != nil {
 		return nil, err
 	}
-	if err := Preflight(store, backend, m, opt); err != nil {
+	if err := Preflight(cat, backend, m, opt); err != nil {
 		return nil, err
 	}
-	p := &Pool{Meta: m, store: store, backend: backend, opt: opt, dir: Dir(store, m),
-		run:  filepath.Join(store.Root.Path, "run", m.Hash[:8]),
+	p := &Pool{Meta: m, cat: cat, bin: bin, backend: backend, opt: opt, dir: Dir(cat, m),
+		run:  filepath.Join(cat.Root().Path, "run", m.Hash[:8]),
 		wake: make(chan struct{}), leases: map[string]*Lease{},
 		resetq: make(chan *slot, opt.Size), stop: make(chan struct{}), log: opt.Log, lost: map[string]LostLease{}}
 	p.stats.SlotDeaths, p.stats.LeasesLost = map[string]int64{}, map[string]int64{}
@@ -150,7 +151,7 @@ func Up(ctx context.Context, store *template.Store, m *template.Meta, opt Option
 	if err := os.MkdirAll(p.dir, 0o755); err != nil {
 		return nil, fmt.Errorf("pool up: %w", err)
 	}
-	_ = store.Touch(m)
+	_ = cat.Touch(m)
 	for i := 0; i < opt.Size; i++ {
 		s := &slot{idx: i, dir: filepath.Join(p.dir, fmt.Sprintf("%03d", i)), run: filepath.Join(p.run, strconv.Itoa(i))}
 		for _, db := range m.Databases {
@@ -275,7 +276,7 @@ func (p *Pool) cloneSlot(_ context.Context, s *slot) error {
 	s.clone = ""
 	// The run directory is the server's tmpdir: a holder's files there
 	// (INTO OUTFILE) must not reach the next holder either.
-	if err := p.store.Root.Check(s.run); err != nil {
+	if err := p.cat.Root().Check(s.run); err != nil {
 		return fmt.Errorf("slot %d: %w", s.idx, err)
 	}
 	if err := os.RemoveAll(s.run); err != nil {
@@ -284,7 +285,7 @@ func (p *Pool) cloneSlot(_ context.Context, s *slot) error {
 	if err := p.backend.Remove(data); err != nil {
 		return fmt.Errorf("slot %d: remove old clone: %w", s.idx, err)
 	}
-	if err := p.backend.Clone(p.store.DataDir(p.Meta.Hash), data); err != nil {
+	if err := p.backend.Clone(p.cat.DataDir(p.Meta.Hash), data); err != nil {
 		return fmt.Errorf("slot %d: clone template: %w", s.idx, err)
 	}
 	if err := p.capSlot(data); err != nil {
@@ -397,7 +398,7 @@ func (p *Pool) bootSlot(ctx context.Context, s *slot) error {
 	var err error
 	for try := 0; try < 3; try++ {
 		var in *mariadb.Instance
-		in, err = mariadb.Start(p.store.Bin, mariadb.Config{Datadir: data, RunDir: s.run, Port: s.wantPort, Profile: p.opt.Profile, AdminPassword: p.store.Admin})
+		in, err = mariadb.Start(p.bin, mariadb.Config{Datadir: data, RunDir: s.run, Port: s.wantPort, Profile: p.opt.Profile, AdminPassword: p.cat.Admin()})
 		if err != nil {
 			break
 		}
@@ -573,12 +574,12 @@ func (p *Pool) Down(ctx context.Context) error {
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("pool down: %w", err)
 	}
-	if err := p.store.Root.Check(p.dir); err == nil {
+	if err := p.cat.Root().Check(p.dir); err == nil {
 		if err := os.RemoveAll(p.dir); err != nil {
 			return fmt.Errorf("pool down: %w", err)
 		}
 	}
-	if err := p.store.Root.Check(p.run); err == nil {
+	if err := p.cat.Root().Check(p.run); err == nil {
 		_ = os.RemoveAll(p.run)
 	}
 	return nil

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pristinedb/pristine/internal/catalog"
 	"github.com/pristinedb/pristine/internal/mariadb"
 	"github.com/pristinedb/pristine/internal/pool"
 	"github.com/pristinedb/pristine/internal/template"
@@ -30,9 +31,9 @@ INSERT INTO child VALUES (1, 1);
 
 // build makes a store on the given backend in a new root and a template
 // from schema with k databases per slot.
-func build(t *testing.T, backend string, k int) (*template.Store, *template.Meta) {
+func build(t *testing.T, backend string, k int) (*template.Builder, *catalog.Meta) {
 	t.Helper()
-	st := templatetest.NewStore(t, backend)
+	st := templatetest.NewBuilder(t, backend)
 	return st, templatetest.Build(t, st, "app", schema, template.BuildOptions{DBsPerSlot: k})
 }
 
@@ -69,7 +70,7 @@ func lease(t *testing.T, p *pool.Pool) *pool.Lease {
 
 func TestLeaseResetRelease(t *testing.T) {
 	st, m := build(t, "auto", 1)
-	p, err := pool.Up(context.Background(), st, m, pool.Options{Size: 2, Profile: mariadb.DefaultProfile()})
+	p, err := pool.Up(context.Background(), st.Catalog(), st.Binary(), m, pool.Options{Size: 2, Profile: mariadb.DefaultProfile()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,7 +142,7 @@ func TestDeadSlotIsReplaced(t *testing.T) {
 	var logs syncBuffer
 	var mu sync.Mutex
 	var events []pool.Event
-	p, err := pool.Up(context.Background(), st, m, pool.Options{Size: 1, Profile: mariadb.DefaultProfile(),
+	p, err := pool.Up(context.Background(), st.Catalog(), st.Binary(), m, pool.Options{Size: 1, Profile: mariadb.DefaultProfile(),
 		Log: slog.New(slog.NewTextHandler(&logs, nil)),
 		Event: func(ev pool.Event) {
 			mu.Lock()
@@ -191,7 +192,7 @@ func TestDeadSlotIsReplaced(t *testing.T) {
 
 func TestDBsPerSlotLeases(t *testing.T) {
 	st, m := build(t, "auto", 2)
-	p, err := pool.Up(context.Background(), st, m, pool.Options{Size: 1, Profile: mariadb.DefaultProfile()})
+	p, err := pool.Up(context.Background(), st.Catalog(), st.Binary(), m, pool.Options{Size: 1, Profile: mariadb.DefaultProfile()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -214,7 +215,7 @@ func TestDBsPerSlotLeases(t *testing.T) {
 
 func TestDownLeavesNothing(t *testing.T) {
 	st, m := build(t, "auto", 1)
-	p, err := pool.Up(context.Background(), st, m, pool.Options{Size: 3, Profile: mariadb.DefaultProfile()})
+	p, err := pool.Up(context.Background(), st.Catalog(), st.Binary(), m, pool.Options{Size: 3, Profile: mariadb.DefaultProfile()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -230,7 +231,7 @@ func TestDownLeavesNothing(t *testing.T) {
 			t.Errorf("server %d still running after Down", pid)
 		}
 	}
-	if _, err := os.Stat(pool.Dir(st, m)); !os.IsNotExist(err) {
+	if _, err := os.Stat(pool.Dir(st.Catalog(), m)); !os.IsNotExist(err) {
 		t.Errorf("pool directory left after Down: %v", err)
 	}
 	if _, err := p.Lease(context.Background(), pool.LeaseOptions{}); !errors.Is(err, pool.ErrClosed) {
@@ -242,7 +243,7 @@ func TestPreflightRefusesWhatDoesNotFit(t *testing.T) {
 	st, m := build(t, "auto", 1)
 	prof := mariadb.DefaultProfile()
 	prof.BufferPool = 64 << 30
-	_, err := pool.Up(context.Background(), st, m, pool.Options{Size: 100, Profile: prof})
+	_, err := pool.Up(context.Background(), st.Catalog(), st.Binary(), m, pool.Options{Size: 100, Profile: prof})
 	if !errors.Is(err, pool.ErrNoRoom) {
 		t.Fatalf("a pool needing 6 TB of memory: %v, want ErrNoRoom", err)
 	}
@@ -251,14 +252,14 @@ func TestPreflightRefusesWhatDoesNotFit(t *testing.T) {
 // onBackends runs f on a store of each backend release --unchanged checks
 // differently: plain copies on /dev/shm (the clone is walked) and a btrfs
 // scratch (only what the subvolume's tree says changed is looked at).
-func onBackends(t *testing.T, f func(t *testing.T, st *template.Store, m *template.Meta)) {
+func onBackends(t *testing.T, f func(t *testing.T, st *template.Builder, m *catalog.Meta)) {
 	for _, kind := range []string{"copy", "btrfs"} {
 		t.Run(kind, func(t *testing.T) {
-			var st *template.Store
+			var st *template.Builder
 			if kind == "btrfs" {
-				st = templatetest.NewScratchStore(t, "btrfs", 1<<30)
+				st = templatetest.NewScratchBuilder(t, "btrfs", 1<<30)
 			} else {
-				st = templatetest.NewStore(t, kind)
+				st = templatetest.NewBuilder(t, kind)
 			}
 			f(t, st, templatetest.Build(t, st, "app", schema, template.BuildOptions{}))
 		})
@@ -267,8 +268,8 @@ func onBackends(t *testing.T, f func(t *testing.T, st *template.Store, m *templa
 
 func TestReleaseUnchanged(t *testing.T) { onBackends(t, testReleaseUnchanged) }
 
-func testReleaseUnchanged(t *testing.T, st *template.Store, m *template.Meta) {
-	p, err := pool.Up(context.Background(), st, m, pool.Options{Size: 1, Profile: mariadb.DefaultProfile()})
+func testReleaseUnchanged(t *testing.T, st *template.Builder, m *catalog.Meta) {
+	p, err := pool.Up(context.Background(), st.Catalog(), st.Binary(), m, pool.Options{Size: 1, Profile: mariadb.DefaultProfile()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -329,7 +330,7 @@ func testReleaseUnchanged(t *testing.T, st *template.Store, m *template.Meta) {
 
 func TestKeepAndHolderExit(t *testing.T) {
 	st, m := build(t, "auto", 1)
-	p, err := pool.Up(context.Background(), st, m, pool.Options{Size: 2, Profile: mariadb.DefaultProfile()})
+	p, err := pool.Up(context.Background(), st.Catalog(), st.Binary(), m, pool.Options{Size: 2, Profile: mariadb.DefaultProfile()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -381,8 +382,8 @@ func TestKeepAndHolderExit(t *testing.T) {
 // opens as a table when asked for it (the adversarial review's attack).
 func TestReleaseUnchangedCatchesFiles(t *testing.T) { onBackends(t, testReleaseUnchangedCatchesFiles) }
 
-func testReleaseUnchangedCatchesFiles(t *testing.T, st *template.Store, m *template.Meta) {
-	p, err := pool.Up(context.Background(), st, m, pool.Options{Size: 2, Profile: mariadb.DefaultProfile()})
+func testReleaseUnchangedCatchesFiles(t *testing.T, st *template.Builder, m *catalog.Meta) {
+	p, err := pool.Up(context.Background(), st.Catalog(), st.Binary(), m, pool.Options{Size: 2, Profile: mariadb.DefaultProfile()})
 	if err != nil {
 		t.Fatal(err)
 	}

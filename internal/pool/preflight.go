@@ -7,10 +7,10 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/pristinedb/pristine/internal/catalog"
 	"github.com/pristinedb/pristine/internal/cow"
 	"github.com/pristinedb/pristine/internal/mariadb"
 	"github.com/pristinedb/pristine/internal/sysmem"
-	"github.com/pristinedb/pristine/internal/template"
 )
 
 // ErrNoRoom is returned (wrapped) when a pool would not fit in memory or disk.
@@ -27,7 +27,7 @@ const (
 // Preflight projects the memory and disk a pool of opt.Size slots needs and
 // refuses, naming the largest size that fits, when that is more than the
 // machine has.
-func Preflight(store *template.Store, backend cow.Backend, m *template.Meta, opt Options) error {
+func Preflight(cat *catalog.Catalog, backend cow.Backend, m *catalog.Meta, opt Options) error {
 	perMem, perDisk := SlotCost(backend, m, opt.Profile)
 	avail, err := sysmem.Available()
 	if err == nil {
@@ -38,18 +38,18 @@ func Preflight(store *template.Store, backend cow.Backend, m *template.Meta, opt
 		}
 	}
 	var st unix.Statfs_t
-	if err := unix.Statfs(store.Root.Data(), &st); err == nil {
+	if err := unix.Statfs(cat.Root().Data(), &st); err == nil {
 		free := int64(st.Bavail) * st.Bsize
 		if need := perDisk * int64(opt.Size); need > free {
 			return fmt.Errorf("%w: %d slots need about %s of disk in %s (%s each on the %s backend) but %s is free: use --size %d or less, or a larger scratch filesystem (pristine scratch up --size)",
-				ErrNoRoom, opt.Size, mib(need), store.Root.Data(), mib(perDisk), backend.Name(), mib(free), free/perDisk)
+				ErrNoRoom, opt.Size, mib(need), cat.Root().Data(), mib(perDisk), backend.Name(), mib(free), free/perDisk)
 		}
 	}
 	return nil
 }
 
 // SlotCost projects the memory and disk one slot of template m takes.
-func SlotCost(backend cow.Backend, m *template.Meta, p mariadb.Profile) (mem, disk int64) {
+func SlotCost(backend cow.Backend, m *catalog.Meta, p mariadb.Profile) (mem, disk int64) {
 	mem = slotBaseRSS + p.BufferPool
 	disk = slotDiskWrite
 	if backend.Name() == "copy" {

@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pristinedb/pristine/internal/catalog"
 	"github.com/pristinedb/pristine/internal/dsn"
 
 	"github.com/go-sql-driver/mysql"
@@ -28,10 +29,10 @@ import (
 )
 
 // securityPool is a one-slot pool of the test schema and its one lease.
-func securityPool(t *testing.T) (*template.Store, *template.Meta, *pool.Pool, *pool.Lease) {
+func securityPool(t *testing.T) (*template.Builder, *catalog.Meta, *pool.Pool, *pool.Lease) {
 	t.Helper()
 	st, m := build(t, "auto", 1)
-	p, err := pool.Up(context.Background(), st, m, pool.Options{Size: 1, Profile: mariadb.DefaultProfile()})
+	p, err := pool.Up(context.Background(), st.Catalog(), st.Binary(), m, pool.Options{Size: 1, Profile: mariadb.DefaultProfile()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,7 +119,7 @@ func TestSecurityOtherLocalUser(t *testing.T) {
 	st, m, _, l := securityPool(t)
 	client := []string{"mariadb", "--no-defaults", "--connect-timeout=10", "-N", "-e", "SELECT CURRENT_USER()"}
 	port := strconv.Itoa(l.Port)
-	data := filepath.Join(pool.Dir(st, m), fmt.Sprintf("%03d", l.Slot), "data")
+	data := filepath.Join(pool.Dir(st.Catalog(), m), fmt.Sprintf("%03d", l.Slot), "data")
 	for _, c := range []struct {
 		name string
 		args []string
@@ -132,7 +133,7 @@ func TestSecurityOtherLocalUser(t *testing.T) {
 		{"read the grant table", []string{"cat", filepath.Join(data, "mysql", "global_priv.MAD")}},
 		{"list the run directory", []string{"ls", filepath.Dir(l.Socket)}},
 		{"read the error log", []string{"cat", filepath.Join(filepath.Dir(l.Socket), "error.log")}},
-		{"read the admin secret", []string{"cat", filepath.Join(st.Root.Path, "admin.secret")}},
+		{"read the admin secret", []string{"cat", filepath.Join(st.Catalog().Root().Path, "admin.secret")}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			out, err := asNobody(t, c.args...)
@@ -164,7 +165,7 @@ func TestSecurityAdminAccount(t *testing.T) {
 	if err := build.Ping(); err == nil {
 		t.Errorf("the build account %s opens a slot with the password in meta.json", m.User)
 	}
-	admin, err := sql.Open("mysql", dsn.Socket(l.Socket, "root", st.Admin, ""))
+	admin, err := sql.Open("mysql", dsn.Socket(l.Socket, "root", st.Catalog().Admin(), ""))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -177,7 +178,7 @@ func TestSecurityAdminAccount(t *testing.T) {
 	if accounts != "" {
 		t.Errorf("root or anonymous accounts besides root@localhost: %s", accounts)
 	}
-	fi, err := os.Stat(filepath.Join(st.Root.Path, "admin.secret"))
+	fi, err := os.Stat(filepath.Join(st.Catalog().Root().Path, "admin.secret"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -192,7 +193,7 @@ func TestSecurityLeaseAccount(t *testing.T) {
 	st, _, _, l := securityPool(t)
 	db := open(t, l)
 	db.SetMaxOpenConns(1)
-	admin, err := sql.Open("mysql", dsn.Socket(l.Socket, "root", st.Admin, ""))
+	admin, err := sql.Open("mysql", dsn.Socket(l.Socket, "root", st.Catalog().Admin(), ""))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,7 +13,7 @@ import (
 // TestSlotsRunTheTemplatesServerOptions: slots start with the options their
 // template was built with: utf8mb4 by default, or what --server-option said.
 func TestSlotsRunTheTemplatesServerOptions(t *testing.T) {
-	st := templatetest.NewStore(t, "auto")
+	st := templatetest.NewBuilder(t, "auto")
 	for _, tc := range []struct {
 		name string
 		opts []string
@@ -31,7 +31,7 @@ func TestSlotsRunTheTemplatesServerOptions(t *testing.T) {
 			m := templatetest.Build(t, st, "cs_"+tc.name, "CREATE TABLE t (s VARCHAR(10));\n", template.BuildOptions{Profile: prof})
 			// The daemon starts pools with the default profile: the
 			// template's options must win.
-			p, err := pool.Up(context.Background(), st, m, pool.Options{Size: 1, Profile: mariadb.DefaultProfile()})
+			p, err := pool.Up(context.Background(), st.Catalog(), st.Binary(), m, pool.Options{Size: 1, Profile: mariadb.DefaultProfile()})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pristinedb/pristine/internal/catalog"
 	"github.com/pristinedb/pristine/internal/demo"
 	"github.com/pristinedb/pristine/internal/mariadb"
 	"github.com/pristinedb/pristine/internal/pool"
@@ -45,7 +46,7 @@ func TestMeasureSlotStart(t *testing.T) {
 	}
 	for _, fsName := range fss {
 		t.Run(fsName, func(t *testing.T) {
-			st := templatetest.NewScratchStore(t, fsName, 4<<30)
+			st := templatetest.NewScratchBuilder(t, fsName, 4<<30)
 			m := templatetest.Build(t, st, "demo", sqlText.String(), template.BuildOptions{Workers: 4})
 			const n = 8
 			for _, round := range []string{"cold", "warm"} {
@@ -74,32 +75,32 @@ type startSample struct {
 	changed                    string
 }
 
-func startOne(t *testing.T, st *template.Store, m *template.Meta, name string, extra []string) startSample {
+func startOne(t *testing.T, st *template.Builder, m *catalog.Meta, name string, extra []string) startSample {
 	t.Helper()
 	var s startSample
-	dir := filepath.Join(st.Root.Data(), "measure", name)
+	dir := filepath.Join(st.Catalog().Root().Data(), "measure", name)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
 	data := filepath.Join(dir, "data")
-	src := st.DataDir(m.Hash)
+	src := st.Catalog().DataDir(m.Hash)
 	t0 := time.Now()
-	if err := st.Backend.Clone(src, data); err != nil {
+	if err := st.Catalog().Backend().Clone(src, data); err != nil {
 		t.Fatal(err)
 	}
 	s.clone = ms(time.Since(t0))
 	before := fileTimes(t, data)
 	prof := mariadb.DefaultProfile()
 	prof.LogFileSize = m.LogFileSize
-	run := filepath.Join(st.Root.Path, "run", "m", name)
+	run := filepath.Join(st.Catalog().Root().Path, "run", "m", name)
 	t1 := time.Now()
-	in, err := mariadb.Start(st.Bin, mariadb.Config{Datadir: data, RunDir: run, Profile: prof, Extra: extra})
+	in, err := mariadb.Start(st.Binary(), mariadb.Config{Datadir: data, RunDir: run, Profile: prof, Extra: extra})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer func() {
 		in.Kill()
-		if err := st.Backend.Remove(data); err != nil {
+		if err := st.Catalog().Backend().Remove(data); err != nil {
 			t.Error(err)
 		}
 		os.RemoveAll(run)
@@ -337,7 +338,7 @@ func TestMeasurePoolUp(t *testing.T) {
 	if err := demo.Write(&sqlText, demo.Options{Scale: 1}); err != nil {
 		t.Fatal(err)
 	}
-	st := templatetest.NewScratchStore(t, env("PRISTINE_MEASURE_FS", "btrfs"), 20<<30)
+	st := templatetest.NewScratchBuilder(t, env("PRISTINE_MEASURE_FS", "btrfs"), 20<<30)
 	m := templatetest.Build(t, st, "demo", sqlText.String(), template.BuildOptions{Workers: 4})
 	for _, par := range strings.Split(env("PRISTINE_MEASURE_PARALLEL", "0"), ",") {
 		n, _ := strconv.Atoi(par)
@@ -347,7 +348,7 @@ func TestMeasurePoolUp(t *testing.T) {
 			self0 := procStat(t, os.Getpid())
 			start := time.Now()
 			workers, _ := strconv.Atoi(os.Getenv("PRISTINE_MEASURE_RESET_WORKERS"))
-			p, err := pool.Up(context.Background(), st, m, pool.Options{Size: slots, Parallel: n, ResetWorkers: workers})
+			p, err := pool.Up(context.Background(), st.Catalog(), st.Binary(), m, pool.Options{Size: slots, Parallel: n, ResetWorkers: workers})
 			if err != nil {
 				t.Fatal(err)
 			}

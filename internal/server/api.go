@@ -10,9 +10,9 @@ import (
 	"time"
 
 	"github.com/pristinedb/pristine/api"
+	"github.com/pristinedb/pristine/internal/catalog"
 	"github.com/pristinedb/pristine/internal/pool"
 	"github.com/pristinedb/pristine/internal/state"
-	"github.com/pristinedb/pristine/internal/template"
 )
 
 // The wire types of the API are package api's; these names keep the
@@ -88,11 +88,11 @@ func statusOf(err error) int {
 		code = http.StatusBadRequest
 	case errors.Is(err, errForbidden):
 		code = http.StatusForbidden
-	case errors.Is(err, template.ErrNotFound), errors.Is(err, errNoPool), errors.Is(err, pool.ErrUnknownLease):
+	case errors.Is(err, catalog.ErrNotFound), errors.Is(err, errNoPool), errors.Is(err, pool.ErrUnknownLease):
 		code = http.StatusNotFound
 	case errors.Is(err, pool.ErrLeaseLost):
 		code = http.StatusGone
-	case errors.Is(err, errConflict), errors.Is(err, template.ErrInUse):
+	case errors.Is(err, errConflict), errors.Is(err, catalog.ErrInUse):
 		code = http.StatusConflict
 	case errors.Is(err, pool.ErrLeaseTimeout), errors.Is(err, pool.ErrClosed), errors.Is(err, errComingUp):
 		code = http.StatusServiceUnavailable
@@ -117,7 +117,7 @@ func decode(r *http.Request, v any) error {
 }
 
 func (s *Server) listTemplates(w http.ResponseWriter, r *http.Request) {
-	all, err := s.store.List()
+	all, err := s.cat.List()
 	if err != nil {
 		fail(w, err)
 		return
@@ -155,7 +155,7 @@ func (s *Server) poolUp(w http.ResponseWriter, r *http.Request) {
 		fail(w, fmt.Errorf("%w: size must be at least 1", errBadRequest))
 		return
 	}
-	m, err := s.store.Get(req.Template)
+	m, err := s.cat.Get(req.Template)
 	if err != nil {
 		fail(w, err)
 		return
@@ -203,7 +203,7 @@ func (s *Server) poolUp(w http.ResponseWriter, r *http.Request) {
 	}
 	// A client that goes away (Ctrl-C on `pool up`) abandons the pool: what
 	// was started is stopped and removed.
-	p, err := pool.Up(r.Context(), s.store, m, opt)
+	p, err := pool.Up(r.Context(), s.cat, s.builder.Binary(), m, opt)
 	s.mu.Lock()
 	if err != nil {
 		delete(s.pools, m.Name)

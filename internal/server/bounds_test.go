@@ -58,7 +58,7 @@ func TestDurationBounds(t *testing.T) {
 	if len(ls) != 1 || time.Until(ls[0].Expires) > 7*24*time.Hour || time.Until(ls[0].Expires) < 7*24*time.Hour-time.Hour {
 		t.Fatalf("leases after refused requests: %+v", ls)
 	}
-	if _, err := d.store.Get("b"); err == nil {
+	if _, err := d.cat.Get("b"); err == nil {
 		t.Fatal("a refused build session made a template")
 	}
 	// The Go client surfaces the 400 as an APIError with the message.

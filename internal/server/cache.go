@@ -98,12 +98,12 @@ func (s *Server) cachedBegin(w http.ResponseWriter, r *http.Request, req Templat
 		fail(w, err)
 		return nil, nil, true
 	}
-	hash, err := s.store.Hash(opt)
+	hash, err := s.builder.Hash(opt)
 	if err != nil {
 		fail(w, fmt.Errorf("%w: %v", errBadRequest, err))
 		return nil, nil, true
 	}
-	if _, err := s.store.Get(hash); err == nil || s.building(hash) {
+	if _, err := s.cat.Get(hash); err == nil || s.building(hash) {
 		return nil, nil, false // here already, or being built here: as without a cache
 	}
 	if entry, err = copt.Entry(opt.Name, hash); err != nil {
@@ -119,8 +119,8 @@ func (s *Server) cachedBegin(w http.ResponseWriter, r *http.Request, req Templat
 			}
 			return false
 		}
-		_, err, _ = s.caches.pulls.Do(hash, func() (any, error) { return entry.Pull(context.WithoutCancel(ctx), s.store) })
-		m, gerr := s.store.Get(hash)
+		_, err, _ = s.caches.pulls.Do(hash, func() (any, error) { return entry.Pull(context.WithoutCancel(ctx), s.builder) })
+		m, gerr := s.cat.Get(hash)
 		if gerr != nil {
 			s.log.Warn("fleet cache pull failed; building here", "cache", entry, "err", err)
 			return false

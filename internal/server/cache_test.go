@@ -66,7 +66,7 @@ func TestFleetCacheThroughTheAPI(t *testing.T) {
 		t.Fatalf("the daemons hold different templates: %s and %s", answers[0].Hash, answers[1].Hash)
 	}
 	for i, d := range []*daemon{a, b} {
-		if _, err := d.store.Get(answers[0].Hash); err != nil {
+		if _, err := d.cat.Get(answers[0].Hash); err != nil {
 			t.Fatalf("daemon %d has no template %s: %v", i, answers[0].Hash[:12], err)
 		}
 	}

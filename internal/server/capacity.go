@@ -4,9 +4,9 @@ import (
 	"fmt"
 	"sort"
 
+	"github.com/pristinedb/pristine/internal/catalog"
 	"github.com/pristinedb/pristine/internal/mariadb"
 	"github.com/pristinedb/pristine/internal/pool"
-	"github.com/pristinedb/pristine/internal/template"
 )
 
 // Budget caps what every pool of the daemon may take together; zero means
@@ -20,11 +20,11 @@ type Budget struct {
 // when it does not fit, retires ready slots of the other pools, least
 // recently used first. It fails, saying what would fit, when even that is
 // not enough.
-func (s *Server) makeRoom(m *template.Meta, prof mariadb.Profile, size int) error {
+func (s *Server) makeRoom(m *catalog.Meta, prof mariadb.Profile, size int) error {
 	if s.Budget.Memory <= 0 && s.Budget.Disk <= 0 {
 		return nil
 	}
-	b, err := s.store.BackendFor(m)
+	b, err := s.cat.BackendFor(m)
 	if err != nil {
 		return err
 	}

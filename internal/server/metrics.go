@@ -120,7 +120,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 			}
 		}
 	}
-	if all, err := c.s.store.List(); err == nil {
+	if all, err := c.s.cat.List(); err == nil {
 		for _, m := range all {
 			ch <- prometheus.MustNewConstMetric(descBuild, prometheus.GaugeValue, m.BuildSeconds, m.Name, m.Hash[:12])
 			ch <- prometheus.MustNewConstMetric(descTBytes, prometheus.GaugeValue, float64(m.Bytes), m.Name, m.Hash[:12])

@@ -18,6 +18,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/pristinedb/pristine/internal/catalog"
 	"github.com/pristinedb/pristine/internal/mariadb"
 	"github.com/pristinedb/pristine/internal/pool"
 	"github.com/pristinedb/pristine/internal/rootdir"
@@ -30,9 +31,10 @@ func SocketPath(root *rootdir.Root) string { return filepath.Join(root.Path, "pr
 
 // Server owns the pools of one root.
 type Server struct {
-	root  *rootdir.Root
-	store *template.Store
-	log   *slog.Logger
+	root    *rootdir.Root
+	cat     *catalog.Catalog
+	builder *template.Builder
+	log     *slog.Logger
 	// ExitWhenIdle makes Serve return once the last pool is down (a daemon
 	// started on demand by `pool up`).
 	ExitWhenIdle bool
@@ -63,8 +65,9 @@ type Server struct {
 // New prepares a daemon for root. It takes the root's state file (one
 // daemon per root), kills servers an earlier daemon left running, brings
 // back the pools that daemon had, with their leases, and removes clones
-// nobody owns.
-func New(ctx context.Context, root *rootdir.Root, store *template.Store, log *slog.Logger) (*Server, error) {
+// nobody owns. Templates are read from builder's catalog, and the
+// builds clients drive themselves run through builder.
+func New(ctx context.Context, root *rootdir.Root, builder *template.Builder, log *slog.Logger) (*Server, error) {
 	st, err := state.Open(root.Path)
 	if err != nil {
 		return nil, err
@@ -72,7 +75,7 @@ func New(ctx context.Context, root *rootdir.Root, store *template.Store, log *sl
 	if killed := mariadb.KillOrphans(root.Data()); len(killed) > 0 {
 		log.Warn("killed servers left by an earlier daemon", "pids", killed)
 	}
-	s := &Server{root: root, store: store, log: log, state: st, pools: map[string]*pool.Pool{}, quit: make(chan struct{})}
+	s := &Server{root: root, cat: builder.Catalog(), builder: builder, log: log, state: st, pools: map[string]*pool.Pool{}, quit: make(chan struct{})}
 	s.metrics = newMetrics(s)
 	s.metrics.reg.MustRegister(s.waiterMetrics()...)
 	s.builds = builds{sessions: map[string]*buildSession{}, failed: map[string]string{}, changed: make(chan struct{})}
@@ -100,20 +103,20 @@ func (s *Server) restore(ctx context.Context) map[string]bool {
 	})
 	restored := map[string]bool{}
 	for _, rec := range recs {
-		m, err := s.store.Get(rec.Hash)
+		m, err := s.cat.Get(rec.Hash)
 		if err != nil {
 			s.log.Error("restore pool: template gone", "template", rec.Template, "err", err)
 			s.losePool(rec.Template, leases[rec.Template], "its template is gone: "+err.Error())
 			_ = s.state.DeletePool(rec.Template)
 			continue
 		}
-		keep[pool.Dir(s.store, m)] = true
-		p, err := pool.Up(ctx, s.store, m, s.poolOptions(rec, leases[rec.Template]))
+		keep[pool.Dir(s.cat, m)] = true
+		p, err := pool.Up(ctx, s.cat, s.builder.Binary(), m, s.poolOptions(rec, leases[rec.Template]))
 		if err != nil {
 			s.log.Error("restore pool", "template", rec.Template, "err", err)
 			s.losePool(rec.Template, leases[rec.Template], "its pool did not come back after a daemon restart: "+err.Error())
 			_ = s.state.DeletePool(rec.Template)
-			delete(keep, pool.Dir(s.store, m))
+			delete(keep, pool.Dir(s.cat, m))
 			continue
 		}
 		restored[rec.Template] = true
@@ -163,7 +166,7 @@ func (s *Server) removeStalePools(keep map[string]bool) {
 		slots, _ := os.ReadDir(pdir)
 		for _, sl := range slots {
 			data := filepath.Join(pdir, sl.Name(), "data")
-			if err := s.store.Backend.Remove(data); err != nil {
+			if err := s.cat.Backend().Remove(data); err != nil {
 				s.log.Warn("remove stale clone", "path", data, "err", err)
 			}
 		}
@@ -201,7 +204,7 @@ func (s *Server) Serve(ctx context.Context, ln, tcp net.Listener) error {
 	hs := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	errc := make(chan error, 2)
 	go func() { errc <- hs.Serve(ln) }()
-	s.log.Info("serving", "socket", ln.Addr().String(), "backend", s.store.Backend.Name(), "server", s.store.Bin.Version)
+	s.log.Info("serving", "socket", ln.Addr().String(), "backend", s.cat.Backend().Name(), "server", s.builder.Binary().Version)
 	if tcp != nil {
 		if s.Token == "" {
 			return errors.New("serve on TCP: no token: every TCP client must present one")

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/pristinedb/pristine/client"
+	"github.com/pristinedb/pristine/internal/catalog"
 	"github.com/pristinedb/pristine/internal/server"
 	"github.com/pristinedb/pristine/internal/template"
 	"github.com/pristinedb/pristine/internal/template/templatetest"
@@ -27,17 +28,18 @@ import (
 // daemon is an in-process daemon on a root in /dev/shm, serving its unix
 // socket and a loopback TCP port with a token.
 type daemon struct {
-	t     *testing.T
-	store *template.Store
-	c     *client.Client
-	base  string // http://127.0.0.1:PORT
-	token string
+	t       *testing.T
+	cat     *catalog.Catalog
+	builder *template.Builder
+	c       *client.Client
+	base    string // http://127.0.0.1:PORT
+	token   string
 }
 
 func newDaemon(t *testing.T, opts ...func(*server.Server)) *daemon {
 	t.Helper()
-	st := templatetest.NewStore(t, "auto")
-	root := st.Root
+	st := templatetest.NewBuilder(t, "auto")
+	root := st.Catalog().Root()
 	ln, err := server.Listen(root)
 	if err != nil {
 		t.Fatal(err)
@@ -63,7 +65,7 @@ func newDaemon(t *testing.T, opts ...func(*server.Server)) *daemon {
 		cancel()
 		<-done
 	})
-	return &daemon{t: t, store: st, c: client.New(server.SocketPath(root)), base: "http://" + tcp.Addr().String(), token: srv.Token}
+	return &daemon{t: t, cat: st.Catalog(), builder: st, c: client.New(server.SocketPath(root)), base: "http://" + tcp.Addr().String(), token: srv.Token}
 }
 
 // do sends a request over TCP with the token and decodes the answer.
@@ -85,9 +87,9 @@ func (d *daemon) do(method, path, body string, out any) int {
 	return resp.StatusCode
 }
 
-func (d *daemon) buildFromSQL(name, sqlText string) *template.Meta {
+func (d *daemon) buildFromSQL(name, sqlText string) *catalog.Meta {
 	d.t.Helper()
-	return templatetest.Build(d.t, d.store, name, sqlText, template.BuildOptions{})
+	return templatetest.Build(d.t, d.builder, name, sqlText, template.BuildOptions{})
 }
 
 func (d *daemon) poolUp(name string, size int) {

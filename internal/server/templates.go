@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/pristinedb/pristine/internal/catalog"
 	"github.com/pristinedb/pristine/internal/dsn"
 	"github.com/pristinedb/pristine/internal/oci"
 
@@ -65,7 +66,7 @@ func (b *builds) signal() {
 }
 
 // ready is the answer for a built template.
-func ready(m *template.Meta) TemplateAnswer {
+func ready(m *catalog.Meta) TemplateAnswer {
 	return TemplateAnswer{Status: "ready", Hash: m.Hash, Template: TemplateOut(m)}
 }
 
@@ -93,7 +94,7 @@ func (s *Server) beginTemplate(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	sess, m, err := s.store.Begin(context.WithoutCancel(r.Context()), opt)
+	sess, m, err := s.builder.Begin(context.WithoutCancel(r.Context()), opt)
 	if err != nil || m != nil {
 		if lock != nil {
 			lock.Unlock(context.WithoutCancel(r.Context()))
@@ -155,7 +156,7 @@ func (s *Server) finishTemplate(w http.ResponseWriter, r *http.Request) {
 	}
 	s.builds.mu.Unlock()
 	if bs == nil {
-		fail(w, fmt.Errorf("%w: no build session %q (or it is being finished): begin one with POST /v1/templates", template.ErrNotFound, hash))
+		fail(w, fmt.Errorf("%w: no build session %q (or it is being finished): begin one with POST /v1/templates", catalog.ErrNotFound, hash))
 		return
 	}
 	m, err := bs.Finish(context.WithoutCancel(r.Context()))
@@ -163,7 +164,7 @@ func (s *Server) finishTemplate(w http.ResponseWriter, r *http.Request) {
 		// Pushed before the answer: once the builder hears "ready", the
 		// fleet can pull it. A failed push is logged and costs others a
 		// build, nothing more.
-		_ = bs.cache.Push(context.WithoutCancel(r.Context()), s.store, m)
+		_ = bs.cache.Push(context.WithoutCancel(r.Context()), s.builder, m)
 	}
 	bs.end()
 	s.builds.mu.Lock()
@@ -201,7 +202,7 @@ func (s *Server) getTemplate(w http.ResponseWriter, r *http.Request) {
 	}
 	deadline := time.Now().Add(wait)
 	for {
-		if m, err := s.store.Get(ref); err == nil {
+		if m, err := s.cat.Get(ref); err == nil {
 			writeJSON(w, 200, ready(m))
 			return
 		}
@@ -222,11 +223,11 @@ func (s *Server) getTemplate(w http.ResponseWriter, r *http.Request) {
 		case !building:
 			// A session is dropped only once its template is stored: one
 			// finished since the lookup above is there now.
-			if m, err := s.store.Get(ref); err == nil {
+			if m, err := s.cat.Get(ref); err == nil {
 				writeJSON(w, 200, ready(m))
 				return
 			}
-			fail(w, fmt.Errorf("%w: %q", template.ErrNotFound, ref))
+			fail(w, fmt.Errorf("%w: %q", catalog.ErrNotFound, ref))
 			return
 		case time.Now().After(deadline):
 			writeJSON(w, http.StatusLocked, TemplateAnswer{Status: "building", Hash: ref})
@@ -251,7 +252,7 @@ func (s *Server) deleteTemplate(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, 200, TemplateAnswer{Status: "failed", Hash: ref, Error: "aborted"})
 		return
 	}
-	m, err := s.store.Get(ref)
+	m, err := s.cat.Get(ref)
 	if err != nil {
 		fail(w, err)
 		return
@@ -264,7 +265,7 @@ func (s *Server) deleteTemplate(w http.ResponseWriter, r *http.Request) {
 		}
 		return false
 	}
-	if err := s.store.Remove(m, inUse); err != nil {
+	if err := s.cat.Remove(m, inUse); err != nil {
 		fail(w, err)
 		return
 	}

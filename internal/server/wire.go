@@ -2,8 +2,8 @@ package server
 
 import (
 	"github.com/pristinedb/pristine/api"
+	"github.com/pristinedb/pristine/internal/catalog"
 	"github.com/pristinedb/pristine/internal/pool"
-	"github.com/pristinedb/pristine/internal/template"
 )
 
 // The daemon's state becomes package api's wire types here, at the edge;
@@ -44,7 +44,7 @@ func StatusOut(st pool.Status) api.PoolStatus {
 
 // TemplateOut is a template's description on the wire (and in the CLI's
 // JSON): its build account's password never goes out.
-func TemplateOut(m *template.Meta) *api.Template {
+func TemplateOut(m *catalog.Meta) *api.Template {
 	return &api.Template{Name: m.Name, Hash: m.Hash, Key: m.Key, Created: m.Created, LastUsed: m.LastUsed,
 		Server: m.Server, Flavor: m.Flavor, Backend: m.Backend, LogFileSize: m.LogFileSize,
 		ServerOptions: m.ServerOptions, Databases: m.Databases, User: m.User, Password: api.Hidden(m.Password),
@@ -54,7 +54,7 @@ func TemplateOut(m *template.Meta) *api.Template {
 
 // TemplatesOut is TemplateOut of each; nil stays nil (JSON null), as
 // before the wire types had their own package.
-func TemplatesOut(all []*template.Meta) []*api.Template {
+func TemplatesOut(all []*catalog.Meta) []*api.Template {
 	if all == nil {
 		return nil
 	}

@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pristinedb/pristine/internal/catalog"
 	"github.com/pristinedb/pristine/internal/pool"
-	"github.com/pristinedb/pristine/internal/template"
 )
 
 // The wire types must encode exactly as the daemon's own structs did
@@ -21,7 +21,7 @@ func TestWireBytesUnchanged(t *testing.T) {
 		Env: []string{"MYSQL_PWD=hunter2"}, OptionFile: "/o/my.cnf", Kept: true, PID: 9, PIDStart: "77", Clone: "c"}
 	listed := full // what GET /v1/leases sent: blanked by hand
 	listed.Password, listed.DSN, listed.URL, listed.Env = "", "", "", nil
-	meta := &template.Meta{Name: "app", Hash: "abc", Key: "k", Created: now, LastUsed: now, Server: "10.11", Flavor: "mariadb",
+	meta := &catalog.Meta{Name: "app", Hash: "abc", Key: "k", Created: now, LastUsed: now, Server: "10.11", Flavor: "mariadb",
 		Backend: "reflink", LogFileSize: 1 << 20, ServerOptions: []string{"a=b"}, Databases: []string{"d"}, User: "u",
 		Password: "hunter2", Accounts: "2", Bytes: 5, BuildSeconds: 1.5, Inputs: []string{"x"}, Warnings: []string{"w"}, InitCmd: "i"}
 	blanked := *meta
@@ -41,8 +41,8 @@ func TestWireBytesUnchanged(t *testing.T) {
 		{"lease to its holder", full, leaseFor(full)},
 		{"lease in a list", listed, leaseOut(full)},
 		{"template", &blanked, TemplateOut(meta)},
-		{"template list", []*template.Meta{&blanked}, TemplatesOut([]*template.Meta{meta})},
-		{"no templates", []*template.Meta(nil), TemplatesOut(nil)},
+		{"template list", []*catalog.Meta{&blanked}, TemplatesOut([]*catalog.Meta{meta})},
+		{"no templates", []*catalog.Meta(nil), TemplatesOut(nil)},
 		{"pool status", status, StatusOut(status)},
 		{"pool status without slots", bare, StatusOut(bare)},
 	} {

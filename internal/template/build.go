@@ -2,25 +2,17 @@ package template
 
 import (
 	"context"
-	"crypto/rand"
 	"database/sql"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
-	"strconv"
-	"strings"
 	"time"
 
-	"github.com/pristinedb/pristine/internal/dsn"
-
-	"github.com/pristinedb/pristine/internal/quote"
-
 	"github.com/pristinedb/pristine/internal/capture"
+	"github.com/pristinedb/pristine/internal/catalog"
 	"github.com/pristinedb/pristine/internal/mariadb"
 	"github.com/pristinedb/pristine/internal/sqlload"
 	"github.com/pristinedb/pristine/internal/units"
@@ -55,16 +47,6 @@ type BuildOptions struct {
 	Server ServerSource
 }
 
-var nameRe = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`)
-
-// ValidName checks a template name.
-func ValidName(name string) error {
-	if !nameRe.MatchString(name) {
-		return fmt.Errorf("template name %q: use 1-64 letters, digits, '_', '-' or '.', starting with a letter or digit", name)
-	}
-	return nil
-}
-
 func (o *BuildOptions) database() string {
 	if o.Database != "" {
 		return o.Database
@@ -72,40 +54,30 @@ func (o *BuildOptions) database() string {
 	return regexp.MustCompile(`[^A-Za-z0-9_]`).ReplaceAllString(o.Name, "_")
 }
 
-// Hash computes the content hash of a build without building it. Input
-// from stdin must have been spooled to a file first.
-func (s *Store) Hash(opt BuildOptions) (string, error) {
+// Hash computes the content key of a build without building it (see
+// catalog.Key). Input from stdin must have been spooled to a file first; a
+// capture from a live server connects to it to read its identity and
+// change marker.
+func (b *Builder) Hash(opt BuildOptions) (string, error) {
 	if opt.Server.DSN != "" {
-		return s.serverHash(opt)
+		return b.serverHash(opt)
 	}
-	x := NewHasher()
-	x.Field("name", opt.Name)
-	x.Field("key", opt.Key)
-	x.Field("server", s.Bin.Version)
-	x.Field("flavor", string(s.Bin.Flavor))
-	x.Field("profile", opt.Profile.Key())
-	x.Field("database", opt.database())
-	x.Field("dbs-per-slot", strconv.Itoa(max(opt.DBsPerSlot, 1)))
-	x.Field("init-cmd", opt.InitCmd)
-	if opt.FromSQL != "" {
-		if err := x.Path(opt.FromSQL); err != nil {
-			return "", err
-		}
-	}
-	for _, w := range opt.Watch {
-		x.Field("watch", w)
-		if err := x.Path(w); err != nil {
-			return "", err
-		}
-	}
-	return x.Sum(), nil
+	in := b.inputs(opt)
+	in.FromSQL = opt.FromSQL
+	return catalog.Key(in)
+}
+
+// inputs are the content key's inputs common to every kind of build.
+func (b *Builder) inputs(opt BuildOptions) catalog.Inputs {
+	return catalog.Inputs{Name: opt.Name, Key: opt.Key, Server: b.bin.Version, Flavor: string(b.bin.Flavor),
+		Profile: opt.Profile.Key(), Database: opt.database(), DBsPerSlot: opt.DBsPerSlot, InitCmd: opt.InitCmd, Watch: opt.Watch}
 }
 
 // Build makes the template opt describes, or returns the one already built
 // from the same inputs (built is then false). A failed build leaves nothing
 // behind: no data directory, no server, no meta.json.
-func (s *Store) Build(ctx context.Context, opt BuildOptions) (m *Meta, built bool, err error) {
-	if err := ValidName(opt.Name); err != nil {
+func (b *Builder) Build(ctx context.Context, opt BuildOptions) (m *catalog.Meta, built bool, err error) {
+	if err := catalog.ValidName(opt.Name); err != nil {
 		return nil, false, err
 	}
 	if opt.FromSQL == "" && opt.InitCmd == "" && opt.Server.DSN == "" {
@@ -115,112 +87,90 @@ func (s *Store) Build(ctx context.Context, opt BuildOptions) (m *Meta, built boo
 		opt.DBsPerSlot = 1
 	}
 	if opt.FromSQL == "-" {
-		spooled, cleanup, err := s.spoolStdin()
+		spooled, cleanup, err := b.spoolStdin()
 		if err != nil {
 			return nil, false, err
 		}
 		defer cleanup()
 		opt.FromSQL = spooled
 	}
-	hash, err := s.Hash(opt)
+	hash, err := b.Hash(opt)
 	if err != nil {
 		return nil, false, err
 	}
-	if m, err := s.loadMeta(hash); err == nil && !opt.Rebuild && CheckSecured(m) == nil {
+	if m, err := b.cat.Load(hash); err == nil && !opt.Rebuild && catalog.CheckSecured(m) == nil {
 		return m, false, nil
 	}
-	unlock, err := s.lock(hash)
+	unlock, err := b.cat.Lock(hash)
 	if err != nil {
 		return nil, false, err
 	}
 	defer unlock()
-	if m, err := s.loadMeta(hash); err == nil {
+	if m, err := b.cat.Load(hash); err == nil {
 		// A template of an older pristine (accounts not secured) is
 		// built again.
-		if !opt.Rebuild && CheckSecured(m) == nil {
+		if !opt.Rebuild && catalog.CheckSecured(m) == nil {
 			return m, false, nil // someone else built it while we waited
 		}
-		if err := s.removeLocked(m); err != nil {
+		if err := b.cat.RemoveLocked(m); err != nil {
 			return nil, false, err
 		}
 	}
 	start := time.Now()
-	dir, err := s.newBuildDir(hash)
+	dir, err := b.cat.Stage(hash)
 	if err != nil {
 		return nil, false, err
 	}
 	defer func() {
 		if err != nil {
-			if rmErr := s.removeDir(dir); rmErr != nil {
+			if rmErr := b.cat.Discard(dir); rmErr != nil {
 				err = fmt.Errorf("%w (and cleaning up: %v)", err, rmErr)
 			}
-			s.removeLock(hash)
-			_, _ = s.PruneBases() // a store with no template holds nothing
+			b.cat.RemoveLock(hash)
+			_, _ = b.cat.PruneBases() // a store with no template holds nothing
 		}
 	}()
-	m = s.newMeta(opt, hash)
+	m = b.newMeta(opt, hash)
 	if opt.FromSQL != "" {
 		m.Inputs = []string{opt.FromSQL}
 	}
-	build := s.buildData
+	build := b.buildData
 	if opt.Server.DSN != "" {
-		build = s.buildFromServer
+		build = b.buildFromServer
 	}
 	if err := build(ctx, dir, opt, m); err != nil {
 		return nil, false, fmt.Errorf("template build %s: %w", opt.Name, err)
 	}
-	if err := s.publish(dir, m, start); err != nil {
+	if err := b.publish(dir, m, start); err != nil {
 		return nil, false, err
 	}
 	return m, true, nil
 }
 
-// publish writes meta.json into a finished build directory and renames it
-// to its hash: from then on the template exists.
-func (s *Store) publish(dir string, m *Meta, start time.Time) error {
-	m.Bytes = diskUsage(filepath.Join(dir, "data"))
+// publish stamps a finished build and publishes it in the catalog: from
+// then on the template exists.
+func (b *Builder) publish(dir string, m *catalog.Meta, start time.Time) error {
 	m.Created = time.Now().UTC()
 	m.LastUsed = m.Created
 	m.BuildSeconds = time.Since(start).Seconds()
-	if err := writeMeta(dir, m); err != nil {
-		return err
+	if err := b.cat.Publish(dir, m); err != nil {
+		return fmt.Errorf("template build %s: %w", m.Name, err)
 	}
-	if err := os.Rename(dir, s.Dir(m.Hash)); err != nil {
-		return fmt.Errorf("template build %s: publish: %w", m.Name, err)
-	}
-	s.progress("template %s built in %.1fs (%s, %s on disk)", m.Name, m.BuildSeconds, m.Hash[:12], units.Bytes(m.Bytes))
+	b.progress("template %s built in %.1fs (%s, %s on disk)", m.Name, m.BuildSeconds, m.Hash[:12], units.Bytes(m.Bytes))
 	return nil
 }
 
-// newBuildDir makes an empty build directory for hash, removing one a
-// killed build left; the caller holds the hash's lock.
-func (s *Store) newBuildDir(hash string) (string, error) {
-	dir := filepath.Join(s.templatesDir(), ".build-"+hash)
-	if err := s.removeDir(dir); err != nil {
-		return "", err
-	}
-	// Searchable by the servers' account, which owns the data directory
-	// inside; meta.json stays the owner's.
-	if err := os.Mkdir(dir, 0o711); err != nil {
-		return "", fmt.Errorf("template build: %w", err)
-	}
-	if err := os.Chmod(dir, 0o711); err != nil {
-		return "", fmt.Errorf("template build: %w", err)
-	}
-	return dir, nil
-}
-
 // newMeta starts the record of a build.
-func (s *Store) newMeta(opt BuildOptions, hash string) *Meta {
-	return &Meta{Name: opt.Name, Hash: hash, Key: opt.Key, Server: s.Bin.Version, Flavor: string(s.Bin.Flavor),
-		Backend: s.Backend.Name(), LogFileSize: opt.Profile.LogFileSize, ServerOptions: opt.Profile.Options, User: "pristine", Accounts: AccountsVersion,
+func (b *Builder) newMeta(opt BuildOptions, hash string) *catalog.Meta {
+	return &catalog.Meta{Name: opt.Name, Hash: hash, Key: opt.Key, Server: b.bin.Version, Flavor: string(b.bin.Flavor),
+		Backend: b.cat.Backend().Name(), LogFileSize: opt.Profile.LogFileSize, ServerOptions: opt.Profile.Options, User: "pristine", Accounts: catalog.AccountsVersion,
 		Password: randomPassword(), InitCmd: opt.InitCmd, Databases: []string{opt.database()}}
 }
 
 // buildData clones the base data directory into dir/data, starts a server
 // on it, loads the inputs, runs the init command and stops it cleanly.
-func (s *Store) buildData(ctx context.Context, dir string, opt BuildOptions, m *Meta) error {
-	in, db, err := s.startBuild(ctx, dir, opt, m)
+func (b *Builder) buildData(ctx context.Context, dir string, opt BuildOptions, m *catalog.Meta) error {
+	in, db, err := b.startBuild(ctx, dir, opt, m)
 	if err != nil {
 		return err
 	}
@@ -228,36 +178,36 @@ func (s *Store) buildData(ctx context.Context, dir string, opt BuildOptions, m *
 	defer in.Kill()
 	defer db.Close()
 	if opt.FromSQL != "" {
-		if err := s.load(ctx, in, opt); err != nil {
+		if err := b.load(ctx, in, opt); err != nil {
 			return err
 		}
 	}
 	if opt.InitCmd != "" {
-		s.progress("running init command")
+		b.progress("running init command")
 		if err := runInitCmd(ctx, in, opt, m); err != nil {
 			return err
 		}
 	}
-	if err := s.checkForeignKeys(ctx, db, m); err != nil {
+	if err := b.checkForeignKeys(ctx, db, m); err != nil {
 		return err
 	}
-	return s.finishBuild(ctx, in, db, opt, m)
+	return b.finishBuild(ctx, in, db, opt, m)
 }
 
 // startBuild clones the base data directory into dir/data and starts a
 // server on it with the build profile, with the template's database and
 // account made. The caller kills the server if it does not finish.
-func (s *Store) startBuild(ctx context.Context, dir string, opt BuildOptions, m *Meta) (*mariadb.Instance, *sql.DB, error) {
-	base, err := s.base(ctx, opt.Profile)
+func (b *Builder) startBuild(ctx context.Context, dir string, opt BuildOptions, m *catalog.Meta) (*mariadb.Instance, *sql.DB, error) {
+	base, err := b.base(ctx, opt.Profile)
 	if err != nil {
 		return nil, nil, err
 	}
 	data := filepath.Join(dir, "data")
-	if err := s.Backend.Clone(base, data); err != nil {
+	if err := b.cat.Backend().Clone(base, data); err != nil {
 		return nil, nil, err
 	}
-	runDir := filepath.Join(s.Root.Path, "run", "build-"+m.Hash[:12])
-	in, err := mariadb.Start(s.Bin, mariadb.Config{Datadir: data, RunDir: runDir, Profile: mariadb.BuildProfile(opt.Profile), AdminPassword: s.Admin})
+	runDir := filepath.Join(b.cat.Root().Path, "run", "build-"+m.Hash[:12])
+	in, err := mariadb.Start(b.bin, mariadb.Config{Datadir: data, RunDir: runDir, Profile: mariadb.BuildProfile(opt.Profile), AdminPassword: b.cat.Admin()})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -281,7 +231,7 @@ func (s *Store) startBuild(ctx context.Context, dir string, opt BuildOptions, m 
 
 // finishBuild makes the copies of --dbs-per-slot and stops the server
 // cleanly, leaving a data directory every clone can start from.
-func (s *Store) finishBuild(ctx context.Context, in *mariadb.Instance, db *sql.DB, opt BuildOptions, m *Meta) error {
+func (b *Builder) finishBuild(ctx context.Context, in *mariadb.Instance, db *sql.DB, opt BuildOptions, m *catalog.Meta) error {
 	defer os.RemoveAll(in.Config.RunDir)
 	dbName := opt.database()
 	m.Databases = []string{dbName}
@@ -291,10 +241,10 @@ func (s *Store) finishBuild(ctx context.Context, in *mariadb.Instance, db *sql.D
 	if n, err := capture.PersistCounters(ctx, db); err != nil {
 		return err
 	} else if n > 0 {
-		s.progress("persisted the AUTO_INCREMENT counters of %d tables", n)
+		b.progress("persisted the AUTO_INCREMENT counters of %d tables", n)
 	}
 	if opt.DBsPerSlot > 1 {
-		s.progress("making %d copies of %s inside the template", opt.DBsPerSlot-1, dbName)
+		b.progress("making %d copies of %s inside the template", opt.DBsPerSlot-1, dbName)
 		names, err := copySchema(ctx, db, in.Config.Datadir, dbName, opt.DBsPerSlot)
 		if err != nil {
 			return err
@@ -303,7 +253,7 @@ func (s *Store) finishBuild(ctx context.Context, in *mariadb.Instance, db *sql.D
 	}
 	if w := memoryRows(ctx, db); w != "" {
 		m.Warnings = append(m.Warnings, w)
-		s.progress("warning: %s", w)
+		b.progress("warning: %s", w)
 	}
 	// The build account's password was handed to the builder: no clone may
 	// accept it. Locked, it keeps running what it is the DEFINER of.
@@ -316,51 +266,31 @@ func (s *Store) finishBuild(ctx context.Context, in *mariadb.Instance, db *sql.D
 		return fmt.Errorf("prepare shutdown: %w", err)
 	}
 	db.Close()
-	s.progress("stopping the template server cleanly")
+	b.progress("stopping the template server cleanly")
 	return in.Stop(ctx, 10*time.Minute)
 }
 
-func (s *Store) load(ctx context.Context, in *mariadb.Instance, opt BuildOptions) error {
+func (b *Builder) load(ctx context.Context, in *mariadb.Instance, opt BuildOptions) error {
 	srcs, err := sqlload.Sources(opt.FromSQL)
 	if err != nil {
 		return err
 	}
-	s.progress("loading %s", opt.FromSQL)
+	b.progress("loading %s", opt.FromSQL)
 	stats, err := sqlload.Load(ctx, in.DSN(""), srcs, sqlload.Options{Database: opt.database(), Workers: opt.Workers})
 	if err != nil {
 		return err
 	}
-	s.progress("loaded %d statements, %s in %.1fs", stats.Statements, units.Bytes(stats.Bytes), stats.Duration.Seconds())
+	b.progress("loaded %d statements, %s in %.1fs", stats.Statements, units.Bytes(stats.Bytes), stats.Duration.Seconds())
 	if stats.Statements == 0 {
-		return fmt.Errorf("%s holds no SQL statements (%s read): check the file (an empty dump, or a failed mariadb-dump?); a template from migrations alone needs only --init-cmd", s.inputName(opt.FromSQL), units.Bytes(stats.Bytes))
-	}
-	return nil
-}
-
-// setupAccount creates the schema (unless dbName is empty: a dump being
-// loaded may create it with its own options) and the template's account.
-func setupAccount(ctx context.Context, db *sql.DB, dbName string, m *Meta) error {
-	qs := []string{
-		"CREATE USER IF NOT EXISTS 'pristine'@'%'",
-		// A captured copy of a pristine server may hold the account already.
-		"ALTER USER 'pristine'@'%' IDENTIFIED BY " + quote.String(m.Password) + " ACCOUNT UNLOCK",
-		"GRANT ALL PRIVILEGES ON *.* TO 'pristine'@'%' WITH GRANT OPTION",
-	}
-	if dbName != "" {
-		qs = append([]string{"CREATE DATABASE IF NOT EXISTS " + quote.Ident(dbName)}, qs...)
-	}
-	for _, q := range qs {
-		if _, err := db.ExecContext(ctx, q); err != nil {
-			return fmt.Errorf("set up template account: %w", err)
-		}
+		return fmt.Errorf("%s holds no SQL statements (%s read): check the file (an empty dump, or a failed mariadb-dump?); a template from migrations alone needs only --init-cmd", b.inputName(opt.FromSQL), units.Bytes(stats.Bytes))
 	}
 	return nil
 }
 
 // spoolStdin copies standard input to a file under the root so it can be
 // hashed and then loaded.
-func (s *Store) spoolStdin() (string, func(), error) {
-	dir := filepath.Join(s.Root.Path, "tmp")
+func (b *Builder) spoolStdin() (string, func(), error) {
+	dir := filepath.Join(b.cat.Root().Path, "tmp")
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return "", nil, err
 	}
@@ -382,119 +312,4 @@ func (s *Store) spoolStdin() (string, func(), error) {
 		return "", nil, err
 	}
 	return f.Name(), cleanup, nil
-}
-
-// base returns an empty data directory initialised for the server and the
-// profile's log size, made once and cloned by every build.
-func (s *Store) base(ctx context.Context, p mariadb.Profile) (string, error) {
-	key := NewHasher()
-	key.Field("server", s.Bin.Version)
-	key.Field("profile", p.Key())
-	key.Field("accounts", AccountsVersion)
-	dir := filepath.Join(s.Root.Data(), "base", key.Sum()[:16])
-	data := filepath.Join(dir, "data")
-	if _, err := os.Stat(filepath.Join(dir, "ready")); err == nil {
-		return data, nil
-	}
-	unlock, err := s.lock("base-" + key.Sum()[:16])
-	if err != nil {
-		return "", err
-	}
-	defer unlock()
-	if _, err := os.Stat(filepath.Join(dir, "ready")); err == nil {
-		return data, nil
-	}
-	s.progress("initialising an empty %s data directory (once per server version)", s.Bin.Version)
-	if err := s.removeDir(dir); err != nil {
-		return "", err
-	}
-	// Searchable by the servers' account (older versions made them 0700).
-	for _, d := range []string{filepath.Dir(dir), dir} {
-		if err := os.MkdirAll(d, 0o711); err != nil {
-			return "", err
-		}
-		if err := os.Chmod(d, 0o711); err != nil {
-			return "", err
-		}
-	}
-	if err := s.Backend.MakeDir(data); err != nil {
-		return "", err
-	}
-	if err := s.Bin.InitDatadir(ctx, data); err != nil {
-		_ = s.removeDir(dir)
-		return "", err
-	}
-	// One clean start and stop with the profile sizes the redo log, so that
-	// clones start without resizing it. The start is private (no TCP, the
-	// socket in a directory only the servers' account and pristine reach),
-	// and secures the accounts before anything can connect to them.
-	runDir := filepath.Join(s.Root.Path, "run", "base")
-	defer os.RemoveAll(runDir)
-	in, err := mariadb.Start(s.Bin, mariadb.Config{Datadir: data, RunDir: runDir, Profile: p, Extra: []string{"--skip-networking"}})
-	if err == nil {
-		if err = in.WaitReady(ctx); err == nil {
-			if err = s.secureOn(ctx, in, false); err == nil {
-				err = in.Stop(ctx, 2*time.Minute)
-			}
-		}
-		in.Kill()
-	}
-	if err != nil {
-		_ = s.removeDir(dir)
-		return "", fmt.Errorf("prepare base data directory: %w", err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "ready"), nil, 0o600); err != nil {
-		return "", err
-	}
-	return data, nil
-}
-
-func randomPassword() string {
-	b := make([]byte, 18)
-	if _, err := rand.Read(b); err != nil {
-		panic(err)
-	}
-	return hex.EncodeToString(b)
-}
-
-// runInitCmd runs the init command with the template server's DSN in the
-// environment.
-func runInitCmd(ctx context.Context, in *mariadb.Instance, opt BuildOptions, m *Meta) error {
-	cmd := exec.CommandContext(ctx, "/bin/sh", "-c", opt.InitCmd)
-	cmd.Env = append(os.Environ(), dsn.Env(in.Config.Port, in.Config.Socket(), m.User, m.Password, opt.database())...)
-	out := opt.InitOutput
-	if out == nil {
-		out = os.Stderr
-	}
-	cmd.Stdout, cmd.Stderr = out, out
-	if err := cmd.Run(); err != nil {
-		var ee *exec.ExitError
-		if errors.As(err, &ee) {
-			return fmt.Errorf("init command %q failed with exit status %d: fix it and build again (its output is above)", opt.InitCmd, ee.ExitCode())
-		}
-		return fmt.Errorf("init command %q: %w", opt.InitCmd, err)
-	}
-	return nil
-}
-
-// memoryRows warns about MEMORY tables that hold rows: their rows live only
-// in the running server, so every clone of the template has them empty.
-func memoryRows(ctx context.Context, db *sql.DB) string {
-	rows, err := db.QueryContext(ctx, `SELECT CONCAT(TABLE_SCHEMA, '.', TABLE_NAME) FROM information_schema.TABLES
-		WHERE ENGINE = 'MEMORY' AND TABLE_ROWS > 0 AND TABLE_SCHEMA NOT IN ('mysql', 'information_schema', 'performance_schema', 'sys')`)
-	if err != nil {
-		return ""
-	}
-	defer rows.Close()
-	var names []string
-	for rows.Next() {
-		var n string
-		if rows.Scan(&n) == nil {
-			names = append(names, n)
-		}
-	}
-	if len(names) == 0 {
-		return ""
-	}
-	return fmt.Sprintf("MEMORY tables lose their rows when the server stops, so every clone has %s empty: use InnoDB for rows the tests need", strings.Join(names, ", "))
 }

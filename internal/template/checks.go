@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"fmt"
 	"strings"
+
+	"github.com/pristinedb/pristine/internal/catalog"
 )
 
 // danglingForeignKeys lists the foreign keys whose referenced table or
@@ -48,24 +50,46 @@ ORDER BY k.TABLE_SCHEMA, k.TABLE_NAME, k.CONSTRAINT_NAME, k.ORDINAL_POSITION`)
 
 // checkForeignKeys records the dangling foreign keys of a loaded template
 // as warnings, one per key, and reports them.
-func (s *Store) checkForeignKeys(ctx context.Context, db *sql.DB, m *Meta) error {
+func (b *Builder) checkForeignKeys(ctx context.Context, db *sql.DB, m *catalog.Meta) error {
 	bad, err := danglingForeignKeys(ctx, db)
 	if err != nil {
 		return err
 	}
-	for _, b := range bad {
-		w := b + ": inserts into that table fail in every clone (the dump was loaded with FOREIGN_KEY_CHECKS=0, which hid it)"
+	for _, k := range bad {
+		w := k + ": inserts into that table fail in every clone (the dump was loaded with FOREIGN_KEY_CHECKS=0, which hid it)"
 		m.Warnings = append(m.Warnings, w)
-		s.progress("warning: %s", w)
+		b.progress("warning: %s", w)
 	}
 	return nil
 }
 
 // inputName is how a build's SQL input is named in messages: the path the
 // user gave, or standard input for a spooled one.
-func (s *Store) inputName(path string) string {
-	if strings.HasPrefix(path, s.Root.Path+"/tmp/stdin-") {
+func (b *Builder) inputName(path string) string {
+	if strings.HasPrefix(path, b.cat.Root().Path+"/tmp/stdin-") {
 		return "standard input"
 	}
 	return path
+}
+
+// memoryRows warns about MEMORY tables that hold rows: their rows live only
+// in the running server, so every clone of the template has them empty.
+func memoryRows(ctx context.Context, db *sql.DB) string {
+	rows, err := db.QueryContext(ctx, `SELECT CONCAT(TABLE_SCHEMA, '.', TABLE_NAME) FROM information_schema.TABLES
+		WHERE ENGINE = 'MEMORY' AND TABLE_ROWS > 0 AND TABLE_SCHEMA NOT IN ('mysql', 'information_schema', 'performance_schema', 'sys')`)
+	if err != nil {
+		return ""
+	}
+	defer rows.Close()
+	var names []string
+	for rows.Next() {
+		var n string
+		if rows.Scan(&n) == nil {
+			names = append(names, n)
+		}
+	}
+	if len(names) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("MEMORY tables lose their rows when the server stops, so every clone has %s empty: use InnoDB for rows the tests need", strings.Join(names, ", "))
 }

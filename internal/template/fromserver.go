@@ -7,11 +7,11 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/pristinedb/pristine/internal/capture"
+	"github.com/pristinedb/pristine/internal/catalog"
 	"github.com/pristinedb/pristine/internal/dsn"
 	"github.com/pristinedb/pristine/internal/mariadb"
 	"github.com/pristinedb/pristine/internal/sysmem"
@@ -62,7 +62,7 @@ type liveSource struct {
 
 // openSource connects to the source, resolves the method and the default
 // database (the first captured one) and reads the change marker.
-func (s *Store) openSource(ctx context.Context, opt *BuildOptions) (*liveSource, error) {
+func (b *Builder) openSource(ctx context.Context, opt *BuildOptions) (*liveSource, error) {
 	if opt.FromSQL != "" {
 		return nil, errors.New("template build: --from-server and --from-sql cannot be combined: capture the server, then run SQL with --init-cmd")
 	}
@@ -83,7 +83,7 @@ func (s *Store) openSource(ctx context.Context, opt *BuildOptions) (*liveSource,
 	if err != nil {
 		return nil, fmt.Errorf("template build: %w", err)
 	}
-	method, reason, err := capture.Choose(ctx, src, s.Bin, opt.Server.Method)
+	method, reason, err := capture.Choose(ctx, src, b.bin, opt.Server.Method)
 	if err != nil {
 		src.Close()
 		return nil, fmt.Errorf("template build: %w", err)
@@ -100,43 +100,26 @@ func (s *Store) openSource(ctx context.Context, opt *BuildOptions) (*liveSource,
 	return ls, nil
 }
 
-// serverHash is the hash of a template captured from a live server: the
-// source's identity (address, server id, data directory, version), the
-// databases, the method and a change marker: @@gtid_binlog_pos when the
-// source keeps a binary log, else the capture time, so that a source
-// without one is captured again on every build.
-func (s *Store) serverHash(opt BuildOptions) (string, error) {
+// serverHash is the content key of a template captured from a live
+// server (catalog.Live): the source is probed for its identity, databases,
+// method and change marker.
+func (b *Builder) serverHash(opt BuildOptions) (string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	ls, err := s.openSource(ctx, &opt)
+	ls, err := b.openSource(ctx, &opt)
 	if err != nil {
 		return "", err
 	}
 	defer ls.src.Close()
-	return s.hashLive(opt, ls), nil
+	return b.hashLive(opt, ls), nil
 }
 
-func (s *Store) hashLive(opt BuildOptions, ls *liveSource) string {
-	x := NewHasher()
-	x.Field("name", opt.Name)
-	x.Field("server", s.Bin.Version)
-	x.Field("flavor", string(s.Bin.Flavor))
-	x.Field("profile", opt.Profile.Key())
-	x.Field("database", opt.database())
-	x.Field("dbs-per-slot", strconv.Itoa(max(opt.DBsPerSlot, 1)))
-	x.Field("init-cmd", opt.InitCmd)
-	x.Field("source", ls.src.Identity())
-	x.Field("databases", strings.Join(ls.src.Databases, ","))
-	x.Field("method", ls.method)
-	x.Field("marker", ls.marker)
-	if opt.Server.WithPasswords {
-		x.Field("with-passwords", "yes")
-	}
-	for _, w := range opt.Watch {
-		x.Field("watch", w)
-		_ = x.Path(w) // a missing watch path fails the normal build too
-	}
-	return x.Sum()
+func (b *Builder) hashLive(opt BuildOptions, ls *liveSource) string {
+	in := b.inputs(opt)
+	in.Live = &catalog.Live{Source: ls.src.Identity(), Databases: ls.src.Databases, Method: ls.method,
+		Marker: ls.marker, WithPasswords: opt.Server.WithPasswords}
+	k, _ := catalog.Key(in) // a live key never fails: its watch paths are read if they can be
+	return k
 }
 
 // buildFromServer is buildData for a live source: the data directory comes
@@ -144,27 +127,27 @@ func (s *Store) hashLive(opt BuildOptions, ls *liveSource) string {
 // copy; then the server is started with the build profile, the lease
 // account made, the init command run and the server stopped cleanly with
 // innodb_fast_shutdown=0, exactly as for SQL input.
-func (s *Store) buildFromServer(ctx context.Context, dir string, opt BuildOptions, m *Meta) error {
-	ls, err := s.openSource(ctx, &opt)
+func (b *Builder) buildFromServer(ctx context.Context, dir string, opt BuildOptions, m *catalog.Meta) error {
+	ls, err := b.openSource(ctx, &opt)
 	if err != nil {
 		return err
 	}
 	defer ls.src.Close()
 	src := ls.src
-	s.progress("capturing %s, databases %s, by %s capture (%s)", src.Name(), strings.Join(src.Databases, ","), ls.method, ls.reason)
+	b.progress("capturing %s, databases %s, by %s capture (%s)", src.Name(), strings.Join(src.Databases, ","), ls.method, ls.reason)
 	if src.GTID != "" {
-		s.progress("change marker: GTID position %s (the template is reused while the source's position stays there)", src.GTID)
+		b.progress("change marker: GTID position %s (the template is reused while the source's position stays there)", src.GTID)
 	} else {
-		s.progress("change marker: capture time (the source has no binary log, so every build captures it again)")
+		b.progress("change marker: capture time (the source has no binary log, so every build captures it again)")
 	}
-	copts := capture.Options{Workers: opt.Workers, LockWait: opt.Server.LockWait, WithPasswords: opt.Server.WithPasswords, Insert: opt.Server.Insert, Stream: opt.Server.Stream, Log: s.progress, AfterSnapshot: opt.Server.AfterSnapshot}
-	if s.Progress != nil && opt.Server.Meter != nil {
+	copts := capture.Options{Workers: opt.Workers, LockWait: opt.Server.LockWait, WithPasswords: opt.Server.WithPasswords, Insert: opt.Server.Insert, Stream: opt.Server.Stream, Log: b.progress, AfterSnapshot: opt.Server.AfterSnapshot}
+	if b.Progress != nil && opt.Server.Meter != nil {
 		copts.Progress = opt.Server.Meter
 	}
 	data := filepath.Join(dir, "data")
 	var counters []capture.Counter
 	if ls.method == capture.MethodPhysical {
-		if err := s.Backend.MakeDir(data); err != nil {
+		if err := b.cat.Backend().MakeDir(data); err != nil {
 			return err
 		}
 		st, err := capture.Physical(ctx, src, data, len(opt.Server.Databases) == 0, copts)
@@ -172,22 +155,22 @@ func (s *Store) buildFromServer(ctx context.Context, dir string, opt BuildOption
 			return err
 		}
 		counters = st.Counters
-		s.progress("copied and prepared %s in %.1fs", units.Bytes(st.Bytes), st.Elapsed.Seconds())
+		b.progress("copied and prepared %s in %.1fs", units.Bytes(st.Bytes), st.Elapsed.Seconds())
 		// The copy's accounts are the source's: secure them on a private
 		// start without grant tables before it is ever served on TCP.
-		if err := s.secure(ctx, data, mariadb.BuildProfile(opt.Profile)); err != nil {
+		if err := b.secure(ctx, data, mariadb.BuildProfile(opt.Profile)); err != nil {
 			return err
 		}
 	} else {
-		base, err := s.base(ctx, opt.Profile)
+		base, err := b.base(ctx, opt.Profile)
 		if err != nil {
 			return err
 		}
-		if err := s.Backend.Clone(base, data); err != nil {
+		if err := b.cat.Backend().Clone(base, data); err != nil {
 			return err
 		}
 	}
-	runDir := filepath.Join(s.Root.Path, "run", "build-"+m.Hash[:12])
+	runDir := filepath.Join(b.cat.Root().Path, "run", "build-"+m.Hash[:12])
 	defer os.RemoveAll(runDir)
 	prof := mariadb.BuildProfile(opt.Profile)
 	if ls.method == capture.MethodLogical {
@@ -195,7 +178,7 @@ func (s *Store) buildFromServer(ctx context.Context, dir string, opt BuildOption
 		// to the data, within a quarter of the free memory.
 		prof.BufferPool = max(prof.BufferPool, min(src.Bytes+src.Bytes/4, sysmem.AvailableOr(1<<30)/4))
 	}
-	in, err := mariadb.Start(s.Bin, mariadb.Config{Datadir: data, RunDir: runDir, Profile: prof, AdminPassword: s.Admin})
+	in, err := mariadb.Start(b.bin, mariadb.Config{Datadir: data, RunDir: runDir, Profile: prof, AdminPassword: b.cat.Admin()})
 	if err != nil {
 		return err
 	}
@@ -220,16 +203,16 @@ func (s *Store) buildFromServer(ctx context.Context, dir string, opt BuildOption
 		if err != nil {
 			return err
 		}
-		s.progress("removed %d accounts out of scope of %s; set %d AUTO_INCREMENT counters to the source's", n, strings.Join(src.Databases, ","), set)
+		b.progress("removed %d accounts out of scope of %s; set %d AUTO_INCREMENT counters to the source's", n, strings.Join(src.Databases, ","), set)
 	} else {
 		st, err := capture.Logical(ctx, src, in.DSN(""), copts)
 		if err != nil {
 			return fmt.Errorf("capture %s: %w", src.Name(), err)
 		}
-		s.progress("captured %d rows (%s) of %d tables, %d objects, %d accounts in %.1fs", st.Rows, units.Bytes(st.Bytes), st.Tables, st.Objects, st.Accounts, st.Elapsed.Seconds())
+		b.progress("captured %d rows (%s) of %d tables, %d objects, %d accounts in %.1fs", st.Rows, units.Bytes(st.Bytes), st.Tables, st.Objects, st.Accounts, st.Elapsed.Seconds())
 		// Root at other hosts and anonymous accounts the copy brought
 		// along go (or are locked when they are DEFINERs).
-		if err := mariadb.SecureAccounts(ctx, db, s.Admin, false); err != nil {
+		if err := mariadb.SecureAccounts(ctx, db, b.cat.Admin(), false); err != nil {
 			return err
 		}
 	}
@@ -239,10 +222,10 @@ func (s *Store) buildFromServer(ctx context.Context, dir string, opt BuildOption
 	}
 	m.Inputs = []string{fmt.Sprintf("%s databases=%s method=%s marker=%s", src.Name(), strings.Join(src.Databases, ","), ls.method, ls.marker)}
 	if opt.InitCmd != "" {
-		s.progress("running init command")
+		b.progress("running init command")
 		if err := runInitCmd(ctx, in, opt, m); err != nil {
 			return err
 		}
 	}
-	return s.finishBuild(ctx, in, db, opt, m)
+	return b.finishBuild(ctx, in, db, opt, m)
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pristinedb/pristine/internal/catalog"
 	"github.com/pristinedb/pristine/internal/mariadb"
 	"github.com/pristinedb/pristine/internal/template"
 	"github.com/pristinedb/pristine/internal/template/templatetest"
@@ -15,13 +16,13 @@ import (
 // TestEmptyDumpRefused: a dump with no statements is refused, naming the
 // file, and leaves no template.
 func TestEmptyDumpRefused(t *testing.T) {
-	st := templatetest.NewStore(t, "auto")
+	st := templatetest.NewBuilder(t, "auto")
 	in := writeFile(t, t.TempDir(), "empty.sql", "-- nothing but a comment\n\n")
 	_, _, err := st.Build(context.Background(), template.BuildOptions{Name: "empty", FromSQL: in, Profile: mariadb.DefaultProfile()})
 	if err == nil || !strings.Contains(err.Error(), in) || !strings.Contains(err.Error(), "no SQL statements") {
 		t.Fatalf("build from an empty dump: %v; want a refusal naming %s", err, in)
 	}
-	if all, _ := st.List(); len(all) != 0 {
+	if all, _ := st.Catalog().List(); len(all) != 0 {
 		t.Fatalf("an empty dump left templates: %v", all)
 	}
 }
@@ -30,7 +31,7 @@ func TestEmptyDumpRefused(t *testing.T) {
 // column, hidden by FOREIGN_KEY_CHECKS=0 during the load, are reported one
 // by one, by name.
 func TestDanglingForeignKeysReported(t *testing.T) {
-	st := templatetest.NewStore(t, "auto")
+	st := templatetest.NewBuilder(t, "auto")
 	var lines []string
 	st.Progress = func(format string, args ...any) { lines = append(lines, format) }
 	m := templatetest.Build(t, st, "app", `SET FOREIGN_KEY_CHECKS=0;
@@ -61,10 +62,10 @@ CREATE TABLE later (id INT PRIMARY KEY) ENGINE=InnoDB;
 // Debian's packaged server does, and a server option changes that and the
 // content hash.
 func TestServerOptions(t *testing.T) {
-	st := templatetest.NewStore(t, "auto")
+	st := templatetest.NewBuilder(t, "auto")
 	out := filepath.Join(t.TempDir(), "charset")
 	init := `mariadb -N -u"$MYSQL_USER" -e "SELECT @@character_set_server, @@collation_server" > ` + out
-	build := func(opts []string) *template.Meta {
+	build := func(opts []string) *catalog.Meta {
 		t.Helper()
 		p := mariadb.DefaultProfile()
 		var err error

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/pristinedb/pristine/internal/catalog"
 	"github.com/pristinedb/pristine/internal/mariadb"
 )
 
@@ -12,7 +13,7 @@ import (
 // that reads or copies a template outside a pool (verify, benchmarks).
 type Running struct {
 	Inst *mariadb.Instance
-	Meta *Meta
+	Meta *catalog.Meta
 	dir  string
 	rm   func() error
 }
@@ -20,15 +21,15 @@ type Running struct {
 // Start clones template m under the root (as name, which must be unique
 // among running clones) and starts a server on the clone with the build
 // profile. Close stops it and removes the clone.
-func (s *Store) Start(ctx context.Context, m *Meta, name string) (*Running, error) {
-	if err := CheckSecured(m); err != nil {
+func (b *Builder) Start(ctx context.Context, m *catalog.Meta, name string) (*Running, error) {
+	if err := catalog.CheckSecured(m); err != nil {
 		return nil, err
 	}
-	b, err := s.BackendFor(m)
+	be, err := b.cat.BackendFor(m)
 	if err != nil {
 		return nil, err
 	}
-	dir := filepath.Join(s.Root.Data(), "scratch-servers", name)
+	dir := filepath.Join(b.cat.Root().Data(), "scratch-servers", name)
 	// Searchable by the servers' account (older versions made them 0700).
 	for _, d := range []string{filepath.Dir(dir), dir} {
 		if err := os.MkdirAll(d, 0o711); err != nil {
@@ -39,15 +40,15 @@ func (s *Store) Start(ctx context.Context, m *Meta, name string) (*Running, erro
 		}
 	}
 	data := filepath.Join(dir, "data")
-	if err := b.Remove(data); err != nil {
+	if err := be.Remove(data); err != nil {
 		return nil, err
 	}
-	if err := b.Clone(s.DataDir(m.Hash), data); err != nil {
+	if err := be.Clone(b.cat.DataDir(m.Hash), data); err != nil {
 		return nil, err
 	}
 	p := BuildProfileFor(m)
-	in, err := mariadb.Start(s.Bin, mariadb.Config{Datadir: data, RunDir: filepath.Join(s.Root.Path, "run", "srv-"+name), Profile: p, AdminPassword: s.Admin})
-	r := &Running{Inst: in, Meta: m, dir: dir, rm: func() error { return b.Remove(data) }}
+	in, err := mariadb.Start(b.bin, mariadb.Config{Datadir: data, RunDir: filepath.Join(b.cat.Root().Path, "run", "srv-"+name), Profile: p, AdminPassword: b.cat.Admin()})
+	r := &Running{Inst: in, Meta: m, dir: dir, rm: func() error { return be.Remove(data) }}
 	if err == nil {
 		err = in.WaitReady(ctx)
 	}
@@ -59,7 +60,7 @@ func (s *Store) Start(ctx context.Context, m *Meta, name string) (*Running, erro
 }
 
 // BuildProfileFor is the build profile with the template's log size.
-func BuildProfileFor(m *Meta) mariadb.Profile {
+func BuildProfileFor(m *catalog.Meta) mariadb.Profile {
 	p := mariadb.BuildProfile(mariadb.DefaultProfile())
 	p.LogFileSize = m.LogFileSize
 	return p

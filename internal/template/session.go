@@ -8,6 +8,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/pristinedb/pristine/internal/catalog"
 	"github.com/pristinedb/pristine/internal/dsn"
 
 	"github.com/pristinedb/pristine/internal/mariadb"
@@ -21,9 +22,9 @@ var ErrBuilding = errors.New("template is being built by someone else")
 // server and hands out its connection; the client runs its migrations and
 // fixtures against it, then calls Finish (or Abort).
 type Session struct {
-	Meta  *Meta
+	Meta  *catalog.Meta
 	Inst  *mariadb.Instance
-	store *Store
+	b     *Builder
 	opt   BuildOptions
 	dir   string
 	db    *sql.DB
@@ -34,44 +35,44 @@ type Session struct {
 // Begin starts a build session for opt (Name, Key, Database, DBsPerSlot,
 // Profile). When the template exists already it returns it and no session;
 // when another builder holds it, ErrBuilding.
-func (s *Store) Begin(ctx context.Context, opt BuildOptions) (*Session, *Meta, error) {
-	if err := ValidName(opt.Name); err != nil {
+func (b *Builder) Begin(ctx context.Context, opt BuildOptions) (*Session, *catalog.Meta, error) {
+	if err := catalog.ValidName(opt.Name); err != nil {
 		return nil, nil, err
 	}
 	if opt.DBsPerSlot < 1 {
 		opt.DBsPerSlot = 1
 	}
-	hash, err := s.Hash(opt)
+	hash, err := b.Hash(opt)
 	if err != nil {
 		return nil, nil, err
 	}
-	if m, err := s.loadMeta(hash); err == nil {
+	if m, err := b.cat.Load(hash); err == nil {
 		return nil, m, nil
 	}
-	unlock, err := s.tryLock(hash)
+	unlock, err := b.cat.TryLock(hash)
 	if err != nil {
 		return nil, nil, err
 	}
 	if unlock == nil {
 		return nil, nil, fmt.Errorf("%w: %s (%s)", ErrBuilding, opt.Name, hash[:12])
 	}
-	if m, err := s.loadMeta(hash); err == nil {
+	if m, err := b.cat.Load(hash); err == nil {
 		unlock()
 		return nil, m, nil
 	}
-	dir, err := s.newBuildDir(hash)
+	dir, err := b.cat.Stage(hash)
 	if err != nil {
 		unlock()
 		return nil, nil, err
 	}
-	m := s.newMeta(opt, hash)
-	in, db, err := s.startBuild(ctx, dir, opt, m)
+	m := b.newMeta(opt, hash)
+	in, db, err := b.startBuild(ctx, dir, opt, m)
 	if err != nil {
-		_ = s.removeDir(dir)
+		_ = b.cat.Discard(dir)
 		unlock()
 		return nil, nil, fmt.Errorf("template build %s: %w", opt.Name, err)
 	}
-	return &Session{Meta: m, Inst: in, store: s, opt: opt, dir: dir, db: db, start: time.Now(), done: unlock}, nil, nil
+	return &Session{Meta: m, Inst: in, b: b, opt: opt, dir: dir, db: db, start: time.Now(), done: unlock}, nil, nil
 }
 
 // Hash is the hash the session's template will have.
@@ -83,15 +84,15 @@ func (ss *Session) Env() []string {
 }
 
 // Finish stops the template server cleanly and publishes the template.
-func (ss *Session) Finish(ctx context.Context) (*Meta, error) {
+func (ss *Session) Finish(ctx context.Context) (*catalog.Meta, error) {
 	defer ss.done()
-	err := ss.store.finishBuild(ctx, ss.Inst, ss.db, ss.opt, ss.Meta)
+	err := ss.b.finishBuild(ctx, ss.Inst, ss.db, ss.opt, ss.Meta)
 	if err == nil {
-		err = ss.store.publish(ss.dir, ss.Meta, ss.start)
+		err = ss.b.publish(ss.dir, ss.Meta, ss.start)
 	}
 	if err != nil {
 		ss.Inst.Kill()
-		_ = ss.store.removeDir(ss.dir)
+		_ = ss.b.cat.Discard(ss.dir)
 		return nil, fmt.Errorf("template build %s: %w", ss.Meta.Name, err)
 	}
 	return ss.Meta, nil
@@ -103,5 +104,5 @@ func (ss *Session) Abort() {
 	ss.db.Close()
 	ss.Inst.Kill()
 	os.RemoveAll(ss.Inst.Config.RunDir)
-	_ = ss.store.removeDir(ss.dir)
+	_ = ss.b.cat.Discard(ss.dir)
 }

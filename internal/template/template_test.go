@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pristinedb/pristine/internal/catalog"
 	"github.com/pristinedb/pristine/internal/mariadb"
 	"github.com/pristinedb/pristine/internal/template"
 	"github.com/pristinedb/pristine/internal/template/templatetest"
@@ -30,7 +31,7 @@ INSERT INTO parent VALUES (1, 'a'), (2, 'b');
 `
 
 func TestBuildIsContentAddressed(t *testing.T) {
-	st := templatetest.NewStore(t, "auto")
+	st := templatetest.NewBuilder(t, "auto")
 	in := writeFile(t, t.TempDir(), "s.sql", schema)
 	opt := template.BuildOptions{Name: "app", FromSQL: in, Profile: mariadb.DefaultProfile(), Workers: 2}
 	m, built, err := st.Build(context.Background(), opt)
@@ -50,49 +51,49 @@ func TestBuildIsContentAddressed(t *testing.T) {
 	if err != nil || !built || m3.Hash == m.Hash {
 		t.Fatalf("build after a change: built=%v same hash=%v err=%v", built, m3.Hash == m.Hash, err)
 	}
-	got, err := st.Get("app")
+	got, err := st.Catalog().Get("app")
 	if err != nil || got.Hash != m3.Hash {
 		t.Fatalf("Get(app) = %v, %v; want the newest build", got, err)
 	}
-	all, _ := st.List()
+	all, _ := st.Catalog().List()
 	if len(all) != 2 {
 		t.Fatalf("List: %d templates, want 2", len(all))
 	}
-	removed, err := st.GC(m3.Bytes, nil)
+	removed, err := st.Catalog().GC(m3.Bytes, nil)
 	if err != nil || len(removed) != 1 || removed[0].Hash != m.Hash {
 		t.Fatalf("GC kept the wrong one: removed %v, err %v", removed, err)
 	}
-	if err := st.Remove(m3, func(string) bool { return true }); !errors.Is(err, template.ErrInUse) {
+	if err := st.Catalog().Remove(m3, func(string) bool { return true }); !errors.Is(err, catalog.ErrInUse) {
 		t.Fatalf("Remove of a template in use = %v, want ErrInUse", err)
 	}
-	if err := st.Remove(m3, nil); err != nil {
+	if err := st.Catalog().Remove(m3, nil); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.Get("app"); !errors.Is(err, template.ErrNotFound) {
+	if _, err := st.Catalog().Get("app"); !errors.Is(err, catalog.ErrNotFound) {
 		t.Fatalf("Get after Remove = %v", err)
 	}
 }
 
 func TestBuildFailureNamesLineAndLeavesNothing(t *testing.T) {
-	st := templatetest.NewStore(t, "auto")
+	st := templatetest.NewBuilder(t, "auto")
 	in := writeFile(t, t.TempDir(), "broken.sql", "CREATE TABLE a (id INT PRIMARY KEY);\n\nINSERT INTO a VALUES (1);\nINSERT INTO nope VALUES (1);\n")
 	_, _, err := st.Build(context.Background(), template.BuildOptions{Name: "broken", FromSQL: in, Profile: mariadb.DefaultProfile()})
 	if err == nil || !strings.Contains(err.Error(), "broken.sql:4") {
 		t.Fatalf("error = %v, want one naming broken.sql:4", err)
 	}
-	ents, _ := os.ReadDir(filepath.Join(st.Root.Data(), "templates"))
+	ents, _ := os.ReadDir(filepath.Join(st.Catalog().Root().Data(), "templates"))
 	for _, e := range ents {
 		if e.IsDir() {
 			t.Errorf("left behind after a failed build: %s", e.Name())
 		}
 	}
-	if k := mariadb.KillOrphans(st.Root.Data()); len(k) > 0 {
+	if k := mariadb.KillOrphans(st.Catalog().Root().Data()); len(k) > 0 {
 		t.Errorf("a server was left running: %v", k)
 	}
 }
 
 func TestInitCmdGetsEnvironment(t *testing.T) {
-	st := templatetest.NewStore(t, "auto")
+	st := templatetest.NewBuilder(t, "auto")
 	out := filepath.Join(t.TempDir(), "env.txt")
 	cmd := `env | grep -E '^(DATABASE_URL|MYSQL_[A-Z_]+)=' | sort > ` + out + ` && mariadb --no-defaults -h"$MYSQL_HOST" -P"$MYSQL_PORT" -u"$MYSQL_USER" "$MYSQL_DATABASE" -e 'CREATE TABLE migrated (id INT PRIMARY KEY)'`
 	m, _, err := st.Build(context.Background(), template.BuildOptions{Name: "mig", InitCmd: cmd, Profile: mariadb.DefaultProfile()})
@@ -108,7 +109,7 @@ func TestInitCmdGetsEnvironment(t *testing.T) {
 			t.Errorf("init command environment lacks %s:\n%s", v, b)
 		}
 	}
-	if _, err := os.Stat(filepath.Join(st.DataDir(m.Hash), "mig", "migrated.ibd")); err != nil {
+	if _, err := os.Stat(filepath.Join(st.Catalog().DataDir(m.Hash), "mig", "migrated.ibd")); err != nil {
 		t.Errorf("the init command's table is not in the template: %v", err)
 	}
 	_, _, err = st.Build(context.Background(), template.BuildOptions{Name: "bad", InitCmd: "exit 3", Profile: mariadb.DefaultProfile()})
@@ -118,7 +119,7 @@ func TestInitCmdGetsEnvironment(t *testing.T) {
 }
 
 func TestDBsPerSlot(t *testing.T) {
-	st := templatetest.NewStore(t, "auto")
+	st := templatetest.NewBuilder(t, "auto")
 	in := writeFile(t, t.TempDir(), "s.sql", schema)
 	m, _, err := st.Build(context.Background(), template.BuildOptions{Name: "k", FromSQL: in, DBsPerSlot: 3, Profile: mariadb.DefaultProfile()})
 	if err != nil {
@@ -138,7 +139,7 @@ func TestDBsPerSlot(t *testing.T) {
 // wait forever on its own lock), and a template whose accounts an older
 // pristine left unsecured is refused by Start and built again, not reused.
 func TestRebuildAndOlderTemplates(t *testing.T) {
-	st := templatetest.NewStore(t, "auto")
+	st := templatetest.NewBuilder(t, "auto")
 	in := writeFile(t, t.TempDir(), "s.sql", schema)
 	opt := template.BuildOptions{Name: "app", FromSQL: in, Profile: mariadb.DefaultProfile()}
 	first, _, err := st.Build(context.Background(), opt)
@@ -151,7 +152,7 @@ func TestRebuildAndOlderTemplates(t *testing.T) {
 		t.Fatalf("rebuild: built=%v err=%v", built, err)
 	}
 	// Make it look like an older pristine's.
-	b, err := os.ReadFile(filepath.Join(st.Dir(again.Hash), "meta.json"))
+	b, err := os.ReadFile(filepath.Join(st.Catalog().Dir(again.Hash), "meta.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -159,19 +160,19 @@ func TestRebuildAndOlderTemplates(t *testing.T) {
 	if old == string(b) {
 		t.Fatal("meta.json carries no accounts field")
 	}
-	if err := os.WriteFile(filepath.Join(st.Dir(again.Hash), "meta.json"), []byte(old), 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(st.Catalog().Dir(again.Hash), "meta.json"), []byte(old), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	legacy, err := st.Get("app")
+	legacy, err := st.Catalog().Get("app")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.Start(context.Background(), legacy, "legacy"); !errors.Is(err, template.ErrInsecure) {
+	if _, err := st.Start(context.Background(), legacy, "legacy"); !errors.Is(err, catalog.ErrInsecure) {
 		t.Fatalf("Start of an unsecured template = %v, want ErrInsecure", err)
 	}
 	opt.Rebuild = false
 	m, built, err := st.Build(context.Background(), opt)
-	if err != nil || !built || m.Accounts != template.AccountsVersion {
+	if err != nil || !built || m.Accounts != catalog.AccountsVersion {
 		t.Fatalf("build over an unsecured template: built=%v accounts=%q err=%v", built, m.Accounts, err)
 	}
 }

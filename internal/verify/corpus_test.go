@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pristinedb/pristine/internal/catalog"
 	"github.com/pristinedb/pristine/internal/dsn"
 
 	"github.com/pristinedb/pristine/internal/mariadb"
@@ -37,7 +38,7 @@ const corpusDir = "../../testdata/fidelity"
 
 // corpusEnv is what the cases share: one store on /dev/shm and the client.
 type corpusEnv struct {
-	st     *template.Store
+	st     *template.Builder
 	client string // the mariadb command-line client
 	dump   string // mariadb-dump
 }
@@ -60,7 +61,7 @@ func newCorpusEnv(t *testing.T) *corpusEnv {
 			t.Skipf("%s not installed: the corpus needs it to load sources and dump them (apt-get install mariadb-client)", p.names[0])
 		}
 	}
-	e.st = templatetest.NewStore(t, "auto")
+	e.st = templatetest.NewBuilder(t, "auto")
 	return e
 }
 
@@ -138,7 +139,7 @@ func (e *corpusEnv) run(t *testing.T, c fidelityCase) {
 		m := e.build(ctx, t, c.name, filepath.Join(c.dir, "create.sql"), 1)
 		p, leases := e.pool(ctx, t, m, 1)
 		defer p.Down(context.Background())
-		db := leaseDB(t, leases[0], e.st.Admin)
+		db := leaseDB(t, leases[0], e.st.Catalog().Admin())
 		defer db.Close()
 		e.compare(ctx, t, c, "clone", srcDB, db, nil)
 	})
@@ -169,7 +170,7 @@ func (e *corpusEnv) run(t *testing.T, c fidelityCase) {
 				pairs = append(pairs, verify.Pair{Source: s, Target: s})
 			}
 			t.Run(l.Database, func(t *testing.T) {
-				db := leaseDB(t, l, e.st.Admin)
+				db := leaseDB(t, l, e.st.Catalog().Admin())
 				defer db.Close()
 				e.compare(ctx, t, c, "dbs-per-slot", srcDB, db, pairs)
 			})
@@ -214,7 +215,7 @@ func (e *corpusEnv) run(t *testing.T, c fidelityCase) {
 	}
 }
 
-func (e *corpusEnv) build(ctx context.Context, t *testing.T, name, sqlPath string, k int) *template.Meta {
+func (e *corpusEnv) build(ctx context.Context, t *testing.T, name, sqlPath string, k int) *catalog.Meta {
 	t.Helper()
 	m, _, err := e.st.Build(ctx, template.BuildOptions{Name: name, FromSQL: sqlPath, Database: "app", DBsPerSlot: k, Profile: mariadb.DefaultProfile()})
 	if err != nil {
@@ -224,9 +225,9 @@ func (e *corpusEnv) build(ctx context.Context, t *testing.T, name, sqlPath strin
 }
 
 // pool brings up a one-slot pool of m and leases n databases from it.
-func (e *corpusEnv) pool(ctx context.Context, t *testing.T, m *template.Meta, n int) (*pool.Pool, []*pool.Lease) {
+func (e *corpusEnv) pool(ctx context.Context, t *testing.T, m *catalog.Meta, n int) (*pool.Pool, []*pool.Lease) {
 	t.Helper()
-	p, err := pool.Up(ctx, e.st, m, pool.Options{Size: 1, Parallel: 1, ResetWorkers: 1})
+	p, err := pool.Up(ctx, e.st.Catalog(), e.st.Binary(), m, pool.Options{Size: 1, Parallel: 1, ResetWorkers: 1})
 	if err != nil {
 		t.Fatalf("pool up: %v", err)
 	}

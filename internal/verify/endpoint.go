@@ -11,6 +11,7 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 
+	"github.com/pristinedb/pristine/internal/catalog"
 	"github.com/pristinedb/pristine/internal/dsn"
 	"github.com/pristinedb/pristine/internal/template"
 )
@@ -37,9 +38,10 @@ func (e *Endpoint) Close() error {
 
 // Opener resolves what a user names on the command line.
 type Opener struct {
-	// Store opens the template store of the root, for template names; nil
+	// Builder opens the template catalog of the root and its builder, for
+	// template names (a template is served from a private clone); nil
 	// when there is no root.
-	Store func(ctx context.Context) (*template.Store, error)
+	Builder func(ctx context.Context) (*template.Builder, error)
 	// Lease finds a lease held now (asking the root's daemon) and returns
 	// its slot server's socket, its database and a label; nil when there is
 	// no daemon to ask.
@@ -109,17 +111,17 @@ func (o Opener) openLease(ctx context.Context, id string) (*Endpoint, error) {
 }
 
 func (o Opener) openTemplate(ctx context.Context, name string) (*Endpoint, error) {
-	if err := template.ValidName(name); err != nil {
+	if err := catalog.ValidName(name); err != nil {
 		return nil, fmt.Errorf("%q is neither a mysql:// URL, a lease id nor a template name", name)
 	}
-	if o.Store == nil {
+	if o.Builder == nil {
 		return nil, fmt.Errorf("template %s: no root to find it in: pass --root", name)
 	}
-	st, err := o.Store(ctx)
+	st, err := o.Builder(ctx)
 	if err != nil {
 		return nil, err
 	}
-	m, err := st.Get(name)
+	m, err := st.Catalog().Get(name)
 	if err != nil {
 		return nil, err
 	}

@@ -55,7 +55,7 @@ func TestSakila(t *testing.T) {
 	}
 	p, leases := e.pool(ctx, t, m, 1)
 	defer p.Down(context.Background())
-	db := leaseDB(t, leases[0], e.st.Admin)
+	db := leaseDB(t, leases[0], e.st.Catalog().Admin())
 	defer db.Close()
 	r, err := verify.Compare(ctx, verify.Side{DB: srcDB, Label: "source"}, verify.Side{DB: db, Label: "clone"}, verify.Options{Pairs: []verify.Pair{{Source: "sakila", Target: "sakila"}}})
 	if err != nil {

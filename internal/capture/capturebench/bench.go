@@ -18,6 +18,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pristinedb/pristine/internal/catalog"
 	"github.com/pristinedb/pristine/internal/demo"
 	"github.com/pristinedb/pristine/internal/mariadb"
 	"github.com/pristinedb/pristine/internal/rootdir"
@@ -77,8 +78,8 @@ const (
 
 type bench struct {
 	opt   Options
-	store *template.Store
-	empty *template.Meta
+	store *template.Builder
+	empty *catalog.Meta
 }
 
 func (b *bench) log(format string, args ...any) {
@@ -119,7 +120,7 @@ func Run(ctx context.Context, opt Options) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	st, err := template.NewStore(ctx, root, "auto")
+	st, err := template.Open(ctx, root, "auto")
 	if err != nil {
 		return nil, err
 	}
@@ -177,9 +178,9 @@ func (b *bench) dataset(ctx context.Context, dir, name string, write func(io.Wri
 		return nil, err
 	}
 	defer src.Close()
-	defer b.store.Remove(m, nil)
+	defer b.store.Catalog().Remove(m, nil)
 	sock := src.Inst.Config.Socket()
-	url := "mysql://root:" + b.store.Admin + "@localhost/?socket=" + sock
+	url := "mysql://root:" + b.store.Catalog().Admin() + "@localhost/?socket=" + sock
 	methods := []struct {
 		name string
 		run  func() error
@@ -286,7 +287,7 @@ func (b *bench) capture(ctx context.Context, url string, how template.ServerSour
 	if err != nil {
 		return err
 	}
-	return b.store.Remove(m, nil)
+	return b.store.Catalog().Remove(m, nil)
 }
 
 // pipe runs a | b and reports either side's failure with its stderr.
@@ -319,7 +320,7 @@ func pipe(ctx context.Context, a, b *exec.Cmd) error {
 // admin hands a client the root's admin secret in MYSQL_PWD (the
 // environment, not argv, which every local user can read).
 func (b *bench) admin(c *exec.Cmd) *exec.Cmd {
-	c.Env = append(os.Environ(), "MYSQL_PWD="+b.store.Admin)
+	c.Env = append(os.Environ(), "MYSQL_PWD="+b.store.Catalog().Admin())
 	return c
 }
 

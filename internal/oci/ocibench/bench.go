@@ -22,6 +22,7 @@ import (
 	"golang.org/x/sync/errgroup"
 	"golang.org/x/sys/unix"
 
+	"github.com/pristinedb/pristine/internal/catalog"
 	"github.com/pristinedb/pristine/internal/demo"
 	"github.com/pristinedb/pristine/internal/mariadb"
 	"github.com/pristinedb/pristine/internal/oci"
@@ -65,7 +66,7 @@ var scales = map[string]float64{"demo": 1, "demo10": 10}
 
 // Run builds (or finds) each workload's template in st, starts a registry
 // on loopback and times push, pull, pull+ready and the cat baseline.
-func Run(ctx context.Context, st *template.Store, opt Options) (*Report, error) {
+func Run(ctx context.Context, st *template.Builder, opt Options) (*Report, error) {
 	if opt.Runs <= 0 {
 		opt.Runs = 3
 	}
@@ -88,7 +89,7 @@ func Run(ctx context.Context, st *template.Store, opt Options) (*Report, error) 
 		return nil, err
 	}
 	defer reg.Kill()
-	rep := &Report{Backend: st.Backend.Name(), Server: st.Bin.Version}
+	rep := &Report{Backend: st.Catalog().Backend().Name(), Server: st.Binary().Version}
 	remote := oci.Remote{PlainHTTP: true, Parallel: 4}
 	for _, w := range opt.Workloads {
 		scale, ok := scales[w]
@@ -167,8 +168,8 @@ func row(w, step string, runs []float64, n int64) Row {
 }
 
 // ensure builds the demo template at scale unless the store has it.
-func ensure(ctx context.Context, st *template.Store, name string, scale float64, logf func(string, ...any)) (*template.Meta, error) {
-	f, err := os.CreateTemp(st.Root.Path, "bench-fleet-*.sql")
+func ensure(ctx context.Context, st *template.Builder, name string, scale float64, logf func(string, ...any)) (*catalog.Meta, error) {
+	f, err := os.CreateTemp(st.Catalog().Root().Path, "bench-fleet-*.sql")
 	if err != nil {
 		return nil, err
 	}
@@ -193,8 +194,8 @@ func ensure(ctx context.Context, st *template.Store, name string, scale float64,
 
 // timePull removes the local template and pulls it again; with ready, it
 // also starts one server on a clone of it and waits until it answers.
-func timePull(ctx context.Context, st *template.Store, m *template.Meta, ref string, remote oci.Remote, ready bool) (float64, error) {
-	if err := st.Remove(m, nil); err != nil {
+func timePull(ctx context.Context, st *template.Builder, m *catalog.Meta, ref string, remote oci.Remote, ready bool) (float64, error) {
+	if err := st.Catalog().Remove(m, nil); err != nil {
 		return 0, err
 	}
 	start := time.Now()
@@ -210,7 +211,7 @@ func timePull(ctx context.Context, st *template.Store, m *template.Meta, ref str
 
 // timeCat reads the pushed blobs from the registry's storage with cat, then
 // starts one server on a clone of the template already in the store.
-func timeCat(ctx context.Context, st *template.Store, m *template.Meta, reg *localregistry.Registry, layers []ocispec.Descriptor) (float64, error) {
+func timeCat(ctx context.Context, st *template.Builder, m *catalog.Meta, reg *localregistry.Registry, layers []ocispec.Descriptor) (float64, error) {
 	args := make([]string, len(layers))
 	for i, l := range layers {
 		args[i] = reg.BlobPath(l.Digest.Encoded())
@@ -232,7 +233,7 @@ func timeCat(ctx context.Context, st *template.Store, m *template.Meta, reg *loc
 // startOne starts one server on a clone of m and returns the seconds from
 // start until it answered; the server is stopped and its clone removed
 // after the clock stops.
-func startOne(ctx context.Context, st *template.Store, m *template.Meta, start time.Time) (float64, error) {
+func startOne(ctx context.Context, st *template.Builder, m *catalog.Meta, start time.Time) (float64, error) {
 	r, err := st.Start(ctx, m, fmt.Sprintf("bench-fleet-%d", os.Getpid()))
 	if err != nil {
 		return 0, fmt.Errorf("start a server on %s: %w", m.Name, err)
@@ -312,8 +313,8 @@ func timeHash(ctx context.Context, reg *localregistry.Registry, layers []ocispec
 
 // timeWrite copies the blobs into one file beside the templates with cat
 // and waits until the filesystem has written it back: the write alone.
-func timeWrite(ctx context.Context, st *template.Store, reg *localregistry.Registry, layers []ocispec.Descriptor) (float64, error) {
-	dst := filepath.Join(filepath.Dir(st.Dir("x")), fmt.Sprintf(".bench-fleet-%d", os.Getpid()))
+func timeWrite(ctx context.Context, st *template.Builder, reg *localregistry.Registry, layers []ocispec.Descriptor) (float64, error) {
+	dst := filepath.Join(filepath.Dir(st.Catalog().Dir("x")), fmt.Sprintf(".bench-fleet-%d", os.Getpid()))
 	defer os.Remove(dst)
 	args := make([]string, len(layers))
 	for i, l := range layers {

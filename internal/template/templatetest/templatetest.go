@@ -1,6 +1,6 @@
-// Package templatetest gives tests a template store in a fresh pristine
-// root on /dev/shm, removed with every server started under it when the
-// test ends.
+// Package templatetest gives tests a template builder and its catalog in a
+// fresh pristine root on /dev/shm, removed with every server started under
+// it when the test ends.
 package templatetest
 
 import (
@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/pristinedb/pristine/internal/catalog"
 	"github.com/pristinedb/pristine/internal/mariadb"
 	"github.com/pristinedb/pristine/internal/mariadb/mariadbtest"
 	"github.com/pristinedb/pristine/internal/rootdir"
@@ -17,10 +18,10 @@ import (
 	"github.com/pristinedb/pristine/internal/template"
 )
 
-// NewStore opens a store on backend ("auto" detects; /dev/shm is tmpfs, so
+// NewBuilder opens a catalog on backend ("auto" detects; /dev/shm is tmpfs, so
 // that means plain copies) in a new root. It skips the test when no server
 // is installed, and fails it if a server is left running at the end.
-func NewStore(t testing.TB, backend string) *template.Store {
+func NewBuilder(t testing.TB, backend string) *template.Builder {
 	t.Helper()
 	mariadbtest.Binary(t)
 	dir := "/dev/shm"
@@ -41,19 +42,19 @@ func NewStore(t testing.TB, backend string) *template.Store {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := template.NewStore(context.Background(), root, backend)
+	st, err := template.Open(context.Background(), root, backend)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return st
 }
 
-// NewScratchStore opens a store in a new root whose data directory is a
+// NewScratchBuilder opens a catalog in a new root whose data directory is a
 // scratch filesystem of kind fs ("btrfs" or "xfs") of size bytes in RAM,
 // as `pristine scratch up` makes it (quotas on). Everything is taken down
 // when the test ends. It skips the test when not root or when the mkfs
 // tool is missing.
-func NewScratchStore(t testing.TB, fs string, size int64) *template.Store {
+func NewScratchBuilder(t testing.TB, fs string, size int64) *template.Builder {
 	t.Helper()
 	mariadbtest.Binary(t)
 	if os.Geteuid() != 0 {
@@ -83,7 +84,7 @@ func NewScratchStore(t testing.TB, fs string, size int64) *template.Store {
 		}
 		os.RemoveAll(dir)
 	})
-	st, err := template.NewStore(context.Background(), root, "auto")
+	st, err := template.Open(context.Background(), root, "auto")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,9 +92,9 @@ func NewScratchStore(t testing.TB, fs string, size int64) *template.Store {
 }
 
 // Build builds template name from SQL text, with the default profile.
-func Build(t testing.TB, st *template.Store, name, sqlText string, opt template.BuildOptions) *template.Meta {
+func Build(t testing.TB, st *template.Builder, name, sqlText string, opt template.BuildOptions) *catalog.Meta {
 	t.Helper()
-	in := filepath.Join(st.Root.Path, name+".sql")
+	in := filepath.Join(st.Catalog().Root().Path, name+".sql")
 	if err := os.WriteFile(in, []byte(sqlText), 0o644); err != nil {
 		t.Fatal(err)
 	}

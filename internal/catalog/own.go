@@ -1,4 +1,4 @@
-package template
+package catalog
 
 import (
 	"errors"
@@ -12,38 +12,32 @@ import (
 // (templates/.<hash>.lock) and a share of the base data directories
 // (base/<key>/, one per server version and profile, with
 // templates/.base-<key>.lock). Remove and GC take all of it with them, so a
-// store whose last template is gone is empty.
-
-// removeLock deletes the lock file of a hash; the caller holds the lock or
-// the hash's template is gone.
-func (s *Store) removeLock(hash string) {
-	_ = os.Remove(filepath.Join(s.templatesDir(), "."+hash+".lock"))
-}
+// catalog whose last template is gone is empty.
 
 // PruneBases removes the base data directories (and their locks) once no
 // template is left to be rebuilt from them soon: they are a cache of
 // `mariadb-install-db`, remade by the next build. A base being made right
 // now (its lock held) is skipped. It returns the directories removed.
-func (s *Store) PruneBases() ([]string, error) {
-	all, err := s.List()
+func (c *Catalog) PruneBases() ([]string, error) {
+	all, err := c.List()
 	if err != nil || len(all) > 0 {
 		return nil, err
 	}
-	baseDir := filepath.Join(s.Root.Data(), "base")
+	baseDir := filepath.Join(c.root.Data(), "base")
 	ents, err := os.ReadDir(baseDir)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("prune base directories: %w", err)
 	}
 	var removed []string
 	for _, e := range ents {
-		unlock, err := s.tryLock("base-" + e.Name())
+		unlock, err := c.TryLock("base-" + e.Name())
 		if err != nil || unlock == nil {
 			continue
 		}
 		dir := filepath.Join(baseDir, e.Name())
-		err = s.removeDir(dir)
+		err = c.Discard(dir)
 		if err == nil {
-			s.removeLock("base-" + e.Name())
+			c.RemoveLock("base-" + e.Name())
 			removed = append(removed, dir)
 		}
 		unlock()
@@ -57,8 +51,8 @@ func (s *Store) PruneBases() ([]string, error) {
 
 // Builds returns the templates called name, newest first: after a rebuild
 // that could not replace an older build (a pool used it), more than one.
-func (s *Store) Builds(name string) ([]*Meta, error) {
-	all, err := s.List()
+func (c *Catalog) Builds(name string) ([]*Meta, error) {
+	all, err := c.List()
 	if err != nil {
 		return nil, err
 	}
@@ -74,8 +68,8 @@ func (s *Store) Builds(name string) ([]*Meta, error) {
 // Supersede removes the older builds of m's name, so that a rebuild under a
 // name replaces the template it had. A build a pool still uses (inUse) is
 // kept and returned in kept; `pristine template ls` marks it as older.
-func (s *Store) Supersede(m *Meta, inUse func(hash string) bool) (removed, kept []*Meta, err error) {
-	builds, err := s.Builds(m.Name)
+func (c *Catalog) Supersede(m *Meta, inUse func(hash string) bool) (removed, kept []*Meta, err error) {
+	builds, err := c.Builds(m.Name)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -87,7 +81,7 @@ func (s *Store) Supersede(m *Meta, inUse func(hash string) bool) (removed, kept 
 			kept = append(kept, old)
 			continue
 		}
-		if err := s.Remove(old, inUse); err != nil {
+		if err := c.Remove(old, inUse); err != nil {
 			return removed, kept, err
 		}
 		removed = append(removed, old)

@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
-	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,16 +11,17 @@ import (
 	"testing"
 
 	"github.com/pristinedb/pristine/internal/archive"
+	"github.com/pristinedb/pristine/internal/catalog"
 	"github.com/pristinedb/pristine/internal/template"
 	"github.com/pristinedb/pristine/internal/template/templatetest"
 )
 
 // craft copies template m's directory, lets edit change its meta.json (as
 // a map, so any field can take any JSON value) and packs it.
-func craft(t *testing.T, st *template.Store, m *template.Meta, edit func(map[string]any)) []byte {
+func craft(t *testing.T, st *template.Builder, m *catalog.Meta, edit func(map[string]any)) []byte {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "t")
-	if out, err := exec.Command("cp", "-a", st.Dir(m.Hash), dir).CombinedOutput(); err != nil {
+	if out, err := exec.Command("cp", "-a", st.Catalog().Dir(m.Hash), dir).CombinedOutput(); err != nil {
 		t.Fatalf("cp: %v %s", err, out)
 	}
 	raw, err := os.ReadFile(filepath.Join(dir, "meta.json"))
@@ -49,9 +48,9 @@ func craft(t *testing.T, st *template.Store, m *template.Meta, edit func(map[str
 // name, databases or account could not come from pristine is refused with
 // a clear error, and nothing (no hidden or odd directory) is published.
 func TestImportValidatesMeta(t *testing.T) {
-	src := templatetest.NewStore(t, "auto")
+	src := templatetest.NewBuilder(t, "auto")
 	m := templatetest.Build(t, src, "app", schema, template.BuildOptions{})
-	dst := templatetest.NewStore(t, "auto")
+	dst := templatetest.NewBuilder(t, "auto")
 	set := func(k string, v any) func(map[string]any) { return func(mm map[string]any) { mm[k] = v } }
 	tests := []struct {
 		name string
@@ -82,13 +81,13 @@ func TestImportValidatesMeta(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("want an error saying %q, got %v", tc.want, err)
 			}
-			ents, _ := os.ReadDir(filepath.Join(dst.Root.Data(), "templates"))
+			ents, _ := os.ReadDir(filepath.Join(dst.Catalog().Root().Data(), "templates"))
 			for _, e := range ents {
 				if e.IsDir() {
 					t.Fatalf("a refused import left directory %s", e.Name())
 				}
 			}
-			if all, err := dst.List(); err != nil || len(all) != 0 {
+			if all, err := dst.Catalog().List(); err != nil || len(all) != 0 {
 				t.Fatalf("List after a refused import: %v %v", all, err)
 			}
 		})
@@ -99,72 +98,8 @@ func TestImportValidatesMeta(t *testing.T) {
 	if err != nil || !imported {
 		t.Fatalf("import of a good archive: %v", err)
 	}
-	st, err := os.Stat(filepath.Join(dst.DataDir(got.Hash), "ib_logfile0"))
+	st, err := os.Stat(filepath.Join(dst.Catalog().DataDir(got.Hash), "ib_logfile0"))
 	if err != nil || got.LogFileSize != st.Size() || got.LogFileSize == 1 {
 		t.Fatalf("log_file_size %d, ib_logfile0 %v %v", got.LogFileSize, st, err)
-	}
-}
-
-// TestBadMetaOnDiskIsSkipped plants template directories whose meta.json
-// is not valid: List, Get, Remove and GC skip them (with one warning
-// naming the directory) instead of panicking.
-func TestBadMetaOnDiskIsSkipped(t *testing.T) {
-	st := templatetest.NewStore(t, "auto")
-	var logs bytes.Buffer
-	st.Log = slog.New(slog.NewTextHandler(&logs, nil))
-	m := templatetest.Build(t, st, "app", schema, template.BuildOptions{})
-	raw, err := os.ReadFile(filepath.Join(st.Dir(m.Hash), "meta.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	plant := func(dir string, edit func(*template.Meta)) string {
-		var mm template.Meta
-		json.Unmarshal(raw, &mm)
-		mm.Name = "evil"
-		edit(&mm)
-		b, _ := json.Marshal(&mm)
-		p := filepath.Join(st.Root.Data(), "templates", dir)
-		os.MkdirAll(filepath.Join(p, "data"), 0o755)
-		if err := os.WriteFile(filepath.Join(p, "meta.json"), b, 0o600); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
-	other := strings.Repeat("ab", 32)
-	bad := []string{
-		plant("x", func(mm *template.Meta) { mm.Hash = "x" }),
-		plant(other, func(mm *template.Meta) { mm.Hash = m.Hash }), // names another directory's hash
-		plant(strings.Repeat("cd", 32), func(mm *template.Meta) { mm.Databases = nil }),
-	}
-	junk := filepath.Join(st.Root.Data(), "templates", "junk-meta")
-	os.Mkdir(junk, 0o755)
-	if err := os.WriteFile(filepath.Join(junk, "meta.json"), []byte("{"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	bad = append(bad, junk)
-	for range 3 {
-		all, err := st.List()
-		if err != nil || len(all) != 1 || all[0].Hash != m.Hash {
-			t.Fatalf("List = %v, %v: want only the good template", all, err)
-		}
-	}
-	for _, dir := range bad {
-		if n := strings.Count(logs.String(), "dir="+dir+" "); n != 1 {
-			t.Errorf("%d warnings name %s, want 1:\n%s", n, dir, logs.String())
-		}
-	}
-	if _, err := st.Get("evil"); !errors.Is(err, template.ErrNotFound) {
-		t.Fatalf("Get(evil) = %v, want ErrNotFound", err)
-	}
-	if _, err := st.GC(0, nil); err != nil {
-		t.Fatal(err)
-	}
-	for _, dir := range bad {
-		if _, err := os.Stat(dir); err != nil {
-			t.Errorf("GC touched %s, which is not a template: %v", dir, err)
-		}
-	}
-	if _, err := st.Get("app"); !errors.Is(err, template.ErrNotFound) {
-		t.Fatalf("GC(0) kept app: %v", err)
 	}
 }

@@ -1,4 +1,4 @@
-package template
+package catalog
 
 import (
 	"errors"
@@ -16,6 +16,16 @@ import (
 // ever accepted (no "x", "../", ".import-zzz").
 var hashRe = regexp.MustCompile(`^[0-9a-f]{64}$`)
 
+var nameRe = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`)
+
+// ValidName checks a template name.
+func ValidName(name string) error {
+	if !nameRe.MatchString(name) {
+		return fmt.Errorf("template name %q: use 1-64 letters, digits, '_', '-' or '.', starting with a letter or digit", name)
+	}
+	return nil
+}
+
 // accountRe is the template account's user name (pristine makes "pristine").
 var accountRe = regexp.MustCompile(`^[A-Za-z0-9_]{1,80}$`)
 
@@ -31,9 +41,9 @@ func ValidHash(h string) error {
 // template pristine made.
 var ErrBadMeta = errors.New("invalid template meta.json")
 
-// check verifies the fields of a meta.json that name things on disk or in
+// Validate verifies the fields of a meta.json that name things on disk or in
 // SQL: the name, the hash, the databases, the account and the key.
-func (m *Meta) check() error {
+func (m *Meta) Validate() error {
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("%w: %s", ErrBadMeta, fmt.Sprintf(format, args...))
 	}
@@ -119,15 +129,15 @@ func clip(s string) string {
 	return s
 }
 
-// loadMeta reads the meta.json of the template directory named hash and
+// Load reads the meta.json of the template directory named hash and
 // checks that it describes that template.
-func (s *Store) loadMeta(hash string) (*Meta, error) {
-	dir := s.Dir(hash)
-	m, err := readMeta(dir)
+func (c *Catalog) Load(hash string) (*Meta, error) {
+	dir := c.Dir(hash)
+	m, err := ReadMeta(dir)
 	if err != nil {
 		return nil, err
 	}
-	if err := m.check(); err != nil {
+	if err := m.Validate(); err != nil {
 		return nil, fmt.Errorf("%s: %w", filepath.Join(dir, metaFile), err)
 	}
 	if m.Hash != hash {
@@ -136,17 +146,32 @@ func (s *Store) loadMeta(hash string) (*Meta, error) {
 	return m, nil
 }
 
-// checkImport checks what a template archive's meta.json says against its
-// data directory (staged), and recomputes what the data shows: the redo log
-// size. The content hash cannot be recomputed, as it covers inputs (the
-// SQL, the init command's files) an archive does not carry: an imported
-// template is trusted to be what its exporter built (docs/security.md).
-func (s *Store) checkImport(m *Meta, staged string) error {
-	if err := m.check(); err != nil {
+// ErrIncompatible is returned (wrapped) when an imported template was built
+// by another server than the one installed here.
+var ErrIncompatible = errors.New("template built by another server version")
+
+// CheckServer refuses a template (an archive's, before import) built by
+// another server version than version, the one installed here.
+func (m *Meta) CheckServer(version string) error {
+	if m.Server != version {
+		return fmt.Errorf("%w: %s was built by %s but %s is installed here: build it on this runner, or install the same server version", ErrIncompatible, clip(m.Name), clip(m.Server), version)
+	}
+	return nil
+}
+
+// CheckImport checks an archive's meta.json (Validate), the server flavor
+// that built it against flavor, the one installed here, and what it says
+// against the data directory staged beside it (staged/data); it
+// recomputes what the data shows: the redo log size. The content key
+// cannot be recomputed, as it covers inputs (the SQL, the init command's
+// files) an archive does not carry: an imported template is trusted to be
+// what its exporter built (docs/security.md).
+func (m *Meta) CheckImport(flavor, staged string) error {
+	if err := m.Validate(); err != nil {
 		return err
 	}
-	if m.Flavor != "" && m.Flavor != string(s.Bin.Flavor) {
-		return fmt.Errorf("%w: %s was built by a %s server but %s is installed here", ErrIncompatible, m.Name, m.Flavor, s.Bin.Flavor)
+	if m.Flavor != "" && m.Flavor != flavor {
+		return fmt.Errorf("%w: %s was built by a %s server but %s is installed here", ErrIncompatible, m.Name, m.Flavor, flavor)
 	}
 	data := filepath.Join(staged, "data")
 	if st, err := os.Lstat(data); err != nil || !st.IsDir() {
@@ -170,15 +195,15 @@ func (s *Store) checkImport(m *Meta, staged string) error {
 }
 
 // warnedDirs are the template directories already warned about, process
-// wide (a Store may be copied).
+// wide (a Catalog may be opened more than once).
 var warnedDirs sync.Map
 
 // warnBad reports a template directory whose meta.json is not valid, once
 // per directory: it is skipped, never used.
-func (s *Store) warnBad(dir string, err error) {
+func (c *Catalog) warnBad(dir string, err error) {
 	if _, done := warnedDirs.LoadOrStore(dir, true); done {
 		return
 	}
-	s.logger().Warn("skipping a template directory whose meta.json is not valid: move it out of the store or remove it",
+	c.logger().Warn("skipping a template directory whose meta.json is not valid: move it out of the store or remove it",
 		"dir", dir, "err", err)
 }

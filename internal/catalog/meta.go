@@ -1,8 +1,4 @@
-// Package template builds and keeps golden data directories: a template is a
-// cleanly stopped MariaDB data directory stored under a content hash of what
-// made it (inputs, init command, server version, profile), so an unchanged
-// template is never rebuilt. Pools clone templates with a cow.Backend.
-package template
+package catalog
 
 import (
 	"encoding/json"
@@ -38,7 +34,7 @@ type Meta struct {
 	User     string `json:"user"`
 	Password string `json:"password"`
 	// Accounts is AccountsVersion when the data directory's accounts were
-	// secured (see SecureAccounts); empty for a template of an older
+	// secured (mariadb.SecureAccounts; see CheckSecured); empty for a template of an older
 	// pristine, which must be rebuilt.
 	Accounts string `json:"accounts,omitempty"`
 	// Bytes is the space the data directory takes on disk.
@@ -60,7 +56,9 @@ func (m *Meta) Database() string {
 
 const metaFile = "meta.json"
 
-func readMeta(dir string) (*Meta, error) {
+// ReadMeta reads the meta.json in dir as it is, unchecked (see Validate):
+// an archive's, before it is imported.
+func ReadMeta(dir string) (*Meta, error) {
 	b, err := os.ReadFile(filepath.Join(dir, metaFile))
 	if err != nil {
 		return nil, err
