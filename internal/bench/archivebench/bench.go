@@ -16,7 +16,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/pristinedb/pristine/internal/archive/throwaway"
+	"github.com/pristinedb/pristine/internal/mariadb"
 	"github.com/pristinedb/pristine/internal/xbstream"
 )
 
@@ -210,42 +210,55 @@ func (b *bench) shell(ctx context.Context, cmdline string) (string, error) {
 }
 
 // generate builds a data directory of about SizeMB with a throwaway server
-// and streams it with mariadb-backup while the server runs.
+// (started through internal/mariadb, as every server pristine starts) and
+// streams it with mariadb-backup while the server runs.
 func (b *bench) generate(ctx context.Context, data, xbs string) (string, error) {
-	if why := throwaway.Available(); why != "" {
-		return "", fmt.Errorf("bench: cannot build a data directory: %s; pass --dir", why)
+	bin, err := mariadb.FindBinary(ctx)
+	if err != nil {
+		return "", fmt.Errorf("bench: cannot build a data directory: %w; pass --dir", err)
 	}
-	run := filepath.Join(b.work, "run")
-	os.MkdirAll(run, 0o755)
 	b.logf("starting a throwaway mariadbd in %s", data)
-	srv, err := throwaway.Start(ctx, data, run)
+	if err := bin.InitDatadir(ctx, data); err != nil {
+		return "", fmt.Errorf("bench: %w", err)
+	}
+	// A template build's profile, with the server's own redo log size
+	// (96 MiB), the data directories this bench has always measured.
+	p := mariadb.BuildProfile(mariadb.DefaultProfile())
+	p.LogFileSize = 96 << 20
+	srv, err := mariadb.Start(bin, mariadb.Config{Datadir: data, RunDir: filepath.Join(b.work, "run"), Profile: p})
 	if err != nil {
 		return "", fmt.Errorf("bench: %w", err)
 	}
 	defer srv.Kill()
+	wait, cancel := context.WithTimeout(ctx, time.Minute)
+	err = srv.WaitReady(wait)
+	cancel()
+	if err != nil {
+		return "", fmt.Errorf("bench: %w", err)
+	}
 	// About 380 bytes per row on disk with these columns and one index.
 	rows := max(1, (b.opts.SizeMB-110)) * 1000000 / 380
 	tables := max(1, rows/400000)
 	per := rows / tables
-	sql := "CREATE DATABASE bench; USE bench;"
+	sql := []string{"CREATE DATABASE bench"}
 	for i := range tables {
-		sql += fmt.Sprintf("CREATE TABLE t%d (id INT PRIMARY KEY, a BIGINT, b VARCHAR(200), c CHAR(100), KEY(a)); "+
-			"INSERT INTO t%d SELECT seq, seq*7, REPEAT(MD5(seq+%d), 5), MD5(seq*3) FROM seq_1_to_%d;", i, i, i, per)
+		sql = append(sql, fmt.Sprintf("CREATE TABLE bench.t%d (id INT PRIMARY KEY, a BIGINT, b VARCHAR(200), c CHAR(100), KEY(a))", i),
+			fmt.Sprintf("INSERT INTO bench.t%d SELECT seq, seq*7, REPEAT(MD5(seq+%d), 5), MD5(seq*3) FROM bench.seq_1_to_%d", i, i, per))
 	}
 	b.logf("generating %d tables of %d rows", tables, per)
-	if _, err := srv.Query(ctx, sql); err != nil {
+	if err := execAll(ctx, srv, sql); err != nil {
 		return "", fmt.Errorf("bench: generate data: %w", err)
 	}
 	how := "mariadb-backup --backup --stream=xbstream against the throwaway server"
 	cmd := fmt.Sprintf("mariadb-backup --backup --stream=xbstream --socket=%s --user=root --datadir=%s --target-dir=%s > %s 2>%s",
-		q(srv.Socket), q(data), q(filepath.Join(b.work, "bk")), q(xbs), q(filepath.Join(b.work, "backup.log")))
+		q(srv.Config.Socket()), q(data), q(filepath.Join(b.work, "bk")), q(xbs), q(filepath.Join(b.work, "backup.log")))
 	if _, err := exec.LookPath("mariadb-backup"); err != nil {
 		how = ""
 	} else if _, err := b.shell(ctx, cmd); err != nil {
 		b.logf("mariadb-backup failed (%v); using pristine's xbstream writer", err)
 		how = ""
 	}
-	if err := srv.Stop(ctx); err != nil {
+	if err := srv.Stop(ctx, time.Minute); err != nil {
 		return "", fmt.Errorf("bench: %w", err)
 	}
 	if how == "" {
@@ -255,6 +268,29 @@ func (b *bench) generate(ctx context.Context, data, xbs string) (string, error) 
 		}
 	}
 	return how, nil
+}
+
+// execAll runs each statement on srv as root, in order.
+func execAll(ctx context.Context, srv *mariadb.Instance, stmts []string) error {
+	db, err := srv.Open("")
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	for _, s := range stmts {
+		if _, err := db.ExecContext(ctx, s); err != nil {
+			return fmt.Errorf("%s: %w", abbrev(s), err)
+		}
+	}
+	return nil
+}
+
+// abbrev shortens a statement for an error message.
+func abbrev(s string) string {
+	if len(s) > 80 {
+		return s[:80] + "..."
+	}
+	return s
 }
 
 func writeXbstream(dir, path string) error {
