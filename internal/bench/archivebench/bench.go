@@ -11,12 +11,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
 	"strings"
 	"syscall"
 	"time"
 
+	"github.com/pristinedb/pristine/internal/bench/stats"
 	"github.com/pristinedb/pristine/internal/mariadb"
+	"github.com/pristinedb/pristine/internal/quote"
 	"github.com/pristinedb/pristine/internal/xbstream"
 )
 
@@ -105,7 +106,7 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	}
 	rep.DataBytes, rep.Files = dirSize(data)
 	prsa := filepath.Join(work, "data.prsa")
-	if _, err := b.shell(ctx, fmt.Sprintf("%s pack %s > %s", q(opts.Exe), q(data), q(prsa))); err != nil {
+	if _, err := b.shell(ctx, fmt.Sprintf("%s pack %s > %s", quote.Shell(opts.Exe), quote.Shell(data), quote.Shell(prsa))); err != nil {
 		return nil, err
 	}
 	out := filepath.Join(work, "out")
@@ -116,16 +117,16 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 		anyXbs = " --any-xbstream"
 	}
 	steps := []struct{ name, cmd string }{
-		{"mbstream -x (xbstream, tmpfs->tmpfs)", fmt.Sprintf("mkdir %s && mbstream -x -C %s < %s", q(out), q(out), q(xbs))},
-		{"pristine unpack --format xbstream", fmt.Sprintf("%s unpack --format xbstream%s %s %s", q(opts.Exe), anyXbs, q(xbs), q(out))},
-		{"pristine unpack (archive file)", fmt.Sprintf("%s unpack %s %s", q(opts.Exe), q(prsa), q(out))},
-		{"pristine unpack --no-copy-range", fmt.Sprintf("%s unpack --no-copy-range %s %s", q(opts.Exe), q(prsa), q(out))},
-		{"pristine unpack - < archive (stream)", fmt.Sprintf("%s unpack - %s < %s", q(opts.Exe), q(out), q(prsa))},
-		{"pristine pack DIR | pristine unpack -", fmt.Sprintf("%s pack %s | %s unpack - %s", q(opts.Exe), q(data), q(opts.Exe), q(out))},
-		{"cat ARCHIVE | cat > /dev/null", fmt.Sprintf("cat %s | cat > /dev/null", q(prsa))},
+		{"mbstream -x (xbstream, tmpfs->tmpfs)", fmt.Sprintf("mkdir %s && mbstream -x -C %s < %s", quote.Shell(out), quote.Shell(out), quote.Shell(xbs))},
+		{"pristine unpack --format xbstream", fmt.Sprintf("%s unpack --format xbstream%s %s %s", quote.Shell(opts.Exe), anyXbs, quote.Shell(xbs), quote.Shell(out))},
+		{"pristine unpack (archive file)", fmt.Sprintf("%s unpack %s %s", quote.Shell(opts.Exe), quote.Shell(prsa), quote.Shell(out))},
+		{"pristine unpack --no-copy-range", fmt.Sprintf("%s unpack --no-copy-range %s %s", quote.Shell(opts.Exe), quote.Shell(prsa), quote.Shell(out))},
+		{"pristine unpack - < archive (stream)", fmt.Sprintf("%s unpack - %s < %s", quote.Shell(opts.Exe), quote.Shell(out), quote.Shell(prsa))},
+		{"pristine pack DIR | pristine unpack -", fmt.Sprintf("%s pack %s | %s unpack - %s", quote.Shell(opts.Exe), quote.Shell(data), quote.Shell(opts.Exe), quote.Shell(out))},
+		{"cat ARCHIVE | cat > /dev/null", fmt.Sprintf("cat %s | cat > /dev/null", quote.Shell(prsa))},
 		// How xbstream is used: through a pipe, as from mariadb-backup.
-		{"cat XBSTREAM | mbstream -x", fmt.Sprintf("mkdir %s && cat %s | mbstream -x -C %s", q(out), q(xbs), q(out))},
-		{"cat XBSTREAM | pristine unpack --format xbstream -", fmt.Sprintf("cat %s | %s unpack --format xbstream%s - %s", q(xbs), q(opts.Exe), anyXbs, q(out))},
+		{"cat XBSTREAM | mbstream -x", fmt.Sprintf("mkdir %s && cat %s | mbstream -x -C %s", quote.Shell(out), quote.Shell(xbs), quote.Shell(out))},
+		{"cat XBSTREAM | pristine unpack --format xbstream -", fmt.Sprintf("cat %s | %s unpack --format xbstream%s - %s", quote.Shell(xbs), quote.Shell(opts.Exe), anyXbs, quote.Shell(out))},
 	}
 	for _, s := range steps {
 		b.logf("measuring: %s", s.name)
@@ -181,7 +182,7 @@ func (b *bench) measure(ctx context.Context, name, cmd, out string) (Row, error)
 		}
 	}
 	os.RemoveAll(out)
-	return Row{Name: name, Wall: median(walls), CPU: median(cpus)}, nil
+	return Row{Name: name, Wall: stats.Median(walls), CPU: stats.Median(cpus)}, nil
 }
 
 // timed runs one shell command line and returns wall seconds and the
@@ -251,7 +252,7 @@ func (b *bench) generate(ctx context.Context, data, xbs string) (string, error) 
 	}
 	how := "mariadb-backup --backup --stream=xbstream against the throwaway server"
 	cmd := fmt.Sprintf("mariadb-backup --backup --stream=xbstream --socket=%s --user=root --datadir=%s --target-dir=%s > %s 2>%s",
-		q(srv.Config.Socket()), q(data), q(filepath.Join(b.work, "bk")), q(xbs), q(filepath.Join(b.work, "backup.log")))
+		quote.Shell(srv.Config.Socket()), quote.Shell(data), quote.Shell(filepath.Join(b.work, "bk")), quote.Shell(xbs), quote.Shell(filepath.Join(b.work, "backup.log")))
 	if _, err := exec.LookPath("mariadb-backup"); err != nil {
 		how = ""
 	} else if _, err := b.shell(ctx, cmd); err != nil {
@@ -317,11 +318,3 @@ func dirSize(dir string) (int64, int) {
 	})
 	return n, files
 }
-
-func median(v []float64) float64 {
-	sort.Float64s(v)
-	return v[len(v)/2]
-}
-
-// q quotes a string for /bin/sh.
-func q(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }

@@ -12,7 +12,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"time"
 
@@ -20,6 +19,7 @@ import (
 	"golang.org/x/sync/errgroup"
 	"golang.org/x/sys/unix"
 
+	"github.com/pristinedb/pristine/internal/bench/stats"
 	"github.com/pristinedb/pristine/internal/demo"
 	"github.com/pristinedb/pristine/internal/mariadb"
 	"github.com/pristinedb/pristine/internal/oci"
@@ -154,9 +154,7 @@ func Run(ctx context.Context, st *template.Store, opt Options) (*Report, error) 
 }
 
 func row(w, step string, runs []float64, n int64) Row {
-	s := slices.Clone(runs)
-	slices.Sort(s)
-	return Row{Workload: w, Step: step, Median: s[len(s)/2], Runs: runs, Bytes: n}
+	return Row{Workload: w, Step: step, Median: stats.Median(runs), Runs: runs, Bytes: n}
 }
 
 // ensure builds the demo template at scale unless the store has it.
