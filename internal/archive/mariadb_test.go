@@ -17,15 +17,8 @@ func TestRealDatadirRoundTrip(t *testing.T) {
 	ctx := context.Background()
 	srv := mariadbtest.Start(t)
 	db := mariadbtest.Open(t, srv, "")
-	for _, q := range []string{
-		"CREATE DATABASE x",
-		"CREATE TABLE x.t (id INT PRIMARY KEY, v VARCHAR(100))",
-		"INSERT INTO x.t SELECT seq, MD5(seq) FROM x.seq_1_to_30000",
-	} {
-		if _, err := db.ExecContext(ctx, q); err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-	}
+	mariadbtest.Exec(t, db, "CREATE DATABASE x", "CREATE TABLE x.t (id INT PRIMARY KEY, v VARCHAR(100))",
+		"INSERT INTO x.t SELECT seq, MD5(seq) FROM x.seq_1_to_30000")
 	db.Close()
 	if err := srv.Stop(ctx, time.Minute); err != nil {
 		t.Fatal(err)

@@ -111,18 +111,10 @@ func realStream(t *testing.T) (base, xbs string) {
 			t.Skipf("%s is not installed", b)
 		}
 	}
-	ctx := context.Background()
 	srv := mariadbtest.Start(t)
 	db := mariadbtest.Open(t, srv, "")
-	for _, q := range []string{
-		"CREATE DATABASE x",
-		"CREATE TABLE x.t (id INT PRIMARY KEY, v VARCHAR(100))",
-		"INSERT INTO x.t SELECT seq, MD5(seq) FROM x.seq_1_to_20000",
-	} {
-		if _, err := db.ExecContext(ctx, q); err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-	}
+	mariadbtest.Exec(t, db, "CREATE DATABASE x", "CREATE TABLE x.t (id INT PRIMARY KEY, v VARCHAR(100))",
+		"INSERT INTO x.t SELECT seq, MD5(seq) FROM x.seq_1_to_20000")
 	base, err := os.MkdirTemp("/dev/shm", "pristine-xbs-test-")
 	if err != nil {
 		base = t.TempDir()

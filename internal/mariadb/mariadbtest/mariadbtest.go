@@ -167,3 +167,14 @@ func Open(t testing.TB, in *mariadb.Instance, database string) *sql.DB {
 	t.Cleanup(func() { db.Close() })
 	return db
 }
+
+// Exec runs each statement on db in order and fails the test at the first
+// error, naming the statement.
+func Exec(t testing.TB, db *sql.DB, stmts ...string) {
+	t.Helper()
+	for _, q := range stmts {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+}
