@@ -1,5 +1,13 @@
 // Package bench measures ways of getting pristine database copies on the
-// machine it runs on, always beside a baseline run in the same invocation.
+// machine it runs on, always beside a baseline run in the same invocation:
+// the method comparison (`pristine bench`), the demo (`pristine demo`), the
+// service section and the soak, with their markdown, JSON and PNG charts.
+//
+// Every measurement lives under internal/bench (archivebench, capturebench,
+// ocibench: `bench-archive`, `bench-capture`, `bench-fleet`; stats: medians
+// and load averages) and only internal/cli imports it (imports_test.go
+// checks that no core package does). Servers start through internal/mariadb
+// like every other server pristine starts.
 package bench
 
 import (
