@@ -26,6 +26,7 @@ func String(s string) string { return "'" + stringEscapes.Replace(s) + "'" }
 // Account quotes an account name as 'user'@'host'.
 func Account(user, host string) string { return String(user) + "@" + String(host) }
 
-// Shell quotes s as one word for a POSIX shell: in single quotes, each
-// single quote inside written as '\''.
+// Shell quotes s as one word for a POSIX shell: in single quotes, where a
+// single quote of s closes them, follows escaped by a backslash, and opens
+// them again.
 func Shell(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
