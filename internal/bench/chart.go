@@ -5,8 +5,8 @@ import (
 	"image"
 	"image/color"
 	"image/png"
+	"io"
 	"math"
-	"os"
 	"strings"
 	"unicode"
 )
@@ -102,18 +102,7 @@ func (c *barChart) writePNG(path string) error {
 		text(img, chartW-20-len("hatched: projected")*charW, 16, "hatched: projected", ink)
 	}
 
-	f, err := os.Create(path + ".tmp")
-	if err != nil {
-		return err
-	}
-	if err := png.Encode(f, img); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	return os.Rename(path+".tmp", path)
+	return writeAtomic(path, func(w io.Writer) error { return png.Encode(w, img) })
 }
 
 // bounds is the value range of the Y axis.

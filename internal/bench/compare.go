@@ -13,6 +13,7 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 
+	"github.com/pristinedb/pristine/internal/bench/stats"
 	"github.com/pristinedb/pristine/internal/catalog"
 	"github.com/pristinedb/pristine/internal/demo"
 	"github.com/pristinedb/pristine/internal/template"
@@ -176,7 +177,7 @@ func Compare(ctx context.Context, store *template.Builder, opt CompareOptions) (
 		}
 	}
 	r.rep.Seconds = time.Since(start).Seconds()
-	r.rep.Machine.LoadAfter = loadAvg()
+	r.rep.Machine.LoadAfter = stats.LoadAverage()
 	return r.rep, nil
 }
 
@@ -283,22 +284,12 @@ func (r *runner) removeTemplate(m *catalog.Meta) {
 	}
 }
 
+// writeWorkloadSQL writes the demo schema generator's SQL for opt to path.
 func writeWorkloadSQL(path string, opt demo.Options) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return err
 	}
-	f, err := os.Create(path + ".tmp")
-	if err != nil {
-		return err
-	}
-	if err := demo.Write(f, opt); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	return os.Rename(path+".tmp", path)
+	return writeAtomic(path, func(w io.Writer) error { return demo.Write(w, opt) })
 }
 
 // ratios fills each row's ratio to serial dumpload at the same copy count.

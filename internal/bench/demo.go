@@ -1,5 +1,13 @@
 // Package bench measures ways of getting pristine database copies on the
-// machine it runs on, always beside a baseline run in the same invocation.
+// machine it runs on, always beside a baseline run in the same invocation:
+// the method comparison (`pristine bench`), the demo (`pristine demo`), the
+// service section and the soak, with their markdown, JSON and PNG charts.
+//
+// Every measurement lives under internal/bench (archivebench, capturebench,
+// ocibench: `bench-archive`, `bench-capture`, `bench-fleet`; stats: medians
+// and load averages) and only internal/cli imports it (imports_test.go
+// checks that no core package does). Servers start through internal/mariadb
+// like every other server pristine starts.
 package bench
 
 import (
@@ -11,7 +19,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -19,6 +26,7 @@ import (
 
 	"github.com/pristinedb/pristine/api"
 	"github.com/pristinedb/pristine/client"
+	"github.com/pristinedb/pristine/internal/bench/stats"
 	"github.com/pristinedb/pristine/internal/demo"
 	"github.com/pristinedb/pristine/internal/pool"
 	"github.com/pristinedb/pristine/internal/server"
@@ -38,21 +46,6 @@ type DemoOptions struct {
 	// the first run is cold: the filesystem has served no slot yet.
 	FreshScratch bool
 	Log          io.Writer
-}
-
-// DemoRun is one pool-up of the demo: 200 slots ready, every slot leased
-// and released at once, every slot reset.
-type DemoRun struct {
-	// State is "cold" for the first run on a scratch filesystem made or a
-	// template built by this invocation, "warm" otherwise.
-	State         string  `json:"state"`
-	PoolUpSeconds float64 `json:"pool_up_seconds"`
-	ResetP50MS    float64 `json:"reset_p50_ms"`
-	ResetP99MS    float64 `json:"reset_p99_ms"`
-	// LoadBefore and LoadAfter are the 1, 5 and 15 minute load averages
-	// around the pool-up.
-	LoadBefore string `json:"load_before"`
-	LoadAfter  string `json:"load_after"`
 }
 
 // DemoResult holds every figure the demo measured.
@@ -75,7 +68,7 @@ type DemoResult struct {
 	// PSSMeanMB is the proportional set size per slot: its private memory
 	// plus its share of what the slots share (the server's code).
 	PSSMeanMB        float64   `json:"pss_mean_mb"`
-	Runs             []DemoRun `json:"runs"`
+	Runs             []PoolRun `json:"runs"`
 	LoadBefore       string    `json:"load_before"`
 	LoadAfter        string    `json:"load_after"`
 	DumpLoadSeconds  float64   `json:"dumpload_one_copy_seconds,omitempty"`
@@ -102,12 +95,12 @@ func Demo(ctx context.Context, store *template.Builder, opt DemoOptions) (*DemoR
 			fmt.Fprintf(opt.Log, "pristine demo: "+format+"\n", args...)
 		}
 	}
-	res := &DemoResult{Backend: store.Catalog().Backend().Name(), Server: store.Binary().Version, Slots: opt.Slots, LoadBefore: loadAvg()}
-	defer func() { res.LoadAfter = loadAvg() }()
+	res := &DemoResult{Backend: store.Catalog().Backend().Name(), Server: store.Binary().Version, Slots: opt.Slots, LoadBefore: stats.LoadAverage()}
+	defer func() { res.LoadAfter = stats.LoadAverage() }()
 
 	// 1. The demo SQL, written by the project, then a template from it.
 	sqlPath := filepath.Join(store.Catalog().Root().Path, "tmp", "demo.sql")
-	if err := writeDemoSQL(sqlPath, opt.Scale); err != nil {
+	if err := writeWorkloadSQL(sqlPath, demo.Options{Scale: opt.Scale}); err != nil {
 		return nil, err
 	}
 	say("building template demo from %s", sqlPath)
@@ -141,7 +134,7 @@ func Demo(ctx context.Context, store *template.Builder, opt DemoOptions) (*DemoR
 		if i == 0 && (opt.FreshScratch || built) {
 			state = "cold"
 		}
-		say("run %d of %d (%s): bringing up %d slots (load average %s)", i+1, opt.Runs, state, opt.Slots, loadAvg())
+		say("run %d of %d (%s): bringing up %d slots (load average %s)", i+1, opt.Runs, state, opt.Slots, stats.LoadAverage())
 		if i > 0 {
 			settle(ctx, store)
 		}
@@ -158,7 +151,7 @@ func Demo(ctx context.Context, store *template.Builder, opt DemoOptions) (*DemoR
 	for _, r := range res.Runs {
 		ups, p50s, p99s = append(ups, r.PoolUpSeconds), append(p50s, r.ResetP50MS), append(p99s, r.ResetP99MS)
 	}
-	res.PoolUpSeconds, res.ResetP50MS, res.ResetP99MS = median(ups), median(p50s), median(p99s)
+	res.PoolUpSeconds, res.ResetP50MS, res.ResetP99MS = stats.Median(ups), stats.Median(p50s), stats.Median(p99s)
 	res.FromSQLSeconds = res.PoolUpSeconds
 	if built {
 		res.FromSQLSeconds += buildWall
@@ -178,24 +171,6 @@ func Demo(ctx context.Context, store *template.Builder, opt DemoOptions) (*DemoR
 		res.SpeedupVsDumpLd = res.DumpLoad200Proj / res.PoolUpSeconds
 	}
 	return res, nil
-}
-
-func writeDemoSQL(path string, scale float64) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return err
-	}
-	f, err := os.Create(path + ".tmp")
-	if err != nil {
-		return err
-	}
-	if err := demo.Write(f, demo.Options{Scale: scale}); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	return os.Rename(path+".tmp", path)
 }
 
 func countRows(ctx context.Context, l *api.Lease) (int64, error) {
@@ -294,76 +269,25 @@ func procFieldKB(pid int, file, key string) int64 {
 	return 0
 }
 
-func quantile(v []float64, q float64) float64 {
-	if len(v) == 0 {
-		return 0
-	}
-	s := append([]float64(nil), v...)
-	sort.Float64s(s)
-	i := int(q * float64(len(s)))
-	if i >= len(s) {
-		i = len(s) - 1
-	}
-	return s[i]
-}
-
-// demoRun brings the pool up through the daemon, leases every slot, queries
-// one, releases them all at once, waits until every slot is reset and takes
-// the pool down. The first run also fills the lease, query and memory
-// figures of res.
-func demoRun(ctx context.Context, c *client.Client, name string, opt DemoOptions, res *DemoResult, first bool) (*DemoRun, error) {
-	run := &DemoRun{LoadBefore: loadAvg()}
-	t1 := time.Now()
-	if _, err := c.PoolUp(ctx, server.PoolRequest{Template: name, Size: opt.Slots}, nil); err != nil {
-		return nil, err
-	}
-	run.PoolUpSeconds = time.Since(t1).Seconds()
-	run.LoadAfter = loadAvg()
-	down := func() { _, _ = c.PoolDown(context.WithoutCancel(ctx), name) }
-	leases := make([]*api.Lease, 0, opt.Slots)
-	waits := make([]float64, 0, opt.Slots)
-	for i := 0; i < opt.Slots; i++ {
-		t := time.Now()
-		l, err := c.Lease(ctx, server.LeaseRequest{Template: name, Holder: "demo"})
-		if err != nil {
-			down()
-			return nil, err
-		}
-		waits = append(waits, float64(time.Since(t).Microseconds())/1000)
-		leases = append(leases, l)
-	}
+// demoRun is one pool-up of the demo (poolRun). The first run also fills
+// the lease, query and memory figures of res.
+func demoRun(ctx context.Context, c *client.Client, name string, opt DemoOptions, res *DemoResult, first bool) (*PoolRun, error) {
+	var leased func([]*api.Lease, []float64) error
 	if first {
-		res.LeaseP50MS, res.LeaseP99MS = quantile(waits, 0.5), quantile(waits, 0.99)
-		tq := time.Now()
-		n, err := countRows(ctx, leases[0])
-		if err != nil {
-			down()
-			return nil, err
-		}
-		res.QueryMS = float64(time.Since(tq).Microseconds()) / 1000
-		res.RowsInFirstTable = n
-		res.RSSMeanMB, res.RSSMaxMB, res.PSSMeanMB = slotMemory(ctx, c, name)
-	}
-	for _, l := range leases {
-		if _, err := c.Release(ctx, l.ID, false); err != nil {
-			down()
-			return nil, err
+		leased = func(leases []*api.Lease, waits []float64) error {
+			res.LeaseP50MS, res.LeaseP99MS = stats.Quantile(waits, 0.5), stats.Quantile(waits, 0.99)
+			tq := time.Now()
+			n, err := countRows(ctx, leases[0])
+			if err != nil {
+				return err
+			}
+			res.QueryMS = float64(time.Since(tq).Microseconds()) / 1000
+			res.RowsInFirstTable = n
+			res.RSSMeanMB, res.RSSMaxMB, res.PSSMeanMB = slotMemory(ctx, c, name)
+			return nil
 		}
 	}
-	if err := waitReady(ctx, c, name, opt.Slots); err != nil {
-		down()
-		return nil, err
-	}
-	ps, err := c.Pool(ctx, name)
-	if err != nil {
-		down()
-		return nil, err
-	}
-	run.ResetP50MS, run.ResetP99MS = ps.ResetP50MS, ps.ResetP99MS
-	if _, err := c.PoolDown(ctx, name); err != nil {
-		return nil, err
-	}
-	return run, nil
+	return poolRun(ctx, c, name, opt.Slots, "demo", leased)
 }
 
 // settle waits until btrfs has freed the space of the subvolumes a pool
@@ -374,14 +298,4 @@ func settle(ctx context.Context, store *template.Builder) {
 		return
 	}
 	_ = exec.CommandContext(ctx, "btrfs", "subvolume", "sync", store.Catalog().Root().Data()).Run()
-}
-
-// median is the middle value of v (the upper of the two middle ones).
-func median(v []float64) float64 {
-	if len(v) == 0 {
-		return 0
-	}
-	s := append([]float64(nil), v...)
-	sort.Float64s(s)
-	return s[len(s)/2]
 }

@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"strings"
 
+	"github.com/pristinedb/pristine/internal/bench/stats"
 	"github.com/pristinedb/pristine/internal/sysmem"
 
 	"golang.org/x/sys/unix"
@@ -30,7 +31,7 @@ type Machine struct {
 // describeMachine reads the CPU model, memory, kernel and the filesystem of
 // the store's data directory.
 func describeMachine(store *template.Builder) Machine {
-	m := Machine{Cores: runtime.NumCPU(), Server: store.Binary().Version, Backend: store.Catalog().Backend().Name(), LoadBefore: loadAvg()}
+	m := Machine{Cores: runtime.NumCPU(), Server: store.Binary().Version, Backend: store.Catalog().Backend().Name(), LoadBefore: stats.LoadAverage()}
 	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
 		for _, line := range strings.Split(string(b), "\n") {
 			if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
@@ -47,19 +48,6 @@ func describeMachine(store *template.Builder) Machine {
 	}
 	m.Filesystem = fsName(store.Catalog().Root().Data())
 	return m
-}
-
-// loadAvg is the 1, 5 and 15 minute load averages.
-func loadAvg() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return ""
-	}
-	f := strings.Fields(string(b))
-	if len(f) < 3 {
-		return ""
-	}
-	return strings.Join(f[:3], " ")
 }
 
 // fsName names the filesystem type of dir and, for a loop mount, says so.

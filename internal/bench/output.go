@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -129,8 +130,27 @@ func Load(path string) (*Report, error) {
 	return &rep, nil
 }
 
+// writeFile writes b to path through writeAtomic.
 func writeFile(path string, b []byte) error {
-	if err := os.WriteFile(path+".tmp", b, 0o644); err != nil {
+	return writeAtomic(path, func(w io.Writer) error {
+		_, err := w.Write(b)
+		return err
+	})
+}
+
+// writeAtomic writes path through path+".tmp", renamed into place once
+// write has returned and the file is closed: a reader never sees a
+// report, chart or workload half-written.
+func writeAtomic(path string, write func(io.Writer) error) error {
+	f, err := os.OpenFile(path+".tmp", os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return err
+	}
+	if err := write(f); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
 		return err
 	}
 	return os.Rename(path+".tmp", path)

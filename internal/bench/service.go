@@ -8,6 +8,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/pristinedb/pristine/api"
+	"github.com/pristinedb/pristine/internal/bench/stats"
 	"github.com/pristinedb/pristine/internal/catalog"
 	"github.com/pristinedb/pristine/internal/sysmem"
 
@@ -41,7 +43,7 @@ type ServiceRow struct {
 	PSSMeanMB float64 `json:"pss_mean_mb"`
 	// Runs are the pool-ups PoolUpSeconds is the median of, each with
 	// the resets of every slot at once that followed it.
-	Runs []ServiceRun `json:"runs,omitempty"`
+	Runs []PoolRun `json:"runs,omitempty"`
 	// AllResetP99MS is the median over Runs of the reset p99 when every
 	// slot is released at once.
 	AllResetP99MS float64 `json:"all_reset_p99_ms,omitempty"`
@@ -58,20 +60,6 @@ type ServiceRow struct {
 	// Limited says why Slots is smaller than asked.
 	Limited string `json:"limited,omitempty"`
 	Error   string `json:"error,omitempty"`
-}
-
-// ServiceRun is one pool-up of the service section.
-type ServiceRun struct {
-	// State is "cold" when no pool ran on the filesystem before in this
-	// invocation, "warm" otherwise.
-	State         string  `json:"state"`
-	PoolUpSeconds float64 `json:"pool_up_seconds"`
-	// ResetP50MS and ResetP99MS are the resets of every slot, released
-	// at once.
-	ResetP50MS float64 `json:"reset_p50_ms"`
-	ResetP99MS float64 `json:"reset_p99_ms"`
-	LoadBefore string  `json:"load_before"`
-	LoadAfter  string  `json:"load_after"`
 }
 
 // slotsThatFit is how many slots of m the memory available now holds, by
@@ -141,7 +129,7 @@ func (r *runner) serviceTemplate(ctx context.Context, c *client.Client, scale fl
 			if i == 0 && cold {
 				state = "cold"
 			}
-			r.say("service %s: %d slots through the daemon, run %d of %d (%s, load average %s)", w.Name, row.Slots, i+1, r.opt.ServiceRuns, state, loadAvg())
+			r.say("service %s: %d slots through the daemon, run %d of %d (%s, load average %s)", w.Name, row.Slots, i+1, r.opt.ServiceRuns, state, stats.LoadAverage())
 			settle(ctx, r.store)
 			run, err := r.serviceRun(ctx, c, m.Name, &row, i == 0)
 			if err != nil {
@@ -151,7 +139,7 @@ func (r *runner) serviceTemplate(ctx context.Context, c *client.Client, scale fl
 			row.Runs = append(row.Runs, *run)
 			ups, p99s = append(ups, run.PoolUpSeconds), append(p99s, run.ResetP99MS)
 		}
-		row.PoolUpSeconds, row.AllResetP99MS = median(ups), median(p99s)
+		row.PoolUpSeconds, row.AllResetP99MS = stats.Median(ups), stats.Median(p99s)
 		row.FromSQLSeconds = round3(row.PoolUpSeconds + m.BuildSeconds)
 		r.dumpLoadBeside(ctx, &row, m)
 	}
@@ -220,49 +208,22 @@ func (r *runner) dumpLoadBeside(ctx context.Context, row *ServiceRow, m *catalog
 	}
 }
 
-// serviceRun brings the pool up, leases every slot, releases them all at
-// once, waits until every slot is reset and takes the pool down. The first
+// serviceRun is one pool-up of the service section (poolRun). The first
 // run fills the lease and memory figures of row.
-func (r *runner) serviceRun(ctx context.Context, c *client.Client, name string, row *ServiceRow, first bool) (*ServiceRun, error) {
-	run := &ServiceRun{LoadBefore: loadAvg()}
-	t0 := time.Now()
-	if _, err := c.PoolUp(ctx, server.PoolRequest{Template: name, Size: row.Slots}, nil); err != nil {
-		return nil, err
-	}
-	run.PoolUpSeconds = round3(time.Since(t0).Seconds())
-	run.LoadAfter = loadAvg()
-	defer c.PoolDown(context.WithoutCancel(ctx), name)
-	waits := make([]float64, 0, row.Slots)
-	var ids []string
-	for range row.Slots {
-		t := time.Now()
-		l, err := c.Lease(ctx, server.LeaseRequest{Template: name, Holder: "bench"})
-		if err != nil {
-			return nil, err
-		}
-		waits = append(waits, float64(time.Since(t).Microseconds())/1000)
-		ids = append(ids, l.ID)
-	}
+func (r *runner) serviceRun(ctx context.Context, c *client.Client, name string, row *ServiceRow, first bool) (*PoolRun, error) {
+	var leased func([]*api.Lease, []float64) error
 	if first {
-		row.Leases = len(waits)
-		row.LeaseP50MS, row.LeaseP99MS = quantile(waits, 0.5), quantile(waits, 0.99)
-		row.RSSMeanMB, row.RSSMaxMB, row.PSSMeanMB = slotMemory(ctx, c, name)
-	}
-	for _, id := range ids {
-		if _, err := c.Release(ctx, id, false); err != nil {
-			return nil, err
+		leased = func(_ []*api.Lease, waits []float64) error {
+			row.Leases = len(waits)
+			row.LeaseP50MS, row.LeaseP99MS = stats.Quantile(waits, 0.5), stats.Quantile(waits, 0.99)
+			row.RSSMeanMB, row.RSSMaxMB, row.PSSMeanMB = slotMemory(ctx, c, name)
+			return nil
 		}
 	}
-	if err := waitReady(ctx, c, name, row.Slots); err != nil {
-		return nil, err
-	}
-	ps, err := c.Pool(ctx, name)
+	run, err := poolRun(ctx, c, name, row.Slots, "bench", leased)
 	if err != nil {
 		return nil, err
 	}
-	run.ResetP50MS, run.ResetP99MS = ps.ResetP50MS, ps.ResetP99MS
-	if _, err := c.PoolDown(context.WithoutCancel(ctx), name); err != nil {
-		return nil, err
-	}
+	run.PoolUpSeconds = round3(run.PoolUpSeconds)
 	return run, nil
 }

@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/pristinedb/pristine/internal/bench/stats"
 	"github.com/pristinedb/pristine/internal/quote"
 
 	"github.com/pristinedb/pristine/client"
@@ -112,7 +113,7 @@ func Soak(ctx context.Context, c *client.Client, root *rootdir.Root, opt SoakOpt
 	res.Cycles = int64(len(waits))
 	res.NotPristine, res.Errors, res.FirstError = bad.Load(), errs.Load(), firstErr
 	res.LeasesPerSec = float64(res.Cycles) / res.Seconds
-	res.LeaseP50MS, res.LeaseP99MS, res.LeaseMaxMS = quantile(waits, 0.5), quantile(waits, 0.99), quantile(waits, 1)
+	res.LeaseP50MS, res.LeaseP99MS, res.LeaseMaxMS = stats.Quantile(waits, 0.5), stats.Quantile(waits, 0.99), stats.Quantile(waits, 1)
 	if ps, err := c.Pool(ctx, opt.Template); err == nil {
 		res.ResetP50MS, res.ResetP99MS = ps.ResetP50MS, ps.ResetP99MS
 	}

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/pristinedb/pristine/internal/quote"
+	"github.com/pristinedb/pristine/internal/sqlrows"
 
 	"github.com/go-sql-driver/mysql"
 )
@@ -29,7 +30,7 @@ type object struct {
 // triggers (in their action order), events.
 func readObjects(ctx context.Context, db *sql.DB, schema string) ([]object, error) {
 	var out []object
-	q := func(kind, list, show string, pick func(cols []string, vals []sql.NullString) object) error {
+	q := func(kind, list, show string, pick func(cols, row []string) object) error {
 		names, err := queryStrings(ctx, db, list, schema)
 		if err != nil {
 			return fmt.Errorf("list %ss of %s: %w", kind, schema, err)
@@ -42,26 +43,20 @@ func readObjects(ctx context.Context, db *sql.DB, schema string) ([]object, erro
 				kindWord = strings.ToLower(typ)
 			}
 			showQ := fmt.Sprintf(show, strings.ToUpper(kindWord), quote.Ident(schema)+"."+quote.Ident(n))
-			rows, err := db.QueryContext(ctx, showQ)
+			var o object
+			rows := 0
+			err := sqlrows.Each(ctx, db, showQ, "", func(cols, row []string) error {
+				if rows++; rows == 1 {
+					o = pick(cols, row)
+				}
+				return nil
+			})
 			if err != nil {
 				return fmt.Errorf("%s: %w", showQ, err)
 			}
-			cols, _ := rows.Columns()
-			vals := make([]sql.NullString, len(cols))
-			ptrs := make([]any, len(cols))
-			for i := range vals {
-				ptrs[i] = &vals[i]
-			}
-			if !rows.Next() {
-				rows.Close()
+			if rows == 0 {
 				return fmt.Errorf("%s: no row (was it dropped during the capture?)", showQ)
 			}
-			err = rows.Scan(ptrs...)
-			rows.Close()
-			if err != nil {
-				return fmt.Errorf("%s: %w", showQ, err)
-			}
-			o := pick(cols, vals)
 			o.kind, o.db, o.name = kindWord, schema, n
 			if o.create == "" {
 				return fmt.Errorf("%w: %s returned no definition: run GRANT SELECT ON `mysql`.`proc` TO the capturing user on the source", ErrPrivilege, showQ)
@@ -70,20 +65,20 @@ func readObjects(ctx context.Context, db *sql.DB, schema string) ([]object, erro
 		}
 		return nil
 	}
-	byName := func(cols []string, vals []sql.NullString, create string) object {
+	byName := func(cols, row []string, create string) object {
 		o := object{}
 		for i, c := range cols {
 			switch c {
 			case create:
-				o.create = vals[i].String
+				o.create = row[i]
 			case "sql_mode":
-				o.sqlMode = vals[i].String
+				o.sqlMode = row[i]
 			case "character_set_client":
-				o.charsetClient = vals[i].String
+				o.charsetClient = row[i]
 			case "collation_connection":
-				o.collationConn = vals[i].String
+				o.collationConn = row[i]
 			case "time_zone":
-				o.timeZone = vals[i].String
+				o.timeZone = row[i]
 			}
 		}
 		return o
@@ -96,7 +91,7 @@ func readObjects(ctx context.Context, db *sql.DB, schema string) ([]object, erro
 	}
 	for _, st := range steps {
 		st := st
-		err := q(st.kind, st.list, st.show, func(cols []string, vals []sql.NullString) object {
+		err := q(st.kind, st.list, st.show, func(cols, row []string) object {
 			create := st.create
 			if create == "" { // "Create Procedure" or "Create Function"
 				for _, c := range cols {
@@ -105,7 +100,7 @@ func readObjects(ctx context.Context, db *sql.DB, schema string) ([]object, erro
 					}
 				}
 			}
-			return byName(cols, vals, create)
+			return byName(cols, row, create)
 		})
 		if err != nil {
 			return nil, err

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/pristinedb/pristine/internal/quote"
+	"github.com/pristinedb/pristine/internal/sqlrows"
 
 	"github.com/go-sql-driver/mysql"
 )
@@ -44,9 +45,7 @@ func SystemAccount(user, host string) bool {
 }
 
 // queryer is a *sql.DB or a *sql.Conn.
-type queryer interface {
-	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
-}
+type queryer = sqlrows.Queryer
 
 // AccountScope lists the accounts a capture of dbs carries, and which
 // verify compares for those schemas. It is one rule for every path:
@@ -162,31 +161,11 @@ func keys[K comparable](m map[K]bool) []K {
 
 // scan runs q and calls f with each row as strings (NULL as "").
 func scan(ctx context.Context, db queryer, q string, f func([]string)) error {
-	rows, err := db.QueryContext(ctx, q)
+	err := sqlrows.Each(ctx, db, q, "", func(_, row []string) error { f(row); return nil })
 	if err != nil {
 		return fmt.Errorf("%s: %w", strings.Fields(q)[0]+" "+firstTable(q), err)
 	}
-	defer rows.Close()
-	cols, err := rows.Columns()
-	if err != nil {
-		return err
-	}
-	vals := make([]sql.NullString, len(cols))
-	ptrs := make([]any, len(cols))
-	for i := range vals {
-		ptrs[i] = &vals[i]
-	}
-	for rows.Next() {
-		if err := rows.Scan(ptrs...); err != nil {
-			return err
-		}
-		r := make([]string, len(vals))
-		for i, v := range vals {
-			r[i] = v.String
-		}
-		f(r)
-	}
-	return rows.Err()
+	return nil
 }
 
 // firstTable names the table a query reads, for its error message.

@@ -12,9 +12,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/pristinedb/pristine/internal/archive/archivebench"
 	"github.com/pristinedb/pristine/internal/bench"
-	"github.com/pristinedb/pristine/internal/capture/capturebench"
+	"github.com/pristinedb/pristine/internal/bench/archivebench"
+	"github.com/pristinedb/pristine/internal/bench/capturebench"
 )
 
 func init() { register(newBenchCmd) }

@@ -7,7 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/pristinedb/pristine/internal/archive/archivebench"
+	"github.com/pristinedb/pristine/internal/bench/archivebench"
 )
 
 func init() { register(newBenchArchiveCmd) }

@@ -5,7 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/pristinedb/pristine/internal/capture/capturebench"
+	"github.com/pristinedb/pristine/internal/bench/capturebench"
 )
 
 func init() { register(newBenchCaptureCmd) }

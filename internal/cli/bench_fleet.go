@@ -7,7 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/pristinedb/pristine/internal/oci/ocibench"
+	"github.com/pristinedb/pristine/internal/bench/ocibench"
 )
 
 func init() { register(newBenchFleetCmd) }

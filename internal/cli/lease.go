@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/pristinedb/pristine/api"
+	"github.com/pristinedb/pristine/internal/quote"
 	"github.com/pristinedb/pristine/internal/server"
 )
 
@@ -42,11 +43,11 @@ func newLeaseCmd(g *Globals) *cobra.Command {
 				fmt.Fprintf(os.Stderr, "  mariadb, mariadb-dump %s and mariadb-admin now connect to it with no flags (MYSQL_HOME=%s); or: pristine sql\n", l.Database, filepath.Dir(l.OptionFile))
 			}
 			// Shell syntax, so `eval "$(pristine lease)"` sets the variables.
-			fmt.Printf("export PRISTINE_LEASE=%s\n", shellQuote(l.ID))
-			fmt.Printf("export DSN=%s\n", shellQuote(l.DSN))
+			fmt.Printf("export PRISTINE_LEASE=%s\n", quote.Shell(l.ID))
+			fmt.Printf("export DSN=%s\n", quote.Shell(l.DSN))
 			for _, e := range l.Env {
 				k, v, _ := strings.Cut(e, "=")
-				fmt.Printf("export %s=%s\n", k, shellQuote(v))
+				fmt.Printf("export %s=%s\n", k, quote.Shell(v))
 			}
 			return nil
 		},
@@ -204,9 +205,4 @@ func newReleaseCmd(g *Globals) *cobra.Command {
 	}
 	cmd.Flags().BoolVar(&unchanged, "unchanged", false, "nothing was written: check that, and reuse the database without a reset")
 	return cmd
-}
-
-// shellQuote quotes s for a POSIX shell.
-func shellQuote(s string) string {
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }

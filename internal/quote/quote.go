@@ -1,6 +1,7 @@
-// Package quote writes names and values into SQL text. Every package that
-// builds a statement from a name or a value it did not write itself quotes
-// through here, so there is one escaping rule to review.
+// Package quote writes names and values into SQL text, and words into the
+// few shell command lines pristine writes. Every package that builds a
+// statement or a command line from a name or a value it did not write
+// itself quotes through here, so there is one escaping rule to review.
 //
 // The rules assume the server's default sql_mode (NO_BACKSLASH_ESCAPES and
 // ANSI_QUOTES off), which every server pristine starts runs with and which
@@ -24,3 +25,8 @@ func String(s string) string { return "'" + stringEscapes.Replace(s) + "'" }
 
 // Account quotes an account name as 'user'@'host'.
 func Account(user, host string) string { return String(user) + "@" + String(host) }
+
+// Shell quotes s as one word for a POSIX shell: in single quotes, where a
+// single quote of s closes them, follows escaped by a backslash, and opens
+// them again.
+func Shell(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }

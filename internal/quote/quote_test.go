@@ -14,6 +14,9 @@ func TestQuote(t *testing.T) {
 		{String("\x00"), `'\0'`},
 		{String(`\'`), `'\\\''`},
 		{Account("u'", "%"), `'u\''@'%'`},
+		{Shell("a b"), `'a b'`},
+		{Shell("it's $HOME"), `'it'\''s $HOME'`},
+		{Shell(""), `''`},
 	} {
 		if c.got != c.want {
 			t.Errorf("got %s, want %s", c.got, c.want)

@@ -19,16 +19,6 @@ import (
 	"github.com/pristinedb/pristine/internal/sqlload"
 )
 
-// execAll runs statements on db and fails the test on an error.
-func execAll(t *testing.T, db *sql.DB, stmts ...string) {
-	t.Helper()
-	for _, s := range stmts {
-		if _, err := db.Exec(s); err != nil {
-			t.Fatalf("%s: %v", s, err)
-		}
-	}
-}
-
 func queryString(t *testing.T, db *sql.DB, q string) string {
 	t.Helper()
 	var s sql.NullString
@@ -148,7 +138,7 @@ func TestLoadErrorNamesFileAndLine(t *testing.T) {
 func TestLoadStatementLargerThanMaxAllowedPacket(t *testing.T) {
 	in := mariadbtest.Start(t)
 	db := mariadbtest.Open(t, in, "")
-	execAll(t, db, "SET GLOBAL max_allowed_packet = 1048576")
+	mariadbtest.Exec(t, db, "SET GLOBAL max_allowed_packet = 1048576")
 	big := "INSERT INTO t VALUES ('" + strings.Repeat("x", 2<<20) + "');\n"
 	_, err := sqlload.Load(context.Background(), in.DSN(""), []sqlload.Source{sqlload.StringSource("big.sql", "CREATE TABLE t (a LONGTEXT);\n"+big)}, sqlload.Options{Database: "d"})
 	if err == nil || !strings.Contains(err.Error(), "big.sql:2: ") || !strings.Contains(err.Error(), "max_allowed_packet") {
@@ -165,7 +155,7 @@ func TestLoadDumpRoundTrip(t *testing.T) {
 	}
 	in := mariadbtest.Start(t)
 	db := mariadbtest.Open(t, in, "")
-	execAll(t, db, sampleSchema...)
+	mariadbtest.Exec(t, db, sampleSchema...)
 	sums := fingerprint(t, db)
 
 	out, err := exec.Command(dump, "--socket="+in.Config.Socket(), "--user=root",
@@ -173,7 +163,7 @@ func TestLoadDumpRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatalf("mariadb-dump: %v", err)
 	}
-	execAll(t, db, "DROP DATABASE shop")
+	mariadbtest.Exec(t, db, "DROP DATABASE shop")
 
 	for _, workers := range []int{1, 4} {
 		st, err := sqlload.Load(context.Background(), in.DSN(""), []sqlload.Source{sqlload.StringSource("dump.sql", string(out))}, sqlload.Options{Workers: workers})
@@ -187,11 +177,11 @@ func TestLoadDumpRoundTrip(t *testing.T) {
 			t.Errorf("%d workers: loaded schema differs:\n got %s\nwant %s", workers, got, sums)
 		}
 		// The procedure and the trigger it fires work.
-		execAll(t, db, "CALL shop.add_order(9999)")
+		mariadbtest.Exec(t, db, "CALL shop.add_order(9999)")
 		if got := queryString(t, db, "SELECT CONCAT(n, (SELECT what FROM shop.audit)) FROM shop.counters"); got != "2001order; 9999" {
 			t.Errorf("%d workers: after add_order: %q, want 2001order; 9999", workers, got)
 		}
-		execAll(t, db, "DROP DATABASE shop")
+		mariadbtest.Exec(t, db, "DROP DATABASE shop")
 	}
 }
 

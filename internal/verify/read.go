@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/pristinedb/pristine/internal/quote"
+	"github.com/pristinedb/pristine/internal/sqlrows"
 )
 
 // snapshot is what one side holds, keyed by the source's names.
@@ -90,38 +91,10 @@ func (r *reader) add(kind, schema, name string) *object {
 	return o
 }
 
-// query runs q and calls f with each row's columns as strings (NULL is "NULL").
+// query runs q and calls f with each row's columns as strings (NULL is
+// "NULL"); every error, f's too, comes back naming the statement.
 func (r *reader) query(q string, f func(cols []string, row []string) error) error {
-	rows, err := r.c.QueryContext(r.ctx, q)
-	if err != nil {
-		return fmt.Errorf("%s: %w", abbrev(q, 120), err)
-	}
-	defer rows.Close()
-	cols, err := rows.Columns()
-	if err != nil {
-		return err
-	}
-	vals := make([]sql.NullString, len(cols))
-	ptrs := make([]any, len(cols))
-	for i := range vals {
-		ptrs[i] = &vals[i]
-	}
-	for rows.Next() {
-		if err := rows.Scan(ptrs...); err != nil {
-			return fmt.Errorf("%s: %w", abbrev(q, 120), err)
-		}
-		row := make([]string, len(vals))
-		for i, v := range vals {
-			row[i] = "NULL"
-			if v.Valid {
-				row[i] = v.String
-			}
-		}
-		if err := f(cols, row); err != nil {
-			return err
-		}
-	}
-	if err := rows.Err(); err != nil {
+	if err := sqlrows.Each(r.ctx, r.c, q, "NULL", f); err != nil {
 		return fmt.Errorf("%s: %w", abbrev(q, 120), err)
 	}
 	return nil

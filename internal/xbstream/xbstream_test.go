@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/pristinedb/pristine/internal/archive/throwaway"
+	"github.com/pristinedb/pristine/internal/mariadb/mariadbtest"
 )
 
 func extract(t *testing.T, stream []byte) (string, error) {
@@ -103,38 +103,26 @@ func TestExtractRefusesBadInput(t *testing.T) {
 
 // realStream runs mariadb-backup --stream=xbstream against a throwaway
 // server holding a 20,000-row table and returns the stream's path (under
-// base) and the server's data directory.
+// base, a directory of the test's).
 func realStream(t *testing.T) (base, xbs string) {
 	t.Helper()
-	if why := throwaway.Available(); why != "" {
-		t.Skip(why)
-	}
 	for _, b := range []string{"mariadb-backup", "mbstream"} {
 		if _, err := exec.LookPath(b); err != nil {
 			t.Skipf("%s is not installed", b)
 		}
 	}
-	ctx := context.Background()
+	srv := mariadbtest.Start(t)
+	db := mariadbtest.Open(t, srv, "")
+	mariadbtest.Exec(t, db, "CREATE DATABASE x", "CREATE TABLE x.t (id INT PRIMARY KEY, v VARCHAR(100))",
+		"INSERT INTO x.t SELECT seq, MD5(seq) FROM x.seq_1_to_20000")
 	base, err := os.MkdirTemp("/dev/shm", "pristine-xbs-test-")
 	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(base) })
-	// The server's account passes through base to its files.
-	if err := os.Chmod(base, 0o711); err != nil {
-		t.Fatal(err)
-	}
-	data := filepath.Join(base, "data")
-	srv, err := throwaway.Start(ctx, data, base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Kill)
-	if _, err := srv.Query(ctx, "CREATE DATABASE x; USE x; CREATE TABLE x.t (id INT PRIMARY KEY, v VARCHAR(100)); INSERT INTO x.t SELECT seq, MD5(seq) FROM seq_1_to_20000;"); err != nil {
-		t.Fatal(err)
+		base = t.TempDir()
+	} else {
+		t.Cleanup(func() { os.RemoveAll(base) })
 	}
 	xbs = filepath.Join(base, "b.xbs")
-	cmd := "mariadb-backup --backup --stream=xbstream --socket=" + srv.Socket + " --user=root --datadir=" + data +
+	cmd := "mariadb-backup --backup --stream=xbstream --socket=" + srv.Config.Socket() + " --user=root --datadir=" + srv.Config.Datadir +
 		" --target-dir=" + filepath.Join(base, "bk") + " > " + xbs + " 2>" + filepath.Join(base, "bk.log")
 	if out, err := exec.Command("/bin/sh", "-c", cmd).CombinedOutput(); err != nil {
 		log, _ := os.ReadFile(filepath.Join(base, "bk.log"))

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/pristinedb/pristine/internal/mariadb"
+	"github.com/pristinedb/pristine/internal/svcuser"
 )
 
 var (
@@ -116,9 +117,33 @@ func Start(t testing.TB) *mariadb.Instance {
 	if out, err := exec.Command("cp", "-a", src, data).CombinedOutput(); err != nil {
 		t.Fatalf("copy base data directory: %v: %s", err, out)
 	}
+	return start(t, bin, data, filepath.Join(dir, "run"))
+}
+
+// StartOn starts a throwaway server on data, a data directory the test
+// made (a copy, an unpacked archive), with its run directory beside it
+// (data+".run"), after handing every file under data to the servers'
+// account. t.Cleanup kills the server; removing data is the caller's.
+func StartOn(t testing.TB, data string) *mariadb.Instance {
+	t.Helper()
+	bin := Binary(t)
+	acct, err := svcuser.Get()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := acct.OwnTree(data); err != nil {
+		t.Fatal(err)
+	}
+	return start(t, bin, data, data+".run")
+}
+
+// start starts the server on data with the slots' profile and a 64 MiB
+// buffer pool, and waits until it answers.
+func start(t testing.TB, bin *mariadb.Binary, data, run string) *mariadb.Instance {
+	t.Helper()
 	p := mariadb.DefaultProfile()
 	p.BufferPool = 64 << 20
-	in, err := mariadb.Start(bin, mariadb.Config{Datadir: data, RunDir: filepath.Join(dir, "run"), Profile: p})
+	in, err := mariadb.Start(bin, mariadb.Config{Datadir: data, RunDir: run, Profile: p})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,4 +166,15 @@ func Open(t testing.TB, in *mariadb.Instance, database string) *sql.DB {
 	}
 	t.Cleanup(func() { db.Close() })
 	return db
+}
+
+// Exec runs each statement on db in order and fails the test at the first
+// error, naming the statement.
+func Exec(t testing.TB, db *sql.DB, stmts ...string) {
+	t.Helper()
+	for _, q := range stmts {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
 }

@@ -7,6 +7,8 @@ import (
 	"os/exec"
 	"path/filepath"
 
+	"github.com/pristinedb/pristine/internal/bench/stats"
+	"github.com/pristinedb/pristine/internal/quote"
 	"golang.org/x/sys/unix"
 )
 
@@ -50,7 +52,7 @@ func (b *bench) disk(ctx context.Context, xbs, prsa string, dataBytes int64) ([]
 	if err := os.MkdirAll(mnt, 0o755); err != nil {
 		return rows, append(notes, err.Error())
 	}
-	if _, err := b.shell(ctx, fmt.Sprintf("truncate -s %d %s && mkfs.xfs -q -m reflink=1 %s && mount -o loop %s %s", fi.Size()*3+512<<20, q(img), q(img), q(img), q(mnt))); err != nil {
+	if _, err := b.shell(ctx, fmt.Sprintf("truncate -s %d %s && mkfs.xfs -q -m reflink=1 %s && mount -o loop %s %s", fi.Size()*3+512<<20, quote.Shell(img), quote.Shell(img), quote.Shell(img), quote.Shell(mnt))); err != nil {
 		return rows, append(notes, fmt.Sprintf("XFS disk steps skipped: %v", err))
 	}
 	defer exec.Command("umount", mnt).Run()
@@ -63,13 +65,13 @@ func (b *bench) disk(ctx context.Context, xbs, prsa string, dataBytes int64) ([]
 
 func (b *bench) diskSteps(ctx context.Context, label, dir, xbs, prsa string, dataBytes int64) ([]Row, error) {
 	out := filepath.Join(dir, "out")
-	exe := q(b.opts.Exe)
+	exe := quote.Shell(b.opts.Exe)
 	steps := []struct{ name, cmd string }{
-		{"mbstream -x + sync -f", fmt.Sprintf("mkdir %s && mbstream -x -C %s < %s && sync -f %s", q(out), q(out), q(xbs), q(out))},
-		{"pristine unpack --format xbstream --sync", fmt.Sprintf("%s unpack --format xbstream --sync %s %s", exe, q(xbs), q(out))},
-		{"pristine unpack --sync (archive file)", fmt.Sprintf("%s unpack --sync %s %s", exe, q(prsa), q(out))},
+		{"mbstream -x + sync -f", fmt.Sprintf("mkdir %s && mbstream -x -C %s < %s && sync -f %s", quote.Shell(out), quote.Shell(out), quote.Shell(xbs), quote.Shell(out))},
+		{"pristine unpack --format xbstream --sync", fmt.Sprintf("%s unpack --format xbstream --sync %s %s", exe, quote.Shell(xbs), quote.Shell(out))},
+		{"pristine unpack --sync (archive file)", fmt.Sprintf("%s unpack --sync %s %s", exe, quote.Shell(prsa), quote.Shell(out))},
 		// The floor: the same bytes written as one file, then synced.
-		{"cat XBSTREAM > one file + sync -f (the write alone)", fmt.Sprintf("mkdir %s && cat %s > %s/x && sync -f %s", q(out), q(xbs), q(out), q(out))},
+		{"cat XBSTREAM > one file + sync -f (the write alone)", fmt.Sprintf("mkdir %s && cat %s > %s/x && sync -f %s", quote.Shell(out), quote.Shell(xbs), quote.Shell(out), quote.Shell(out))},
 	}
 	// Round robin, so that the disk's moods (host caches, the writeback
 	// of the previous run's removal) fall on every step alike; before each
@@ -94,7 +96,7 @@ func (b *bench) diskSteps(ctx context.Context, label, dir, xbs, prsa string, dat
 	os.RemoveAll(out)
 	var rows []Row
 	for i, s := range steps {
-		rows = append(rows, Row{Name: fmt.Sprintf("%s, on %s", s.name, label), Wall: median(walls[i]), CPU: median(cpus[i])})
+		rows = append(rows, Row{Name: fmt.Sprintf("%s, on %s", s.name, label), Wall: stats.Median(walls[i]), CPU: stats.Median(cpus[i])})
 	}
 	for i := range rows {
 		rows[i].GBps = float64(dataBytes) / 1e9 / rows[i].Wall

@@ -11,12 +11,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
 	"strings"
 	"syscall"
 	"time"
 
-	"github.com/pristinedb/pristine/internal/archive/throwaway"
+	"github.com/pristinedb/pristine/internal/bench/stats"
+	"github.com/pristinedb/pristine/internal/mariadb"
+	"github.com/pristinedb/pristine/internal/quote"
 	"github.com/pristinedb/pristine/internal/xbstream"
 )
 
@@ -105,7 +106,7 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	}
 	rep.DataBytes, rep.Files = dirSize(data)
 	prsa := filepath.Join(work, "data.prsa")
-	if _, err := b.shell(ctx, fmt.Sprintf("%s pack %s > %s", q(opts.Exe), q(data), q(prsa))); err != nil {
+	if _, err := b.shell(ctx, fmt.Sprintf("%s pack %s > %s", quote.Shell(opts.Exe), quote.Shell(data), quote.Shell(prsa))); err != nil {
 		return nil, err
 	}
 	out := filepath.Join(work, "out")
@@ -116,16 +117,16 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 		anyXbs = " --any-xbstream"
 	}
 	steps := []struct{ name, cmd string }{
-		{"mbstream -x (xbstream, tmpfs->tmpfs)", fmt.Sprintf("mkdir %s && mbstream -x -C %s < %s", q(out), q(out), q(xbs))},
-		{"pristine unpack --format xbstream", fmt.Sprintf("%s unpack --format xbstream%s %s %s", q(opts.Exe), anyXbs, q(xbs), q(out))},
-		{"pristine unpack (archive file)", fmt.Sprintf("%s unpack %s %s", q(opts.Exe), q(prsa), q(out))},
-		{"pristine unpack --no-copy-range", fmt.Sprintf("%s unpack --no-copy-range %s %s", q(opts.Exe), q(prsa), q(out))},
-		{"pristine unpack - < archive (stream)", fmt.Sprintf("%s unpack - %s < %s", q(opts.Exe), q(out), q(prsa))},
-		{"pristine pack DIR | pristine unpack -", fmt.Sprintf("%s pack %s | %s unpack - %s", q(opts.Exe), q(data), q(opts.Exe), q(out))},
-		{"cat ARCHIVE | cat > /dev/null", fmt.Sprintf("cat %s | cat > /dev/null", q(prsa))},
+		{"mbstream -x (xbstream, tmpfs->tmpfs)", fmt.Sprintf("mkdir %s && mbstream -x -C %s < %s", quote.Shell(out), quote.Shell(out), quote.Shell(xbs))},
+		{"pristine unpack --format xbstream", fmt.Sprintf("%s unpack --format xbstream%s %s %s", quote.Shell(opts.Exe), anyXbs, quote.Shell(xbs), quote.Shell(out))},
+		{"pristine unpack (archive file)", fmt.Sprintf("%s unpack %s %s", quote.Shell(opts.Exe), quote.Shell(prsa), quote.Shell(out))},
+		{"pristine unpack --no-copy-range", fmt.Sprintf("%s unpack --no-copy-range %s %s", quote.Shell(opts.Exe), quote.Shell(prsa), quote.Shell(out))},
+		{"pristine unpack - < archive (stream)", fmt.Sprintf("%s unpack - %s < %s", quote.Shell(opts.Exe), quote.Shell(out), quote.Shell(prsa))},
+		{"pristine pack DIR | pristine unpack -", fmt.Sprintf("%s pack %s | %s unpack - %s", quote.Shell(opts.Exe), quote.Shell(data), quote.Shell(opts.Exe), quote.Shell(out))},
+		{"cat ARCHIVE | cat > /dev/null", fmt.Sprintf("cat %s | cat > /dev/null", quote.Shell(prsa))},
 		// How xbstream is used: through a pipe, as from mariadb-backup.
-		{"cat XBSTREAM | mbstream -x", fmt.Sprintf("mkdir %s && cat %s | mbstream -x -C %s", q(out), q(xbs), q(out))},
-		{"cat XBSTREAM | pristine unpack --format xbstream -", fmt.Sprintf("cat %s | %s unpack --format xbstream%s - %s", q(xbs), q(opts.Exe), anyXbs, q(out))},
+		{"cat XBSTREAM | mbstream -x", fmt.Sprintf("mkdir %s && cat %s | mbstream -x -C %s", quote.Shell(out), quote.Shell(xbs), quote.Shell(out))},
+		{"cat XBSTREAM | pristine unpack --format xbstream -", fmt.Sprintf("cat %s | %s unpack --format xbstream%s - %s", quote.Shell(xbs), quote.Shell(opts.Exe), anyXbs, quote.Shell(out))},
 	}
 	for _, s := range steps {
 		b.logf("measuring: %s", s.name)
@@ -181,7 +182,7 @@ func (b *bench) measure(ctx context.Context, name, cmd, out string) (Row, error)
 		}
 	}
 	os.RemoveAll(out)
-	return Row{Name: name, Wall: median(walls), CPU: median(cpus)}, nil
+	return Row{Name: name, Wall: stats.Median(walls), CPU: stats.Median(cpus)}, nil
 }
 
 // timed runs one shell command line and returns wall seconds and the
@@ -210,42 +211,55 @@ func (b *bench) shell(ctx context.Context, cmdline string) (string, error) {
 }
 
 // generate builds a data directory of about SizeMB with a throwaway server
-// and streams it with mariadb-backup while the server runs.
+// (started through internal/mariadb, as every server pristine starts) and
+// streams it with mariadb-backup while the server runs.
 func (b *bench) generate(ctx context.Context, data, xbs string) (string, error) {
-	if why := throwaway.Available(); why != "" {
-		return "", fmt.Errorf("bench: cannot build a data directory: %s; pass --dir", why)
+	bin, err := mariadb.FindBinary(ctx)
+	if err != nil {
+		return "", fmt.Errorf("bench: cannot build a data directory: %w; pass --dir", err)
 	}
-	run := filepath.Join(b.work, "run")
-	os.MkdirAll(run, 0o755)
 	b.logf("starting a throwaway mariadbd in %s", data)
-	srv, err := throwaway.Start(ctx, data, run)
+	if err := bin.InitDatadir(ctx, data); err != nil {
+		return "", fmt.Errorf("bench: %w", err)
+	}
+	// A template build's profile, with the server's own redo log size
+	// (96 MiB), the data directories this bench has always measured.
+	p := mariadb.BuildProfile(mariadb.DefaultProfile())
+	p.LogFileSize = 96 << 20
+	srv, err := mariadb.Start(bin, mariadb.Config{Datadir: data, RunDir: filepath.Join(b.work, "run"), Profile: p})
 	if err != nil {
 		return "", fmt.Errorf("bench: %w", err)
 	}
 	defer srv.Kill()
+	wait, cancel := context.WithTimeout(ctx, time.Minute)
+	err = srv.WaitReady(wait)
+	cancel()
+	if err != nil {
+		return "", fmt.Errorf("bench: %w", err)
+	}
 	// About 380 bytes per row on disk with these columns and one index.
 	rows := max(1, (b.opts.SizeMB-110)) * 1000000 / 380
 	tables := max(1, rows/400000)
 	per := rows / tables
-	sql := "CREATE DATABASE bench; USE bench;"
+	sql := []string{"CREATE DATABASE bench"}
 	for i := range tables {
-		sql += fmt.Sprintf("CREATE TABLE t%d (id INT PRIMARY KEY, a BIGINT, b VARCHAR(200), c CHAR(100), KEY(a)); "+
-			"INSERT INTO t%d SELECT seq, seq*7, REPEAT(MD5(seq+%d), 5), MD5(seq*3) FROM seq_1_to_%d;", i, i, i, per)
+		sql = append(sql, fmt.Sprintf("CREATE TABLE bench.t%d (id INT PRIMARY KEY, a BIGINT, b VARCHAR(200), c CHAR(100), KEY(a))", i),
+			fmt.Sprintf("INSERT INTO bench.t%d SELECT seq, seq*7, REPEAT(MD5(seq+%d), 5), MD5(seq*3) FROM bench.seq_1_to_%d", i, i, per))
 	}
 	b.logf("generating %d tables of %d rows", tables, per)
-	if _, err := srv.Query(ctx, sql); err != nil {
+	if err := execAll(ctx, srv, sql); err != nil {
 		return "", fmt.Errorf("bench: generate data: %w", err)
 	}
 	how := "mariadb-backup --backup --stream=xbstream against the throwaway server"
 	cmd := fmt.Sprintf("mariadb-backup --backup --stream=xbstream --socket=%s --user=root --datadir=%s --target-dir=%s > %s 2>%s",
-		q(srv.Socket), q(data), q(filepath.Join(b.work, "bk")), q(xbs), q(filepath.Join(b.work, "backup.log")))
+		quote.Shell(srv.Config.Socket()), quote.Shell(data), quote.Shell(filepath.Join(b.work, "bk")), quote.Shell(xbs), quote.Shell(filepath.Join(b.work, "backup.log")))
 	if _, err := exec.LookPath("mariadb-backup"); err != nil {
 		how = ""
 	} else if _, err := b.shell(ctx, cmd); err != nil {
 		b.logf("mariadb-backup failed (%v); using pristine's xbstream writer", err)
 		how = ""
 	}
-	if err := srv.Stop(ctx); err != nil {
+	if err := srv.Stop(ctx, time.Minute); err != nil {
 		return "", fmt.Errorf("bench: %w", err)
 	}
 	if how == "" {
@@ -255,6 +269,29 @@ func (b *bench) generate(ctx context.Context, data, xbs string) (string, error) 
 		}
 	}
 	return how, nil
+}
+
+// execAll runs each statement on srv as root, in order.
+func execAll(ctx context.Context, srv *mariadb.Instance, stmts []string) error {
+	db, err := srv.Open("")
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	for _, s := range stmts {
+		if _, err := db.ExecContext(ctx, s); err != nil {
+			return fmt.Errorf("%s: %w", abbrev(s), err)
+		}
+	}
+	return nil
+}
+
+// abbrev shortens a statement for an error message.
+func abbrev(s string) string {
+	if len(s) > 80 {
+		return s[:80] + "..."
+	}
+	return s
 }
 
 func writeXbstream(dir, path string) error {
@@ -281,11 +318,3 @@ func dirSize(dir string) (int64, int) {
 	})
 	return n, files
 }
-
-func median(v []float64) float64 {
-	sort.Float64s(v)
-	return v[len(v)/2]
-}
-
-// q quotes a string for /bin/sh.
-func q(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }

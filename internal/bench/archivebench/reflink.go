@@ -6,6 +6,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+
+	"github.com/pristinedb/pristine/internal/quote"
 )
 
 // reflink measures unpack from an archive file on a loop-mounted XFS
@@ -28,7 +30,7 @@ func (b *bench) reflink(ctx context.Context, prsa string) ([]Row, string, error)
 	if err := os.MkdirAll(mnt, 0o755); err != nil {
 		return nil, "", err
 	}
-	if _, err := b.shell(ctx, fmt.Sprintf("truncate -s %d %s && mkfs.xfs -q -m reflink=1 %s && mount -o loop %s %s", size, q(img), q(img), q(img), q(mnt))); err != nil {
+	if _, err := b.shell(ctx, fmt.Sprintf("truncate -s %d %s && mkfs.xfs -q -m reflink=1 %s && mount -o loop %s %s", size, quote.Shell(img), quote.Shell(img), quote.Shell(img), quote.Shell(mnt))); err != nil {
 		return nil, "", err
 	}
 	defer func() {
@@ -36,7 +38,7 @@ func (b *bench) reflink(ctx context.Context, prsa string) ([]Row, string, error)
 		os.Remove(img)
 	}()
 	arch := filepath.Join(mnt, "data.prsa")
-	if _, err := b.shell(ctx, fmt.Sprintf("cp --reflink=never %s %s && sync", q(prsa), q(arch))); err != nil {
+	if _, err := b.shell(ctx, fmt.Sprintf("cp --reflink=never %s %s && sync", quote.Shell(prsa), quote.Shell(arch))); err != nil {
 		return nil, "", err
 	}
 	out := filepath.Join(mnt, "out")
@@ -46,7 +48,7 @@ func (b *bench) reflink(ctx context.Context, prsa string) ([]Row, string, error)
 		{"same, --verify all (hash cloned extents too)", "--verify all"},
 	} {
 		b.logf("measuring: %s", s.name)
-		r, err := b.measure(ctx, s.name, fmt.Sprintf("%s unpack %s %s %s", q(b.opts.Exe), s.flags, q(arch), q(out)), out)
+		r, err := b.measure(ctx, s.name, fmt.Sprintf("%s unpack %s %s %s", quote.Shell(b.opts.Exe), s.flags, quote.Shell(arch), quote.Shell(out)), out)
 		if err != nil {
 			return nil, "", err
 		}

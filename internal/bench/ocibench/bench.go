@@ -14,7 +14,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"time"
 
@@ -22,6 +21,7 @@ import (
 	"golang.org/x/sync/errgroup"
 	"golang.org/x/sys/unix"
 
+	"github.com/pristinedb/pristine/internal/bench/stats"
 	"github.com/pristinedb/pristine/internal/catalog"
 	"github.com/pristinedb/pristine/internal/demo"
 	"github.com/pristinedb/pristine/internal/mariadb"
@@ -162,9 +162,7 @@ func Run(ctx context.Context, st *template.Builder, opt Options) (*Report, error
 }
 
 func row(w, step string, runs []float64, n int64) Row {
-	s := slices.Clone(runs)
-	slices.Sort(s)
-	return Row{Workload: w, Step: step, Median: s[len(s)/2], Runs: runs, Bytes: n}
+	return Row{Workload: w, Step: step, Median: stats.Median(runs), Runs: runs, Bytes: n}
 }
 
 // ensure builds the demo template at scale unless the store has it.

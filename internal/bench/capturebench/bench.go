@@ -14,10 +14,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 	"time"
 
+	"github.com/pristinedb/pristine/internal/bench/stats"
 	"github.com/pristinedb/pristine/internal/catalog"
 	"github.com/pristinedb/pristine/internal/demo"
 	"github.com/pristinedb/pristine/internal/mariadb"
@@ -143,7 +144,7 @@ func Run(ctx context.Context, opt Options) (*Report, error) {
 		{"demo", fmt.Sprintf("demo (scale %g)", opt.DemoScale), func(w io.Writer) error { return demo.Write(w, demo.Options{Scale: opt.DemoScale}) }},
 		{"fk", fmt.Sprintf("foreign keys (%.1fM rows)", 5.2*opt.FKScale), func(w io.Writer) error { return writeFKSQL(w, opt.FKScale) }},
 	} {
-		if !contains(opt.Datasets, ds.key) {
+		if !slices.Contains(opt.Datasets, ds.key) {
 			continue
 		}
 		rs, err := b.dataset(ctx, dir, ds.name, ds.write)
@@ -152,7 +153,9 @@ func Run(ctx context.Context, opt Options) (*Report, error) {
 		}
 		rep.Results = append(rep.Results, rs...)
 	}
-	rep.Load = loadAverage()
+	if rep.Load = stats.LoadAverage(); rep.Load == "" {
+		rep.Load = "unknown"
+	}
 	return rep, nil
 }
 
@@ -208,8 +211,7 @@ func (b *bench) dataset(ctx context.Context, dir, name string, write func(io.Wri
 			}
 			times = append(times, time.Since(start).Seconds())
 		}
-		sort.Float64s(times)
-		secs[me.name] = times[len(times)/2]
+		secs[me.name] = stats.Median(times)
 		out = append(out, Result{Dataset: name, Method: me.name, Seconds: secs[me.name]})
 	}
 	for i := range out {
@@ -335,25 +337,4 @@ func run(c *exec.Cmd) error {
 func lastLine(s string) string {
 	lines := strings.Split(strings.TrimSpace(s), "\n")
 	return lines[len(lines)-1]
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
-
-func loadAverage() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return "unknown"
-	}
-	f := strings.Fields(string(b))
-	if len(f) < 3 {
-		return "unknown"
-	}
-	return strings.Join(f[:3], " ")
 }

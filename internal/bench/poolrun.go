@@ -1,0 +1,85 @@
+package bench
+
+import (
+	"context"
+	"time"
+
+	"github.com/pristinedb/pristine/api"
+	"github.com/pristinedb/pristine/client"
+	"github.com/pristinedb/pristine/internal/bench/stats"
+	"github.com/pristinedb/pristine/internal/server"
+)
+
+// PoolRun is one pool-up through the daemon, as the demo and the service
+// section time it: every slot ready, leased and released at once, and
+// reset.
+type PoolRun struct {
+	// State is "cold" for the first run on a scratch filesystem made, a
+	// template built or a filesystem no pool ran on before by this
+	// invocation, "warm" otherwise.
+	State         string  `json:"state"`
+	PoolUpSeconds float64 `json:"pool_up_seconds"`
+	// ResetP50MS and ResetP99MS are the resets of every slot, released
+	// at once.
+	ResetP50MS float64 `json:"reset_p50_ms"`
+	ResetP99MS float64 `json:"reset_p99_ms"`
+	// LoadBefore and LoadAfter are the 1, 5 and 15 minute load averages
+	// around the pool-up.
+	LoadBefore string `json:"load_before"`
+	LoadAfter  string `json:"load_after"`
+}
+
+// poolRun brings the pool of template name up with n slots through the
+// daemon, leases every slot as holder, releases them all at once, waits
+// until every slot is reset and takes the pool down, also when it fails.
+// A non-nil leased is called once every slot is leased, before the
+// releases, with the leases and each one's wait in milliseconds.
+func poolRun(ctx context.Context, c *client.Client, name string, n int, holder string, leased func([]*api.Lease, []float64) error) (*PoolRun, error) {
+	run := &PoolRun{LoadBefore: stats.LoadAverage()}
+	t0 := time.Now()
+	if _, err := c.PoolUp(ctx, server.PoolRequest{Template: name, Size: n}, nil); err != nil {
+		return nil, err
+	}
+	run.PoolUpSeconds = time.Since(t0).Seconds()
+	run.LoadAfter = stats.LoadAverage()
+	up := true
+	defer func() {
+		if up {
+			_, _ = c.PoolDown(context.WithoutCancel(ctx), name)
+		}
+	}()
+	leases := make([]*api.Lease, 0, n)
+	waits := make([]float64, 0, n)
+	for range n {
+		t := time.Now()
+		l, err := c.Lease(ctx, server.LeaseRequest{Template: name, Holder: holder})
+		if err != nil {
+			return nil, err
+		}
+		waits = append(waits, float64(time.Since(t).Microseconds())/1000)
+		leases = append(leases, l)
+	}
+	if leased != nil {
+		if err := leased(leases, waits); err != nil {
+			return nil, err
+		}
+	}
+	for _, l := range leases {
+		if _, err := c.Release(ctx, l.ID, false); err != nil {
+			return nil, err
+		}
+	}
+	if err := waitReady(ctx, c, name, n); err != nil {
+		return nil, err
+	}
+	ps, err := c.Pool(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	run.ResetP50MS, run.ResetP99MS = ps.ResetP50MS, ps.ResetP99MS
+	up = false
+	if _, err := c.PoolDown(context.WithoutCancel(ctx), name); err != nil {
+		return nil, err
+	}
+	return run, nil
+}
