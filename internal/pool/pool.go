@@ -545,6 +545,9 @@ func (p *Pool) publish(s *slot, gen uint64, b *booted) error {
 		l.restored = true
 		units[i].lease, units[i].spent = l, true
 	}
+	if s.srv != nil {
+		s.srv.kill() // a server left behind; none is expected
+	}
 	// The port is the one the server listens on, which a restored lease
 	// may not have recorded (its port was taken meanwhile).
 	s.srv, s.port, s.wantPort, s.mark, s.files = b.srv, b.port, 0, b.mark, b.files
