@@ -61,13 +61,6 @@ func usedBlocks(dir string) int64 {
 // diskWatch enforces the soft cap on leased slots.
 func (p *Pool) diskWatch() {
 	defer p.wg.Done()
-	type watched struct {
-		s     *slot
-		gen   uint64
-		base  int64
-		admin *sql.DB
-		users []string
-	}
 	var pass time.Duration
 	for {
 		select {
@@ -76,50 +69,61 @@ func (p *Pool) diskWatch() {
 			return
 		}
 		start := time.Now()
-		var todo []watched
-		p.mu.Lock()
-		if p.closed {
-			p.mu.Unlock()
+		if !p.checkDisk() {
 			return
-		}
-		for _, s := range p.slots {
-			if (s.state == Leased || s.state == Kept) && !s.overCap && s.admin != nil {
-				w := watched{s: s, gen: s.gen, base: s.baseBlocks, admin: s.admin}
-				for i := range s.units {
-					w.users = append(w.users, s.units[i].acct.user)
-				}
-				todo = append(todo, w)
-			}
-		}
-		p.mu.Unlock()
-		for _, w := range todo {
-			used := usedBlocks(filepath.Join(w.s.dir, "data")) - w.base
-			if used <= p.opt.SlotDisk {
-				continue
-			}
-			p.mu.Lock()
-			if w.s.gen != w.gen || p.closed {
-				p.mu.Unlock()
-				continue
-			}
-			w.s.overCap = true
-			w.s.err = fmt.Sprintf("wrote %s, over its disk cap of %s: read-only until its lease is released", units.Bytes(used), units.Bytes(p.opt.SlotDisk))
-			p.log.Warn("slot over its disk cap: its statements are stopped and it is read-only until released",
-				"template", p.Meta.Name, "slot", w.s.idx, "written", used, "cap", p.opt.SlotDisk)
-			p.stats.OverCap++
-			p.mu.Unlock()
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			// read_only first, so no new statement starts between the two.
-			if _, err := w.admin.ExecContext(ctx, "SET GLOBAL read_only = ON"); err != nil {
-				p.log.Error("make a slot over its disk cap read-only", "slot", w.s.idx, "err", err)
-			}
-			for _, u := range w.users {
-				_ = killQueries(ctx, w.admin, u)
-			}
-			cancel()
 		}
 		pass = time.Since(start)
 	}
+}
+
+// checkDisk is one pass of the disk watch: it freezes every leased slot
+// over its cap. A slot that moved on while its disk was added up is left
+// alone. It returns false once the pool is closed.
+func (p *Pool) checkDisk() bool {
+	type watched struct {
+		s     *slot
+		gen   uint64
+		base  int64
+		srv   server
+		users []string
+	}
+	var todo []watched
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return false
+	}
+	for _, s := range p.slots {
+		if (s.state == Leased || s.state == Kept) && !s.overCap && s.srv != nil {
+			w := watched{s: s, gen: s.gen, base: s.baseBlocks, srv: s.srv}
+			for i := range s.units {
+				w.users = append(w.users, s.units[i].acct.user)
+			}
+			todo = append(todo, w)
+		}
+	}
+	p.mu.Unlock()
+	for _, w := range todo {
+		used := p.ops.diskUsed(filepath.Join(w.s.dir, "data")) - w.base
+		if used <= p.opt.SlotDisk {
+			continue
+		}
+		p.mu.Lock()
+		if w.s.gen != w.gen || p.closed {
+			p.mu.Unlock()
+			continue
+		}
+		w.s.overCap = true
+		w.s.err = fmt.Sprintf("wrote %s, over its disk cap of %s: read-only until its lease is released", units.Bytes(used), units.Bytes(p.opt.SlotDisk))
+		p.log.Warn("slot over its disk cap: its statements are stopped and it is read-only until released",
+			"template", p.Meta.Name, "slot", w.s.idx, "written", used, "cap", p.opt.SlotDisk)
+		p.stats.OverCap++
+		p.mu.Unlock()
+		if err := w.srv.freeze(context.Background(), w.users); err != nil {
+			p.log.Error("make a slot over its disk cap read-only", "slot", w.s.idx, "err", err)
+		}
+	}
+	return true
 }
 
 // killQueries stops the running statements of user's connections; the

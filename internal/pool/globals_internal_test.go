@@ -37,7 +37,7 @@ func TestReleaseUnchangedCatchesGlobals(t *testing.T) {
 		}
 		if tc.set != "" {
 			p.mu.Lock()
-			admin := p.slots[l.Slot].admin
+			admin := p.slots[l.Slot].srv.(*liveServer).admin
 			p.mu.Unlock()
 			if _, err := admin.ExecContext(ctx, tc.set); err != nil {
 				t.Fatal(err)

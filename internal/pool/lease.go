@@ -39,7 +39,6 @@ type Lease struct {
 	// Clone names the clone of the slot the lease was handed out on; a
 	// restarted daemon restores the lease only onto that same clone.
 	Clone string `json:"clone,omitempty"`
-	gen   uint64
 	// restored leases came back after a daemon restart: their slot's
 	// marks were taken after the holder's writes, so they cannot be
 	// released as unchanged.
@@ -57,7 +56,7 @@ func newLeaseID() string {
 // fill sets the connection fields of a lease for a slot's unit.
 func (l *Lease) fill(s *slot, u *unit) {
 	db := u.db
-	l.Host, l.Port, l.Socket, l.Clone = "127.0.0.1", s.port, s.inst.Config.Socket(), s.clone
+	l.Host, l.Port, l.Socket, l.Clone = "127.0.0.1", s.port, s.srv.Socket(), s.clone
 	l.User, l.Password, l.Database = u.acct.user, u.acct.password, db
 	l.DSN = dsn.TCP(l.Port, l.User, l.Password, db)
 	l.URL = dsn.URL(l.Port, l.User, l.Password, db)

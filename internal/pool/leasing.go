@@ -95,7 +95,7 @@ func (p *Pool) Lease(ctx context.Context, opt LeaseOptions) (*Lease, error) {
 		}
 		for _, s := range p.slots {
 			u := s.freeUnit()
-			if u < 0 || !s.inst.Running() {
+			if u < 0 || !s.srv.Running() {
 				continue // a dead server is replaced by watch
 			}
 			l := &Lease{ID: newLeaseID(), Template: p.Meta.Name, Slot: s.idx, Holder: opt.Holder, PID: opt.PID, Created: time.Now().UTC()}
@@ -108,11 +108,12 @@ func (p *Pool) Lease(ctx context.Context, opt LeaseOptions) (*Lease, error) {
 			l.fill(s, &s.units[u])
 			l.OptionFile = filepath.Join(p.optionDir(l.ID), "my.cnf")
 			l.Env = append(l.Env, "MYSQL_HOME="+p.optionDir(l.ID))
-			s.units[u].lease, s.units[u].spent = l, true
 			if s.state == Ready {
-				s.set(Leased)
+				if err := p.move(s, Leased, "lease"); err != nil {
+					continue
+				}
 			}
-			l.gen = s.gen
+			s.units[u].lease, s.units[u].spent = l, true
 			p.leases[l.ID] = l
 			p.record(l)
 			p.stats.Leases++
@@ -165,17 +166,17 @@ func (p *Pool) Release(ctx context.Context, id string, mode ReleaseMode) (reset 
 	p.forget(l)
 	u := &s.units[0]
 	u.lease, u.checking = nil, true
-	admin, acct := s.admin, u.acct
+	srv, acct := s.srv, u.acct
 	was := check{mark: s.mark, files: s.files}
 	gen := s.gen
 	p.mu.Unlock()
 
-	fresh, now, err := p.recycle(ctx, admin, was, acct, u.db, slotDirs(s))
+	fresh, now, err := srv.recycle(ctx, was, acct, u.db, slotDirs(s))
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	u.checking = false
 	if s.gen != gen || p.closed {
-		return true, nil // the slot died or the pool went down meanwhile
+		return true, nil // the slot died or the pool went down meanwhile: the check's result is dropped
 	}
 	if err != nil || !fresh.ok() {
 		if err != nil {
@@ -187,8 +188,9 @@ func (p *Pool) Release(ctx context.Context, id string, mode ReleaseMode) (reset 
 	u.acct, u.spent, s.mark, s.files = fresh, false, now.mark, now.files
 	p.stats.Reused++
 	if s.active() == 0 {
-		s.set(Ready)
-		l.gen = s.gen
+		if err := p.move(s, Ready, "released unchanged"); err != nil {
+			return false, err
+		}
 	}
 	p.signal()
 	return false, nil
@@ -209,7 +211,7 @@ var errChanged = errors.New("changed")
 // slot was ready, makes a new account for the next holder. An error (or a
 // zero account) means the database must be reset; errChanged says what
 // moved.
-func (p *Pool) recycle(ctx context.Context, admin *sql.DB, was check, a account, db string, dirs []string) (account, check, error) {
+func recycle(ctx context.Context, admin *sql.DB, was check, a account, db string, dirs []string) (account, check, error) {
 	if err := killConnections(ctx, admin, a.user); err != nil {
 		return account{}, check{}, err
 	}
@@ -265,8 +267,9 @@ func (p *Pool) releaseLocked(l *Lease) {
 // lease, being checked, or fresh.
 func (p *Pool) resetIfDone(s *slot) {
 	if !p.closed && s.needsReset() && (s.state == Leased || s.state == Kept) {
-		s.set(Resetting)
-		p.resetq <- s
+		if p.move(s, Resetting, "its last lease ended") == nil {
+			p.resetq <- s
+		}
 	}
 }
 
@@ -282,10 +285,12 @@ func (p *Pool) Keep(id string) (*Lease, error) {
 		}
 		return nil, fmt.Errorf("%w %q", ErrUnknownLease, id)
 	}
-	l.Kept, l.Expires, l.PID = true, time.Time{}, 0
-	if s := p.slots[l.Slot]; len(s.units) == 1 {
-		s.set(Kept)
+	if s := p.slots[l.Slot]; len(s.units) == 1 && s.state != Kept {
+		if err := p.move(s, Kept, "keep"); err != nil {
+			return nil, err
+		}
 	}
+	l.Kept, l.Expires, l.PID = true, time.Time{}, 0
 	p.record(l)
 	cp := *l
 	return &cp, nil
@@ -346,34 +351,21 @@ func (p *Pool) resetWorker() {
 			p.mu.Unlock()
 			return
 		}
-		in, admin := s.inst, s.admin
-		s.admin = nil
-		if s.state != Failed {
-			s.set(Resetting)
-		}
+		gen, srv := s.gen, s.srv
+		s.srv = nil
 		p.mu.Unlock()
 		start := time.Now()
-		if admin != nil {
-			admin.Close() // before the server goes, so no pooled connection is left to break
+		if srv != nil {
+			srv.kill()
 		}
-		if in != nil {
-			in.Kill()
-		}
-		err := p.startSlot(context.Background(), s)
+		err := p.startSlot(context.Background(), s, gen)
 		p.mu.Lock()
-		if err != nil {
-			s.err = err.Error()
-			s.set(Failed)
-			p.stats.ResetFailures++
-			if !p.closed && !s.failing {
-				// Logged once per run of failures; retried every second.
-				p.emit(Event{Kind: EventSlotDied, Slot: s.idx, Reason: ReasonResetFailed, Detail: "reset failed (retried every second): " + err.Error()})
-			}
-			s.failing = true
-			if !p.closed {
-				go func() { time.Sleep(time.Second); p.requeue(s) }()
-			}
-		} else {
+		switch {
+		case errors.Is(err, errMovedOn) || (err != nil && s.gen != gen):
+			p.log.Info("slot reset dropped: the slot moved on meanwhile", "template", p.Meta.Name, "slot", s.idx)
+		case err != nil:
+			p.resetFailed(s, err)
+		default:
 			if s.failing {
 				p.log.Info("slot reset succeeded again", "template", p.Meta.Name, "slot", s.idx)
 			}
@@ -381,6 +373,24 @@ func (p *Pool) resetWorker() {
 			p.observe("reset", time.Since(start))
 		}
 		p.mu.Unlock()
+	}
+}
+
+// resetFailed records a reset that could not start a server: the slot is
+// Failed and retried after Pool.retryEvery. The caller holds p.mu.
+func (p *Pool) resetFailed(s *slot, err error) {
+	s.err = err.Error()
+	p.stats.ResetFailures++
+	if s.state != Failed && p.move(s, Failed, "the reset could not start a server") != nil {
+		return
+	}
+	if !p.closed && !s.failing {
+		// Logged once per run of failures; retried every second.
+		p.emit(Event{Kind: EventSlotDied, Slot: s.idx, Reason: ReasonResetFailed, Detail: "reset failed (retried every second): " + err.Error()})
+	}
+	s.failing = true
+	if !p.closed {
+		go func() { time.Sleep(p.retryEvery); p.requeue(s) }()
 	}
 }
 
@@ -398,27 +408,34 @@ func (p *Pool) janitor() {
 	t := time.NewTicker(250 * time.Millisecond)
 	defer t.Stop()
 	for range t.C {
-		p.mu.Lock()
-		if p.closed {
-			p.mu.Unlock()
+		if !p.reap(time.Now()) {
 			return
 		}
-		now := time.Now()
-		for _, l := range p.leases {
-			switch {
-			case !l.Expires.IsZero() && now.After(l.Expires):
-				p.stats.Expired++
-				p.lose(*l, ReasonExpired, fmt.Sprintf("it expired at %s (its TTL) and its slot was reset", l.Expires.Format(time.RFC3339)))
-			case l.PID > 0 && procStart(l.PID) != l.PIDStart:
-				p.stats.HolderGone++
-				p.lose(*l, ReasonHolderGone, fmt.Sprintf("its holder process (pid %d) exited and its slot was reset", l.PID))
-			default:
-				continue
-			}
-			p.resetIfDone(p.slots[l.Slot])
-		}
-		p.mu.Unlock()
 	}
+}
+
+// reap reclaims the leases expired at now or whose holder process exited;
+// false once the pool is closed.
+func (p *Pool) reap(now time.Time) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return false
+	}
+	for _, l := range p.leases {
+		switch {
+		case !l.Expires.IsZero() && now.After(l.Expires):
+			p.stats.Expired++
+			p.lose(*l, ReasonExpired, fmt.Sprintf("it expired at %s (its TTL) and its slot was reset", l.Expires.Format(time.RFC3339)))
+		case l.PID > 0 && procStart(l.PID) != l.PIDStart:
+			p.stats.HolderGone++
+			p.lose(*l, ReasonHolderGone, fmt.Sprintf("its holder process (pid %d) exited and its slot was reset", l.PID))
+		default:
+			continue
+		}
+		p.resetIfDone(p.slots[l.Slot])
+	}
+	return true
 }
 
 // procStart identifies a process by its start time (field 22 of
@@ -468,18 +485,15 @@ func (p *Pool) Shrink(n int) int {
 	var doomed []*slot
 	p.mu.Lock()
 	for i := len(p.slots) - 1; i >= 0 && len(doomed) < n; i-- {
-		if s := p.slots[i]; s.state == Ready {
-			s.set(Retired)
+		if s := p.slots[i]; s.state == Ready && p.move(s, Retired, "shrink") == nil {
 			doomed = append(doomed, s)
 		}
 	}
 	p.mu.Unlock()
 	for _, s := range doomed {
-		if s.admin != nil {
-			s.admin.Close()
-		}
-		if s.inst != nil {
-			s.inst.Kill()
+		// Nothing touches a retired slot's server and clone but this.
+		if s.srv != nil {
+			s.srv.kill()
 		}
 		_ = p.backend.Remove(filepath.Join(s.dir, "data"))
 	}

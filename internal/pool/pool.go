@@ -2,6 +2,7 @@ package pool
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -99,6 +100,10 @@ type Pool struct {
 	lostOrder []string
 	// diskCap says how slots are capped, or why they are not.
 	diskCap string
+	// ops touch servers and files; fakes in unit tests.
+	ops ops
+	// retryEvery is the pause before a failed reset is retried.
+	retryEvery time.Duration
 }
 
 // Dir is where a template's pool keeps its clones.
@@ -107,8 +112,8 @@ func Dir(cat *catalog.Catalog, m *catalog.Meta) string {
 }
 
 // Up brings up a pool of opt.Size slots of template m, which lies in cat,
-// on servers run by bin, and returns when every slot has answered a
-// query. On failure, everything it started is stopped and removed.
+// on servers run by bin, and returns when every slot has answered a query. On failure, everything it started is stopped
+// and removed.
 func Up(ctx context.Context, cat *catalog.Catalog, bin *mariadb.Binary, m *catalog.Meta, opt Options) (*Pool, error) {
 	if opt.Size < 1 {
 		return nil, fmt.Errorf("pool size %d: need at least 1 slot", opt.Size)
@@ -124,6 +129,32 @@ func Up(ctx context.Context, cat *catalog.Catalog, bin *mariadb.Binary, m *catal
 	}
 	opt.Profile.LogFileSize = m.LogFileSize
 	opt.Profile.Options = m.ServerOptions // the server the template was built with
+	backend, err := cat.BackendFor(m)
+	if err != nil {
+		return nil, err
+	}
+	if err := Preflight(cat, backend, m, opt); err != nil {
+		return nil, err
+	}
+	p := newPool(m, opt, Dir(cat, m), filepath.Join(cat.Root().Path, "run", m.Hash[:8]))
+	p.cat, p.bin, p.backend = cat, bin, backend
+	p.ops = ops{clone: p.cloneSlot, boot: p.bootServer, diskUsed: usedBlocks}
+	if _, err := os.Stat(p.dir); err == nil && len(opt.Restore) == 0 {
+		return nil, fmt.Errorf("a pool of template %s already exists at %s: run `pristine pool down --template %s` first", m.Name, p.dir, m.Name)
+	}
+	if err := os.MkdirAll(p.dir, 0o755); err != nil {
+		return nil, fmt.Errorf("pool up: %w", err)
+	}
+	_ = cat.Touch(m)
+	if err := p.up(ctx); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// newPool makes a pool of template m with no slots yet, its clones under
+// dir and its sockets and logs under run, and fills in opt's defaults.
+func newPool(m *catalog.Meta, opt Options, dir, run string) *Pool {
 	if opt.Parallel <= 0 {
 		opt.Parallel = 4 * runtime.NumCPU()
 	}
@@ -133,53 +164,51 @@ func Up(ctx context.Context, cat *catalog.Catalog, bin *mariadb.Binary, m *catal
 	if opt.Log == nil {
 		opt.Log = slog.New(slog.DiscardHandler)
 	}
-	backend, err := cat.BackendFor(m)
-	if err != nil {
-		return nil, err
-	}
-	if err := Preflight(cat, backend, m, opt); err != nil {
-		return nil, err
-	}
-	p := &Pool{Meta: m, cat: cat, bin: bin, backend: backend, opt: opt, dir: Dir(cat, m),
-		run:  filepath.Join(cat.Root().Path, "run", m.Hash[:8]),
+	p := &Pool{Meta: m, opt: opt, dir: dir, run: run,
 		wake: make(chan struct{}), leases: map[string]*Lease{},
-		resetq: make(chan *slot, opt.Size), stop: make(chan struct{}), log: opt.Log, lost: map[string]LostLease{}}
+		resetq: make(chan *slot, opt.Size), stop: make(chan struct{}), log: opt.Log, lost: map[string]LostLease{},
+		retryEvery: time.Second}
 	p.stats.SlotDeaths, p.stats.LeasesLost = map[string]int64{}, map[string]int64{}
-	if _, err := os.Stat(p.dir); err == nil && len(opt.Restore) == 0 {
-		return nil, fmt.Errorf("a pool of template %s already exists at %s: run `pristine pool down --template %s` first", m.Name, p.dir, m.Name)
-	}
-	if err := os.MkdirAll(p.dir, 0o755); err != nil {
-		return nil, fmt.Errorf("pool up: %w", err)
-	}
-	_ = cat.Touch(m)
-	for i := 0; i < opt.Size; i++ {
+	return p
+}
+
+// up makes the pool's slots, starts them (restoring Options.Restore) and
+// the background workers. On failure, everything it started is stopped
+// and removed.
+func (p *Pool) up(ctx context.Context) error {
+	p.mu.Lock()
+	for i := 0; i < p.opt.Size; i++ {
 		s := &slot{idx: i, dir: filepath.Join(p.dir, fmt.Sprintf("%03d", i)), run: filepath.Join(p.run, strconv.Itoa(i))}
-		for _, db := range m.Databases {
+		for _, db := range p.Meta.Databases {
 			s.units = append(s.units, unit{db: db})
 		}
 		s.clone = readCloneID(s.dir)
-		s.set(Starting)
+		if err := p.move(s, Starting, "pool up"); err != nil {
+			p.mu.Unlock()
+			return err
+		}
 		p.slots = append(p.slots, s)
 	}
-	p.planRestore(opt.Restore)
+	p.mu.Unlock()
+	p.planRestore(p.opt.Restore)
 	start := time.Now()
 	if err := p.startAll(ctx); err != nil {
 		p.Down(context.Background())
-		return nil, err
+		return err
 	}
 	p.stats.UpSeconds = time.Since(start).Seconds()
 	p.lastLease = time.Now()
-	for i := 0; i < opt.ResetWorkers; i++ {
+	for i := 0; i < p.opt.ResetWorkers; i++ {
 		p.wg.Add(1)
 		go p.resetWorker()
 	}
 	p.wg.Add(1)
 	go p.janitor()
-	if opt.SlotDisk > 0 {
+	if p.opt.SlotDisk > 0 {
 		p.wg.Add(1)
 		go p.diskWatch()
 	}
-	return p, nil
+	return nil
 }
 
 // startAll clones every slot, then starts every server, opt.Parallel at a
@@ -193,7 +222,7 @@ func (p *Pool) startAll(ctx context.Context) error {
 			}
 			p.loseRestore(s, ReasonCloneReplaced, fmt.Sprintf("slot %d's clone was gone when the daemon restarted", s.idx))
 		}
-		return p.cloneSlot(ctx, s)
+		return p.ops.clone(ctx, s)
 	})
 	if err != nil {
 		return err
@@ -201,11 +230,14 @@ func (p *Pool) startAll(ctx context.Context) error {
 	var mu sync.Mutex
 	ready := 0
 	return p.parallel(ctx, p.opt.Parallel, func(ctx context.Context, s *slot) error {
-		err := p.bootSlot(ctx, s)
+		p.mu.Lock()
+		gen := s.gen
+		p.mu.Unlock()
+		err := p.bootSlot(ctx, s, gen)
 		if err != nil && len(s.restore) > 0 && ctx.Err() == nil {
 			// The clone did not survive: its leases are lost, the slot is new.
 			p.loseRestore(s, ReasonRestoreFailed, fmt.Sprintf("slot %d did not start again on its clone after a daemon restart: %v", s.idx, err))
-			err = p.startSlot(ctx, s)
+			err = p.startSlot(ctx, s, gen)
 		}
 		if err != nil {
 			return err
@@ -252,12 +284,13 @@ func (p *Pool) parallel(ctx context.Context, n int, f func(context.Context, *slo
 	return first
 }
 
-// startSlot clones the template for s and starts a server on the clone.
-func (p *Pool) startSlot(ctx context.Context, s *slot) error {
-	if err := p.cloneSlot(ctx, s); err != nil {
+// startSlot clones the template for s and starts a server on the clone,
+// for work begun at the slot's generation gen.
+func (p *Pool) startSlot(ctx context.Context, s *slot, gen uint64) error {
+	if err := p.ops.clone(ctx, s); err != nil {
 		return err
 	}
-	return p.bootSlot(ctx, s)
+	return p.bootSlot(ctx, s, gen)
 }
 
 // cloneSlot throws away the slot's old clone, if any, and clones the
@@ -390,101 +423,141 @@ func (p *Pool) loseRestore(s *slot, reason, detail string) {
 	s.restore, s.wantPort = nil, 0
 }
 
-// bootSlot starts a server on the slot's clone, waits until it answers and
-// makes each unit's lease account; s becomes Ready. A port taken by another
-// program is retried on another.
-func (p *Pool) bootSlot(ctx context.Context, s *slot) error {
+// bootSlot starts a server on the slot's clone (ops.boot) and publishes
+// it: the slot becomes Ready, or Leased or Kept with the leases it
+// restores. gen is the slot's generation when the work began; a slot that
+// moved on meanwhile keeps its state and the new server is killed
+// (errMovedOn).
+func (p *Pool) bootSlot(ctx context.Context, s *slot, gen uint64) error {
+	b, err := p.ops.boot(ctx, s)
+	if err != nil {
+		return err
+	}
+	return p.publish(s, gen, b)
+}
+
+// bootServer starts a server on the slot's clone, waits until it answers
+// and makes each unit's lease account. A port taken by another program is
+// retried on another.
+func (p *Pool) bootServer(ctx context.Context, s *slot) (*booted, error) {
 	data := filepath.Join(s.dir, "data")
+	port := s.wantPort
 	var err error
 	for try := 0; try < 3; try++ {
 		var in *mariadb.Instance
-		in, err = mariadb.Start(p.bin, mariadb.Config{Datadir: data, RunDir: s.run, Port: s.wantPort, Profile: p.opt.Profile, AdminPassword: p.cat.Admin()})
+		in, err = mariadb.Start(p.bin, mariadb.Config{Datadir: data, RunDir: s.run, Port: port, Profile: p.opt.Profile, AdminPassword: p.cat.Admin()})
 		if err != nil {
 			break
 		}
 		if err = in.WaitReady(ctx); err == nil {
-			if err = p.prepareUnits(ctx, s, in); err == nil {
-				return nil
+			var b *booted
+			if b, err = p.prepareUnits(ctx, s, in); err == nil {
+				return b, nil
 			}
 		}
 		in.Kill()
 		if !errors.Is(err, mariadb.ErrPortInUse) {
 			break
 		}
-		s.wantPort = 0
+		port = 0
 	}
-	return fmt.Errorf("slot %d: %w", s.idx, err)
+	return nil, fmt.Errorf("slot %d: %w", s.idx, err)
 }
 
-// prepareUnits makes the lease accounts of a freshly started server and
-// records its write counters, then publishes the slot as Ready.
-func (p *Pool) prepareUnits(ctx context.Context, s *slot, in *mariadb.Instance) error {
+// prepareUnits makes the lease accounts of a freshly started server (or
+// finds a restored lease's) and records its port, write counters and
+// files.
+func (p *Pool) prepareUnits(ctx context.Context, s *slot, in *mariadb.Instance) (*booted, error) {
 	admin, err := openAdmin(in)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	units := make([]unit, len(s.units))
-	var restored []*Lease
-	var noAccount []Lease
-	for i := range units {
-		units[i].db = s.units[i].db
-		if l := s.restoredLease(units[i].db); l != nil {
+	b, err := prepare(ctx, s, admin, p.opt.SlotDisk > 0)
+	if err != nil {
+		admin.Close()
+		return nil, err
+	}
+	b.srv = &liveServer{Instance: in, admin: admin}
+	return b, nil
+}
+
+// prepare does prepareUnits' queries over admin.
+func prepare(ctx context.Context, s *slot, admin *sql.DB, capped bool) (*booted, error) {
+	b := &booted{accts: make([]account, len(s.units)), restored: make([]bool, len(s.units))}
+	for i := range s.units {
+		db := s.units[i].db
+		if l := s.restoredLease(db); l != nil {
 			// The account of a lease from before a restart lives in the
 			// clone, unless crash recovery lost it.
 			ok, err := accountExists(ctx, admin, l.User)
 			if err != nil {
-				admin.Close()
-				return err
+				return nil, err
 			}
 			if ok {
-				units[i].acct = account{user: l.User, password: l.Password}
-				units[i].lease, units[i].spent = l, true
-				l.restored = true
-				restored = append(restored, l)
+				b.accts[i], b.restored[i] = account{user: l.User, password: l.Password}, true
 				continue
 			}
-			noAccount = append(noAccount, *l)
 		}
-		if units[i].acct, err = newAccount(ctx, admin, units[i].db, len(units) > 1); err != nil {
-			admin.Close()
-			return err
+		var err error
+		if b.accts[i], err = newAccount(ctx, admin, db, len(s.units) > 1); err != nil {
+			return nil, err
 		}
 	}
-	mark, err := writeMark(ctx, admin)
-	if err != nil {
-		admin.Close()
-		return err
+	var err error
+	if b.mark, err = writeMark(ctx, admin); err != nil {
+		return nil, err
 	}
-	port, err := serverPort(ctx, admin)
-	if err != nil {
-		admin.Close()
-		return err
+	if b.port, err = serverPort(ctx, admin); err != nil {
+		return nil, err
 	}
-	files, err := markFiles(slotDirs(s)...)
-	if err != nil {
-		admin.Close()
-		return err
+	if b.files, err = markFiles(slotDirs(s)...); err != nil {
+		return nil, err
 	}
-	var base int64
-	if p.opt.SlotDisk > 0 {
-		base = usedBlocks(filepath.Join(s.dir, "data"))
+	if capped {
+		b.base = usedBlocks(filepath.Join(s.dir, "data"))
 	}
+	return b, nil
+}
+
+// publish makes a booted server the slot's and moves the slot on: to
+// Ready, or with leases restored after a daemon restart to Leased (Kept
+// for a kept lease). A restored lease whose account the clone lost is
+// lost; a slot that restored none is reset. gen is the slot's generation
+// when the boot began: if the slot moved on since, b is killed and
+// errMovedOn returned.
+func (p *Pool) publish(s *slot, gen uint64, b *booted) error {
 	p.mu.Lock()
-	if s.admin != nil {
-		s.admin.Close()
+	defer p.mu.Unlock()
+	if s.gen != gen {
+		b.srv.kill()
+		return fmt.Errorf("slot %d: start dropped: %w", s.idx, errMovedOn)
 	}
-	for _, l := range noAccount {
-		p.lose(l, ReasonNoAccount, fmt.Sprintf("slot %d came back after a daemon restart without the lease's account (crash recovery lost it)", s.idx))
+	units := make([]unit, len(s.units))
+	for i := range units {
+		units[i] = unit{db: s.units[i].db, acct: b.accts[i]}
+		l := s.restoredLease(units[i].db)
+		if l == nil {
+			continue
+		}
+		if !b.restored[i] {
+			p.lose(*l, ReasonNoAccount, fmt.Sprintf("slot %d came back after a daemon restart without the lease's account (crash recovery lost it)", s.idx))
+			continue
+		}
+		l.restored = true
+		units[i].lease, units[i].spent = l, true
+	}
+	if s.srv != nil {
+		s.srv.kill() // a server left behind; none is expected
 	}
 	// The port is the one the server listens on, which a restored lease
 	// may not have recorded (its port was taken meanwhile).
-	s.inst, s.admin, s.port, s.wantPort, s.mark, s.files = in, admin, port, 0, mark, files
-	s.baseBlocks, s.overCap = base, false
+	s.srv, s.port, s.wantPort, s.mark, s.files = b.srv, b.port, 0, b.mark, b.files
+	s.baseBlocks, s.overCap = b.base, false
 	s.err = ""
 	s.units = units
 	restoring := len(s.restore) > 0
 	s.restore = nil
-	s.set(Ready)
+	to, why := Ready, "the server answered"
 	for i := range units {
 		l := units[i].lease
 		if l == nil {
@@ -494,34 +567,36 @@ func (p *Pool) prepareUnits(ctx context.Context, s *slot, in *mariadb.Instance) 
 			continue
 		}
 		l.fill(s, &s.units[i])
-		l.gen = s.gen
 		p.leases[l.ID] = l
 		p.record(l)
-		s.state = Leased
+		to, why = Leased, "restarted on its clone with its leases"
 		if l.Kept && len(units) == 1 {
-			s.state = Kept
+			to, why = Kept, "restarted on its clone with its kept lease"
 		}
 	}
 	if restoring && s.active() == 0 {
-		s.set(Leased) // every lease of it was lost: reset it
-		p.resetIfDone(s)
+		to, why = Leased, "restarted on its clone, every lease of it lost" // then reset
 	}
-	gen := s.gen
+	if err := p.move(s, to, why); err != nil {
+		b.srv.kill()
+		s.srv = nil
+		return err
+	}
+	p.resetIfDone(s)
 	p.signal()
-	p.mu.Unlock()
-	go p.watch(s, in, gen)
+	go p.watch(s, b.srv)
 	return nil
 }
 
 // watch replaces a slot whose server dies while it is ready, leased or
 // kept; its leases are lost, with the reason.
-func (p *Pool) watch(s *slot, in *mariadb.Instance, gen uint64) {
-	<-in.Done()
-	reason, detail := exitReason(in)
+func (p *Pool) watch(s *slot, srv server) {
+	<-srv.Done()
+	reason, detail := srv.exitReason()
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.closed || s.inst != in || (s.state != Ready && s.state != Leased && s.state != Kept) {
-		return
+	if p.closed || s.srv != srv || (s.state != Ready && s.state != Leased && s.state != Kept) {
+		return // killed by the pool: reset, retired or shut down
 	}
 	s.err = detail
 	p.emit(Event{Kind: EventSlotDied, Slot: s.idx, Reason: reason, Detail: detail})
@@ -531,7 +606,9 @@ func (p *Pool) watch(s *slot, in *mariadb.Instance, gen uint64) {
 		}
 		s.units[i].lease, s.units[i].spent = nil, true
 	}
-	s.set(Failed)
+	if p.move(s, Failed, "its server died") != nil {
+		return
+	}
 	p.stats.Replaced++
 	p.resetq <- s
 }
@@ -559,13 +636,10 @@ func (p *Pool) Down(ctx context.Context) error {
 			defer wg.Done()
 			defer func() { <-sem }()
 			p.mu.Lock()
-			in, admin := s.inst, s.admin
+			srv := s.srv
 			p.mu.Unlock()
-			if admin != nil {
-				admin.Close()
-			}
-			if in != nil {
-				in.Kill()
+			if srv != nil {
+				srv.kill()
 			}
 			errs[i] = p.backend.Remove(filepath.Join(s.dir, "data"))
 		}(i, s)

@@ -4,21 +4,38 @@
 // away, cloned again from the template and a new server started on it,
 // without touching other slots.
 //
-// A slot moves through an explicit state machine (see docs/architecture.md):
+// A slot moves through an explicit state machine. Every move goes through
+// Pool.move, which refuses a move not in the table moves; the table is the
+// diagram (docs/architecture.md draws it, TestStateDiagram keeps the two
+// equal):
 //
-//	starting -> ready -> leased -> resetting -> starting ...
-//	                 \-> kept (held for debugging until removed)
-//	any state -> failed (the slot is then reset, i.e. replaced)
+//	[*] -> starting: pool up, clone the template and start mariadbd
+//	starting -> ready: the server answered
+//	starting -> leased: restarted on its clone with its leases (daemon restart)
+//	starting -> kept: restarted on its clone with its kept lease (daemon restart)
+//	ready -> leased: lease
+//	ready -> retired: shrunk, its memory given to another pool
+//	ready -> failed: its server died
+//	leased -> ready: released unchanged, nothing was written
+//	leased -> kept: keep
+//	leased -> resetting: its last lease ended (released, expired, holder exited, lost)
+//	leased -> failed: its server died, its leases are lost
+//	kept -> resetting: release
+//	kept -> failed: its server died, its lease is lost
+//	resetting -> ready: server killed, clone replaced, new server answered
+//	resetting -> failed: the reset could not start a server
+//	failed -> ready: replaced in the background (retried every second)
 //
-// Every transition bumps the slot's generation, so a background worker that
-// finishes late can tell that its slot has moved on.
+// Every move bumps the slot's generation. Work done outside the pool's lock
+// (a reset, release --unchanged's check, the disk watch) notes the
+// generation when it starts and drops its result when the slot has moved
+// on meanwhile.
 package pool
 
 import (
-	"database/sql"
+	"errors"
+	"fmt"
 	"time"
-
-	"github.com/pristinedb/pristine/internal/mariadb"
 )
 
 // State is where a slot is in its life cycle.
@@ -34,18 +51,80 @@ const (
 	Failed    State = "failed"
 	// Retired slots were stopped to give their memory to another pool.
 	Retired State = "retired"
+	// none is where a slot is before the pool makes it ("[*]").
+	none State = ""
 )
+
+// edge is one legal move of a slot, with what makes it.
+type edge struct {
+	from, to State
+	why      string
+}
+
+// moves is the slot state machine: every legal move, and nothing else.
+// The package doc and docs/architecture.md draw it (TestStateDiagram).
+var moves = []edge{
+	{none, Starting, "pool up, clone the template and start mariadbd"},
+	{Starting, Ready, "the server answered"},
+	{Starting, Leased, "restarted on its clone with its leases (daemon restart)"},
+	{Starting, Kept, "restarted on its clone with its kept lease (daemon restart)"},
+	{Ready, Leased, "lease"},
+	{Ready, Retired, "shrunk, its memory given to another pool"},
+	{Ready, Failed, "its server died"},
+	{Leased, Ready, "released unchanged, nothing was written"},
+	{Leased, Kept, "keep"},
+	{Leased, Resetting, "its last lease ended (released, expired, holder exited, lost)"},
+	{Leased, Failed, "its server died, its leases are lost"},
+	{Kept, Resetting, "release"},
+	{Kept, Failed, "its server died, its lease is lost"},
+	{Resetting, Ready, "server killed, clone replaced, new server answered"},
+	{Resetting, Failed, "the reset could not start a server"},
+	{Failed, Ready, "replaced in the background (retried every second)"},
+}
+
+// legal reports whether a slot may move from one state to another.
+func legal(from, to State) bool {
+	for _, e := range moves {
+		if e.from == from && e.to == to {
+			return true
+		}
+	}
+	return false
+}
+
+// errIllegalMove is wrapped by the error of a move the table refuses.
+var errIllegalMove = errors.New("illegal slot move")
+
+// errMovedOn says that work begun on a slot was dropped because the slot
+// moved on (its generation changed) before the work finished.
+var errMovedOn = errors.New("the slot moved on meanwhile")
+
+// move takes slot s to state to: it updates the state, the time it was
+// entered and the generation. A move the table does not list is refused:
+// logged, counted (Stats.IllegalMoves) and returned as an error, with the
+// slot left as it was. why says what made the move. The caller holds p.mu.
+func (p *Pool) move(s *slot, to State, why string) error {
+	from := s.state
+	if !legal(from, to) {
+		p.stats.IllegalMoves++
+		p.log.Error("illegal slot move refused", "template", p.Meta.Name, "slot", s.idx, "from", string(from), "to", string(to), "why", why)
+		return fmt.Errorf("slot %d: %w: %s -> %s (%s)", s.idx, errIllegalMove, from, to, why)
+	}
+	s.state, s.since = to, time.Now()
+	s.gen++
+	p.log.Debug("slot moved", "template", p.Meta.Name, "slot", s.idx, "from", string(from), "to", string(to), "why", why)
+	return nil
+}
 
 // slot is one server on one clone. Its fields are guarded by Pool.mu.
 type slot struct {
 	idx   int
-	gen   uint64
+	gen   uint64 // bumped by every move
 	state State
 	dir   string // clone lives in dir/data
 	run   string // socket, pid file, error log
 	port  int
-	inst  *mariadb.Instance
-	admin *sql.DB  // root over the unix socket; never handed out
+	srv   server   // the running server; nil while it is replaced
 	mark  string   // write counters when the slot became ready
 	files fileMark // the slot's files when it became ready
 	clone string   // the id of the slot's clone (cloneIDFile); "" while it is replaced
@@ -73,12 +152,6 @@ type unit struct {
 	lease    *Lease  // nil when not leased
 	spent    bool    // handed out since the last reset
 	checking bool    // released as unchanged; being checked
-}
-
-func (s *slot) set(st State) {
-	s.state = st
-	s.gen++
-	s.since = time.Now()
 }
 
 // freeUnit returns the index of a fresh, unleased unit, or -1.

@@ -18,6 +18,9 @@ type Stats struct {
 	// OverCap counts slots that wrote past their disk cap and were made
 	// read-only until released.
 	OverCap int64 `json:"over_cap,omitempty"`
+	// IllegalMoves counts slot moves the state machine refused (a bug;
+	// each is logged).
+	IllegalMoves int64 `json:"illegal_moves,omitempty"`
 	// SlotDeaths counts slots whose server died, by reason (Reason*).
 	SlotDeaths map[string]int64 `json:"slot_deaths,omitempty"`
 	// LeasesLost counts leases that ended without their holder releasing
@@ -98,8 +101,8 @@ func (p *Pool) Status(withSlots bool) Status {
 		st.States[s.state]++
 		if withSlots {
 			ss := SlotStatus{Slot: s.idx, State: s.state, Port: s.port, Leases: s.active(), Since: s.since, Error: s.err}
-			if s.inst != nil && s.inst.Running() {
-				ss.PID = s.inst.PID()
+			if s.srv != nil && s.srv.Running() {
+				ss.PID = s.srv.PID()
 			}
 			st.Slots = append(st.Slots, ss)
 		}
