@@ -94,7 +94,7 @@ func startOne(t *testing.T, st *template.Builder, m *catalog.Meta, name string, 
 	prof.LogFileSize = m.LogFileSize
 	run := filepath.Join(st.Catalog().Root().Path, "run", "m", name)
 	t1 := time.Now()
-	in, err := mariadb.Start(st.Binary(), mariadb.Config{Datadir: data, RunDir: run, Profile: prof, Extra: extra})
+	in, err := mariadb.Start(st.Binary(), mariadb.Config{Datadir: data, RunDir: run, Profile: prof, Extra: extra, AdminPassword: st.Catalog().Admin()})
 	if err != nil {
 		t.Fatal(err)
 	}
