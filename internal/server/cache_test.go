@@ -13,6 +13,7 @@ import (
 
 	"github.com/pristinedb/pristine/api"
 	"github.com/pristinedb/pristine/client"
+	"github.com/pristinedb/pristine/internal/oci"
 	"github.com/pristinedb/pristine/internal/oci/localregistry"
 	"github.com/pristinedb/pristine/internal/server"
 )
@@ -129,4 +130,65 @@ func countRows(t *testing.T, dsn, q string) int {
 		t.Fatal(err)
 	}
 	return n
+}
+
+// TestFleetCacheStopsWaiting: while another machine holds the fleet's
+// build lease and never pushes (its client began a build and went quiet),
+// a daemon's client waits no longer than the daemon's Cache.Wait, then
+// builds the template itself; the holder's lease is released when its
+// build is aborted.
+func TestFleetCacheStopsWaiting(t *testing.T) {
+	reg, err := localregistry.Start(localregistry.Config{Dir: t.TempDir()})
+	if errors.Is(err, localregistry.ErrMissing) {
+		t.Skip(err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { reg.Kill() })
+	cache := func(wait time.Duration) func(*server.Server) {
+		return func(s *server.Server) {
+			s.Cache = server.Cache{Allow: []string{"http://" + reg.Addr}, Wait: wait, Poll: 100 * time.Millisecond, Settle: 300 * time.Millisecond}
+		}
+	}
+	holder, waiter := newDaemon(t, cache(time.Hour)), newDaemon(t, cache(2*time.Second))
+	req := api.TemplateRequest{Name: "stuck", Key: "stuck-v1", Cache: reg.Addr + "/fleet/stuck"}
+	ctx := context.Background()
+	a, err := holder.c.BeginTemplate(ctx, req)
+	if err != nil || a.Status != api.StatusBuild {
+		t.Fatalf("the first machine's begin: %+v, %v; want build", a, err)
+	}
+	built := false
+	start := time.Now()
+	got, err := waiter.c.EnsureTemplate(ctx, req, func(ctx context.Context, conn *api.TemplateAnswer) error {
+		built = true
+		return execSQL(conn.DSN, "CREATE TABLE t (id INT)")
+	}, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !built || got.Status != api.StatusReady {
+		t.Fatalf("the waiting machine got %+v without building (built %v): want it to build once the wait ran out", got, built)
+	}
+	if waited := time.Since(start); waited < 2*time.Second {
+		t.Fatalf("the waiting machine built after %s, before the daemon's 2 s wait for the lease holder", waited)
+	}
+	// The holder's lease is held until its build ends, and released then.
+	entry, err := oci.CacheOptions{Repo: req.Cache, Remote: oci.Remote{PlainHTTP: true}, Settle: 300 * time.Millisecond}.Entry(req.Name, a.Hash)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lk, who, err := entry.Lock(ctx); err != nil || lk != nil {
+		t.Fatalf("the lease of an open build: lock %v, %v: want it held by the first machine", lk, err)
+	} else if who == "" {
+		t.Fatal("the held lease names no holder")
+	}
+	if err := holder.c.AbortTemplate(ctx, a.Hash); err != nil {
+		t.Fatal(err)
+	}
+	lk, who, err := entry.Lock(ctx)
+	if err != nil || lk == nil {
+		t.Fatalf("the lease after the build was aborted: held by %q, %v: want it released", who, err)
+	}
+	lk.Unlock(ctx)
 }
