@@ -25,14 +25,7 @@ import (
 // running. A daemon that was not told to allow the repository refuses it,
 // naming the flag.
 func TestFleetCacheThroughTheAPI(t *testing.T) {
-	reg, err := localregistry.Start(localregistry.Config{Dir: t.TempDir()})
-	if errors.Is(err, localregistry.ErrMissing) {
-		t.Skip(err)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { reg.Kill() })
+	reg := startRegistry(t)
 	repo := reg.Addr + "/fleet/templates"
 	allow := func(s *server.Server) {
 		s.Cache = server.Cache{Allow: []string{"http://" + reg.Addr + "/fleet"}, Poll: 100 * time.Millisecond, Settle: 300 * time.Millisecond}
@@ -138,14 +131,7 @@ func countRows(t *testing.T, dsn, q string) int {
 // builds the template itself; the holder's lease is released when its
 // build is aborted.
 func TestFleetCacheStopsWaiting(t *testing.T) {
-	reg, err := localregistry.Start(localregistry.Config{Dir: t.TempDir()})
-	if errors.Is(err, localregistry.ErrMissing) {
-		t.Skip(err)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { reg.Kill() })
+	reg := startRegistry(t)
 	cache := func(wait time.Duration) func(*server.Server) {
 		return func(s *server.Server) {
 			s.Cache = server.Cache{Allow: []string{"http://" + reg.Addr}, Wait: wait, Poll: 100 * time.Millisecond, Settle: 300 * time.Millisecond}
@@ -191,4 +177,18 @@ func TestFleetCacheStopsWaiting(t *testing.T) {
 		t.Fatalf("the lease after the build was aborted: held by %q, %v: want it released", who, err)
 	}
 	lk.Unlock(ctx)
+}
+
+// startRegistry runs Debian's docker-registry on loopback for one test.
+func startRegistry(t *testing.T) *localregistry.Registry {
+	t.Helper()
+	reg, err := localregistry.Start(localregistry.Config{Dir: t.TempDir()})
+	if errors.Is(err, localregistry.ErrMissing) {
+		t.Skip(err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { reg.Kill() })
+	return reg
 }

@@ -164,7 +164,7 @@ func (b *Builder) publish(dir string, m *catalog.Meta, start time.Time) error {
 func (b *Builder) newMeta(opt BuildOptions, hash string) *catalog.Meta {
 	return &catalog.Meta{Name: opt.Name, Hash: hash, Key: opt.Key, Server: b.bin.Version, Flavor: string(b.bin.Flavor),
 		Backend: b.cat.Backend().Name(), LogFileSize: opt.Profile.LogFileSize, ServerOptions: opt.Profile.Options, User: "pristine", Accounts: catalog.AccountsVersion,
-		Password: randomPassword(), InitCmd: opt.InitCmd, Databases: []string{opt.database()}}
+		Password: mariadb.RandomSecret(), InitCmd: opt.InitCmd, Databases: []string{opt.database()}}
 }
 
 // buildData clones the base data directory into dir/data, starts a server

@@ -2,9 +2,7 @@ package template
 
 import (
 	"context"
-	"crypto/rand"
 	"database/sql"
-	"encoding/hex"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -90,13 +88,4 @@ func setupAccount(ctx context.Context, db *sql.DB, dbName string, m *catalog.Met
 		}
 	}
 	return nil
-}
-
-// randomPassword is a new build account's password.
-func randomPassword() string {
-	b := make([]byte, 18)
-	if _, err := rand.Read(b); err != nil {
-		panic(err)
-	}
-	return hex.EncodeToString(b)
 }
