@@ -113,7 +113,7 @@ func TestImportCarriesNoSetuidRoot(t *testing.T) {
 	// The spy, as root: every staging directory under templates/, its mode,
 	// and where id would be in it, handed to the watcher.
 	var stop atomic.Bool
-	var wide []string
+	wide := map[string]string{}
 	var seen int
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -136,7 +136,7 @@ func TestImportCarriesNoSetuidRoot(t *testing.T) {
 				if strings.HasPrefix(name, ".import-") {
 					seen++
 					if fi.Mode().Perm() != 0o700 {
-						wide = append(wide, name+" "+fi.Mode().String())
+						wide[name] = fi.Mode().String()
 					}
 				}
 				paths = append(paths, filepath.Join(p, "data", "app", "id"), filepath.Join(p, "archive", "data", "app", "id"))
@@ -236,7 +236,7 @@ func TestImportCannotClaimAKey(t *testing.T) {
 		t.Fatalf("import: %v", err)
 	}
 	if imp.Hash == key || imp.Key != "" || imp.Imported == "" || imp.Hash != catalog.ImportKey(imp.Imported) {
-		t.Fatalf("the import is filed under hash %s, key %q, imported %q: want a key derived from its archive, not the claimed %s", imp.Hash, imp.Key, imp.Imported, key)
+		t.Errorf("the import is filed under hash %s, key %q, imported %q: want a key derived from its archive, not the claimed %s", imp.Hash, imp.Key, imp.Imported, key)
 	}
 	if imp.Created.After(time.Now()) {
 		t.Errorf("the import kept its claimed creation time %v", imp.Created)
