@@ -32,6 +32,10 @@ type (
 // the default 8 GB is full.
 const DefaultSlotDisk = 1 << 30
 
+// MaxSlotDisk bounds a pool request's slot_disk (1 PiB): more is no cap,
+// and the hard cap's headroom is computed from it.
+const MaxSlotDisk = 1 << 50
+
 // Handler returns the API's routes.
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
@@ -153,6 +157,10 @@ func (s *Server) poolUp(w http.ResponseWriter, r *http.Request) {
 	}
 	if req.Size < 1 {
 		fail(w, fmt.Errorf("%w: size must be at least 1", errBadRequest))
+		return
+	}
+	if req.SlotDisk < 0 || req.SlotDisk > MaxSlotDisk {
+		fail(w, fmt.Errorf("%w: slot_disk is %d: it must be from 0 to %d bytes (1 PiB); 0 or absent means %d (1 GiB)", errBadRequest, req.SlotDisk, int64(MaxSlotDisk), DefaultSlotDisk))
 		return
 	}
 	m, err := s.cat.Get(req.Template)
