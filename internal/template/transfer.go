@@ -4,11 +4,13 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"hash"
 	"io"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"time"
 
 	"github.com/pristinedb/pristine/internal/archive"
@@ -72,18 +74,21 @@ func (b *Builder) ImportWith(ctx context.Context, r io.Reader, opt ImportOptions
 	defer b.cat.Discard(work)
 	staged := filepath.Join(work, "archive")
 	source := opt.Source
-	var digest hash.Hash
+	var digest *archiveDigest
 	if opt.Key == "" && source == "" {
-		digest = sha256.New()
-		if r, err = hashArchive(r, digest); err != nil {
-			return nil, false, fmt.Errorf("import template: %w", err)
-		}
+		digest = hashArchive(r)
+		r = digest.r
 	}
-	if _, err := archive.Unpack(ctx, r, staged, opt.UnpackOptions); err != nil {
-		return nil, false, fmt.Errorf("import template: %w", err)
-	}
+	_, err = archive.Unpack(ctx, r, staged, opt.UnpackOptions)
 	if digest != nil {
-		source = "sha256:" + hex.EncodeToString(digest.Sum(nil))
+		sum, herr := digest.wait(err != nil)
+		if err == nil && herr != nil {
+			err = fmt.Errorf("hash the archive: %w", herr)
+		}
+		source = "sha256:" + sum
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("import template: %w", err)
 	}
 	m, err := catalog.ReadMeta(staged)
 	if err != nil {
@@ -161,26 +166,67 @@ func (b *Builder) ImportWith(ctx context.Context, r io.Reader, opt ImportOptions
 	return m, true, nil
 }
 
-// hashArchive returns a reader that feeds every byte Unpack reads from r
-// into h. A regular file is hashed whole first, so that Unpack still gets
-// the file (and clones extents out of it); a pipe keeps its larger buffer.
-func hashArchive(r io.Reader, h hash.Hash) (io.Reader, error) {
+// archiveDigest is the SHA-256 of an archive being imported.
+type archiveDigest struct {
+	r    io.Reader // what Unpack reads
+	h    hash.Hash
+	done chan error // set when a regular file is hashed beside Unpack
+	stop atomic.Bool
+}
+
+// hashArchive hashes the archive r as Unpack reads it. A regular file is
+// hashed whole by a goroutine beside Unpack, which still gets the file (and
+// clones extents out of it rather than reading them); a stream is hashed as
+// it passes (a pipe keeps its larger buffer).
+func hashArchive(r io.Reader) *archiveDigest {
+	d := &archiveDigest{r: r, h: sha256.New()}
 	f, ok := r.(*os.File)
-	if !ok {
-		return io.TeeReader(r, h), nil
-	}
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if !fi.Mode().IsRegular() {
-		if fi.Mode()&os.ModeNamedPipe != 0 {
-			archive.GrowPipe(f)
+	var fi os.FileInfo
+	if ok {
+		var err error
+		if fi, err = f.Stat(); err != nil {
+			ok = false
 		}
-		return io.TeeReader(f, h), nil
 	}
-	if _, err := io.Copy(h, io.NewSectionReader(f, 0, fi.Size())); err != nil {
-		return nil, fmt.Errorf("hash the archive: %w", err)
+	switch {
+	case ok && fi.Mode().IsRegular():
+		d.done = make(chan error, 1)
+		go func() {
+			buf := make([]byte, 1<<20)
+			sr := io.NewSectionReader(f, 0, fi.Size())
+			for !d.stop.Load() {
+				n, err := sr.Read(buf)
+				d.h.Write(buf[:n])
+				if err == io.EOF {
+					d.done <- nil
+					return
+				}
+				if err != nil {
+					d.done <- err
+					return
+				}
+			}
+			d.done <- errors.New("stopped")
+		}()
+	case ok && fi.Mode()&os.ModeNamedPipe != 0:
+		archive.GrowPipe(f)
+		d.r = io.TeeReader(f, d.h)
+	default:
+		d.r = io.TeeReader(r, d.h)
 	}
-	return f, nil
+	return d
+}
+
+// wait returns the digest in hex once the whole archive is hashed; with
+// abandon (Unpack failed) a file's hashing stops early.
+func (d *archiveDigest) wait(abandon bool) (string, error) {
+	if d.done != nil {
+		if abandon {
+			d.stop.Store(true)
+		}
+		if err := <-d.done; err != nil {
+			return "", err
+		}
+	}
+	return hex.EncodeToString(d.h.Sum(nil)), nil
 }
