@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -23,7 +24,8 @@ func TestBadPoolAndBuildInput(t *testing.T) {
 	for _, tc := range []struct {
 		name, path, body, want string
 	}{
-		{"slot_disk -5", "/v1/pools", `{"template":"app","size":1,"slot_disk":-5}`, "slot_disk is -5: it must be from 0 to 1125899906842624 bytes"},
+		{"slot_disk -5", "/v1/pools", `{"template":"app","size":1,"slot_disk":-5}`, "slot_disk is -5: it must be from 0 to 1125899906842624 bytes (1 PiB), or -1 for no cap"},
+		{"slot_disk -2", "/v1/pools", `{"template":"app","size":1,"slot_disk":-2}`, "or -1 for no cap"},
 		{"slot_disk beyond 1 PiB", "/v1/pools", `{"template":"app","size":1,"slot_disk":1152921504606846976}`, "from 0 to"},
 		{"database with a backtick", "/v1/templates", "{\"name\":\"x\",\"key\":\"k\",\"database\":\"a`b\"}", "'`'"},
 		{"database mysql", "/v1/templates", `{"name":"x","key":"k","database":"mysql"}`, "system schema"},
@@ -56,6 +58,9 @@ func TestBadPoolAndBuildInput(t *testing.T) {
 	if code := d.do("GET", "/v1/pools", "", &st); code != 200 || len(st) != 0 {
 		t.Fatalf("pools after refused requests: %d %+v, want none", code, st)
 	}
-	// The refused requests reserved nothing: the pool comes up.
-	d.poolUp("app", 1)
+	// The refused requests reserved nothing: the pool comes up, and -1
+	// (`pool up --slot-disk none`) still means no cap.
+	if _, err := d.c.PoolUp(context.Background(), server.PoolRequest{Template: "app", Size: 1, SlotDisk: -1}, nil); err != nil {
+		t.Fatalf("pool up with slot_disk -1: %v", err)
+	}
 }
