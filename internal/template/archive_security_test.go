@@ -63,6 +63,7 @@ func plantSetuidID(t *testing.T, path string) {
 // setuid, setgid or sticky bit and no access for others (but search on
 // the template's directory).
 func TestImportCarriesNoSetuidRoot(t *testing.T) {
+	asNobody(t, "true") // skips unless root with setpriv
 	src := templatetest.NewBuilder(t, "auto")
 	m := templatetest.Build(t, src, "app", schema, template.BuildOptions{})
 	dst := templatetest.NewBuilder(t, "auto")
