@@ -6,8 +6,9 @@ require "rails/test_help"
 class ActiveSupport::TestCase
   parallelize(workers: Integer(ENV.fetch("WORKERS", "2")))
   # The one-line change: a pristine database per worker, from a template
-  # built once by `bin/rails db:schema:load`, keyed by db/schema.rb.
-  pristine_databases pool_size: Integer(ENV.fetch("WORKERS", "2")) + 1
+  # built once by `bin/rails db:schema:load`, keyed by db/schema.rb. Two
+  # per worker: ImportTest takes a second one for each of its tests.
+  pristine_databases pool_size: 2 * Integer(ENV.fetch("WORKERS", "2"))
 
   fixtures :all
 

@@ -71,7 +71,7 @@ module Pristine
       # Sets the run up: keys, builds (once, across processes and runs) and
       # pools the template, in the calling (parent) process.
       def setup(template: nil, files: nil, build: nil, command: nil, seed: false, pool_size: nil,
-                wait: 120, build_wait: 1800, keep_failed: nil, release: :unchanged, cache: nil,
+                wait: nil, build_wait: 1800, keep_failed: nil, release: :unchanged, cache: nil,
                 database: nil, holder: nil)
         root = ::Rails.root.to_s
         format = schema_format
@@ -88,6 +88,7 @@ module Pristine
         files ||= build == :schema_load ? [schema] : [File.join(root, "db", "migrate")]
         files += [File.join(root, "db", "seeds.rb")] if seed && File.exist?(File.join(root, "db", "seeds.rb"))
         keep_failed = ENV["PRISTINE_KEEP_FAILED"] == "1" if keep_failed.nil?
+        wait ||= Float(ENV.fetch("PRISTINE_WAIT", "120"))
         @config = Config.new(template: template || default_template_name, files: files, build: build,
                              command: command, seed: seed, pool_size: pool_size || default_pool_size,
                              wait: wait, build_wait: build_wait, keep_failed: keep_failed,
@@ -109,6 +110,26 @@ module Pristine
         end
         @template_hash = t["hash"]
         Pristine.ensure_pool(client, c.template, @template_hash, c.pool_size)
+        grow_pool
+      end
+
+      # A pool an earlier run brought up with fewer databases than this run
+      # needs is brought up again at this run's size when nobody holds a
+      # lease on it; otherwise this run's leases wait for free ones.
+      def grow_pool
+        st = client.pool(config.template)
+        return if st["size"].to_i >= config.pool_size
+
+        if st["leased"].to_i.positive?
+          warn "pristine: pool #{config.template} has #{st['size']} databases, fewer than the #{config.pool_size} " \
+               "this run asks for, and #{st['leased']} are leased: tests wait for free ones; bring it up again " \
+               "with `pristine pool down --template #{config.template}` when they are released"
+          return
+        end
+        client.pool_down(config.template)
+        Pristine.ensure_pool(client, config.template, @template_hash, config.pool_size)
+      rescue Error => e
+        raise unless e.status == 503 || e.status == 404 # coming up, or taken down by a peer: leases wait
       end
 
       # Runs the build command (bin/rails db:schema:load, ...) in the
@@ -196,9 +217,11 @@ module Pristine
       rescue Error => e
         raise e unless e.status == 503
 
-        raise Error.new("lease a database of #{config.template}: #{e.message} (the pool has #{config.pool_size} " \
-                        "databases: give pristine_databases a pool_size of at least the workers + 1, or fewer " \
-                        "workers, or a longer wait:)", e.status)
+        size = (client.pool(config.template)["size"] rescue nil) || config.pool_size
+        raise Error.new("lease a database of #{config.template}: #{e.message} (the pool has #{size} databases " \
+                        "and each worker holds one, two while a pristine_database_per_test test runs: give " \
+                        "pristine_databases a larger pool_size, or run fewer workers, or wait longer with " \
+                        "wait: or PRISTINE_WAIT)", e.status)
       end
 
       def finish(lease, failed)
@@ -277,7 +300,8 @@ module Pristine
       # Gives every test process (each parallelize worker, or the single
       # process) its own pristine database. Options: template (default the
       # application's name), files, build (:schema_load or :migrate),
-      # command, seed, pool_size (default workers + 1), wait, build_wait,
+      # command, seed, pool_size (default workers + 1), wait (seconds for a
+      # free database, default $PRISTINE_WAIT or 120), build_wait,
       # keep_failed (default $PRISTINE_KEEP_FAILED=1), release (:unchanged
       # or :dirty), cache (default $PRISTINE_CACHE), database.
       def pristine_databases(**options)
