@@ -4,7 +4,7 @@
 # (post_test.rb, worker_database_test.rb) with `bin/rails test` and
 # parallelize(workers: N), R rounds each, alternating, both warm:
 #   pristine: the template built and the pool up (a lease per worker);
-#   stock:    PRISTINE_DISABLE=1: Rails creates shop_test-0..N-1 and runs
+#   stock:    PRISTINE_DISABLE=1: Rails creates blog_test-0..N-1 and runs
 #             db:schema:load into each worker's database, on a real MariaDB
 #             server (a pristine lease, whose account may create databases).
 # Usage: bash scripts/bench-rails.sh [N=2] [R=3]. Needs bin/pristine.
@@ -44,18 +44,18 @@ run() { # run MODE: prints wall seconds; fails when the suite does
   t1=$(date +%s.%N)
   echo "$out" | grep -q ' 0 failures, 0 errors' || { echo "$out" >&2; return 1; }
   # Wall seconds, and the slowest worker's database setup in ms.
-  echo "$(echo "$t1 - $t0" | bc) $(sort -k2 -n "$SETUP_LOG" | tail -1 | awk '{print $2}')"
+  echo "$(awk -v a="$t0" -v b="$t1" 'BEGIN {print b - a}') $(sort -k2 -n "$SETUP_LOG" | tail -1 | awk '{print $2}')"
 }
 # A pool of 2N + 1: N for a run, N resetting from the run before, and the stock path's server.
 export POOL_SIZE=$((2 * N + 1))
 echo "bench-rails: first pristine run (builds the template, brings a pool of $POOL_SIZE up): $(run pristine | awk "{print \$1}") s"
 # The stock path's server: a database of the same daemon, held by this script.
-read -r SH SP SU SW < <(eval "$("$BIN" lease --template shop --pid $$ --holder "bench-rails stock server" 2>/dev/null | grep '^export')"
+read -r SH SP SU SW < <(eval "$("$BIN" lease --template blog --pid $$ --holder "bench-rails stock server" 2>/dev/null | grep '^export')"
   echo "$MYSQL_HOST $MYSQL_PORT $MYSQL_USER $MYSQL_PWD")
-# What a Rails CI job runs before its tests: create and load shop_test.
+# What a Rails CI job runs before its tests: create and load blog_test.
 env -u DATABASE_URL RAILS_ENV=test MYSQL_HOST="$SH" MYSQL_PORT="$SP" MYSQL_USER="$SU" MYSQL_PWD="$SW" \
   ruby bin/rails db:create db:schema:load >/dev/null
-echo "bench-rails: first stock run (shop_test-0..$((N - 1)) created): $(run stock | awk "{print \$1}") s"
+echo "bench-rails: first stock run (blog_test-0..$((N - 1)) created): $(run stock | awk "{print \$1}") s"
 p=() s=() ps=() ss=()
 for i in $(seq "$R"); do
   read -r a b < <(run pristine)
@@ -67,4 +67,4 @@ done
 med() { printf '%s\n' "$@" | sort -n | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}'; }
 mp=$(med "${p[@]}") ms=$(med "${s[@]}") mps=$(med "${ps[@]}") mss=$(med "${ss[@]}")
 printf 'bench-rails: %d workers, %d rounds, medians: `bin/rails test` wall time (boot included) pristine %.2f s, stock %.2f s (%.2fx); slowest worker database setup pristine %.1f ms, stock %.1f ms (%.1fx)\n' \
-  "$N" "$R" "$mp" "$ms" "$(echo "$ms / $mp" | bc -l)" "$mps" "$mss" "$(echo "$mss / $mps" | bc -l)"
+  "$N" "$R" "$mp" "$ms" "$(awk -v a="$ms" -v b="$mp" 'BEGIN {print a / b}')" "$mps" "$mss" "$(awk -v a="$mss" -v b="$mps" 'BEGIN {print a / b}')"

@@ -101,7 +101,7 @@ class RailsTest < Minitest::Test
     RUBY
     out, st = rails_test(dir)
     refute st.success?
-    assert_match(/template shop: build failed, so it was aborted: `.*bin\/rails db:migrate` exited with status 1: .*no_such_table/m, out)
+    assert_match(/template blog: build failed, so it was aborted: `.*bin\/rails db:migrate` exited with status 1: .*no_such_table/m, out)
   ensure
     FileUtils.rm_rf(dir) if dir
   end
@@ -110,11 +110,11 @@ class RailsTest < Minitest::Test
     # Hold every database of the example's pool, then run with a short wait.
     out, st = rails_test(APP, "WORKERS" => "2")
     assert st.success?, out
-    size = daemon.client.pool("shop")["size"].to_i
-    held = Array.new(size) { daemon.client.lease(template: "shop", holder: "ruby test") }
+    size = daemon.client.pool("blog")["size"].to_i
+    held = Array.new(size) { daemon.client.lease(template: "blog", holder: "ruby test") }
     out, st = rails_test(APP, "WORKERS" => "2", "PRISTINE_WAIT" => "1")
     refute st.success?
-    assert_match(/lease a database of shop: .+ \(the pool has \d+ databases and each worker holds one, two while a pristine_database_per_test test runs: give pristine_databases a larger pool_size/, out)
+    assert_match(/lease a database of blog: .+ \(the pool has \d+ databases and each worker holds one, two while a pristine_database_per_test test runs: give pristine_databases a larger pool_size/, out)
   ensure
     held&.each { |l| daemon.client.release(l.id) }
   end

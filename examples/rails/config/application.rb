@@ -4,7 +4,7 @@ require "rails"
 require "active_record/railtie"
 require "rails/test_unit/railtie"
 
-module Shop
+module Blog
   # A minimal Rails application: posts and comments, for examples/rails.
   class Application < Rails::Application
     config.load_defaults 6.1

@@ -10,7 +10,7 @@ class WorkerDatabaseTest < ActiveSupport::TestCase
       record("worker")
       Mark.create!(pid: Process.pid, test: name)
       assert_equal [Process.pid], Mark.distinct.pluck(:pid), "another process wrote to this worker's database"
-      if Pristine::Rails.enabled? # PRISTINE_DISABLE=1: Rails' own shop_test-N
+      if Pristine::Rails.enabled? # PRISTINE_DISABLE=1: Rails' own blog_test-N
         assert_equal Pristine::Rails.process_lease.database, ActiveRecord::Base.connection.current_database
       end
     end
