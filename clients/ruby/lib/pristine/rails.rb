@@ -97,6 +97,9 @@ module Pristine
         @base_config = connection_config_hash
         @failed = []
         prepare
+        # Rails 7.1+: its own switch for the db_test-N databases; 6.1 and 7.0
+        # have none (SkipStockTestDatabases covers them).
+        ActiveSupport.parallelize_test_databases = false if ActiveSupport.respond_to?(:parallelize_test_databases=)
         self
       end
 
