@@ -56,6 +56,21 @@ class RailsTest < Minitest::Test
     assert_empty daemon.client.leases.select { |l| l["holder"].to_s.start_with?("rails ") }
   end
 
+  # No workers (PARALLEL_WORKERS=1): the single process leases one database
+  # before its first test.
+  def test_a_run_without_workers_leases_one_database
+    log = File.join(daemon.base, "single.log")
+    out, st = rails_test(APP, "EXAMPLE_LOG" => log, "PARALLEL_WORKERS" => "1")
+    assert st.success?, out
+    worker = File.readlines(log).map(&:split).select { |r| r[0] == "worker" }
+    refute_empty worker
+    assert_equal 1, worker.map { |r| r[1] }.uniq.size
+    assert_equal 1, worker.map { |r| r[2] }.uniq.size
+    refute_equal "-", worker.first[2]
+    # Returned at exit, not left for the daemon to reclaim.
+    assert_empty daemon.client.leases.select { |l| l["holder"].to_s.start_with?("rails ") }
+  end
+
   def test_a_failed_test_keeps_its_database_when_asked
     dir = copy_app
     File.write(File.join(dir, "test", "models", "failing_test.rb"), <<~RUBY)

@@ -153,6 +153,16 @@ module Pristine
       # ActiveRecord::Base at it.
       def lease_process!(holder = nil)
         return @process_lease if @process_lease && @process_lease_pid == Process.pid
+
+        LOCK.synchronize { lease_process_locked(holder) }
+      end
+
+      # parallelize(with: :threads): the threads of a process share its lease.
+      LOCK = Mutex.new
+      private_constant :LOCK
+
+      def lease_process_locked(holder)
+        return @process_lease if @process_lease && @process_lease_pid == Process.pid
         # A worker whose lease failed fails each of its tests with that
         # error, at once (Rails also reports it as the worker's setup error).
         raise @process_error if @process_error && @process_error_pid == Process.pid
