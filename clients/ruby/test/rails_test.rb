@@ -27,6 +27,14 @@ class RailsTest < Minitest::Test
   end
 
   # A copy of the example to break.
+  # How many leases of the example's pool the daemon reclaimed because
+  # their holder exited without returning them.
+  def holder_gone
+    daemon.client.pool("blog").dig("stats", "holder_gone").to_i
+  rescue Pristine::Error
+    0
+  end
+
   def copy_app
     dir = Dir.mktmpdir("pristine-ruby-test-app-", "/dev/shm")
     FileUtils.cp_r("#{APP}/.", dir)
@@ -37,6 +45,7 @@ class RailsTest < Minitest::Test
 
   def test_each_worker_and_each_per_test_class_test_has_its_own_database
     log = File.join(daemon.base, "example.log")
+    gone = holder_gone
     out, st = rails_test(APP, "EXAMPLE_LOG" => log, "WORKERS" => "3")
     assert st.success?, out
     assert_match(/0 failures, 0 errors/, out)
@@ -52,14 +61,16 @@ class RailsTest < Minitest::Test
     # A lease per test for ImportTest.
     assert_equal 4, per_test.size
     assert_equal 4, per_test.map { |r| r[2] }.uniq.size
-    # Everything was released.
+    # Everything was returned, none left for the daemon to reclaim.
     assert_empty daemon.client.leases.select { |l| l["holder"].to_s.start_with?("rails ") }
+    assert_equal gone, holder_gone
   end
 
   # No workers (PARALLEL_WORKERS=1): the single process leases one database
   # before its first test.
   def test_a_run_without_workers_leases_one_database
     log = File.join(daemon.base, "single.log")
+    gone = holder_gone
     out, st = rails_test(APP, "EXAMPLE_LOG" => log, "PARALLEL_WORKERS" => "1")
     assert st.success?, out
     worker = File.readlines(log).map(&:split).select { |r| r[0] == "worker" }
@@ -69,6 +80,7 @@ class RailsTest < Minitest::Test
     refute_equal "-", worker.first[2]
     # Returned at exit, not left for the daemon to reclaim.
     assert_empty daemon.client.leases.select { |l| l["holder"].to_s.start_with?("rails ") }
+    assert_equal gone, holder_gone
   end
 
   def test_a_failed_test_keeps_its_database_when_asked
