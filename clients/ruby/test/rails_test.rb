@@ -95,9 +95,26 @@ class RailsTest < Minitest::Test
         end
       end
     RUBY
+    File.write(File.join(dir, "test", "models", "worker_failing_test.rb"), <<~RUBY)
+      require "test_helper"
+      class WorkerFailingTest < ActiveSupport::TestCase
+        self.use_transactional_tests = false
+        test "fails on the worker's database" do
+          Mark.create!(pid: 43, test: "kept")
+          flunk "failing on purpose"
+        end
+      end
+    RUBY
     File.write(File.join(dir, "test", "models", "import_test.rb"), "") # fewer tests
     out, st = rails_test(dir, "PRISTINE_KEEP_FAILED" => "1")
     refute st.success?, out
+    # The worker where a test failed keeps its database, with what it committed.
+    w = out.match(/pristine: kept the database of WorkerFailingTest#test_fails_on_the_worker's_database for debugging: mariadb -h(\S+) -P(\d+) -u(\S+) -p(\S+) (\S+)\npristine: release it with: pristine release (\S+)/)
+    assert w, out
+    db = Mysql2::Client.new(host: w[1], port: w[2].to_i, username: w[3], password: w[4], database: w[5])
+    assert_includes db.query("SELECT pid FROM marks").map { |r| r["pid"] }, 43
+    db.close
+    daemon.client.release(w[6])
     m = out.match(/pristine: kept the database of FailingTest#test_fails_after_a_commit for debugging: (mariadb -h(\S+) -P(\d+) -u(\S+) -p(\S+) (\S+))\npristine: release it with: pristine release (\S+)/)
     assert m, out
     db = Mysql2::Client.new(host: m[2], port: m[3].to_i, username: m[4], password: m[5], database: m[6])
