@@ -15,8 +15,14 @@ REPO = File.expand_path("../../..", __dir__)
 class TestDaemon
   attr_reader :base, :root, :addr, :token, :client
 
+  # The daemon most tests share, started on first use.
   def self.instance
     @instance ||= new.tap(&:start)
+  end
+
+  # +env+ is added to the daemon's environment.
+  def initialize(env = {})
+    @env = env
   end
 
   def start
@@ -30,7 +36,7 @@ class TestDaemon
     File.chmod(0o711, @base)
     @root = File.join(@base, "root")
     r, w = IO.pipe
-    @pid = Process.spawn(bin, "serve", "--root", @root, "--listen", "127.0.0.1:0", out: File::NULL, err: w)
+    @pid = Process.spawn(@env, bin, "serve", "--root", @root, "--listen", "127.0.0.1:0", out: File::NULL, err: w)
     w.close
     @log = +""
     while (line = r.gets)
@@ -53,6 +59,9 @@ class TestDaemon
   end
 
   def stop
+    return if @stopped
+
+    @stopped = true
     begin
       @client.shutdown
     rescue StandardError
@@ -62,6 +71,8 @@ class TestDaemon
       break if Process.waitpid(@pid, Process::WNOHANG)
 
       sleep 0.1
+    rescue Errno::ECHILD
+      break
     end
     begin
       Process.kill(:KILL, @pid)
