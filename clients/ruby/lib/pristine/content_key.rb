@@ -43,12 +43,28 @@ module Pristine
       h.hexdigest
     end
 
-    # Go's filepath.Glob: a pattern without metacharacters is the name
-    # itself when it exists; hidden files match only an explicit dot.
+    # Go's filepath.Glob, which the key's definition uses: a pattern
+    # without metacharacters is the name itself when it exists; otherwise
+    # each directory level's names are matched one by one (a * matches
+    # names that begin with a dot too, unlike Dir.glob; no ** and no
+    # {a,b}).
     def glob(pat)
-      return File.exist?(pat) || File.symlink?(pat) ? [pat] : [] unless pat.match?(/[*?\[\\]/)
+      return File.exist?(pat) || File.symlink?(pat) ? [pat] : [] unless meta?(pat)
 
-      Dir.glob(pat).map { |m| m.b.force_encoding(pat.encoding) }
+      dir, file = File.split(pat)
+      dir = pat.start_with?("/") ? "/" : "." if dir.empty?
+      dirs = meta?(dir) ? glob(dir) : [dir]
+      dirs.flat_map do |d|
+        next [] unless File.directory?(d)
+
+        names = Dir.children(d).sort_by(&:b)
+        names.select { |n| File.fnmatch(file, n, File::FNM_PATHNAME | File::FNM_DOTMATCH) }
+             .map { |n| pat.start_with?("./") || File.dirname(pat) != "." ? File.join(d, n) : n }
+      end
+    end
+
+    def meta?(s)
+      s.match?(/[*?\[\\]/)
     end
 
     # The files under +path+ in the order Go's filepath.WalkDir visits them
