@@ -19,9 +19,11 @@ chmod 711 "$W"
 export PRISTINE_ROOT="$W/root"
 "$BIN" serve --root "$PRISTINE_ROOT" 2>"$W/serve.log" &
 SPID=$!
+# shellcheck source=lib/daemon.sh
+source scripts/lib/daemon.sh
+# Never waits forever: stop_daemon bounds every wait and kills what is left.
 stop() {
-  kill "$SPID" 2>/dev/null || true
-  wait "$SPID" 2>/dev/null || true
+  stop_daemon "$BIN" "$PRISTINE_ROOT" "$SPID" 60
   rm -rf "$W"
 }
 trap stop EXIT
@@ -43,8 +45,9 @@ run() { # run MODE: prints wall seconds; fails when the suite does
   fi
   t1=$(date +%s.%N)
   echo "$out" | grep -q ' 0 failures, 0 errors' || { echo "$out" >&2; return 1; }
-  # Wall seconds, and the slowest worker's database setup in ms.
-  echo "$(awk -v a="$t0" -v b="$t1" 'BEGIN {print b - a}') $(sort -k2 -n "$SETUP_LOG" | tail -1 | awk '{print $2}')"
+  # Wall seconds, the slowest worker's database setup in ms, and minitest's
+  # "Finished in" (from the start of the run, workers' setup included, to its end).
+  echo "$(awk -v a="$t0" -v b="$t1" 'BEGIN {print b - a}') $(sort -k2 -n "$SETUP_LOG" | tail -1 | awk '{print $2}') $(echo "$out" | sed -n 's/^Finished in \([0-9.]*\)s.*/\1/p')"
 }
 # A pool of 2N + 1: N for a run, N resetting from the run before, and the stock path's server.
 export POOL_SIZE=$((2 * N + 1))
@@ -56,15 +59,18 @@ read -r SH SP SU SW < <(eval "$("$BIN" lease --template blog --pid $$ --holder "
 env -u DATABASE_URL RAILS_ENV=test MYSQL_HOST="$SH" MYSQL_PORT="$SP" MYSQL_USER="$SU" MYSQL_PWD="$SW" \
   ruby bin/rails db:create db:schema:load >/dev/null
 echo "bench-rails: first stock run (blog_test-0..$((N - 1)) created): $(run stock | awk "{print \$1}") s"
-p=() s=() ps=() ss=()
+p=() s=() ps=() ss=() pf=() sf=()
 for i in $(seq "$R"); do
-  read -r a b < <(run pristine)
-  p+=("$a") ps+=("$b")
-  read -r a b < <(run stock)
-  s+=("$a") ss+=("$b")
-  echo "bench-rails: round $i: pristine ${p[-1]} s (worker database ready in ${ps[-1]} ms), stock ${s[-1]} s (${ss[-1]} ms)"
+  read -r a b c < <(run pristine)
+  p+=("$a") ps+=("$b") pf+=("$c")
+  read -r a b c < <(run stock)
+  s+=("$a") ss+=("$b") sf+=("$c")
+  echo "bench-rails: round $i: pristine ${p[-1]} s (tests ${pf[-1]} s, worker database ready in ${ps[-1]} ms), stock ${s[-1]} s (tests ${sf[-1]} s, ${ss[-1]} ms)"
 done
 med() { printf '%s\n' "$@" | sort -n | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}'; }
-mp=$(med "${p[@]}") ms=$(med "${s[@]}") mps=$(med "${ps[@]}") mss=$(med "${ss[@]}")
-printf 'bench-rails: %d workers, %d rounds, medians: `bin/rails test` wall time (boot included) pristine %.2f s, stock %.2f s (%.2fx); slowest worker database setup pristine %.1f ms, stock %.1f ms (%.1fx)\n' \
-  "$N" "$R" "$mp" "$ms" "$(awk -v a="$ms" -v b="$mp" 'BEGIN {print a / b}')" "$mps" "$mss" "$(awk -v a="$mss" -v b="$mps" 'BEGIN {print a / b}')"
+mp=$(med "${p[@]}") ms=$(med "${s[@]}") mps=$(med "${ps[@]}") mss=$(med "${ss[@]}") mpf=$(med "${pf[@]}") msf=$(med "${sf[@]}")
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN {print a / b}'; }
+printf 'bench-rails: %d workers, %d rounds, medians (stock/pristine):\n' "$N" "$R"
+printf '  bin/rails test wall time (boot included): pristine %.2f s, stock %.2f s (%.2fx)\n' "$mp" "$ms" "$(ratio "$ms" "$mp")"
+printf '  minitest "Finished in" (workers forked, set up, tests run): pristine %.2f s, stock %.2f s (%.2fx)\n' "$mpf" "$msf" "$(ratio "$msf" "$mpf")"
+printf '  slowest worker database setup: pristine %.1f ms, stock %.1f ms (%.1fx)\n' "$mps" "$mss" "$(ratio "$mss" "$mps")"
