@@ -48,8 +48,12 @@ class _UnixConnection(http.client.HTTPConnection):
 
     def connect(self):
         s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        s.settimeout(self.timeout)
-        s.connect(self._path)
+        try:
+            s.settimeout(self.timeout)
+            s.connect(self._path)
+        except BaseException:
+            s.close()  # no "ResourceWarning: unclosed <socket>" after a "no daemon" error
+            raise
         self.sock = s
 
 
