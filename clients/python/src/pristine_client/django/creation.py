@@ -24,6 +24,7 @@ Three rules (docs/clients.md, "Python: Django"):
   included.
 """
 
+import importlib
 import json
 import os
 import re
@@ -149,9 +150,11 @@ def schema_inputs(aliases) -> tuple:
                          " ".join(os.path.relpath(f, root) for f in fs))
             files += fs
     for r in settings.DATABASE_ROUTERS:
-        name = r if isinstance(r, str) else type(r).__module__
-        mod = sys.modules.get(name.rsplit(".", 1)[0]) if isinstance(r, str) else sys.modules.get(name)
-        if mod is not None and getattr(mod, "__file__", None):
+        try:
+            mod = importlib.import_module(r.rsplit(".", 1)[0] if isinstance(r, str) else type(r).__module__)
+        except ImportError:
+            continue  # Django names the broken router when it loads it
+        if getattr(mod, "__file__", None):
             files.append(mod.__file__)
     base = str(getattr(settings, "BASE_DIR", os.getcwd()))
     for a in aliases:
