@@ -28,6 +28,9 @@ export PRISTINE_BIN="$PWD/bin/pristine"
 .venv/bin/pip install -q django pytest pytest-xdist pymysql -e clients/python
 bash examples/run-all.sh
 bash scripts/bench-django.sh 4 2
+# issue 22: a real Django suite (two aliases on one server, cross-database FK, ...) run --parallel 2
+# stock, through pristine building the template and reusing it: per-test outcomes must agree.
+bash scripts/parity-django.sh 2
 phpunit -c clients/php/phpunit.xml
 .venv/bin/pytest -p no:cacheprovider clients/python/tests
 # clients/ruby (issue 24): the client and the Rails integration, against a daemon of their own.

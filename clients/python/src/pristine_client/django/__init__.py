@@ -7,9 +7,12 @@ In the settings your tests run with:
     TEST_RUNNER = "pristine_client.django.runner.PristineRunner"  # optional
 
 `manage.py test --parallel N` then migrates once into a template (across
-runs: the template is keyed by the migration files of every installed app
-and by TEST["PRISTINE"]["FILES"]), leases one database for the main process
-and one per worker, and returns them when the run ends. Options, in
+runs: the template is keyed by every input that shapes the schema: the
+apps' migrations and models modules, the routers, TEST["PRISTINE"]["FILES"],
+the settings that shape the schema), leases one slot for the main process
+and one per worker, and returns them when the run ends. Aliases that name
+the same server share one template and one lease; every run does what
+Django's create_test_db does apart from migrating (see creation.py). Options, in
 DATABASES[alias]["TEST"]["PRISTINE"]: TEMPLATE (name), FILES (more files
 that define the test database: fixtures, SQL), POOL_SIZE (default: the
 run's processes + 1), WAIT (seconds to wait for a free database).
