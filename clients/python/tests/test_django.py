@@ -128,7 +128,7 @@ def test_a_change_rebuilds_a_non_change_reuses(project, daemon):
 def test_aliases_on_different_servers_naming_one_template(project):
     append(project / "paritysite/settings.py",
            '\nDATABASES["other"]["HOST"] = "127.0.0.2"\n'
-           'DATABASES["other"]["TEST"]["PRISTINE"] = {"TEMPLATE": "django-parity"}\n')
+           'DATABASES["other"]["TEST"] = {"PRISTINE": {"TEMPLATE": "django-parity"}}\n')
     env = dict(os.environ, DJANGO_SETTINGS_MODULE="paritysite.settings", PARITY_MODE="pristine")
     p = subprocess.run([sys.executable, "-c", "import django; django.setup()\n"
                         "from pristine_client.django.creation import group_of\ngroup_of('default')"],

@@ -50,7 +50,8 @@ else:
     TEST_RUNNER = "paritysite.runner.StockOutcomeRunner"
 DATABASES = {
     "default": {**server, "NAME": "parity", "TEST": {"NAME": "test_parity"}},
-    "other": {**server, "NAME": "parity_other", "TEST": {"NAME": "test_parity_other"}},
+    # No TEST NAME: Django's test_parity_other.
+    "other": {**server, "NAME": "parity_other"},
 }
 if MODE == "pristine":
     DATABASES["default"]["TEST"]["PRISTINE"] = {"TEMPLATE": os.environ.get("PARITY_TEMPLATE", "django-parity")}

@@ -177,7 +177,8 @@ class _Group:
         self.server = server
         self.aliases = aliases  # creation order: default first, then settings order
         self.names = {a: connections[a].creation._get_test_db_name() for a in aliases}
-        self.original = {a: {k: connections[a].settings_dict.get(k) for k in ("HOST", "PORT", "USER", "PASSWORD")}
+        self.original = {a: {k: connections[a].settings_dict.get(k) for k in ("HOST", "PORT", "USER", "PASSWORD",
+                                                                             "NAME")}
                          for a in aliases}
         self.client: Optional[Client] = None
         self.template = ""
@@ -291,7 +292,9 @@ class DatabaseCreation(MySQLCreation):
         if g.main is None:
             self._lease_group(g, verbosity)
         g.main_users.add(alias)
-        self._point_at(g.main.__dict__, g.names[alias])
+        # NAME stays the alias's own: Django's create_test_db derives the
+        # test database's name from it, and sets it.
+        self._point_at(g.main.__dict__)
         return self._create_on_lease(verbosity, autoclobber, serialize, keepdb)
 
     def _lease_group(self, g, verbosity):
@@ -316,15 +319,23 @@ class DatabaseCreation(MySQLCreation):
         in order, against the template server."""
         if verbosity >= 1:
             self.log(f"pristine: building template {g.template} (migrate runs once)...")
-        for a in g.aliases:
-            c = connections[a]
-            self._point_at(conn, g.names[a], alias=a)
-            c.creation._pristine_direct = True
-            try:
-                MySQLCreation.create_test_db(c.creation, max(verbosity - 1, 0), True, False, True)
-            finally:
-                c.creation._pristine_direct = False
-                c.close()
+        try:
+            for a in g.aliases:
+                # Each alias keeps its test database's name until all are
+                # built, as on the stock path: a migration of one may name
+                # another's database.
+                c = connections[a]
+                self._point_at(conn, alias=a)
+                c.creation._pristine_direct = True
+                try:
+                    MySQLCreation.create_test_db(c.creation, max(verbosity - 1, 0), True, False, True)
+                finally:
+                    c.creation._pristine_direct = False
+        finally:
+            for a in g.aliases:
+                connections[a].close()
+                connections[a].settings_dict.update(g.original[a])
+                settings.DATABASES[a]["NAME"] = g.original[a]["NAME"]
 
     def _create_on_lease(self, verbosity, autoclobber, serialize, keepdb):
         """Django's own create_test_db against the lease, with CREATE
@@ -343,7 +354,9 @@ class DatabaseCreation(MySQLCreation):
         self._create_test_db = lambda *a, **k: self._get_test_db_name()
         management.call_command = call_command
         try:
-            return super().create_test_db(verbosity, autoclobber, serialize, keepdb)
+            # keepdb: Django says "Using existing test database", which the
+            # lease is; create_test_db uses it for nothing else.
+            return super().create_test_db(verbosity, autoclobber, serialize, True)
         finally:
             management.call_command = real
             del self._create_test_db
@@ -420,7 +433,7 @@ class DatabaseCreation(MySQLCreation):
                 self._done(g.client, g.clones.pop(suffix), verbosity)
             return
         g.main_users.discard(alias)
-        self.connection.settings_dict.update(g.original[alias])
+        self.connection.settings_dict.update({k: v for k, v in g.original[alias].items() if k != "NAME"})
         if old_database_name is not None:
             settings.DATABASES[alias]["NAME"] = old_database_name
             self.connection.settings_dict["NAME"] = old_database_name
