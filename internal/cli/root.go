@@ -21,6 +21,9 @@ import (
 type Globals struct {
 	Root string // --root or PRISTINE_ROOT
 	JSON bool   // --json: machine-readable output on stdout
+	// NoTimezones (--no-timezones): base data directories without time
+	// zone tables.
+	NoTimezones bool
 }
 
 // commands holds the constructors of the top-level commands; each command file
@@ -43,6 +46,7 @@ func NewRoot() *cobra.Command {
 	root.SetVersionTemplate("{{pristineVersion}}")
 	root.PersistentFlags().StringVar(&g.Root, "root", "", "directory that holds everything pristine owns (default $PRISTINE_ROOT, else "+defaultRootHint()+")")
 	root.PersistentFlags().BoolVar(&g.JSON, "json", false, "print machine-readable JSON on stdout")
+	root.PersistentFlags().BoolVar(&g.NoTimezones, "no-timezones", false, "leave the time zone tables (mysql.time_zone*) of new base data directories empty; by default they are loaded from /usr/share/zoneinfo")
 	root.AddGroup(&cobra.Group{ID: "use", Title: "Commands:"}, &cobra.Group{ID: "more", Title: "More commands:"})
 	var cmds []*cobra.Command
 	for _, f := range commands {

@@ -131,7 +131,7 @@ func (g *Globals) daemon(ctx context.Context, start bool) (*client.Client, *root
 	if !start && !state.HasPools(root.Path) {
 		return c, root, err
 	}
-	if err := spawnDaemon(root); err != nil {
+	if err := spawnDaemon(root, g.NoTimezones); err != nil {
 		return nil, nil, err
 	}
 	deadline := time.Now().Add(30 * time.Second)
@@ -145,8 +145,9 @@ func (g *Globals) daemon(ctx context.Context, start bool) (*client.Client, *root
 }
 
 // spawnDaemon starts `pristine serve --exit-when-idle` detached from this
-// process, logging to serve.log under the root.
-func spawnDaemon(root *rootdir.Root) error {
+// process, logging to serve.log under the root; noTimezones passes
+// --no-timezones on.
+func spawnDaemon(root *rootdir.Root, noTimezones bool) error {
 	exe, err := os.Executable()
 	if err != nil {
 		return fmt.Errorf("start daemon: %w", err)
@@ -156,7 +157,11 @@ func spawnDaemon(root *rootdir.Root) error {
 		return fmt.Errorf("start daemon: %w", err)
 	}
 	defer logf.Close()
-	cmd := exec.Command(exe, "serve", "--root", root.Path, "--exit-when-idle")
+	args := []string{"serve", "--root", root.Path, "--exit-when-idle"}
+	if noTimezones {
+		args = append(args, "--no-timezones")
+	}
+	cmd := exec.Command(exe, args...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := cmd.Start(); err != nil {

@@ -32,6 +32,7 @@ func (g *Globals) openStore(ctx context.Context, backend string) (*template.Buil
 	if err != nil {
 		return nil, err
 	}
+	st.NoTimezones = g.NoTimezones
 	if !g.JSON || isTerminal(os.Stderr) {
 		st.Progress = func(format string, args ...any) { stderrf("pristine: "+format, args...) }
 	}

@@ -7,14 +7,14 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/pristinedb/pristine/internal/catalog"
 	"github.com/pristinedb/pristine/internal/mariadb"
 )
 
 // base returns an empty data directory initialised for the server and the
 // profile's log size, made once and cloned by every build.
 func (b *Builder) base(ctx context.Context, p mariadb.Profile) (string, error) {
-	key := catalog.BaseKey(b.bin.Version, p.Key())
+	tz := b.timezoneLoader()
+	key := b.baseKey(p, tz)
 	dir := b.cat.BaseDir(key)
 	data := filepath.Join(dir, "data")
 	if _, err := os.Stat(filepath.Join(dir, "ready")); err == nil {
@@ -56,7 +56,10 @@ func (b *Builder) base(ctx context.Context, p mariadb.Profile) (string, error) {
 	defer os.RemoveAll(runDir)
 	in, err := mariadb.Start(b.bin, mariadb.Config{Datadir: data, RunDir: runDir, Profile: p, Extra: []string{"--skip-networking"}})
 	if err == nil {
-		if err = in.WaitReady(ctx); err == nil {
+		if err = in.WaitReady(ctx); err == nil && tz != "" {
+			err = b.loadTimezones(ctx, in, tz)
+		}
+		if err == nil {
 			if err = b.secureOn(ctx, in, false); err == nil {
 				err = in.Stop(ctx, 2*time.Minute)
 			}

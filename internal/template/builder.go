@@ -30,6 +30,9 @@ type Builder struct {
 	bin *mariadb.Binary
 	// Progress receives one line per step of long work; nil means quiet.
 	Progress func(format string, args ...any)
+	// NoTimezones leaves the base data directory's time zone tables empty
+	// (by default they are loaded: timezones.go).
+	NoTimezones bool
 }
 
 // NewBuilder returns a builder that makes templates in cat with the server

@@ -1,0 +1,106 @@
+package template
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+
+	"github.com/pristinedb/pristine/internal/catalog"
+	"github.com/pristinedb/pristine/internal/mariadb"
+	"github.com/pristinedb/pristine/internal/sqlload"
+)
+
+// ZoneinfoDir is where the system's time zone files are read from.
+const ZoneinfoDir = "/usr/share/zoneinfo"
+
+// timezoneLoader returns the server's own loader of time zone tables
+// (mariadb-tzinfo-to-sql) when the base data directory gets them: unless
+// NoTimezones, for a MariaDB server, with the loader installed and the
+// system's zoneinfo present. "" means the tables stay empty.
+func (b *Builder) timezoneLoader() string {
+	if b.NoTimezones || b.bin.Flavor != mariadb.MariaDB {
+		return ""
+	}
+	if _, err := os.Stat(ZoneinfoDir); err != nil {
+		return ""
+	}
+	for _, name := range []string{"mariadb-tzinfo-to-sql", "mysql_tzinfo_to_sql"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	return ""
+}
+
+// baseKey names the base data directory of profile p: the server, the
+// profile, and whether its time zone tables are loaded.
+func (b *Builder) baseKey(p mariadb.Profile, loader string) string {
+	profile := p.Key()
+	if loader != "" {
+		profile += " timezones"
+	}
+	return catalog.BaseKey(b.bin.Version, profile)
+}
+
+// loadTimezones fills mysql.time_zone* of the base's server from the
+// system's zoneinfo with loader, as MariaDB's and MySQL's official images
+// do, on one connection (the loader's output locks the tables).
+func (b *Builder) loadTimezones(ctx context.Context, in *mariadb.Instance, loader string) error {
+	b.progress("loading time zone tables (%s %s; --no-timezones skips them)", loader, ZoneinfoDir)
+	var stderr bytes.Buffer
+	cmd := exec.CommandContext(ctx, loader, ZoneinfoDir)
+	cmd.Stderr = &stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return err
+	}
+	db, err := in.Open("")
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		return fmt.Errorf("load time zone tables: %w", err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, "USE mysql"); err != nil {
+		return fmt.Errorf("load time zone tables: %w", err)
+	}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("load time zone tables: %w: install it, or pass --no-timezones", err)
+	}
+	loadErr := func() error {
+		sp := sqlload.NewSplitter(out)
+		for {
+			st, err := sp.Next()
+			if errors.Is(err, io.EOF) {
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+			if _, err := conn.ExecContext(ctx, st.Text); err != nil {
+				return fmt.Errorf("%.80s: %w", st.Text, err)
+			}
+		}
+	}()
+	if loadErr != nil {
+		_, _ = io.Copy(io.Discard, out)
+	}
+	waitErr := cmd.Wait()
+	if loadErr == nil && waitErr != nil {
+		loadErr = fmt.Errorf("%s: %w: %s", loader, waitErr, bytes.TrimSpace(stderr.Bytes()))
+	}
+	if loadErr != nil {
+		return fmt.Errorf("load time zone tables: %w (pass --no-timezones to skip them)", loadErr)
+	}
+	if _, err := conn.ExecContext(ctx, "UNLOCK TABLES"); err != nil {
+		return fmt.Errorf("load time zone tables: %w", err)
+	}
+	return nil
+}
