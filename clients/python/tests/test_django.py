@@ -145,3 +145,9 @@ def test_no_daemon_error_has_no_resource_warning(tmp_path):
                        capture_output=True, text=True)
     assert "no pristine daemon is running" in p.stdout
     assert "ResourceWarning" not in p.stderr, p.stderr
+
+
+def test_aliases_of_one_server_naming_one_template_share_it(project):
+    append(project / "paritysite/settings.py",
+           '\nDATABASES["other"]["TEST"] = {"PRISTINE": {"TEMPLATE": "django-parity"}}\n')
+    key(project)  # asserts the group default,other
