@@ -70,7 +70,7 @@ func (b *Builder) Hash(opt BuildOptions) (string, error) {
 // inputs are the content key's inputs common to every kind of build.
 func (b *Builder) inputs(opt BuildOptions) catalog.Inputs {
 	return catalog.Inputs{Name: opt.Name, Key: opt.Key, Server: b.bin.Version, Flavor: string(b.bin.Flavor),
-		Profile: opt.Profile.Key(), Database: opt.database(), DBsPerSlot: opt.DBsPerSlot, InitCmd: opt.InitCmd, Watch: opt.Watch}
+		Profile: opt.Profile.Key() + b.timezonesKey(), Database: opt.database(), DBsPerSlot: opt.DBsPerSlot, InitCmd: opt.InitCmd, Watch: opt.Watch}
 }
 
 // Build makes the template opt describes, or returns the one already built

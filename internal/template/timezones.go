@@ -46,6 +46,17 @@ func (b *Builder) baseKey(p mariadb.Profile, loader string) string {
 	return catalog.BaseKey(b.bin.Version, profile)
 }
 
+// timezonesKey is what a template's hash adds for its base's time zone
+// tables: nothing by default (so the hashes of templates built before
+// they were loaded stay as they were: key_test.go pins them), a marker
+// with NoTimezones, so a template is built again when the flag changes.
+func (b *Builder) timezonesKey() string {
+	if b.NoTimezones {
+		return " no-timezones"
+	}
+	return ""
+}
+
 // loadTimezones fills mysql.time_zone* of the base's server from the
 // system's zoneinfo with loader, as MariaDB's and MySQL's official images
 // do, on one connection (the loader's output locks the tables).
