@@ -3,11 +3,16 @@ package template
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
+	"strings"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
 
 	"github.com/pristinedb/pristine/internal/catalog"
 	"github.com/pristinedb/pristine/internal/mariadb"
@@ -62,6 +67,7 @@ func (b *Builder) timezonesKey() string {
 // do, on one connection (the loader's output locks the tables).
 func (b *Builder) loadTimezones(ctx context.Context, in *mariadb.Instance, loader string) error {
 	b.progress("loading time zone tables (%s %s; --no-timezones skips them)", loader, ZoneinfoDir)
+	start := time.Now()
 	var stderr bytes.Buffer
 	cmd := exec.CommandContext(ctx, loader, ZoneinfoDir)
 	cmd.Stderr = &stderr
@@ -69,34 +75,52 @@ func (b *Builder) loadTimezones(ctx context.Context, in *mariadb.Instance, loade
 	if err != nil {
 		return err
 	}
-	db, err := in.Open("")
+	// Many statements per round trip (0.7 s here, 1.1 s for the loader's
+	// thousands of small INSERTs one by one).
+	cfg, err := mysql.ParseDSN(in.DSN("mysql"))
 	if err != nil {
 		return err
 	}
+	cfg.MultiStatements = true
+	connector, err := mysql.NewConnector(cfg)
+	if err != nil {
+		return err
+	}
+	db := sql.OpenDB(connector)
 	defer db.Close()
 	conn, err := db.Conn(ctx)
 	if err != nil {
 		return fmt.Errorf("load time zone tables: %w", err)
 	}
 	defer conn.Close()
-	if _, err := conn.ExecContext(ctx, "USE mysql"); err != nil {
-		return fmt.Errorf("load time zone tables: %w", err)
-	}
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("load time zone tables: %w: install it, or pass --no-timezones", err)
 	}
 	loadErr := func() error {
 		sp := sqlload.NewSplitter(out)
+		var batch strings.Builder
+		flush := func() error {
+			if batch.Len() == 0 {
+				return nil
+			}
+			_, err := conn.ExecContext(ctx, batch.String())
+			batch.Reset()
+			return err
+		}
 		for {
 			st, err := sp.Next()
 			if errors.Is(err, io.EOF) {
-				return nil
+				return flush()
 			}
 			if err != nil {
 				return err
 			}
-			if _, err := conn.ExecContext(ctx, st.Text); err != nil {
-				return fmt.Errorf("%.80s: %w", st.Text, err)
+			batch.WriteString(st.Text)
+			batch.WriteString(";\n")
+			if batch.Len() >= 1<<20 {
+				if err := flush(); err != nil {
+					return err
+				}
 			}
 		}
 	}()
@@ -113,5 +137,6 @@ func (b *Builder) loadTimezones(ctx context.Context, in *mariadb.Instance, loade
 	if _, err := conn.ExecContext(ctx, "UNLOCK TABLES"); err != nil {
 		return fmt.Errorf("load time zone tables: %w", err)
 	}
+	b.progress("time zone tables loaded in %.1fs", time.Since(start).Seconds())
 	return nil
 }

@@ -24,6 +24,7 @@ func TestTimezoneTables(t *testing.T) {
 		t.Skipf("%s is missing (package tzdata)", template.ZoneinfoDir)
 	}
 	st := templatetest.NewBuilder(t, "auto")
+	st.NoTimezones = false // the default of pristine's commands (templatetest turns it off)
 	convert := func(name string) string {
 		out := filepath.Join(t.TempDir(), "tz.txt")
 		cmd := `mariadb --no-defaults -N -h"$MYSQL_HOST" -P"$MYSQL_PORT" -u"$MYSQL_USER" -e "SELECT CONVERT_TZ('2020-07-01 12:00:00', 'UTC', 'Europe/Paris')" > ` + out

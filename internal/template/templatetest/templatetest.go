@@ -46,6 +46,9 @@ func NewBuilder(t testing.TB, backend string) *template.Builder {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Each test's root has its own base: its time zone tables would cost
+	// every test about a second. timezones_test.go turns them on.
+	st.NoTimezones = true
 	return st
 }
 
@@ -88,6 +91,7 @@ func NewScratchBuilder(t testing.TB, fs string, size int64) *template.Builder {
 	if err != nil {
 		t.Fatal(err)
 	}
+	st.NoTimezones = true // as in NewBuilder
 	return st
 }
 
