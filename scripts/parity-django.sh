@@ -2,7 +2,8 @@
 # Per-test outcome parity of a real Django suite (testdata/django-parity:
 # two aliases on one server, a cross-database foreign key, serialized
 # rollback, a post_migrate handler, a database cache, skips and expected
-# failures from the backend's features, a direct create_test_db call),
+# failures from the backend's features, a direct create_test_db call,
+# named time zones),
 # run with `manage.py test --parallel N` three times:
 #   stock:            Django creates, migrates and clones (mysqldump) on a
 #                     standalone mariadbd this script starts (same options
@@ -47,6 +48,8 @@ mariadbd --no-defaults --datadir="$W/plain" --socket="$W/plain.sock" --skip-netw
 MPID=$!
 for _ in $(seq 100); do [ -S "$W/plain.sock" ] && mariadb --no-defaults -S "$W/plain.sock" -uroot -e 'SELECT 1' >/dev/null 2>&1 && break; sleep 0.1; done
 mariadb --no-defaults -S "$W/plain.sock" -uroot -e "CREATE USER parity@localhost IDENTIFIED BY 'parity'; GRANT ALL ON *.* TO parity@localhost"
+# Time zone tables, as pristine's base (and MariaDB's official image) has them.
+mariadb-tzinfo-to-sql /usr/share/zoneinfo 2>/dev/null | mariadb --no-defaults -S "$W/plain.sock" -uroot mysql
 
 # run NAME: one run of the suite; its outcomes in $W/NAME.json, its output
 # in $W/NAME.out, its exit status in $W/NAME.rc.

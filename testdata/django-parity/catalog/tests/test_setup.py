@@ -96,3 +96,12 @@ class DirectCreateTests(SimpleTestCase):
             c.execute("SELECT DATABASE()")
             self.assertEqual(c.fetchone()[0], old_name)
         self.assertTrue(apps.is_installed("catalog"))
+
+
+class TimeZoneTests(TestCase):
+    def test_named_time_zones(self):
+        # MariaDB's time zone tables: loaded in pristine's base, and by the
+        # stock path's server setup (scripts/parity-django.sh).
+        with connection.cursor() as c:
+            c.execute("SELECT CONVERT_TZ('2020-07-01 12:00:00', 'UTC', 'Europe/Paris')")
+            self.assertEqual(str(c.fetchone()[0]), "2020-07-01 14:00:00")
