@@ -10,6 +10,8 @@ need_go="$(sed -n 's/^go \([0-9.]*\).*/\1/p' "$(dirname "$0")/../go.mod")"
 export DEBIAN_FRONTEND=noninteractive
 
 pkgs=(mariadb-server mariadb-client mariadb-backup mydumper btrfs-progs xfsprogs zstd util-linux procps ca-certificates git python3 python3-venv chromium fonts-dejavu-core)
+# issue 22: /usr/share/zoneinfo, which pristine loads into the base's time zone tables.
+pkgs+=(tzdata)
 # clients/php and examples/php (issue 8): PHP with PDO MySQL and curl, and Debian's PHPUnit.
 pkgs+=(php-cli php-mysql php-curl phpunit)
 # examples/laravel: Debian's Laravel 8 (with Illuminate\Testing\ParallelTesting).
