@@ -6,8 +6,9 @@
 # named time zones),
 # run with `manage.py test --parallel N` three times:
 #   stock:            Django creates, migrates and clones (mysqldump) on a
-#                     standalone mariadbd this script starts (same options
-#                     as bench-django.sh's plain server)
+#                     standalone mariadbd this script starts (bench-django.sh's
+#                     plain server, with pristine's character set options
+#                     and time zone tables)
 #   pristine (build): through pristine_client.django, building the template
 #   pristine (reuse): the same, leasing the template the previous run built
 # Each run writes {test id: outcome} (the suite's runner); the script fails
@@ -44,6 +45,7 @@ fi
 mariadbd --no-defaults --datadir="$W/plain" --socket="$W/plain.sock" --skip-networking \
   --innodb-buffer-pool-size=128M --innodb-flush-log-at-trx-commit=0 --innodb-doublewrite=0 \
   --innodb-flush-method=nosync --skip-log-bin --performance-schema=0 --user=root \
+  --character-set-server=utf8mb4 --collation-server=utf8mb4_general_ci \
   --log-error="$W/plain.err" --pid-file="$W/plain.pid" 2>/dev/null &
 MPID=$!
 for _ in $(seq 100); do [ -S "$W/plain.sock" ] && mariadb --no-defaults -S "$W/plain.sock" -uroot -e 'SELECT 1' >/dev/null 2>&1 && break; sleep 0.1; done
