@@ -1,0 +1,114 @@
+// pristine-client/vitest: a pristine database per worker, per test file or
+// per test in Vitest. globalSetup builds the template once, brings a pool
+// up and provides the run's settings; tests take their database with
+// pristineDatabase(), which reads them with inject().
+import { inject, beforeAll, afterAll, beforeEach, afterEach } from 'vitest';
+import runner from './lib/runner.cjs';
+import clientModule from './lib/client.cjs';
+
+const { setupRun, teardownRun, Holder, relative } = runner;
+const { PristineError } = clientModule;
+
+/** The key the run's settings are provided under. */
+export const PROVIDE_KEY = 'pristine';
+
+/**
+ * Returns a Vitest global setup function: `export default
+ * globalSetup({ template: 'app', files: ['migrations'], migrate })` in the
+ * file `test.globalSetup` names. It provides the run's settings to tests
+ * (`inject('pristine')`) and returns the teardown, which releases this
+ * run's leases still held and lists the databases kept for debugging.
+ */
+export function globalSetup(options = {}) {
+  return async function pristineGlobalSetup(project) {
+    const config = (project && project.config) || {};
+    const pool = config.pool || 'forks';
+    const workers = (config.poolOptions && config.poolOptions[pool] && config.poolOptions[pool].maxForks) ||
+      config.maxWorkers || undefined;
+    const po = (config.poolOptions && config.poolOptions[pool]) || {};
+    const isolate = po.isolate ?? config.isolate ?? true;
+    const run = await setupRun(options, { framework: 'vitest', workers: typeof workers === 'number' ? workers : undefined, cwd: config.root });
+    run.isolate = Boolean(isolate);
+    run.pool = pool;
+    if (project && typeof project.provide === 'function') project.provide(PROVIDE_KEY, run);
+    return async () => {
+      const lines = await teardownRun(run);
+      if (lines.length) process.stderr.write('\n' + lines.join('\n') + '\n');
+    };
+  };
+}
+
+const WORKER = Symbol.for('pristine-client.vitest.worker');
+
+function runSettings() {
+  let run;
+  try {
+    run = inject(PROVIDE_KEY);
+  } catch {
+    run = undefined;
+  }
+  if (!run) {
+    throw new PristineError("pristine: nothing was provided under 'pristine': the pristine global setup did not run; " +
+      "add a globalSetup file exporting globalSetup({...}) from 'pristine-client/vitest' to test.globalSetup in the Vitest config");
+  }
+  return run;
+}
+
+/**
+ * Gives this file's tests a pristine database: `per: 'worker'` (the
+ * default) one per Vitest worker, held across the files it runs (with
+ * isolation on, Vitest's default, each file runs in a fresh worker, so that
+ * is one per file); `per: 'file'` one per file; `per: 'test'` one per test.
+ * Use `db.lease` in tests and hooks (`db.lease.mysql2()`,
+ * `db.lease.knex()`, `db.lease.typeorm()`); `env: true` also sets
+ * DATABASE_URL and MYSQL_*. A failed test's database is kept when the run
+ * asks for it (keepFailed, or PRISTINE_KEEP_FAILED=1).
+ */
+export function pristineDatabase({ per = 'worker', env = false } = {}) {
+  if (!['worker', 'file', 'test'].includes(per)) {
+    throw new PristineError(`pristine: per is ${JSON.stringify(per)}: it must be "worker", "file" or "test"`);
+  }
+  const run = runSettings();
+  const worker = process.env.VITEST_POOL_ID || process.env.VITEST_WORKER_ID || '1';
+  const file = () => relative((globalThis.expect && globalThis.expect.getState().testPath) || '');
+  let failed = false;
+  const report = (msg) => {
+    if (msg) process.stderr.write(`\n${msg}\n`);
+  };
+  if (per === 'worker' && !run.isolate) {
+    // One holder for every file this worker runs; the global teardown (or
+    // the daemon, when the worker's process exits) returns it.
+    let h = globalThis[WORKER];
+    if (!h) {
+      h = globalThis[WORKER] = new Holder(run, { setEnv: env });
+      h.failed = false;
+    }
+    beforeAll(async () => {
+      if (!h.current) await h.begin(`worker ${worker}`);
+    });
+    afterEach((ctx) => {
+      if (ctx.task.result && ctx.task.result.state === 'fail') h.failed = true;
+    });
+    afterAll(async () => {
+      // Keep a failed worker's database at once; hand out a fresh one to
+      // the worker's next file.
+      if (h.failed && run.keepFailed) {
+        report(await h.end(true));
+        h.failed = false;
+      }
+    });
+    return h;
+  }
+  const h = new Holder(run, { setEnv: env });
+  if (per === 'test') {
+    beforeEach((ctx) => h.begin(`worker ${worker} ${file()} > ${ctx.task.name}`));
+    afterEach(async (ctx) => report(await h.end(Boolean(ctx.task.result && ctx.task.result.state === 'fail'))));
+  } else {
+    beforeAll(() => h.begin(`worker ${worker} ${file()}`));
+    afterEach((ctx) => {
+      if (ctx.task.result && ctx.task.result.state === 'fail') failed = true;
+    });
+    afterAll(async () => report(await h.end(failed)));
+  }
+  return h;
+}
