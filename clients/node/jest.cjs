@@ -77,6 +77,10 @@ function pristineDatabase({ per = 'file', env = false } = {}) {
       "globalTeardown: 'pristine-client/jest/teardown' to the Jest config");
   }
   const h = new Holder(run, { setEnv: env });
+  // A lease may wait run.wait seconds for a free database: the hooks that
+  // lease wait longer than that, so the wait's own error (which names the
+  // cause) is the one reported, not Jest's hook timeout.
+  const timeout = (run.wait + 15) * 1000;
   let failed = false;
   const worker = process.env.JEST_WORKER_ID || '1';
   const end = async () => {
@@ -85,17 +89,17 @@ function pristineDatabase({ per = 'file', env = false } = {}) {
     failed = false;
   };
   if (per === 'file') {
-    hook('beforeAll')(() => h.begin(`w${worker} ${testPath()}`));
+    hook('beforeAll')(() => h.begin(`w${worker} ${testPath()}`), timeout);
     hook('afterEach')(() => {
       failed = failed || currentTestFailed();
     });
-    hook('afterAll')(end);
+    hook('afterAll')(end, timeout);
   } else {
-    hook('beforeEach')(() => h.begin(`w${worker} ${testPath()} > ${testName()}`));
+    hook('beforeEach')(() => h.begin(`w${worker} ${testPath()} > ${testName()}`), timeout);
     hook('afterEach')(() => {
       failed = currentTestFailed();
       return end();
-    });
+    }, timeout);
   }
   return h;
 }

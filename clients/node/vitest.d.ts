@@ -19,7 +19,5 @@ declare module 'vitest' {
 }
 
 export const PROVIDE_KEY: 'pristine';
-/** A Vitest global setup function: `export default globalSetup({ template, files, migrate })`. */
-export function globalSetup(options: RunOptions): (project: unknown) => Promise<() => Promise<void>>;
 /** A database for this file's tests: per worker (default), per file or per test. */
 export function pristineDatabase(options?: { per?: 'worker' | 'file' | 'test'; env?: boolean }): PristineDatabase;

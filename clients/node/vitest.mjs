@@ -1,42 +1,17 @@
 // pristine-client/vitest: a pristine database per worker, per test file or
-// per test in Vitest. globalSetup builds the template once, brings a pool
-// up and provides the run's settings; tests take their database with
-// pristineDatabase(), which reads them with inject().
-import { inject, beforeAll, afterAll, beforeEach, afterEach } from 'vitest';
+// per test in Vitest. The global setup (pristine-client/vitest/setup)
+// builds the template once, brings a pool up and provides the run's
+// settings; tests take their database with pristineDatabase(), which reads
+// them with inject().
+import { inject, expect, beforeAll, afterAll, beforeEach, afterEach } from 'vitest';
 import runner from './lib/runner.cjs';
 import clientModule from './lib/client.cjs';
 
-const { setupRun, teardownRun, Holder, relative } = runner;
+const { Holder, relative } = runner;
 const { PristineError } = clientModule;
 
-/** The key the run's settings are provided under. */
-export const PROVIDE_KEY = 'pristine';
-
-/**
- * Returns a Vitest global setup function: `export default
- * globalSetup({ template: 'app', files: ['migrations'], migrate })` in the
- * file `test.globalSetup` names. It provides the run's settings to tests
- * (`inject('pristine')`) and returns the teardown, which releases this
- * run's leases still held and lists the databases kept for debugging.
- */
-export function globalSetup(options = {}) {
-  return async function pristineGlobalSetup(project) {
-    const config = (project && project.config) || {};
-    const pool = config.pool || 'forks';
-    const workers = (config.poolOptions && config.poolOptions[pool] && config.poolOptions[pool].maxForks) ||
-      config.maxWorkers || undefined;
-    const po = (config.poolOptions && config.poolOptions[pool]) || {};
-    const isolate = po.isolate ?? config.isolate ?? true;
-    const run = await setupRun(options, { framework: 'vitest', workers: typeof workers === 'number' ? workers : undefined, cwd: config.root });
-    run.isolate = Boolean(isolate);
-    run.pool = pool;
-    if (project && typeof project.provide === 'function') project.provide(PROVIDE_KEY, run);
-    return async () => {
-      const lines = await teardownRun(run);
-      if (lines.length) process.stderr.write('\n' + lines.join('\n') + '\n');
-    };
-  };
-}
+export { PROVIDE_KEY } from './vitest/setup.mjs';
+import { PROVIDE_KEY } from './vitest/setup.mjs';
 
 const WORKER = Symbol.for('pristine-client.vitest.worker');
 
@@ -69,8 +44,12 @@ export function pristineDatabase({ per = 'worker', env = false } = {}) {
     throw new PristineError(`pristine: per is ${JSON.stringify(per)}: it must be "worker", "file" or "test"`);
   }
   const run = runSettings();
+  // A lease may wait run.wait seconds for a free database: the hooks that
+  // lease wait longer than that, so the wait's own error (which names the
+  // cause) is the one reported, not a hook timeout.
+  const timeout = (run.wait + 15) * 1000;
   const worker = process.env.VITEST_POOL_ID || process.env.VITEST_WORKER_ID || '1';
-  const file = () => relative((globalThis.expect && globalThis.expect.getState().testPath) || '');
+  const file = () => relative(expect.getState().testPath || '');
   let failed = false;
   const report = (msg) => {
     if (msg) process.stderr.write(`\n${msg}\n`);
@@ -85,7 +64,7 @@ export function pristineDatabase({ per = 'worker', env = false } = {}) {
     }
     beforeAll(async () => {
       if (!h.current) await h.begin(`worker ${worker}`);
-    });
+    }, timeout);
     afterEach((ctx) => {
       if (ctx.task.result && ctx.task.result.state === 'fail') h.failed = true;
     });
@@ -96,19 +75,19 @@ export function pristineDatabase({ per = 'worker', env = false } = {}) {
         report(await h.end(true));
         h.failed = false;
       }
-    });
+    }, timeout);
     return h;
   }
   const h = new Holder(run, { setEnv: env });
   if (per === 'test') {
-    beforeEach((ctx) => h.begin(`worker ${worker} ${file()} > ${ctx.task.name}`));
-    afterEach(async (ctx) => report(await h.end(Boolean(ctx.task.result && ctx.task.result.state === 'fail'))));
+    beforeEach((ctx) => h.begin(`worker ${worker} ${file()} > ${ctx.task.name}`), timeout);
+    afterEach(async (ctx) => report(await h.end(Boolean(ctx.task.result && ctx.task.result.state === 'fail'))), timeout);
   } else {
-    beforeAll(() => h.begin(`worker ${worker} ${file()}`));
+    beforeAll(() => h.begin(`worker ${worker} ${file()}`), timeout);
     afterEach((ctx) => {
       if (ctx.task.result && ctx.task.result.state === 'fail') failed = true;
     });
-    afterAll(async () => report(await h.end(failed)));
+    afterAll(async () => report(await h.end(failed)), timeout);
   }
   return h;
 }
