@@ -14,6 +14,9 @@ pkgs=(mariadb-server mariadb-client mariadb-backup mydumper btrfs-progs xfsprogs
 pkgs+=(php-cli php-mysql php-curl phpunit)
 # examples/laravel: Debian's Laravel 8 (with Illuminate\Testing\ParallelTesting).
 pkgs+=(php-laravel-framework)
+# clients/node and examples/node-* (issue 24): Node 20 and npm (Debian's, unless a Node with npm is
+# installed already); the packages themselves come from the npm registry with npm ci.
+{ command -v node && command -v npm; } >/dev/null 2>&1 || pkgs+=(nodejs npm)
 # The tests run with Go's race detector, which needs cgo: a C compiler.
 pkgs+=(gcc libc6-dev)
 # internal/oci (issue 16): a real OCI registry (distribution 2.8) on loopback for the push/pull tests.

@@ -30,6 +30,9 @@ bash examples/run-all.sh
 bash scripts/bench-django.sh 4 2
 phpunit -c clients/php/phpunit.xml
 .venv/bin/pytest -p no:cacheprovider clients/python/tests
+# Node client (issue 24): node:test tests against a daemon of their own, and
+# the .d.ts files type-checked; npm ci from the committed package-lock.json.
+(cd clients/node && npm ci --no-audit --no-fund --prefer-offline --loglevel=error && npm test && npm run typecheck)
 # The empty data directory the Go tests share is a cache of this run only.
 rm -rf /dev/shm/pristine-test-base-* 2>/dev/null || true
 # Nothing may outlive the tests.

@@ -3,13 +3,14 @@
 # PRISTINE_URL): the suite with N workers (default 3), checking that its
 # scopes had databases of their own in several workers, then a failing test
 # with PRISTINE_KEEP_FAILED=1, checking that its database was kept with
-# what it wrote and can be released. Installs the packages with npm ci when
-# node_modules is missing.
+# what it wrote and can be released. Installs the packages first
+# with npm ci (from package-lock.json).
 set -euo pipefail
 cd "$(dirname "$0")"
 N="${1:-3}"
 PRISTINE="${PRISTINE_BIN:-$PWD/../../bin/pristine}"
-[ -d node_modules ] || npm ci --no-audit --no-fund
+# npm ci also copies clients/node in afresh (.npmrc: install-links).
+npm ci --no-audit --no-fund --prefer-offline --loglevel=error
 T="$(mktemp -d)"
 trap 'rm -rf "$T"' EXIT
 

@@ -3,12 +3,13 @@
 # PRISTINE_URL): the suite in 3 forks, checking that every worker had a
 # database of its own and every file or test scope its own lease, then a
 # failing test with PRISTINE_KEEP_FAILED=1, checking that its database was
-# kept with what it wrote and can be released. Installs the packages with
-# npm ci when node_modules is missing.
+# kept with what it wrote and can be released. Installs the packages first
+# with npm ci (from package-lock.json).
 set -euo pipefail
 cd "$(dirname "$0")"
 PRISTINE="${PRISTINE_BIN:-$PWD/../../bin/pristine}"
-[ -d node_modules ] || npm ci --no-audit --no-fund
+# npm ci also copies clients/node in afresh (.npmrc: install-links).
+npm ci --no-audit --no-fund --prefer-offline --loglevel=error
 T="$(mktemp -d)"
 trap 'rm -rf "$T"' EXIT
 
