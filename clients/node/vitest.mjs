@@ -24,7 +24,7 @@ function runSettings() {
   }
   if (!run) {
     throw new PristineError("pristine: nothing was provided under 'pristine': the pristine global setup did not run; " +
-      "add a globalSetup file exporting globalSetup({...}) from 'pristine-client/vitest' to test.globalSetup in the Vitest config");
+      "add a globalSetup file exporting globalSetup({...}) from 'pristine-client/vitest/setup' to test.globalSetup in the Vitest config");
   }
   return run;
 }
