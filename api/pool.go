@@ -8,8 +8,8 @@ type PoolRequest struct {
 	Size       int    `json:"size"`
 	BufferPool int64  `json:"buffer_pool,omitempty"` // bytes; 0 = default profile
 	Parallel   int    `json:"parallel,omitempty"`
-	// SlotDisk caps what each slot may write, in bytes: 0 is the daemon's
-	// default, a negative value no cap.
+	// SlotDisk caps what each slot may write, in bytes (at most 1 PiB): 0 is
+	// the daemon's default, -1 no cap; other negative values are refused.
 	SlotDisk int64 `json:"slot_disk,omitempty"`
 }
 

@@ -9,43 +9,44 @@ import (
 	"github.com/pristinedb/pristine/client"
 )
 
-// TestContentKeyVectors checks ContentKey against the vectors every
-// client's tests share (testdata/contentkey/vectors.json), so that suites
-// in different languages keyed by the same files share one template.
+// TestContentKeyVectors checks the shared vectors of
+// testdata/contentkey/vectors.json, which the other languages' clients
+// (Ruby's, and any that read the file) check too: a key that differs
+// between languages would give two templates for the same files.
 func TestContentKeyVectors(t *testing.T) {
-	b, err := os.ReadFile(filepath.Join("..", "testdata", "contentkey", "vectors.json"))
+	raw, err := os.ReadFile(filepath.Join("..", "testdata", "contentkey", "vectors.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var v struct {
-		Cases []struct {
+	var f struct {
+		Vectors []struct {
 			Name     string            `json:"name"`
 			Files    map[string]string `json:"files"`
 			Patterns []string          `json:"patterns"`
 			Extra    []string          `json:"extra"`
 			Key      string            `json:"key"`
-		} `json:"cases"`
+		} `json:"vectors"`
 	}
-	if err := json.Unmarshal(b, &v); err != nil {
+	if err := json.Unmarshal(raw, &f); err != nil {
 		t.Fatal(err)
 	}
-	if len(v.Cases) == 0 {
+	if len(f.Vectors) == 0 {
 		t.Fatal("no vectors")
 	}
-	for _, c := range v.Cases {
-		t.Run(c.Name, func(t *testing.T) {
+	for _, v := range f.Vectors {
+		t.Run(v.Name, func(t *testing.T) {
 			dir := t.TempDir()
-			write(t, dir, c.Files)
-			pats := make([]string, len(c.Patterns))
-			for i, p := range c.Patterns {
+			write(t, dir, v.Files)
+			pats := make([]string, len(v.Patterns))
+			for i, p := range v.Patterns {
 				pats[i] = filepath.Join(dir, p)
 			}
-			got, err := client.ContentKey(pats, c.Extra...)
+			got, err := client.ContentKey(pats, v.Extra...)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got != c.Key {
-				t.Fatalf("key %s, want %s", got, c.Key)
+			if got != v.Key {
+				t.Fatalf("key %s, want %s", got, v.Key)
 			}
 		})
 	}

@@ -14,6 +14,8 @@ pkgs=(mariadb-server mariadb-client mariadb-backup mydumper btrfs-progs xfsprogs
 pkgs+=(php-cli php-mysql php-curl phpunit)
 # examples/laravel: Debian's Laravel 8 (with Illuminate\Testing\ParallelTesting).
 pkgs+=(php-laravel-framework)
+# clients/ruby and examples/rails (issue 24): Ruby with Debian's Rails 6.1 and mysql2 (rubygems.org is not needed).
+pkgs+=(ruby ruby-rails ruby-mysql2)
 # clients/node and examples/node-* (issue 24): Node 20 and npm (Debian's, unless a Node with npm is
 # installed already); the packages themselves come from the npm registry with npm ci.
 { command -v node && command -v npm; } >/dev/null 2>&1 || pkgs+=(nodejs npm)

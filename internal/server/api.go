@@ -32,6 +32,14 @@ type (
 // the default 8 GB is full.
 const DefaultSlotDisk = 1 << 30
 
+// MaxSlotDisk bounds a pool request's slot_disk (1 PiB): more is no cap,
+// and the hard cap's headroom is computed from it. NoSlotDisk (-1) asks for
+// no cap (`pool up --slot-disk none`); other negative values are refused.
+const (
+	MaxSlotDisk = 1 << 50
+	NoSlotDisk  = -1
+)
+
 // Handler returns the API's routes.
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
@@ -153,6 +161,10 @@ func (s *Server) poolUp(w http.ResponseWriter, r *http.Request) {
 	}
 	if req.Size < 1 {
 		fail(w, fmt.Errorf("%w: size must be at least 1", errBadRequest))
+		return
+	}
+	if req.SlotDisk < NoSlotDisk || req.SlotDisk > MaxSlotDisk {
+		fail(w, fmt.Errorf("%w: slot_disk is %d: it must be from 0 to %d bytes (1 PiB), or -1 for no cap; 0 or absent means %d (1 GiB)", errBadRequest, req.SlotDisk, int64(MaxSlotDisk), DefaultSlotDisk))
 		return
 	}
 	m, err := s.cat.Get(req.Template)
