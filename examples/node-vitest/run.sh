@@ -25,7 +25,7 @@ awk '
     printf "node-vitest: %d scopes proved isolation, %d workers with databases of their own\n", NR, n
     exit bad
   }' "$T/scopes"
-[ "$(wc -l < "$T/scopes")" -eq 8 ] || { echo "node-vitest: expected 8 scopes" >&2; exit 1; }
+[ "$(wc -l < "$T/scopes")" -eq 10 ] || { echo "node-vitest: expected 10 scopes" >&2; exit 1; }
 [ "$(cut -d' ' -f1 "$T/scopes" | sort -u | wc -l)" -ge 2 ] || { echo "node-vitest: the suite ran in one worker" >&2; exit 1; }
 
 if PRISTINE_KEEP_FAILED=1 npx --no-install vitest run --config vitest.keep.config.mjs >"$T/keep.out" 2>&1; then
