@@ -11,7 +11,8 @@ const { prepare, acquire, finish } = require('./ensure.cjs');
 const RUN_ENV = 'PRISTINE_RUN';
 
 function truthy(v) {
-  return v !== undefined && v !== '' && v !== '0' && v !== 'false';
+  if (typeof v === 'string') return v !== '' && v !== '0' && v.toLowerCase() !== 'false';
+  return Boolean(v);
 }
 
 /**

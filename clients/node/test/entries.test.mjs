@@ -38,3 +38,9 @@ test('a lease hides its password from printing and JSON', () => {
   assert.equal(l.mysql2().password, 'secret-pw');
   assert.equal(l.env.MYSQL_PWD, 'secret-pw');
 });
+
+test('keepFailed: options and PRISTINE_KEEP_FAILED', async () => {
+  const { truthy } = require('../lib/runner.cjs');
+  for (const v of [true, 1, '1', 'true', 'yes']) assert.equal(truthy(v), true, String(v));
+  for (const v of [false, 0, undefined, null, '', '0', 'false', 'FALSE']) assert.equal(truthy(v), false, String(v));
+});
