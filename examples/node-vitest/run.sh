@@ -28,6 +28,14 @@ awk '
 [ "$(wc -l < "$T/scopes")" -eq 10 ] || { echo "node-vitest: expected 10 scopes" >&2; exit 1; }
 [ "$(cut -d' ' -f1 "$T/scopes" | sort -u | wc -l)" -ge 2 ] || { echo "node-vitest: the suite ran in one worker" >&2; exit 1; }
 
+# No daemon: the global setup stops the run and says how to start one.
+if PRISTINE_URL= PRISTINE_ROOT="$T/none" npx --no-install vitest run >"$T/nodaemon.out" 2>&1; then
+  echo "node-vitest: the suite passed without a daemon" >&2; exit 1
+fi
+grep -q "NoDaemonError: no pristine daemon is running on $T/none/pristine.sock: start one with \`pristine pool up\` or \`pristine serve\`" "$T/nodaemon.out" ||
+  { cat "$T/nodaemon.out"; echo "node-vitest: no daemon, but not said so" >&2; exit 1; }
+echo "node-vitest: no daemon stops the run with its cause"
+
 if PRISTINE_KEEP_FAILED=1 npx --no-install vitest run --config vitest.keep.config.mjs >"$T/keep.out" 2>&1; then
   cat "$T/keep.out"; echo "node-vitest: the failing test passed" >&2; exit 1
 fi
