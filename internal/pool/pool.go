@@ -62,6 +62,10 @@ type Options struct {
 	// copies and filesystems without quotas are not capped (Status says
 	// why).
 	SlotDisk int64
+	// SlotMemory caps the memory one MEMORY table, one temporary table
+	// and one session of a slot may take (ceilings a lease cannot raise);
+	// 0: the server's defaults, which a lease can raise without bound.
+	SlotMemory int64
 }
 
 // Errors callers map to messages, exit codes and HTTP statuses.
@@ -442,10 +446,13 @@ func (p *Pool) bootSlot(ctx context.Context, s *slot, gen uint64) error {
 func (p *Pool) bootServer(ctx context.Context, s *slot) (*booted, error) {
 	data := filepath.Join(s.dir, "data")
 	port := s.wantPort
-	var err error
+	extra, err := slotArgs(data, p.opt)
+	if err != nil {
+		return nil, fmt.Errorf("slot %d: %w", s.idx, err)
+	}
 	for try := 0; try < 3; try++ {
 		var in *mariadb.Instance
-		in, err = mariadb.Start(p.bin, mariadb.Config{Datadir: data, RunDir: s.run, Port: port, Profile: p.opt.Profile, AdminPassword: p.cat.Admin()})
+		in, err = mariadb.Start(p.bin, mariadb.Config{Datadir: data, RunDir: s.run, Port: port, Profile: p.opt.Profile, AdminPassword: p.cat.Admin(), Extra: extra})
 		if err != nil {
 			break
 		}
@@ -598,6 +605,7 @@ func (p *Pool) watch(s *slot, srv server) {
 	if p.closed || s.srv != srv || (s.state != Ready && s.state != Leased && s.state != Kept) {
 		return // killed by the pool: reset, retired or shut down
 	}
+	reason, detail = overCapExit(s, reason, detail)
 	s.err = detail
 	p.emit(Event{Kind: EventSlotDied, Slot: s.idx, Reason: reason, Detail: detail})
 	for i := range s.units {

@@ -18,6 +18,10 @@ type Stats struct {
 	// OverCap counts slots that wrote past their disk cap and were made
 	// read-only until released.
 	OverCap int64 `json:"over_cap,omitempty"`
+	// CapKills counts the times a slot over its disk cap kept growing
+	// (temporary tables, which read_only does not stop) and its
+	// connections were killed.
+	CapKills int64 `json:"cap_kills,omitempty"`
 	// IllegalMoves counts slot moves the state machine refused (a bug;
 	// each is logged).
 	IllegalMoves int64 `json:"illegal_moves,omitempty"`
