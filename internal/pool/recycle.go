@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -49,8 +50,18 @@ func recycle(ctx context.Context, admin *sql.DB, was check, a account, db string
 		return account{}, check{}, fmt.Errorf("admin connection: %w", err)
 	}
 	defer conn.Close()
+	// The lock writes the grant tables: its own moves of the write
+	// counters, read on this connection, are taken off the mark.
+	before, err := sessionWrites(ctx, conn)
+	if err != nil {
+		return account{}, check{}, err
+	}
 	if _, err := conn.ExecContext(ctx, "ALTER USER "+quote.Account(a.user, "%")+" ACCOUNT LOCK"); err != nil {
 		return account{}, check{}, fmt.Errorf("lock lease account %s: %w", a.user, err)
+	}
+	after, err := sessionWrites(ctx, conn)
+	if err != nil {
+		return account{}, check{}, err
 	}
 	if err := killOthers(ctx, conn); err != nil {
 		return account{}, check{}, err
@@ -62,6 +73,9 @@ func recycle(ctx context.Context, admin *sql.DB, was check, a account, db string
 	}
 	mark, err := writeMark(ctx, conn)
 	if err != nil {
+		return account{}, check{}, err
+	}
+	if mark, err = lessCounters(mark, after-before); err != nil {
 		return account{}, check{}, err
 	}
 	if mark != was.mark {
@@ -177,4 +191,28 @@ func xaPending(ctx context.Context, conn querier) (int, error) {
 		return 0, fmt.Errorf("list XA transactions: %w", err)
 	}
 	return n, nil
+}
+
+// sessionWritesQuery sums, for the connection that runs it, the counters
+// of writeMarkQuery but the InnoDB log sequence number (which is the
+// server's, not a session's).
+var sessionWritesQuery = strings.Replace(strings.Replace(writeMarkQuery, "GLOBAL_STATUS", "SESSION_STATUS", 1), "'INNODB_LSN_CURRENT',", "", 1)
+
+// sessionWrites reads sessionWritesQuery on conn.
+func sessionWrites(ctx context.Context, conn querier) (int64, error) {
+	var n sql.NullInt64
+	if err := conn.QueryRowContext(ctx, sessionWritesQuery).Scan(&n); err != nil {
+		return 0, fmt.Errorf("read the admin session's write counters: %w", err)
+	}
+	return n.Int64, nil
+}
+
+// lessCounters is mark with d taken off its write counters.
+func lessCounters(mark string, d int64) (string, error) {
+	counters, _, _ := strings.Cut(mark, " ")
+	n, err := strconv.ParseInt(counters, 10, 64)
+	if err != nil {
+		return "", fmt.Errorf("read write counters: %q is not a number", counters)
+	}
+	return withCounters(mark, strconv.FormatInt(n-d, 10)), nil
 }
