@@ -11,6 +11,11 @@ type PoolRequest struct {
 	// SlotDisk caps what each slot may write, in bytes: 0 is the daemon's
 	// default, a negative value no cap.
 	SlotDisk int64 `json:"slot_disk,omitempty"`
+	// SlotMemory is the most memory one MEMORY table, one temporary
+	// table and one session of a slot may take, in bytes (ceilings a
+	// lease cannot raise): 0 is the daemon's default, a negative value
+	// the server's own limits, which a lease can raise.
+	SlotMemory int64 `json:"slot_memory,omitempty"`
 }
 
 // PoolEvent is one line of the NDJSON stream POST /v1/pools answers with:
