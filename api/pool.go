@@ -78,4 +78,7 @@ type PoolStatus struct {
 	// DiskCap says how much each slot may write and how that is enforced,
 	// or why it is not ("off: ...").
 	DiskCap string `json:"disk_cap,omitempty"`
+	// MemoryCap says how each slot's memory is bounded and, where a slot
+	// server has no memory cgroup, why.
+	MemoryCap string `json:"memory_cap,omitempty"`
 }

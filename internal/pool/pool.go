@@ -104,6 +104,10 @@ type Pool struct {
 	lostOrder []string
 	// diskCap says how slots are capped, or why they are not.
 	diskCap string
+	// memcg are the slots' memory groups (nil: none); memCap says how
+	// slots' memory is bounded.
+	memcg  *memCgroups
+	memCap string
 	// ops touch servers and files; fakes in unit tests.
 	ops ops
 	// retryEvery is the pause before a failed reset is retried.
@@ -150,6 +154,7 @@ func Up(ctx context.Context, cat *catalog.Catalog, bin *mariadb.Binary, m *catal
 		return nil, fmt.Errorf("pool up: %w", err)
 	}
 	_ = cat.Touch(m)
+	p.setupMemory()
 	if err := p.up(ctx); err != nil {
 		return nil, err
 	}
@@ -456,7 +461,10 @@ func (p *Pool) bootServer(ctx context.Context, s *slot) (*booted, error) {
 		if err != nil {
 			break
 		}
-		if err = in.WaitReady(ctx); err == nil {
+		if err = p.limitMemory(s.idx, in.PID()); err == nil {
+			err = in.WaitReady(ctx)
+		}
+		if err == nil {
 			var b *booted
 			if b, err = p.prepareUnits(ctx, s, in); err == nil {
 				return b, nil
@@ -653,6 +661,9 @@ func (p *Pool) Down(ctx context.Context) error {
 		}(i, s)
 	}
 	wg.Wait()
+	if p.memcg != nil {
+		p.memcg.remove(len(p.slots))
+	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("pool down: %w", err)
 	}

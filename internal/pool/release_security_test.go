@@ -551,3 +551,60 @@ func TestSecurityConnectionReserve(t *testing.T) {
 		t.Errorf("connect_timeout is %d s: an idle socket holds a connection that long", timeout)
 	}
 }
+
+// TestSecurityMemoryCgroup: a lease that fills many MEMORY tables, each
+// under the slot's per-table ceiling, does not take more than its slot
+// server's memory cgroup allows: the kernel stops that server alone (it
+// is reported killed and reset), and the other slot goes on.
+func TestSecurityMemoryCgroup(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: memory cgroups")
+	}
+	st, m := build(t, "auto", 1)
+	const memCap = 32 << 20
+	var logs syncBuffer
+	p, err := pool.Up(context.Background(), st.Catalog(), st.Binary(), m, pool.Options{Size: 2, Profile: mariadb.DefaultProfile(), SlotMemory: memCap,
+		Log: slog.New(slog.NewTextHandler(&logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Down(context.Background())
+	capText := p.Status(false).MemoryCap
+	t.Logf("memory cap: %s", capText)
+	if !strings.Contains(capText, "cgroup") || strings.Contains(capText, "no limit") {
+		t.Skipf("slot servers have no memory cgroup here: %s", capText)
+	}
+	hog, other := lease(t, p), lease(t, p)
+	db := open(t, hog)
+	db.SetMaxOpenConns(1)
+	// 32 tables of up to 32 MiB: 1 GiB, four times the slot's limit.
+	var stopped error
+	for i := 0; i < 32 && stopped == nil; i++ {
+		tbl := fmt.Sprintf("heap%d", i)
+		if _, stopped = db.Exec("CREATE TABLE " + tbl + " (b VARCHAR(4000)) ENGINE=MEMORY CHARSET=latin1"); stopped != nil {
+			break
+		}
+		if _, stopped = db.Exec("INSERT INTO " + tbl + " VALUES (REPEAT('x', 4000))"); stopped != nil {
+			break
+		}
+		for j := 0; j < 14 && stopped == nil; j++ {
+			_, stopped = db.Exec("INSERT INTO " + tbl + " SELECT * FROM " + tbl)
+			var me *mysql.MySQLError
+			if errors.As(stopped, &me) && me.Number == 1114 {
+				stopped = nil // this table is full: on to the next
+				break
+			}
+		}
+	}
+	if stopped == nil {
+		t.Fatal("a lease filled 32 MEMORY tables (1 GiB) in a slot whose server is limited to far less")
+	}
+	t.Logf("the lease stopped with: %v", stopped)
+	// The kernel killed the hog's server; the pool saw it die.
+	for p.Status(false).Stats.SlotDeaths[pool.ReasonKilled] == 0 {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if _, err := open(t, other).Exec("INSERT INTO canary VALUES (3, 'other slot')"); err != nil {
+		t.Fatalf("the other slot stopped too: %v", err)
+	}
+}
