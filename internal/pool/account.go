@@ -44,19 +44,21 @@ func openAdmin(in *mariadb.Instance) (*sql.DB, error) {
 }
 
 // newAccount creates a user that can reach database db of this server
-// only (see LeaseGrants).
+// only (see LeaseGrants); units is the number of databases of the slot.
 //
-// The account may hold at most max_connections - adminReserve connections
-// at once (MAX_USER_CONNECTIONS), so a holder's own connections never
-// shut pristine's admin out of its slot.
-func newAccount(ctx context.Context, admin querier, db string, shared bool) (account, error) {
+// The account may hold at most its share of max_connections -
+// adminReserve connections at once (MAX_USER_CONNECTIONS), so a holder's
+// own connections never shut pristine's admin, or the other holders of
+// the slot's databases, out of its slot.
+func newAccount(ctx context.Context, admin querier, db string, units int) (account, error) {
+	shared := units > 1
 	a := account{user: "lease_" + randomHex(6), password: randomHex(16)}
 	var maxConn int
 	if err := admin.QueryRowContext(ctx, "SELECT @@GLOBAL.max_connections").Scan(&maxConn); err != nil {
 		return account{}, fmt.Errorf("create lease account: read max_connections: %w", err)
 	}
 	qs := []string{"CREATE USER " + quote.Account(a.user, "%") + " IDENTIFIED BY " + quote.String(a.password) +
-		fmt.Sprintf(" WITH MAX_USER_CONNECTIONS %d", leaseConnections(maxConn))}
+		fmt.Sprintf(" WITH MAX_USER_CONNECTIONS %d", leaseConnections(maxConn, units))}
 	for _, g := range LeaseGrants(db, shared) {
 		qs = append(qs, "GRANT "+g+" TO "+quote.Account(a.user, "%"))
 	}
@@ -74,8 +76,8 @@ func newAccount(ctx context.Context, admin querier, db string, shared bool) (acc
 const adminReserve = 4
 
 // leaseConnections is a lease account's MAX_USER_CONNECTIONS on a server
-// with maxConn max_connections.
-func leaseConnections(maxConn int) int { return max(maxConn-adminReserve, 1) }
+// with maxConn max_connections and units databases.
+func leaseConnections(maxConn, units int) int { return max((maxConn-adminReserve)/max(units, 1), 1) }
 
 // LeaseGrants are the privileges of a lease account, as "PRIVS ON WHAT"
 // (docs/security.md explains each). They are all database-level: no

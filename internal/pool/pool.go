@@ -514,7 +514,7 @@ func prepare(ctx context.Context, s *slot, admin *sql.DB, capped bool) (*booted,
 			}
 		}
 		var err error
-		if b.accts[i], err = newAccount(ctx, admin, db, len(s.units) > 1); err != nil {
+		if b.accts[i], err = newAccount(ctx, admin, db, len(s.units)); err != nil {
 			return nil, err
 		}
 	}

@@ -91,7 +91,7 @@ func recycle(ctx context.Context, admin *sql.DB, was check, a account, db string
 	if _, err := conn.ExecContext(ctx, "DROP USER IF EXISTS "+quote.Account(a.user, "%")); err != nil {
 		return account{}, check{}, fmt.Errorf("drop lease account: %w", err)
 	}
-	fresh, err := newAccount(ctx, conn, db, false)
+	fresh, err := newAccount(ctx, conn, db, 1)
 	if err != nil {
 		return account{}, check{}, err
 	}
