@@ -41,6 +41,9 @@ type PoolStats struct {
 	// OverCap counts slots that wrote past their disk cap and were made
 	// read-only until released.
 	OverCap int64 `json:"over_cap,omitempty"`
+	// CapKills counts the times a slot over its disk cap still grew
+	// (temporary tables) and its connections were killed.
+	CapKills int64 `json:"cap_kills,omitempty"`
 	// SlotDeaths counts slots whose server died, by reason.
 	SlotDeaths map[string]int64 `json:"slot_deaths,omitempty"`
 	// LeasesLost counts leases that ended without their holder releasing
