@@ -42,6 +42,7 @@ const (
 const (
 	ReasonKilled        = "killed"         // the server was killed by a signal pristine did not send
 	ReasonDiskFull      = "disk_full"      // the server stopped on a full disk or its slot's cap
+	ReasonOutOfMemory   = "out_of_memory"  // the kernel killed the server in its slot's memory cgroup
 	ReasonExited        = "exited"         // the server exited or crashed otherwise
 	ReasonResetFailed   = "reset_failed"   // a reset could not start a server
 	ReasonRestoreFailed = "restore_failed" // after a daemon restart, the slot did not start on its clone

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/pristinedb/pristine/internal/units"
 )
@@ -19,7 +20,7 @@ import (
 // limited to memLimit: past it the kernel reclaims the slot's page cache
 // and then kills the slot's server (the OOM killer within the group),
 // never another slot or process. The slot is then reported dead with
-// reason killed, its lease lost, and it is reset.
+// reason out_of_memory, its lease lost, and it is reset.
 //
 // The group is <pristine's own group>/pristine/<pool>/slot-N, in the
 // cgroup v2 hierarchy when its memory controller is available, else in
@@ -44,6 +45,10 @@ type memCgroups struct {
 	dir   string // the pool's group; "" when slots have none
 	v2    bool
 	limit int64
+	mu    sync.Mutex
+	// ooms is each slot group's OOM kill count when its server was
+	// added, so a death is known to be the kernel's.
+	ooms map[int]int64
 }
 
 // newMemCgroups makes the pool's group, named name, for slots limited
@@ -61,7 +66,7 @@ func newMemCgroups(name string, limit int64) (*memCgroups, error) {
 		return nil, err
 	}
 	base := filepath.Join(mount, own)
-	c := &memCgroups{dir: filepath.Join(base, memCgroupRoot, name), v2: v2, limit: limit}
+	c := &memCgroups{dir: filepath.Join(base, memCgroupRoot, name), v2: v2, limit: limit, ooms: map[int]int64{}}
 	if v2 {
 		// Each level hands the memory controller down to the next; a
 		// group with processes of its own (pristine's, unless it is the
@@ -168,10 +173,43 @@ func (c *memCgroups) add(idx, pid int) error {
 		// kernels, where the move is early enough anyway).
 		_ = os.WriteFile(filepath.Join(d, "memory.move_charge_at_immigrate"), []byte("1"), 0o644)
 	}
+	c.mu.Lock()
+	c.ooms[idx] = c.oomKills(idx)
+	c.mu.Unlock()
 	if err := os.WriteFile(filepath.Join(d, "cgroup.procs"), []byte(strconv.Itoa(pid)), 0o644); err != nil {
 		return fmt.Errorf("move slot server %d into memory cgroup %s: %w", pid, d, err)
 	}
 	return nil
+}
+
+// oomKills reads how many processes the kernel killed in slot idx's
+// group for want of memory ("oom_kill N" in memory.events, v2, or
+// memory.oom_control, v1); 0 when the kernel does not say.
+func (c *memCgroups) oomKills(idx int) int64 {
+	name := "memory.oom_control"
+	if c.v2 {
+		name = "memory.events"
+	}
+	b, err := os.ReadFile(filepath.Join(c.slotDir(idx), name))
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "oom_kill "); ok {
+			n, _ := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+			return n
+		}
+	}
+	return 0
+}
+
+// oomKilled reports whether the kernel killed a process in slot idx's
+// group since its server was added.
+func (c *memCgroups) oomKilled(idx int) bool {
+	c.mu.Lock()
+	was := c.ooms[idx]
+	c.mu.Unlock()
+	return c.oomKills(idx) > was
 }
 
 // remove removes the groups of slots 0..n-1 and the pool's group; their
@@ -222,4 +260,14 @@ func (p *Pool) limitMemory(idx, pid int) error {
 		return nil
 	}
 	return p.memcg.add(idx, pid)
+}
+
+// memoryExit relabels the death of slot s's server that the kernel
+// killed in its memory group: out_of_memory, with the group's limit.
+func (p *Pool) memoryExit(s *slot, reason, detail string) (string, string) {
+	if reason == ReasonKilled && p.memcg != nil && p.memcg.oomKilled(s.idx) {
+		return ReasonOutOfMemory, fmt.Sprintf("slot server went over its memory limit of %s (pool up --slot-memory: buffer pool + 2 x %s + 128 MiB) and the kernel killed it: %s",
+			units.Bytes(p.memcg.limit), units.Bytes(p.opt.SlotMemory), detail)
+	}
+	return reason, detail
 }

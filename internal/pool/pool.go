@@ -616,6 +616,7 @@ func (p *Pool) watch(s *slot, srv server) {
 		return // killed by the pool: reset, retired or shut down
 	}
 	reason, detail = overCapExit(s, reason, detail)
+	reason, detail = p.memoryExit(s, reason, detail)
 	s.err = detail
 	p.emit(Event{Kind: EventSlotDied, Slot: s.idx, Reason: reason, Detail: detail})
 	for i := range s.units {

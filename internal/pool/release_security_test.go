@@ -555,7 +555,7 @@ func TestSecurityConnectionReserve(t *testing.T) {
 // TestSecurityMemoryCgroup: a lease that fills many MEMORY tables, each
 // under the slot's per-table ceiling, does not take more than its slot
 // server's memory cgroup allows: the kernel stops that server alone (it
-// is reported killed and reset), and the other slot goes on.
+// is reported out_of_memory and reset), and the other slot goes on.
 func TestSecurityMemoryCgroup(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root: memory cgroups")
@@ -601,8 +601,14 @@ func TestSecurityMemoryCgroup(t *testing.T) {
 	}
 	t.Logf("the lease stopped with: %v", stopped)
 	// The kernel killed the hog's server; the pool saw it die.
-	for p.Status(false).Stats.SlotDeaths[pool.ReasonKilled] == 0 {
+	for len(p.Status(false).Stats.SlotDeaths) == 0 {
 		time.Sleep(20 * time.Millisecond)
+	}
+	if deaths := p.Status(false).Stats.SlotDeaths; deaths[pool.ReasonOutOfMemory] != 1 {
+		t.Errorf("slot deaths %v, want one %s", deaths, pool.ReasonOutOfMemory)
+	}
+	if !strings.Contains(logs.String(), "over its memory limit") {
+		t.Errorf("the log does not say why the slot died:\n%s", logs.String())
 	}
 	if _, err := open(t, other).Exec("INSERT INTO canary VALUES (3, 'other slot')"); err != nil {
 		t.Fatalf("the other slot stopped too: %v", err)
