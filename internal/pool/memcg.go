@@ -166,9 +166,15 @@ func (c *memCgroups) add(idx, pid int) error {
 		}
 		_ = os.WriteFile(filepath.Join(d, "memory.swap.max"), []byte("0"), 0o644)
 	} else {
+		// No swap past the limit either (memsw is absent without swap
+		// accounting). It may never be below the limit: written before
+		// the limit for a larger one, after it for a smaller one.
+		memsw := filepath.Join(d, "memory.memsw.limit_in_bytes")
+		_ = os.WriteFile(memsw, []byte(limit), 0o644)
 		if err := os.WriteFile(filepath.Join(d, "memory.limit_in_bytes"), []byte(limit), 0o644); err != nil {
 			return fmt.Errorf("limit slot memory cgroup %s: %w", d, err)
 		}
+		_ = os.WriteFile(memsw, []byte(limit), 0o644)
 		// Charges made before the move come along (deprecated in newer
 		// kernels, where the move is early enough anyway).
 		_ = os.WriteFile(filepath.Join(d, "memory.move_charge_at_immigrate"), []byte("1"), 0o644)
