@@ -69,3 +69,28 @@ func TestDiskCapExitIsDiskFull(t *testing.T) {
 		})
 	}
 }
+
+// The numbers docs/security.md gives for a slot's connection and memory
+// bounds.
+func TestSlotBounds(t *testing.T) {
+	for _, tc := range []struct{ maxConn, units, want int }{
+		{64, 1, 60}, {64, 4, 15}, {3, 1, 1}, {64, 100, 1},
+	} {
+		if got := leaseConnections(tc.maxConn, tc.units); got != tc.want {
+			t.Errorf("leaseConnections(%d, %d) = %d, want %d", tc.maxConn, tc.units, got, tc.want)
+		}
+	}
+	if got := memLimit(16<<20, 256<<20); got != 656<<20 {
+		t.Errorf("memLimit(16 MiB, 256 MiB) = %d MiB, want 656", got>>20)
+	}
+	if a := memoryArgs(0); a != nil {
+		t.Errorf("memoryArgs(0) = %v, want none", a)
+	}
+	a := strings.Join(memoryArgs(64<<20), " ")
+	for _, want := range []string{"--max-heap-table-size=16777216", "--maximum-max-heap-table-size=67108864",
+		"--maximum-tmp-table-size=67108864", "--loose-max-session-mem-used=67108864", "--loose-maximum-max-session-mem-used=67108864"} {
+		if !strings.Contains(a, want) {
+			t.Errorf("memoryArgs(64 MiB) = %s, lacks %s", a, want)
+		}
+	}
+}
