@@ -39,6 +39,7 @@ const (
 	MaxSlotDisk = 1 << 50
 	NoSlotDisk  = -1
 )
+
 // DefaultSlotMemory is the memory ceiling of a slot when pool up names
 // none (pool.Options.SlotMemory): far more than a test's MEMORY table or
 // sort needs, a small part of a CI machine's memory.
