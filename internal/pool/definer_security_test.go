@@ -28,7 +28,9 @@ import (
 // trigger created without a DEFINER (so the loader's root@localhost), a
 // root-definer function, procedure and view, a view of the build account,
 // an event, and an account of the template's own with global privileges
-// (and a role it may set with more) as the DEFINER of a view.
+// (SELECT, INSERT, EXECUTE, enough to run the lease's function, and
+// SHUTDOWN; and a role it may SET ROLE to with more) as the DEFINER of a
+// view.
 const gadgetSchema = `CREATE TABLE customers (id INT PRIMARY KEY, name VARCHAR(50), email VARCHAR(80)) ENGINE=InnoDB;
 INSERT INTO customers VALUES (1, 'ann', 'ann@example.com'), (2, 'bob', 'bob@example.com');
 CREATE TABLE orders (id INT PRIMARY KEY, customer_id INT, total DECIMAL(10,2), FOREIGN KEY (customer_id) REFERENCES customers (id)) ENGINE=InnoDB;
@@ -47,7 +49,7 @@ CREATE ROLE boss;
 GRANT SUPER, PROCESS ON *.* TO boss;
 GRANT SELECT ON mysql.* TO boss;
 CREATE USER 'reporter'@'%' IDENTIFIED BY 'reporter-pw';
-GRANT SELECT, SHUTDOWN ON *.* TO 'reporter'@'%';
+GRANT SELECT, INSERT, EXECUTE, SHUTDOWN ON *.* TO 'reporter'@'%';
 GRANT SELECT ON mysql.global_priv TO 'reporter'@'%';
 GRANT boss TO 'reporter'@'%';
 CREATE DEFINER='reporter'@'%' SQL SECURITY DEFINER VIEW reporter_view AS SELECT id, name FROM customers;
@@ -124,6 +126,7 @@ func checkLoot(t *testing.T, admin *sql.DB, l *pool.Lease) []string {
 		}
 		if access.Int64 != 0 {
 			t.Errorf("the lease's function ran as %s, which has global privileges (access %d)", u, access.Int64)
+			continue
 		}
 		var onMysql int
 		if err := admin.QueryRow(`SELECT (SELECT COUNT(*) FROM mysql.db WHERE User = ? AND Host = ? AND Db = 'mysql' AND Select_priv = 'Y')
@@ -199,6 +202,11 @@ func TestSecurityDefinerGadgetView(t *testing.T) {
 	// template's owner account, which has what the lease has.
 	if !contains(users, mariadb.OwnerUser+"@"+mariadb.OwnerHost) {
 		t.Errorf("loot %v: no object ran the lease's function as %s@%s", users, mariadb.OwnerUser, mariadb.OwnerHost)
+	}
+	// The template's own DEFINER keeps its name, without its global
+	// privileges.
+	if !contains(users, "reporter@%") {
+		t.Errorf("loot %v: reporter_view did not run the lease's function as reporter@%%", users)
 	}
 }
 
