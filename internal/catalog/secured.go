@@ -15,6 +15,11 @@ import (
 // the same inputs replaces them.
 const AccountsVersion = "secured-2"
 
+// baseAccountsVersion is what a base data directory's accounts were
+// secured to: a base holds no object of the template's, so the DEFINER
+// rules of secured-2 leave it as it was and it is not made again.
+const baseAccountsVersion = "secured-1"
+
 // ErrInsecure is wrapped by CheckSecured's error.
 var ErrInsecure = errors.New("template made by an older pristine")
 
