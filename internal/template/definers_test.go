@@ -1,0 +1,114 @@
+package template_test
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pristinedb/pristine/internal/archive"
+	"github.com/pristinedb/pristine/internal/mariadb"
+	"github.com/pristinedb/pristine/internal/template"
+	"github.com/pristinedb/pristine/internal/template/templatetest"
+)
+
+// TestImportReownsDefiners: an archive whose objects run as root (made by
+// an older pristine, or crafted) is re-owned at import, before any server
+// serves it: no clone runs a view, trigger, routine or event as root.
+func TestImportReownsDefiners(t *testing.T) {
+	ctx := context.Background()
+	src := templatetest.NewBuilder(t, "auto")
+	m := templatetest.Build(t, src, "app", schema+`CREATE VIEW v AS SELECT * FROM parent;
+CREATE PROCEDURE p() SELECT COUNT(*) FROM parent;
+CREATE TRIGGER tr BEFORE INSERT ON child FOR EACH ROW SET NEW.parent_id = NEW.parent_id;
+CREATE EVENT e ON SCHEDULE EVERY 1 HOUR DO DELETE FROM parent WHERE 0;
+`, template.BuildOptions{})
+	// Give the objects back to root, as an older pristine left them.
+	r, err := src.Start(ctx, m, "craft")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	db, err := r.Inst.Open("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{
+		"ALTER DEFINER=`root`@`localhost` SQL SECURITY DEFINER VIEW app.v AS SELECT * FROM app.parent",
+		"UPDATE mysql.proc SET definer = 'root@localhost' WHERE db = 'app'",
+		"UPDATE mysql.event SET definer = 'root@localhost' WHERE db = 'app'",
+		"DROP TRIGGER app.tr",
+		"CREATE DEFINER=`root`@`localhost` TRIGGER app.tr BEFORE INSERT ON app.child FOR EACH ROW SET NEW.parent_id = NEW.parent_id",
+		"SET GLOBAL innodb_fast_shutdown=0",
+	} {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	db.Close()
+	if err := r.Inst.Stop(ctx, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(t.TempDir(), "t")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("cp", "-a", r.Inst.Config.Datadir, filepath.Join(dir, "data")).CombinedOutput(); err != nil {
+		t.Fatalf("cp: %v %s", err, out)
+	}
+	meta, err := os.ReadFile(filepath.Join(src.Catalog().Dir(m.Hash), "meta.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "meta.json"), meta, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	if _, err := archive.Pack(ctx, dir, &b, archive.PackOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	dst := templatetest.NewBuilder(t, "auto")
+	got, imported, err := dst.Import(ctx, &b, archive.UnpackOptions{})
+	if err != nil || !imported {
+		t.Fatalf("import: %v", err)
+	}
+	if got.Definers == nil || len(got.Definers.Reowned) != 4 {
+		t.Errorf("meta.json of the import records re-owned objects %+v, want the 4 of root", got.Definers)
+	}
+	run, err := dst.Start(ctx, got, "check")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer run.Close()
+	cdb, err := run.Inst.Open("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cdb.Close()
+	rows, err := cdb.Query(`SELECT DEFINER FROM information_schema.VIEWS WHERE TABLE_SCHEMA = 'app'
+		UNION ALL SELECT DEFINER FROM information_schema.ROUTINES WHERE ROUTINE_SCHEMA = 'app'
+		UNION ALL SELECT DEFINER FROM information_schema.TRIGGERS WHERE TRIGGER_SCHEMA = 'app'
+		UNION ALL SELECT CONVERT(definer USING utf8mb4) FROM mysql.event WHERE db = 'app'`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var definers []string
+	for rows.Next() {
+		var d string
+		if err := rows.Scan(&d); err != nil {
+			t.Fatal(err)
+		}
+		definers = append(definers, d)
+	}
+	sort.Strings(definers)
+	owner := mariadb.OwnerUser + "@" + mariadb.OwnerHost
+	if want := strings.Repeat(owner+" ", 4); strings.Join(definers, " ")+" " != want {
+		t.Errorf("the imported template's DEFINERs are %v, want %s for all 4", definers, owner)
+	}
+}
