@@ -3,6 +3,7 @@ package template_test
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/pristinedb/pristine/internal/archive"
+	"github.com/pristinedb/pristine/internal/dsn"
 	"github.com/pristinedb/pristine/internal/mariadb"
 	"github.com/pristinedb/pristine/internal/template"
 	"github.com/pristinedb/pristine/internal/template/templatetest"
@@ -110,5 +112,66 @@ CREATE EVENT e ON SCHEDULE EVERY 1 HOUR DO DELETE FROM parent WHERE 0;
 	owner := mariadb.OwnerUser + "@" + mariadb.OwnerHost
 	if want := strings.Repeat(owner+" ", 4); strings.Join(definers, " ")+" " != want {
 		t.Errorf("the imported template's DEFINERs are %v, want %s for all 4", definers, owner)
+	}
+}
+
+// TestSessionReownsAndCutsTheClient: an API build's client (the build
+// account, every privilege) makes objects as itself and keeps its
+// connection open while the build finishes: the objects are re-owned and
+// the connection is killed before the pass, so nothing it does after can
+// leave an object running as root in the template.
+func TestSessionReownsAndCutsTheClient(t *testing.T) {
+	ctx := context.Background()
+	st := templatetest.NewBuilder(t, "auto")
+	ss, _, err := st.Begin(ctx, template.BuildOptions{Name: "api", Key: "sha256:definers", Profile: mariadb.DefaultProfile()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	client, err := sql.Open("mysql", dsn.TCP(ss.Inst.Config.Port, ss.Meta.User, ss.Meta.Password, "api"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	conn, err := client.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	for _, q := range []string{
+		"CREATE TABLE t (id INT PRIMARY KEY)",
+		"CREATE VIEW v AS SELECT id FROM t",
+		"CREATE DEFINER='root'@'localhost' PROCEDURE p() SELECT COUNT(*) FROM t",
+	} {
+		if _, err := conn.ExecContext(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	m, err := ss.Finish(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.ExecContext(ctx, "SELECT 1"); err == nil {
+		t.Error("the build client's connection survived the end of the build")
+	}
+	if m.Definers == nil || len(m.Definers.Reowned) != 2 {
+		t.Errorf("re-owned %+v, want the view (was pristine@%%) and the procedure (was root@localhost)", m.Definers)
+	}
+	r, err := st.Start(ctx, m, "api-check")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	db, err := r.Inst.Open("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var d string
+	if err := db.QueryRow(`SELECT GROUP_CONCAT(DISTINCT d) FROM (SELECT DEFINER d FROM information_schema.VIEWS WHERE TABLE_SCHEMA = 'api'
+		UNION ALL SELECT DEFINER FROM information_schema.ROUTINES WHERE ROUTINE_SCHEMA = 'api') x`).Scan(&d); err != nil {
+		t.Fatal(err)
+	}
+	if d != mariadb.OwnerUser+"@"+mariadb.OwnerHost {
+		t.Errorf("the API build's objects run as %s, want the owner account", d)
 	}
 }
