@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/pristinedb/pristine/internal/catalog"
 	"github.com/pristinedb/pristine/internal/mariadb"
@@ -75,6 +76,27 @@ func killOthers(ctx context.Context, c *sql.Conn) error {
 	rows.Close()
 	for _, id := range ids {
 		_, _ = c.ExecContext(ctx, fmt.Sprintf("KILL CONNECTION %d", id)) // one that ended meanwhile is no error
+	}
+	// A statement in flight finishes before its connection goes: wait, so
+	// nothing it makes escapes the pass that follows.
+	for i := 0; len(ids) > 0; i++ {
+		if i == 2000 {
+			return fmt.Errorf("secure definers: %d killed connections did not end within 10s: stop the client of the build", len(ids))
+		}
+		var left []int64
+		for _, id := range ids {
+			var n int
+			if err := c.QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE ID = ?", id).Scan(&n); err != nil {
+				return fmt.Errorf("secure definers: list connections: %w", err)
+			}
+			if n > 0 {
+				left = append(left, id)
+			}
+		}
+		ids = left
+		if len(ids) > 0 {
+			time.Sleep(5 * time.Millisecond)
+		}
 	}
 	return nil
 }
