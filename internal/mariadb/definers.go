@@ -108,8 +108,8 @@ func (o definedObject) String() string {
 //     its global privileges and its privileges on the mysql schema: the
 //     database-level ones among its global privileges are granted on `%`
 //     (and on each database it has its own entry for) instead, and an
-//     exact SHOW VIEW entry on mysql keeps any wildcard entry from matching
-//     the system schema;
+//     exact SHOW VIEW entry on mysql keeps any wildcard entry (its own
+//     `%` or `m%` too) from matching the system schema;
 //  4. root at hosts other than localhost, mysql@ and anonymous accounts,
 //     which SecureAccounts keeps (locked) only while they are DEFINERs, are
 //     dropped once they are not.
@@ -599,8 +599,18 @@ func reduceAccount(ctx context.Context, c *sql.Conn, a account) (bool, error) {
 		a.user, host, a.user, host, a.user, host, a.user, host).Scan(&onMysql); err != nil {
 		return false, fmt.Errorf("read privileges on mysql: %w", err)
 	}
-	if global == 0 && onMysql == 0 {
+	// A wildcard entry (`%`, `m%`, `my_ql`) matches mysql unless an exact
+	// entry is there to win.
+	var wild, shielded int
+	if err := c.QueryRowContext(ctx, `SELECT COUNT(*), (SELECT COUNT(*) FROM mysql.db WHERE User = ? AND Host = ? AND Db = 'mysql' AND Show_view_priv = 'Y' AND Select_priv = 'N')
+		FROM mysql.db WHERE User = ? AND Host = ? AND Db <> 'mysql' AND 'mysql' LIKE Db`, a.user, host, a.user, host).Scan(&wild, &shielded); err != nil {
+		return false, fmt.Errorf("read database privileges: %w", err)
+	}
+	if global == 0 && onMysql == 0 && wild == 0 {
 		return false, nil
+	}
+	if global == 0 && wild > 0 && shielded > 0 && onMysql == 1 {
+		return false, nil // reduced already: only SHOW VIEW on mysql
 	}
 	var qs, revokes []string
 	g := a.grantee()

@@ -29,6 +29,10 @@ func TestSplitKnown(t *testing.T) {
 			Source: "GRANT ALL PRIVILEGES ON *.* TO `a`@`%`", Target: "GRANT USAGE ON *.* TO `a`@`%`"}, true},
 		{"global grant changed otherwise", Diff{Kind: "user", Object: "'a'@'%'", Part: "grant on *.*", Change: Differs,
 			Source: "GRANT SELECT ON *.* TO `a`@`%`", Target: "GRANT INSERT ON *.* TO `a`@`%`"}, false},
+		{"the SHOW VIEW entry that shields mysql", Diff{Kind: "user", Object: "'a'@'%'", Part: "grant on `mysql`.*", Change: Extra,
+			Target: "GRANT SHOW VIEW ON `mysql`.* TO `a`@`%`"}, true},
+		{"a grant on mysql that reads it", Diff{Kind: "user", Object: "'a'@'%'", Part: "grant on `mysql`.*", Change: Extra,
+			Target: "GRANT SELECT ON `mysql`.* TO `a`@`%`"}, false},
 		{"a missing view", Diff{Kind: "view", Object: "`app`.`v`", Change: Missing, Source: "CREATE DEFINER=`root`@`localhost` VIEW `v` AS select 1"}, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
