@@ -31,7 +31,8 @@ import (
 // (SELECT, INSERT, EXECUTE, enough to run the lease's function, and
 // SHUTDOWN; and a role it may SET ROLE to with more) as the DEFINER of a
 // view; and an account with database-level grants on every database
-// (`%`, which also matches mysql) as the DEFINER of another.
+// (`%`, which also matches mysql) as the DEFINER of another; and a view
+// of root whose table is gone, which the lease could create.
 const gadgetSchema = `CREATE TABLE customers (id INT PRIMARY KEY, name VARCHAR(50), email VARCHAR(80)) ENGINE=InnoDB;
 INSERT INTO customers VALUES (1, 'ann', 'ann@example.com'), (2, 'bob', 'bob@example.com');
 CREATE TABLE orders (id INT PRIMARY KEY, customer_id INT, total DECIMAL(10,2), FOREIGN KEY (customer_id) REFERENCES customers (id)) ENGINE=InnoDB;
@@ -54,6 +55,9 @@ GRANT SELECT, INSERT, EXECUTE, SHUTDOWN ON *.* TO 'reporter'@'%';
 GRANT SELECT ON mysql.global_priv TO 'reporter'@'%';
 GRANT boss TO 'reporter'@'%';
 CREATE DEFINER='reporter'@'%' SQL SECURITY DEFINER VIEW reporter_view AS SELECT id, name FROM customers;
+CREATE TABLE gone (a INT);
+CREATE VIEW broken_view AS SELECT a FROM gone;
+DROP TABLE gone;
 CREATE USER 'auditor'@'%' IDENTIFIED BY 'auditor-pw';
 GRANT SELECT, INSERT, EXECUTE ON ` + "`%`" + `.* TO 'auditor'@'%';
 CREATE DEFINER='auditor'@'%' SQL SECURITY DEFINER VIEW auditor_view AS SELECT id, name FROM customers;
@@ -177,6 +181,7 @@ func TestSecurityDefinerGadgetView(t *testing.T) {
 		"SET FOREIGN_KEY_CHECKS=0",
 		"DROP TABLE customers",
 		"CREATE SQL SECURITY INVOKER VIEW customers AS SELECT id, name, email FROM customers_real WHERE f()=1",
+		"CREATE SQL SECURITY INVOKER VIEW gone AS SELECT f() AS a",
 	)
 	for _, q := range []string{
 		"SELECT * FROM order_totals",
@@ -186,6 +191,7 @@ func TestSecurityDefinerGadgetView(t *testing.T) {
 		"SELECT * FROM build_view",
 		"SELECT * FROM reporter_view",
 		"SELECT * FROM auditor_view",
+		"SELECT * FROM broken_view",
 	} {
 		rows, err := c.QueryContext(ctx, q)
 		if err != nil {
@@ -324,8 +330,11 @@ func TestSecurityDefinerOwner(t *testing.T) {
 			}
 		}
 	}
-	if m.Definers == nil || len(m.Definers.Reowned) == 0 || len(m.Definers.Reduced) == 0 {
-		t.Errorf("meta.json does not record the re-owned objects and reduced definers: %+v", m.Definers)
+	if m.Definers == nil || len(m.Definers.Reowned) == 0 || len(m.Definers.Reduced) == 0 || len(m.Definers.Dropped) != 1 {
+		t.Errorf("meta.json does not record the re-owned objects, reduced definers and the dropped view: %+v", m.Definers)
+	}
+	if len(m.Warnings) == 0 || !strings.Contains(strings.Join(m.Warnings, "\n"), "broken_view") {
+		t.Errorf("the build did not warn about the dropped broken_view: %q", m.Warnings)
 	}
 }
 
