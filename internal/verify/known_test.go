@@ -1,6 +1,9 @@
 package verify
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 // TestSplitKnown: re-owned DEFINERs and reduced global grants are known
 // differences; any other change of the same parts is not.
@@ -41,5 +44,23 @@ func TestSplitKnown(t *testing.T) {
 				t.Fatalf("known = %v (rest %v), want known %v", known, rest, c.known)
 			}
 		})
+	}
+}
+
+// TestWriteTextKnown: known differences are printed with both texts and
+// the report still says clean.
+func TestWriteTextKnown(t *testing.T) {
+	r := &Report{Source: "s", Target: "t", Pairs: []Pair{{"app", "app"}}, Objects: map[string]int{"view": 1},
+		Known: []Diff{{Kind: "view", Object: "`app`.`v`", Part: "create view", Change: Differs,
+			Source: "CREATE DEFINER=`root`@`localhost` VIEW `v` AS select 1", Target: "CREATE DEFINER=`pristine_owner`@`localhost` VIEW `v` AS select 1"}}}
+	var b strings.Builder
+	if err := WriteText(&b, r); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	for _, want := range []string{"known difference: view `app`.`v`: create view (re-owned", "source: CREATE DEFINER=`root`", "target: CREATE DEFINER=`pristine_owner`", "clean: the target is the source, object for object, but for 1 known difference\n"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("report lacks %q:\n%s", want, out)
+		}
 	}
 }
