@@ -110,6 +110,8 @@ func (o definedObject) String() string {
 //     (and on each database it has its own entry for) instead, and an
 //     exact SHOW VIEW entry on mysql keeps any wildcard entry (its own
 //     `%` or `m%` too) from matching the system schema;
+//     PUBLIC, whose privileges every account has, loses the same without
+//     any grant on `%` in their place;
 //  4. root at hosts other than localhost, mysql@ and anonymous accounts,
 //     which SecureAccounts keeps (locked) only while they are DEFINERs, are
 //     dropped once they are not.
@@ -478,6 +480,11 @@ type account struct {
 	role       bool
 }
 
+// public reports whether a is PUBLIC, the role every account has: its
+// global privileges are every lease's, so they are taken, and never
+// turned into grants on `%`.
+func (a account) public() bool { return a.role && a.user == "PUBLIC" }
+
 func (a account) grantee() string {
 	if a.role {
 		return quote.String(a.user)
@@ -539,6 +546,9 @@ func reduceDefiners(ctx context.Context, c *sql.Conn, objs []definedObject) ([]s
 			visit(key{o.user, ""}) // a role DEFINER
 		}
 	}
+	// Every account, a lease and every DEFINER too, has PUBLIC's
+	// privileges (MariaDB 10.11).
+	visit(key{"PUBLIC", ""})
 	var done []string
 	ks := make([]key, 0, len(todo))
 	for k := range todo {
@@ -635,7 +645,7 @@ func reduceAccount(ctx context.Context, c *sql.Conn, a account) (bool, error) {
 			revokes = append(revokes, "ON "+typ+" "+quote.Qualified("mysql", name)+" FROM "+g)
 		}
 	}
-	if len(privs) > 0 {
+	if len(privs) > 0 && !a.public() {
 		dbs, err := listStrings(ctx, c, "SELECT Db FROM mysql.db WHERE User = ? AND Host = ? AND Db <> 'mysql'", a.user, host)
 		if err != nil {
 			return false, err
