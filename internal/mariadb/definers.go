@@ -611,16 +611,20 @@ func reduceAccount(ctx context.Context, c *sql.Conn, a account) (bool, error) {
 	}
 	// A wildcard entry (`%`, `m%`, `my_ql`) matches mysql unless an exact
 	// entry is there to win.
+	// The shield: an entry on mysql with SHOW VIEW and nothing else.
+	shield := []string{"Show_view_priv = 'Y'", "Grant_priv = 'N'"}
+	for _, p := range dbLevelPrivs {
+		if p.col != "Show_view_priv" {
+			shield = append(shield, p.col+" = 'N'")
+		}
+	}
 	var wild, shielded int
-	if err := c.QueryRowContext(ctx, `SELECT COUNT(*), (SELECT COUNT(*) FROM mysql.db WHERE User = ? AND Host = ? AND Db = 'mysql' AND Show_view_priv = 'Y' AND Select_priv = 'N')
+	if err := c.QueryRowContext(ctx, `SELECT COUNT(*), (SELECT COUNT(*) FROM mysql.db WHERE User = ? AND Host = ? AND Db = 'mysql' AND `+strings.Join(shield, " AND ")+`)
 		FROM mysql.db WHERE User = ? AND Host = ? AND Db <> 'mysql' AND 'mysql' LIKE Db`, a.user, host, a.user, host).Scan(&wild, &shielded); err != nil {
 		return false, fmt.Errorf("read database privileges: %w", err)
 	}
-	if global == 0 && onMysql == 0 && wild == 0 {
-		return false, nil
-	}
-	if global == 0 && wild > 0 && shielded > 0 && onMysql == 1 {
-		return false, nil // reduced already: only SHOW VIEW on mysql
+	if global == 0 && (onMysql == 0 && wild == 0 || onMysql == 1 && shielded == 1) {
+		return false, nil // nothing to take, or reduced already
 	}
 	var qs, revokes []string
 	g := a.grantee()

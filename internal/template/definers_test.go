@@ -188,3 +188,28 @@ func TestSessionReownsAndCutsTheClient(t *testing.T) {
 		t.Errorf("the API build's objects run as %s, want the owner account", d)
 	}
 }
+
+// TestImportOfASecuredTemplateChangesNothing: the pass is idempotent: a
+// template secured here and imported elsewhere has nothing left to
+// re-own or reduce.
+func TestImportOfASecuredTemplateChangesNothing(t *testing.T) {
+	src := templatetest.NewBuilder(t, "auto")
+	m := templatetest.Build(t, src, "app", schema+`CREATE VIEW v AS SELECT * FROM parent;
+CREATE USER rep@'%';
+GRANT SELECT ON *.* TO rep@'%';
+GRANT SELECT ON `+"`%`"+`.* TO rep@'%';
+CREATE DEFINER=rep@'%' VIEW w AS SELECT * FROM parent;
+`, template.BuildOptions{})
+	if m.Definers == nil || len(m.Definers.Reowned) != 1 || len(m.Definers.Reduced) != 1 {
+		t.Fatalf("the build re-owned and reduced %+v, want v and rep", m.Definers)
+	}
+	raw := craft(t, src, m, func(map[string]any) {})
+	dst := templatetest.NewBuilder(t, "auto")
+	got, imported, err := dst.Import(context.Background(), bytes.NewReader(raw), archive.UnpackOptions{})
+	if err != nil || !imported {
+		t.Fatalf("import: %v", err)
+	}
+	if got.Definers == nil || len(got.Definers.Reowned)+len(got.Definers.Reduced)+len(got.Definers.Dropped) != 0 {
+		t.Errorf("importing a secured template changed %+v, want nothing", got.Definers)
+	}
+}
