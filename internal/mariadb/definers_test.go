@@ -1,6 +1,9 @@
 package mariadb
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 func TestCutDefiner(t *testing.T) {
 	for _, c := range []struct{ in, want string }{
@@ -37,6 +40,23 @@ func TestAdminDefiner(t *testing.T) {
 	} {
 		if got := AdminDefiner(c.user, c.host, c.schema); got != c.want {
 			t.Errorf("AdminDefiner(%q, %q, %q) = %v, want %v", c.user, c.host, c.schema, got, c.want)
+		}
+	}
+}
+
+func TestOwnerGrants(t *testing.T) {
+	for _, c := range []struct {
+		name             string
+		schemas, leaseDB []string
+		shared           bool
+		want             string
+	}{
+		{"one database per slot: a lease's grants", []string{"app"}, []string{"app"}, false, "ALL PRIVILEGES ON `%`.*|SHOW VIEW ON `mysql`.*|SHOW VIEW ON `sys`.*"},
+		{"shared: no lease database, no system schema", []string{"app", "app_2", "mysql", "sys", "shared"}, []string{"app", "app_2"}, true, "ALL PRIVILEGES ON `shared`.*"},
+		{"shared, nothing else", []string{"app"}, []string{"app", "app_2"}, true, ""},
+	} {
+		if got := strings.Join(OwnerGrants(c.schemas, c.leaseDB, c.shared), "|"); got != c.want {
+			t.Errorf("%s: OwnerGrants = %q, want %q", c.name, got, c.want)
 		}
 	}
 }
