@@ -31,3 +31,6 @@ echo "examples: php (3 phpunit processes)"
 bash examples/php/run-parallel.sh 3
 echo "examples: laravel (3 phpunit processes, as paratest runs them)"
 bash examples/laravel/run-parallel.sh 3
+# examples/rails (issue 24): Debian's Rails 6.1, bin/rails test with 3 parallelize workers.
+echo "examples: rails (bin/rails test, parallelize(workers: 3))"
+bash examples/rails/run-parallel.sh 3

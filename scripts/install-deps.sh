@@ -14,6 +14,8 @@ pkgs=(mariadb-server mariadb-client mariadb-backup mydumper btrfs-progs xfsprogs
 pkgs+=(php-cli php-mysql php-curl phpunit)
 # examples/laravel: Debian's Laravel 8 (with Illuminate\Testing\ParallelTesting).
 pkgs+=(php-laravel-framework)
+# clients/ruby and examples/rails (issue 24): Ruby with Debian's Rails 6.1 and mysql2 (rubygems.org is not needed).
+pkgs+=(ruby ruby-rails ruby-mysql2)
 # The tests run with Go's race detector, which needs cgo: a C compiler.
 pkgs+=(gcc libc6-dev)
 # internal/oci (issue 16): a real OCI registry (distribution 2.8) on loopback for the push/pull tests.

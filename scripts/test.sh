@@ -30,6 +30,8 @@ bash examples/run-all.sh
 bash scripts/bench-django.sh 4 2
 phpunit -c clients/php/phpunit.xml
 .venv/bin/pytest -p no:cacheprovider clients/python/tests
+# clients/ruby (issue 24): the client and the Rails integration, against a daemon of their own.
+ruby -Iclients/ruby/lib -Iclients/ruby/test -e 'Dir["clients/ruby/test/*_test.rb"].sort.each { |f| require File.expand_path(f) }'
 # The empty data directory the Go tests share is a cache of this run only.
 rm -rf /dev/shm/pristine-test-base-* 2>/dev/null || true
 # Nothing may outlive the tests.

@@ -55,8 +55,9 @@ func makeTree(t testing.TB, dir string) {
 	must(os.Chtimes(filepath.Join(dir, "run.sh"), old, old))
 }
 
-// sameTree fails the test unless b has the same entries, modes, contents,
-// symlink targets and file mtimes as a.
+// sameTree fails the test unless b has the same entries, contents, symlink
+// targets and file mtimes as a, and pristine's modes (FileMode, DirMode:
+// never a's).
 func sameTree(t *testing.T, a, b string) {
 	t.Helper()
 	seen := 0
@@ -76,8 +77,15 @@ func sameTree(t *testing.T, a, b string) {
 			return nil
 		}
 		seen++
-		if ai.Mode() != bi.Mode() {
-			t.Errorf("%s: mode %v, copy has %v", rel, ai.Mode(), bi.Mode())
+		want := ai.Mode()
+		switch {
+		case ai.IsDir():
+			want = fs.ModeDir | DirMode
+		case ai.Mode().IsRegular():
+			want = FileMode
+		}
+		if bi.Mode() != want {
+			t.Errorf("%s: mode %v, copy has %v (want %v)", rel, ai.Mode(), bi.Mode(), want)
 		}
 		switch {
 		case ai.Mode().IsRegular():
@@ -422,4 +430,74 @@ func TestStreamFromReaderOnly(t *testing.T) {
 		t.Fatal(err)
 	}
 	sameTree(t, src, out)
+}
+
+// TestUnpackSetsItsOwnModes plays a crafted archive: a root-owned setuid
+// copy of /usr/bin/id, a setgid and a world-writable sticky directory, a
+// world-writable file and a root directory of mode 0777. Extracted from a
+// stream and from a file, every file is FileMode and every directory
+// DirMode, owned by the extracting user: nothing comes from the archive.
+func TestUnpackSetsItsOwnModes(t *testing.T) {
+	src := t.TempDir()
+	id, err := os.ReadFile("/usr/bin/id")
+	if err != nil {
+		t.Skipf("no /usr/bin/id to plant: %v", err)
+	}
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(os.WriteFile(filepath.Join(src, "id"), id, 0o755))
+	must(os.Chmod(filepath.Join(src, "id"), fs.ModeSetuid|0o755))
+	must(os.Mkdir(filepath.Join(src, "g"), 0o755))
+	must(os.Chmod(filepath.Join(src, "g"), fs.ModeSetgid|0o775))
+	must(os.Mkdir(filepath.Join(src, "tmp"), 0o755))
+	must(os.Chmod(filepath.Join(src, "tmp"), fs.ModeSticky|0o777))
+	must(os.WriteFile(filepath.Join(src, "tmp", "open"), []byte("x"), 0o644))
+	must(os.Chmod(filepath.Join(src, "tmp", "open"), 0o666))
+	must(os.Chmod(src, 0o777))
+	if fi, _ := os.Stat(filepath.Join(src, "id")); fi.Mode()&fs.ModeSetuid == 0 {
+		t.Fatalf("the planted file is not setuid (%v): the test proves nothing", fi.Mode())
+	}
+	data := packBytes(t, src, PackOptions{})
+	for _, how := range []string{"stream", "file"} {
+		t.Run(how, func(t *testing.T) {
+			out := filepath.Join(t.TempDir(), "out")
+			var err error
+			if how == "stream" {
+				_, err = Unpack(context.Background(), bytes.NewReader(data), out, UnpackOptions{})
+			} else {
+				p := filepath.Join(t.TempDir(), "a.prs")
+				must(os.WriteFile(p, data, 0o600))
+				f, ferr := os.Open(p)
+				must(ferr)
+				defer f.Close()
+				_, err = UnpackFile(context.Background(), f, out, UnpackOptions{})
+			}
+			must(err)
+			n := 0
+			must(filepath.WalkDir(out, func(p string, d fs.DirEntry, err error) error {
+				must(err)
+				fi, err := os.Lstat(p)
+				must(err)
+				want := FileMode
+				if fi.IsDir() {
+					want = fs.ModeDir | DirMode
+				}
+				if fi.Mode() != want {
+					t.Errorf("%s: mode %v, want %v", p, fi.Mode(), want)
+				}
+				if st := fi.Sys().(*syscall.Stat_t); int(st.Uid) != os.Geteuid() {
+					t.Errorf("%s: owner %d, want the extracting user %d", p, st.Uid, os.Geteuid())
+				}
+				n++
+				return nil
+			}))
+			if n != 5 {
+				t.Errorf("extracted %d entries, want 5", n)
+			}
+		})
+	}
 }

@@ -50,7 +50,6 @@ type extractor struct {
 	opts    UnpackOptions
 	stage   *Staging
 	tmp     string
-	rootMod uint32
 	entries []entry
 	files   []*outFile
 	done    atomic.Int64
@@ -101,7 +100,7 @@ func (x *extractor) setTable(es []entry) error {
 		name := x.name(uint32(i))
 		switch e.kind {
 		case kindDir:
-			if err := os.Mkdir(name, 0o700); err != nil {
+			if err := os.Mkdir(name, DirMode); err != nil {
 				return fmt.Errorf("unpack: %w", err)
 			}
 		case kindSymlink:
@@ -130,7 +129,7 @@ func (x *extractor) open(id uint32) error {
 	of := x.files[id]
 	of.once.Do(func() {
 		name := x.name(id)
-		f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o600)
+		f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, FileMode)
 		if err != nil {
 			of.err = fmt.Errorf("unpack: %w", err)
 			return
@@ -173,7 +172,9 @@ func (x *extractor) extentDone(h *header) error {
 
 func (x *extractor) finishFile(id uint32) error {
 	of, e := x.files[id], &x.entries[id]
-	if err := of.f.Chmod(fileMode(e.mode)); err != nil {
+	// The mode is pristine's, whatever the table says (see FileMode); the
+	// chmod undoes a umask that narrowed the create mode.
+	if err := of.f.Chmod(FileMode); err != nil {
 		return fmt.Errorf("unpack: %w", err)
 	}
 	ts := []unix.Timespec{unix.NsecToTimespec(e.mtime), unix.NsecToTimespec(e.mtime)}
@@ -188,8 +189,9 @@ func (x *extractor) finishFile(id uint32) error {
 	return nil
 }
 
-// finish checks that every file is complete, applies directory modes and
-// times, and renames the tree into place.
+// finish checks that every file is complete, applies directory modes
+// (pristine's, DirMode: never the table's) and times, and renames the tree
+// into place.
 func (x *extractor) finish(end uint64) error {
 	for i, of := range x.files {
 		if of != nil && of.left.Load() != 0 {
@@ -202,7 +204,7 @@ func (x *extractor) finish(end uint64) error {
 		name := x.name(uint32(i))
 		switch e.kind {
 		case kindDir:
-			if err := os.Chmod(name, fileMode(e.mode)); err != nil {
+			if err := os.Chmod(name, DirMode); err != nil {
 				return fmt.Errorf("unpack: %w", err)
 			}
 			if err := unix.UtimesNanoAt(unix.AT_FDCWD, name, ts, 0); err != nil {
@@ -212,7 +214,7 @@ func (x *extractor) finish(end uint64) error {
 			unix.UtimesNanoAt(unix.AT_FDCWD, name, ts, unix.AT_SYMLINK_NOFOLLOW)
 		}
 	}
-	if err := os.Chmod(x.tmp, fileMode(x.rootMod)); err != nil {
+	if err := os.Chmod(x.tmp, DirMode); err != nil {
 		return fmt.Errorf("unpack: %w", err)
 	}
 	if err := x.stage.Commit(x.opts.Sync); err != nil {

@@ -10,6 +10,20 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// Modes of what an extraction creates. pristine sets them itself and never
+// takes them from the archive or stream: an archive's mode bits (a setuid
+// root copy of /usr/bin/id, a world-writable directory) are ignored, and
+// what is extracted belongs to the extracting user, never to an owner the
+// input names. A data directory needs nothing more: its server runs as its
+// owner (the servers' account is given the tree before it starts).
+const (
+	// FileMode is the mode of every regular file an extraction creates.
+	FileMode os.FileMode = 0o600
+	// DirMode is the mode of every directory an extraction creates, the
+	// staging directory and so the target included.
+	DirMode os.FileMode = 0o700
+)
+
 // Staging is a temporary directory beside a target directory. A tree is
 // built inside it and renamed to the target by Commit, so a partial
 // extraction never sits at the target path: after a crash only a hidden
@@ -21,7 +35,8 @@ type Staging struct {
 }
 
 // NewStaging checks that target is absent or an empty directory and creates
-// the temporary directory beside it, on the same filesystem.
+// the temporary directory beside it, on the same filesystem, with mode
+// DirMode from the start (never widened: it becomes the target).
 func NewStaging(target string) (*Staging, error) {
 	target = filepath.Clean(target)
 	switch fi, err := os.Lstat(target); {
@@ -38,6 +53,7 @@ func NewStaging(target string) (*Staging, error) {
 	case !errors.Is(err, os.ErrNotExist):
 		return nil, err
 	}
+	// os.MkdirTemp creates the directory 0700, which umask only narrows.
 	dir, err := os.MkdirTemp(filepath.Dir(target), "."+filepath.Base(target)+".unpack-*")
 	if err != nil {
 		return nil, fmt.Errorf("create temporary directory beside %s: %w", target, err)

@@ -242,22 +242,9 @@ func CheckSymlink(p, target string) error {
 	return nil
 }
 
-// fileMode converts the table's Unix mode bits to an fs.FileMode.
-func fileMode(m uint32) fs.FileMode {
-	fm := fs.FileMode(m & 0o777)
-	if m&0o4000 != 0 {
-		fm |= fs.ModeSetuid
-	}
-	if m&0o2000 != 0 {
-		fm |= fs.ModeSetgid
-	}
-	if m&0o1000 != 0 {
-		fm |= fs.ModeSticky
-	}
-	return fm
-}
-
-// unixMode is the inverse of fileMode.
+// unixMode converts an fs.FileMode to the table's Unix mode bits, which
+// an archive records for information only: extraction sets its own modes
+// (FileMode, DirMode).
 func unixMode(fm fs.FileMode) uint32 {
 	m := uint32(fm.Perm())
 	if fm&fs.ModeSetuid != 0 {

@@ -138,7 +138,6 @@ func (su *streamUnpacker) run(ctx context.Context) error {
 	if h.typ != recStart || h.offset != formatVersion {
 		return corruptf(0, "archive does not start with a version %d start record", formatVersion)
 	}
-	x.rootMod = h.file & 0o7777
 	if h, err = su.header(); err != nil {
 		return err
 	}

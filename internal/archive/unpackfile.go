@@ -37,7 +37,6 @@ func UnpackFile(ctx context.Context, f *os.File, dir string, opts UnpackOptions)
 		return Stats{}, err
 	}
 	fu.x = x
-	x.rootMod = fu.rootMod
 	if m, err := unix.Mmap(int(f.Fd()), 0, int(fu.size), unix.PROT_READ, unix.MAP_SHARED); err == nil {
 		fu.mapped = m
 		defer unix.Munmap(m)
@@ -69,7 +68,6 @@ type fileUnpacker struct {
 	index   []uint64 // positions of data records
 	ipos    uint64   // position of the index record
 	data    uint64
-	rootMod uint32
 
 	noClone, noCopy atomic.Bool
 }
@@ -110,7 +108,7 @@ func (fu *fileUnpacker) prologue() (uint64, error) {
 	if a.typ != recStart || a.offset != formatVersion {
 		return 0, corruptf(0, "archive does not start with a version %d start record", formatVersion)
 	}
-	fu.rootMod, fu.data = a.file&0o7777, a.length
+	fu.data = a.length
 	t, err := fu.readHeader(a.next())
 	if err != nil {
 		return 0, err

@@ -100,6 +100,18 @@ func Key(in Inputs) (string, error) {
 	return x.sum(), nil
 }
 
+// ImportKey is the key an imported template is filed under when nobody
+// vouches for the content key its meta.json claims (template import,
+// template pull): 64 hex digits of a SHA-256 over source, a digest of the
+// archive ("sha256:<hex>" of its bytes, or "oci:<manifest digest>"). The
+// same archive always gets the same key, and no build computes it, so an
+// import never answers a build. key_test.go pins it.
+func ImportKey(source string) string {
+	x := newHasher()
+	x.field("import", source)
+	return x.sum()
+}
+
 // BaseKey names the base data directory (BaseDir) of a server version and
 // build profile key: 16 hex digits.
 func BaseKey(server, profile string) string {

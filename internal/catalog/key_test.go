@@ -78,6 +78,10 @@ func TestKeyPinned(t *testing.T) {
 	if got, want := catalog.BaseKey(pinServer, pinProfile), "240d45a32b94c781"; got != want {
 		t.Errorf("BaseKey = %s, want %s", got, want)
 	}
+	// An import's key never equals a build's, and stays put for an archive.
+	if got, want := catalog.ImportKey("sha256:0000"), "db5a71a7c7bade34bf32e7849c276acd4d494489e23a303ec22d714e982c44de"; got != want {
+		t.Errorf("ImportKey = %s, want %s (imported templates would be imported again)", got, want)
+	}
 }
 
 // TestKeyFields: every input moves the key, and a missing input file is

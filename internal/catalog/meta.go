@@ -12,9 +12,13 @@ import (
 // template's data directory, readable by its owner only (it holds the
 // template account's password).
 type Meta struct {
-	Name     string    `json:"name"`
-	Hash     string    `json:"hash"`
-	Key      string    `json:"key,omitempty"` // the client's content key, if a client built it
+	Name string `json:"name"`
+	Hash string `json:"hash"`
+	Key  string `json:"key,omitempty"` // the client's content key, if a client built it
+	// Imported is the archive digest an untrusted import filed the template
+	// under (Hash is ImportKey(Imported)); empty for a template built here
+	// or pulled from a fleet cache that vouches for its key.
+	Imported string    `json:"imported,omitempty"`
 	Created  time.Time `json:"created"`
 	LastUsed time.Time `json:"last_used"`
 	// Server is the version of the server that built it; a slot must run the same.

@@ -76,18 +76,13 @@ func (c *Catalog) Stage(hash string) (string, error) {
 	return dir, nil
 }
 
-// StageImport makes a fresh directory for an import whose hash is not known
-// until its archive is read (templates/.import-*). The caller Discards it
-// when done; Publish renames it into place.
+// StageImport makes a fresh private directory for an archive being
+// imported (templates/.import-*), mode 0700 from the start (os.MkdirTemp;
+// never widened): nobody but pristine's user can reach what an archive
+// holds before it is checked. The import clones the checked data into a
+// Stage directory; the caller Discards this one when done.
 func (c *Catalog) StageImport() (string, error) {
-	work, err := os.MkdirTemp(c.templatesDir(), ".import-")
-	if err != nil {
-		return "", err
-	}
-	if err := os.Chmod(work, 0o711); err != nil { // the servers' account reaches data/ through it
-		return "", err
-	}
-	return work, nil
+	return os.MkdirTemp(c.templatesDir(), ".import-")
 }
 
 // Publish records the space dir/data takes in m, writes m as dir's

@@ -81,14 +81,33 @@ func (m *Meta) Validate() error {
 	return nil
 }
 
-// validDatabase refuses database names MariaDB would refuse or that could
-// reach outside the data directory (a name is a directory there).
+// systemSchemas are the server's own schemas. A template's database is
+// never one of them: leases get every privilege on the template's
+// databases, so a template database named mysql would give a lease the
+// grant tables.
+var systemSchemas = []string{"mysql", "information_schema", "performance_schema", "sys"}
+
+// ValidDatabase checks the name of a database a template loads into and
+// hands out: 1-64 characters, no '/', '\\', '.', backtick, control
+// characters or trailing space (a name is a directory of the data
+// directory and is quoted in SQL), and not a system schema (mysql,
+// information_schema, performance_schema, sys, in any case).
+func ValidDatabase(db string) error { return validDatabase(db) }
+
+// validDatabase refuses database names MariaDB would refuse, that could
+// reach outside the data directory (a name is a directory there), or that
+// name a system schema.
 func validDatabase(db string) error {
 	switch {
 	case db == "" || len(db) > 64:
 		return fmt.Errorf("database %q: 1-64 characters", clip(db))
 	case strings.ContainsAny(db, "/\\.`") || !printable(db) || strings.HasSuffix(db, " "):
 		return fmt.Errorf("database %q: no '/', '\\', '.', '`', control characters or trailing space", clip(db))
+	}
+	for _, sys := range systemSchemas {
+		if strings.EqualFold(db, sys) {
+			return fmt.Errorf("database %q: a system schema (%s) is never a template's database: name another", db, strings.Join(systemSchemas, ", "))
+		}
 	}
 	return nil
 }

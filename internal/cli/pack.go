@@ -70,6 +70,8 @@ func newUnpackCmd(g *Globals) *cobra.Command {
 		Long: `Extract FILE (or standard input with -) into DIR, which must not exist or be
 empty. The tree is built in a hidden directory beside DIR and renamed to DIR
 only when it is complete and verified; on error DIR is left untouched.
+Modes are pristine's, never the archive's: files 0600, directories 0700 (DIR
+included), owned by you; no setuid, setgid or sticky bit is ever extracted.
 
 --format auto recognises pristine archives and xbstream archives written by
 mariadb-backup --stream=xbstream (or Percona XtraBackup). An xbstream must be

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/pristinedb/pristine/internal/archive"
 	"github.com/pristinedb/pristine/internal/catalog"
@@ -84,7 +85,9 @@ func scratchUpMoving(ctx context.Context, g *Globals, root *rootdir.Root, opt sc
 		if err != nil {
 			return nil, kept(err)
 		}
-		m, _, err := st.Import(ctx, in, archive.UnpackOptions{})
+		// The store's own export, named by its hash: it keeps its key.
+		key := strings.TrimSuffix(filepath.Base(f), ".prsa")
+		m, _, err := st.ImportWith(ctx, in, template.ImportOptions{Key: key})
 		in.Close()
 		if err != nil {
 			return nil, kept(err)

@@ -283,7 +283,14 @@ func newTemplateImportCmd(g *Globals) *cobra.Command {
 	return &cobra.Command{
 		Use:   "import FILE|-",
 		Short: "add a template exported on another runner (same server version) to the store",
-		Args:  cobra.ExactArgs(1),
+		Long: `Adds a template written by template export (FILE, or - for standard input).
+The archive carries data only: modes and owners are pristine's, and it is
+staged in a private directory. The template is found by its name (pool up
+--template NAME), but the content key its meta.json claims is not trusted: it
+is filed under a key derived from the archive's SHA-256 and never answers
+template build, which builds for itself (docs/security.md). Importing the same
+archive again finds it already here.`,
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			st, err := g.openStore(cmd.Context(), "auto")
 			if err != nil {

@@ -91,7 +91,13 @@ func newTemplatePullCmd(g *Globals) *cobra.Command {
 host/repository with the template NAME (its latest push). Every chunk is checked
 against its digest, a template of another server version is refused before
 download, and the template appears only when complete. An interrupted pull
-resumes: verified chunks are kept.`,
+resumes: verified chunks are kept.
+
+The pulled template is found by its name (pool up --template NAME), but the
+content key its manifest claims is not trusted: it is filed under a key
+derived from the manifest's digest and never answers template build. To
+share builds across a fleet, use template build --cache REPO, which trusts
+REPO to answer for content keys (docs/security.md).`,
 		Args: cobra.RangeArgs(1, 2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			st, err := g.openStore(cmd.Context(), "auto")

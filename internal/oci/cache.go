@@ -152,7 +152,8 @@ func (e *Entry) buildAndPush(ctx context.Context, st *template.Builder, opt temp
 type Entry struct {
 	c    CacheOptions
 	name string
-	ref  Ref // the repository, tagged with the content tag
+	hash string // the content key the entry answers for
+	ref  Ref    // the repository, tagged with the content tag
 	repo *remote.Repository
 	// lease is made by the first Lock and kept: its holder name and what it
 	// has seen of other holders' renewals (to tell a stale lease) carry
@@ -175,7 +176,7 @@ func (c CacheOptions) Entry(name, hash string) (*Entry, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Entry{c: c, name: name, ref: ref.WithTag(ContentTag(name, hash)), repo: repo}, nil
+	return &Entry{c: c, name: name, hash: hash, ref: ref.WithTag(ContentTag(name, hash)), repo: repo}, nil
 }
 
 // String is the entry's reference, repository:tag.
@@ -190,10 +191,12 @@ func (e *Entry) Exists(ctx context.Context) (bool, error) {
 	return err == nil, explain("look up the cache in", e.ref, err)
 }
 
-// Pull pulls the pushed template into st.
+// Pull pulls the pushed template into st, filed under the entry's content
+// key: naming a cache repository trusts whoever may push to it to answer
+// for the keys of the templates built with it (docs/security.md).
 func (e *Entry) Pull(ctx context.Context, st *template.Builder) (*catalog.Meta, error) {
 	e.c.logf("template %s: pulling %s", e.name, e.ref)
-	m, _, err := Pull(ctx, st, e.ref.String(), PullOptions{Remote: e.c.Remote})
+	m, _, err := Pull(ctx, st, e.ref.String(), PullOptions{Remote: e.c.Remote, Key: e.hash})
 	return m, err
 }
 

@@ -119,8 +119,10 @@ func TestPushPullRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.Hash != m.Hash || got.Name != m.Name || st.Present || st.Downloaded != ps.ArchiveBytes || st.Digest != ps.Digest {
-		t.Fatalf("pull: %+v (template %s %s), want %s %s downloaded in full", st, got.Name, got.Hash, m.Name, m.Hash)
+	// A plain pull does not trust the key the manifest claims: the template
+	// is filed under the manifest's digest.
+	if want := catalog.ImportKey("oci:" + ps.Digest); got.Hash != want || got.Name != m.Name || st.Present || st.Downloaded != ps.ArchiveBytes || st.Digest != ps.Digest {
+		t.Fatalf("pull: %+v (template %s %s), want %s %s downloaded in full", st, got.Name, got.Hash, m.Name, want)
 	}
 	noDownloads(t, b)
 	verifySame(t, a, b, "shop")
@@ -142,8 +144,12 @@ func TestPushPullRoundTrip(t *testing.T) {
 		t.Fatalf("compressed archive %d bytes, uncompressed %d: want smaller", cs.ArchiveBytes, ps.ArchiveBytes)
 	}
 	c := templatetest.NewBuilder(t, "auto")
-	if got, _, err := Pull(ctx, c, ref+":zstd", PullOptions{Remote: reg.remote()}); err != nil || got.Hash != m.Hash {
+	// A pull that vouches for the key (a fleet cache's) keeps it.
+	if got, _, err := Pull(ctx, c, ref+":zstd", PullOptions{Remote: reg.remote(), Key: m.Hash}); err != nil || got.Hash != m.Hash {
 		t.Fatalf("pull of a compressed push: %v", err)
+	}
+	if _, _, err := Pull(ctx, templatetest.NewBuilder(t, "auto"), ref+":zstd", PullOptions{Remote: reg.remote(), Key: strings.Repeat("ab", 32)}); err == nil || !strings.Contains(err.Error(), "claims key") {
+		t.Fatalf("pull vouched for another key: %v, want refused", err)
 	}
 	verifySame(t, a, c, "shop")
 }
@@ -233,8 +239,8 @@ func TestAuthAndTLS(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got.Hash != m.Hash {
-				t.Fatalf("pulled %s, want %s", got.Hash, m.Hash)
+			if got.Name != m.Name || got.Imported == "" {
+				t.Fatalf("pulled %s (%s, imported %q), want %s filed under its manifest", got.Name, got.Hash, got.Imported, m.Name)
 			}
 			if err := b.Catalog().Remove(got, nil); err != nil {
 				t.Fatal(err)
@@ -297,8 +303,8 @@ func TestRegistryDiesMidDownload(t *testing.T) {
 	if st.Reused < 1 || st.Downloaded >= st.ArchiveBytes {
 		t.Fatalf("resumed pull: %+v, want the chunks fetched before the failure reused", st)
 	}
-	if got.Hash != m.Hash {
-		t.Fatalf("pulled %s, want %s", got.Hash, m.Hash)
+	if got.Name != m.Name || got.Hash != catalog.ImportKey("oci:"+st.Digest) {
+		t.Fatalf("pulled %s %s, want %s filed under its manifest", got.Name, got.Hash, m.Name)
 	}
 	noDownloads(t, b)
 	verifySame(t, a, b, "cutdl")

@@ -34,6 +34,13 @@ type PullOptions struct {
 	// Name is the tag to pull when the reference has none: `push` also
 	// tags every template with its name, so that is its latest push.
 	Name string
+	// Key, when set, is the content key the caller trusts the repository
+	// to answer for (a fleet cache's content tag; template.ImportOptions.Key):
+	// the manifest and the archive's meta.json must claim it, and the
+	// template is filed under it. Empty (`template pull`): the claimed key
+	// is not trusted and the template is filed under catalog.ImportKey of
+	// the manifest's digest.
+	Key string
 	// Progress receives the import's progress display; nil means none.
 	Progress io.Writer
 	// afterChunk, when set, runs after each chunk is downloaded (a test
@@ -65,7 +72,9 @@ const maxManifest = 4 << 20
 // templates (so the import clones extents out of it on btrfs and XFS); an
 // interrupted pull keeps the file and the next pull of the same manifest
 // reuses the chunks that still match their digests. The template appears
-// only when complete.
+// only when complete. Unless opt.Key vouches for it, the template is filed
+// under catalog.ImportKey("oci:" + manifest digest), not under the key its
+// manifest claims (see template.ImportOptions).
 func Pull(ctx context.Context, st *template.Builder, refStr string, opt PullOptions) (*catalog.Meta, PullStats, error) {
 	start := time.Now()
 	ref, err := ParseRef(refStr)
@@ -94,6 +103,17 @@ func Pull(ctx context.Context, st *template.Builder, refStr string, opt PullOpti
 		return nil, stats, fmt.Errorf("pull %s: %w: %s was built by %s but %s is installed here: build it on this runner, or install the same server version",
 			ref, catalog.ErrIncompatible, name, server, st.Binary().Version)
 	}
+	iopt := template.ImportOptions{UnpackOptions: archive.UnpackOptions{Progress: opt.Progress}, Key: opt.Key}
+	if opt.Key != "" {
+		if hash != opt.Key {
+			return nil, stats, fmt.Errorf("pull %s: the manifest claims key %.12s, not the %.12s its tag names: the cache entry is not the template its tag names; push the template again", ref, hash, opt.Key)
+		}
+	} else {
+		// Every chunk is checked against the manifest, and the manifest
+		// against its digest: the digest names the archive.
+		iopt.Source = "oci:" + desc.Digest.String()
+		hash = catalog.ImportKey(iopt.Source)
+	}
 	if m := localByHash(st, hash); m != nil {
 		stats.Present, stats.Elapsed = true, time.Since(start)
 		return m, stats, nil
@@ -115,7 +135,7 @@ func Pull(ctx context.Context, st *template.Builder, refStr string, opt PullOpti
 	}
 	stats.Download = time.Since(start)
 	importStart := time.Now()
-	m, _, err := st.Import(ctx, f, archive.UnpackOptions{Progress: opt.Progress})
+	m, _, err := st.ImportWith(ctx, f, iopt)
 	f.Close()
 	os.RemoveAll(dl)
 	os.Remove(dl + ".lock")

@@ -62,6 +62,12 @@ type Options struct {
 	// copies and filesystems without quotas are not capped (Status says
 	// why).
 	SlotDisk int64
+	// SlotMemory caps the memory one MEMORY table, one temporary table
+	// and one session of a slot may take (ceilings a lease cannot raise)
+	// and, where pristine is root and a memory cgroup hierarchy is
+	// usable, each slot server's memory in all (memLimit; memcg.go).
+	// 0: the server's defaults, which a lease can raise without bound.
+	SlotMemory int64
 }
 
 // Errors callers map to messages, exit codes and HTTP statuses.
@@ -100,6 +106,10 @@ type Pool struct {
 	lostOrder []string
 	// diskCap says how slots are capped, or why they are not.
 	diskCap string
+	// memcg are the slots' memory groups (nil: none); memCap says how
+	// slots' memory is bounded.
+	memcg  *memCgroups
+	memCap string
 	// ops touch servers and files; fakes in unit tests.
 	ops ops
 	// retryEvery is the pause before a failed reset is retried.
@@ -146,6 +156,7 @@ func Up(ctx context.Context, cat *catalog.Catalog, bin *mariadb.Binary, m *catal
 		return nil, fmt.Errorf("pool up: %w", err)
 	}
 	_ = cat.Touch(m)
+	p.setupMemory()
 	if err := p.up(ctx); err != nil {
 		return nil, err
 	}
@@ -442,14 +453,20 @@ func (p *Pool) bootSlot(ctx context.Context, s *slot, gen uint64) error {
 func (p *Pool) bootServer(ctx context.Context, s *slot) (*booted, error) {
 	data := filepath.Join(s.dir, "data")
 	port := s.wantPort
-	var err error
+	extra, err := slotArgs(data, p.opt)
+	if err != nil {
+		return nil, fmt.Errorf("slot %d: %w", s.idx, err)
+	}
 	for try := 0; try < 3; try++ {
 		var in *mariadb.Instance
-		in, err = mariadb.Start(p.bin, mariadb.Config{Datadir: data, RunDir: s.run, Port: port, Profile: p.opt.Profile, AdminPassword: p.cat.Admin()})
+		in, err = mariadb.Start(p.bin, mariadb.Config{Datadir: data, RunDir: s.run, Port: port, Profile: p.opt.Profile, AdminPassword: p.cat.Admin(), Extra: extra})
 		if err != nil {
 			break
 		}
-		if err = in.WaitReady(ctx); err == nil {
+		if err = p.limitMemory(s.idx, in.PID()); err == nil {
+			err = in.WaitReady(ctx)
+		}
+		if err == nil {
 			var b *booted
 			if b, err = p.prepareUnits(ctx, s, in); err == nil {
 				return b, nil
@@ -499,7 +516,7 @@ func prepare(ctx context.Context, s *slot, admin *sql.DB, capped bool) (*booted,
 			}
 		}
 		var err error
-		if b.accts[i], err = newAccount(ctx, admin, db, len(s.units) > 1); err != nil {
+		if b.accts[i], err = newAccount(ctx, admin, db, len(s.units)); err != nil {
 			return nil, err
 		}
 	}
@@ -598,6 +615,8 @@ func (p *Pool) watch(s *slot, srv server) {
 	if p.closed || s.srv != srv || (s.state != Ready && s.state != Leased && s.state != Kept) {
 		return // killed by the pool: reset, retired or shut down
 	}
+	reason, detail = overCapExit(s, reason, detail)
+	reason, detail = p.memoryExit(s, reason, detail)
 	s.err = detail
 	p.emit(Event{Kind: EventSlotDied, Slot: s.idx, Reason: reason, Detail: detail})
 	for i := range s.units {
@@ -645,6 +664,9 @@ func (p *Pool) Down(ctx context.Context) error {
 		}(i, s)
 	}
 	wg.Wait()
+	if p.memcg != nil {
+		p.memcg.remove(len(p.slots))
+	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("pool down: %w", err)
 	}

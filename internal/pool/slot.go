@@ -143,6 +143,9 @@ type slot struct {
 	// ready; overCap is set once it wrote more than Options.SlotDisk.
 	baseBlocks int64
 	overCap    bool
+	// frozenAt is what the slot had written when it was frozen (or its
+	// sessions last killed) over its cap.
+	frozenAt int64
 }
 
 // unit is one database of a slot, the thing a lease hands out.

@@ -151,7 +151,8 @@ func (s *Server) poolOptions(rec state.Pool, restore []pool.Lease) pool.Options 
 		prof.BufferPool = rec.BufferPool
 	}
 	return pool.Options{Size: rec.Size, Profile: prof, Parallel: rec.Parallel, Journal: s.state, Restore: restore,
-		Observe: s.metrics.observe, Log: s.log, Event: s.metrics.event, SlotDisk: max(rec.SlotDisk, 0)}
+		Observe: s.metrics.observe, Log: s.log, Event: s.metrics.event, SlotDisk: max(rec.SlotDisk, 0),
+		SlotMemory: max(rec.SlotMemory, 0)}
 }
 
 // removeStalePools removes clone directories no live pool owns.
@@ -179,6 +180,13 @@ func (s *Server) removeStalePools(keep map[string]bool) {
 
 // Listen opens the daemon's unix socket, refusing when another daemon
 // answers on it and removing a stale one.
+//
+// The socket has mode 0600 from the moment it is reachable: it is bound in
+// a private directory (0700), given its mode there and renamed into place.
+// Binding at its path and chmod'ing after would leave a window in which,
+// under umask 000, anyone could connect; setting the umask around the bind
+// is no fix in Go, where the umask is the process's and other goroutines
+// (and the runtime's threads) create files meanwhile.
 func Listen(root *rootdir.Root) (net.Listener, error) {
 	path := SocketPath(root)
 	if c, err := net.DialTimeout("unix", path, time.Second); err == nil {
@@ -186,12 +194,45 @@ func Listen(root *rootdir.Root) (net.Listener, error) {
 		return nil, fmt.Errorf("a pristine daemon already serves %s: use it, or stop it with `pristine pool down --all`", root.Path)
 	}
 	_ = os.Remove(path)
-	ln, err := net.Listen("unix", path)
+	private, err := os.MkdirTemp(root.Path, ".sock-")
 	if err != nil {
 		return nil, fmt.Errorf("listen on unix socket %s: %w", path, err)
 	}
-	_ = os.Chmod(path, 0o600)
-	return ln, nil
+	defer os.RemoveAll(private)
+	tmp := filepath.Join(private, "s")
+	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: tmp, Net: "unix"})
+	if err != nil {
+		return nil, fmt.Errorf("listen on unix socket %s: %w", path, err)
+	}
+	ln.SetUnlinkOnClose(false)
+	if afterBind != nil {
+		afterBind(tmp)
+	}
+	if err := os.Chmod(tmp, 0o600); err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		ln.Close()
+		return nil, fmt.Errorf("listen on unix socket %s: %w", path, err)
+	}
+	return &unixListener{UnixListener: ln, path: path}, nil
+}
+
+// afterBind, when set (by a test), runs between the bind and the rename.
+var afterBind func(tmp string)
+
+// unixListener removes its socket when closed, as net.UnixListener does
+// for the path it bound.
+type unixListener struct {
+	*net.UnixListener
+	path string
+	once sync.Once
+}
+
+func (l *unixListener) Close() error {
+	err := l.UnixListener.Close()
+	l.once.Do(func() { os.Remove(l.path) })
+	return err
 }
 
 // Serve answers the API on the unix socket ln, and on tcp (when not nil)

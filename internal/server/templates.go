@@ -85,6 +85,16 @@ func (s *Server) beginTemplate(w http.ResponseWriter, r *http.Request) {
 		fail(w, err)
 		return
 	}
+	// The build account has every privilege on the build server, and the
+	// database is quoted into SQL and named on disk: only a plain name, and
+	// never a system schema (by default the database is the name).
+	if err := catalog.ValidDatabase(req.Database); req.Database != "" && err != nil {
+		fail(w, fmt.Errorf("%w: %v", errBadRequest, err))
+		return
+	} else if err := catalog.ValidDatabase(req.Name); req.Database == "" && catalog.ValidName(req.Name) == nil && err != nil {
+		fail(w, fmt.Errorf("%w: the template name is its database when none is given: %v; pass \"database\"", errBadRequest, err))
+		return
+	}
 	opt := template.BuildOptions{Name: req.Name, Key: req.Key, Database: req.Database, DBsPerSlot: req.DBsPerSlot, Profile: mariadb.DefaultProfile()}
 	var entry *oci.Entry
 	var lock *oci.Lock

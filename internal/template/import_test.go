@@ -69,6 +69,7 @@ func TestImportValidatesMeta(t *testing.T) {
 		{"database missing from data", set("databases", []string{"nope"}), "has no nope/"},
 		{"database with backtick", set("databases", []string{"a`b"}), "database"},
 		{"database dot dot", set("databases", []string{".."}), "database"},
+		{"database mysql", set("databases", []string{"mysql"}), "system schema"},
 		{"account", set("user", "root'@'%"), "account"},
 		{"password with quote", set("password", "x' OR '1"), "password"},
 		{"flavor", set("flavor", "mysql"), "mysql server"},

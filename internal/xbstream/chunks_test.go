@@ -6,10 +6,14 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+
+	"github.com/pristinedb/pristine/internal/archive"
 )
 
 // chunkInfo is one chunk of a stream, as listChunks finds it.
@@ -147,4 +151,48 @@ func TestRealStreamCutAtChunkBoundaries(t *testing.T) {
 		t.Fatalf("cuts inside a file: %d, between files: %d: want some of each", open, between)
 	}
 	t.Logf("%d chunks, %d files: %d cuts inside a file, %d between files, all refused", len(chunks), len(files), open, between)
+}
+
+// TestExtractSetsItsOwnModes: whatever the umask, every extracted file is
+// archive.FileMode and every directory (the target included)
+// archive.DirMode, owned by the extracting user.
+func TestExtractSetsItsOwnModes(t *testing.T) {
+	var s bytes.Buffer
+	xw := NewWriter(&s)
+	for _, p := range []string{"ibdata1", "shop/t.ibd", "shop/deep/x"} {
+		if err := xw.WriteFile(p, []byte("data of "+p)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	old := syscall.Umask(0)
+	defer syscall.Umask(old)
+	out := filepath.Join(t.TempDir(), "out")
+	if _, err := Extract(context.Background(), bytes.NewReader(s.Bytes()), out, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	err := filepath.WalkDir(out, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		fi, err := os.Lstat(p)
+		if err != nil {
+			return err
+		}
+		want := archive.FileMode
+		if fi.IsDir() {
+			want = fs.ModeDir | archive.DirMode
+		}
+		if fi.Mode() != want {
+			t.Errorf("%s: mode %v, want %v", p, fi.Mode(), want)
+		}
+		if st := fi.Sys().(*syscall.Stat_t); int(st.Uid) != os.Geteuid() {
+			t.Errorf("%s: owner %d, want %d", p, st.Uid, os.Geteuid())
+		}
+		n++
+		return nil
+	})
+	if err != nil || n != 6 {
+		t.Fatalf("walked %d entries (want 6): %v", n, err)
+	}
 }

@@ -98,7 +98,9 @@ type Stats struct {
 // exist or be an empty directory. Like archive.Unpack it builds the tree in
 // a temporary directory beside dir and renames it into place only when the
 // whole stream has been read and written without error. Paths that are
-// absolute or contain ".." are refused. Every file must end with its
+// absolute or contain ".." are refused. Files are created archive.FileMode
+// and directories archive.DirMode (the staging directory from the start),
+// owned by the extracting user. Every file must end with its
 // end-of-file chunk: a stream cut at a chunk boundary fails with
 // ErrIncomplete, naming the files left open, and leaves nothing behind.
 func Extract(ctx context.Context, r io.Reader, dir string, opts Options) (Stats, error) {
@@ -369,10 +371,12 @@ func (ex *extraction) file(path string, pos uint64) (*outFile, error) {
 		return nil, ex.corrupt(pos, "%v", err)
 	}
 	name := filepath.Join(ex.root, filepath.FromSlash(path))
-	if err := os.MkdirAll(filepath.Dir(name), 0o750); err != nil {
+	// Modes are pristine's (archive.FileMode, archive.DirMode), as for a
+	// pristine archive: the stream carries none, and none is taken from it.
+	if err := os.MkdirAll(filepath.Dir(name), archive.DirMode); err != nil {
 		return nil, fmt.Errorf("xbstream: %w", err)
 	}
-	f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o640)
+	f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, archive.FileMode)
 	if err != nil {
 		return nil, fmt.Errorf("xbstream: %w", err)
 	}

@@ -1,0 +1,165 @@
+# frozen_string_literal: true
+
+require_relative "test_helper"
+require "mysql2"
+require "open3"
+
+# The Rails integration, through examples/rails (Debian's Rails 6.1) run
+# with `bin/rails test` against the test daemon: parallel workers each on
+# their own lease, and the fault table of docs/ruby.md.
+class RailsTest < Minitest::Test
+  i_suck_and_my_tests_are_order_dependent!
+  APP = File.join(REPO, "examples", "rails")
+
+  def daemon
+    TestDaemon.instance
+  end
+
+  def env(extra = {})
+    { "PRISTINE_ROOT" => daemon.root, "RUBYLIB" => File.join(REPO, "clients", "ruby", "lib"),
+      "PRISTINE_URL" => nil, "PRISTINE_KEEP_FAILED" => nil, "PRISTINE_DISABLE" => nil,
+      "BUNDLE_GEMFILE" => nil }.merge(extra)
+  end
+
+  # bin/rails test in dir; returns [output, status].
+  def rails_test(dir, extra_env = {})
+    Open3.capture2e(env(extra_env), Gem.ruby, "bin/rails", "test", chdir: dir)
+  end
+
+  # A copy of the example to break.
+  # How many leases of the example's pool the daemon reclaimed because
+  # their holder exited without returning them.
+  def holder_gone
+    daemon.client.pool("blog").dig("stats", "holder_gone").to_i
+  rescue Pristine::Error
+    0
+  end
+
+  def copy_app
+    dir = Dir.mktmpdir("pristine-ruby-test-app-", "/dev/shm")
+    FileUtils.cp_r("#{APP}/.", dir)
+    FileUtils.rm_rf(File.join(dir, "log"))
+    FileUtils.rm_rf(File.join(dir, "tmp"))
+    dir
+  end
+
+  def test_each_worker_and_each_per_test_class_test_has_its_own_database
+    log = File.join(daemon.base, "example.log")
+    gone = holder_gone
+    out, st = rails_test(APP, "EXAMPLE_LOG" => log, "WORKERS" => "3")
+    assert st.success?, out
+    assert_match(/0 failures, 0 errors/, out)
+    rows = File.readlines(log).map(&:split)
+    worker = rows.select { |r| r[0] == "worker" }
+    per_test = rows.select { |r| r[0] == "test" }
+    pids = worker.map { |r| r[1] }.uniq
+    assert_operator pids.size, :>=, 2, "the tests did not run in several workers:\n#{out}"
+    # One lease, one server and database per worker; no two workers share one.
+    assert_equal pids.size, worker.map { |r| r[2] }.uniq.size
+    assert_equal pids.size, worker.map { |r| r[3..4] }.uniq.size
+    worker.group_by { |r| r[1] }.each_value { |rs| assert_equal 1, rs.map { |r| r[2] }.uniq.size }
+    # A lease per test for ImportTest.
+    assert_equal 4, per_test.size
+    assert_equal 4, per_test.map { |r| r[2] }.uniq.size
+    # Everything was returned, none left for the daemon to reclaim.
+    assert_empty daemon.client.leases.select { |l| l["holder"].to_s.start_with?("rails ") }
+    assert_equal gone, holder_gone
+  end
+
+  # No workers (PARALLEL_WORKERS=1): the single process leases one database
+  # before its first test.
+  def test_a_run_without_workers_leases_one_database
+    log = File.join(daemon.base, "single.log")
+    gone = holder_gone
+    out, st = rails_test(APP, "EXAMPLE_LOG" => log, "PARALLEL_WORKERS" => "1")
+    assert st.success?, out
+    worker = File.readlines(log).map(&:split).select { |r| r[0] == "worker" }
+    refute_empty worker
+    assert_equal 1, worker.map { |r| r[1] }.uniq.size
+    assert_equal 1, worker.map { |r| r[2] }.uniq.size
+    refute_equal "-", worker.first[2]
+    # Returned at exit, not left for the daemon to reclaim.
+    assert_empty daemon.client.leases.select { |l| l["holder"].to_s.start_with?("rails ") }
+    assert_equal gone, holder_gone
+  end
+
+  def test_a_failed_test_keeps_its_database_when_asked
+    dir = copy_app
+    File.write(File.join(dir, "test", "models", "failing_test.rb"), <<~RUBY)
+      require "test_helper"
+      class FailingTest < ActiveSupport::TestCase
+        pristine_database_per_test
+        test "fails after a commit" do
+          Mark.create!(pid: 42, test: "kept")
+          flunk "failing on purpose"
+        end
+      end
+    RUBY
+    File.write(File.join(dir, "test", "models", "worker_failing_test.rb"), <<~RUBY)
+      require "test_helper"
+      class WorkerFailingTest < ActiveSupport::TestCase
+        self.use_transactional_tests = false
+        test "fails on the worker's database" do
+          Mark.create!(pid: 43, test: "kept")
+          flunk "failing on purpose"
+        end
+      end
+    RUBY
+    File.write(File.join(dir, "test", "models", "import_test.rb"), "") # fewer tests
+    out, st = rails_test(dir, "PRISTINE_KEEP_FAILED" => "1")
+    refute st.success?, out
+    # The worker where a test failed keeps its database, with what it committed.
+    w = out.match(/pristine: kept the database of WorkerFailingTest#test_fails_on_the_worker's_database for debugging: mariadb -h(\S+) -P(\d+) -u(\S+) -p(\S+) (\S+)\npristine: release it with: pristine release (\S+)/)
+    assert w, out
+    db = Mysql2::Client.new(host: w[1], port: w[2].to_i, username: w[3], password: w[4], database: w[5])
+    assert_includes db.query("SELECT pid FROM marks").map { |r| r["pid"] }, 43
+    db.close
+    daemon.client.release(w[6])
+    m = out.match(/pristine: kept the database of FailingTest#test_fails_after_a_commit for debugging: (mariadb -h(\S+) -P(\d+) -u(\S+) -p(\S+) (\S+))\npristine: release it with: pristine release (\S+)/)
+    assert m, out
+    db = Mysql2::Client.new(host: m[2], port: m[3].to_i, username: m[4], password: m[5], database: m[6])
+    assert_equal [42], db.query("SELECT pid FROM marks").map { |r| r["pid"] }, "the kept database is not the failed test's"
+    db.close
+    assert daemon.client.get_lease(m[7]).kept
+    daemon.client.release(m[7])
+  ensure
+    FileUtils.rm_rf(dir) if dir
+  end
+
+  def test_no_daemon_names_the_socket_and_the_fix
+    root = File.join(daemon.base, "no-daemon-here")
+    out, st = rails_test(APP, "PRISTINE_ROOT" => root)
+    refute st.success?
+    assert_includes out, "no pristine daemon is running on #{root}/pristine.sock: start one with `pristine pool up` or `pristine serve`"
+  end
+
+  def test_failed_migrations_abort_the_template_with_their_error
+    dir = copy_app
+    File.delete(File.join(dir, "db", "schema.rb")) # built by db:migrate, keyed by db/migrate
+    File.write(File.join(dir, "db", "migrate", "20240103000000_broken.rb"), <<~RUBY)
+      class Broken < ActiveRecord::Migration[6.1]
+        def change
+          execute "ALTER TABLE no_such_table ADD COLUMN x INT"
+        end
+      end
+    RUBY
+    out, st = rails_test(dir)
+    refute st.success?
+    assert_match(/template blog: build failed, so it was aborted: `.*bin\/rails db:migrate` exited with status 1: .*no_such_table/m, out)
+  ensure
+    FileUtils.rm_rf(dir) if dir
+  end
+
+  def test_no_database_free_says_so_and_how_to_fix_it
+    # Hold every database of the example's pool, then run with a short wait.
+    out, st = rails_test(APP, "WORKERS" => "2")
+    assert st.success?, out
+    size = daemon.client.pool("blog")["size"].to_i
+    held = Array.new(size) { daemon.client.lease(template: "blog", holder: "ruby test") }
+    out, st = rails_test(APP, "WORKERS" => "2", "PRISTINE_WAIT" => "1")
+    refute st.success?
+    assert_match(/lease a database of blog: .+ \(the pool has \d+ databases and each worker holds one, two while a pristine_database_per_test test runs: give pristine_databases a larger pool_size/, out)
+  ensure
+    held&.each { |l| daemon.client.release(l.id) }
+  end
+end

@@ -1,0 +1,3 @@
+class Comment < ApplicationRecord
+  belongs_to :post
+end
