@@ -12,6 +12,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"os/exec"
 	"sort"
 	"strings"
 	"testing"
@@ -20,6 +21,7 @@ import (
 	"github.com/pristinedb/pristine/internal/catalog"
 	"github.com/pristinedb/pristine/internal/dsn"
 	"github.com/pristinedb/pristine/internal/mariadb"
+	"github.com/pristinedb/pristine/internal/mariadb/mariadbtest"
 	"github.com/pristinedb/pristine/internal/pool"
 	"github.com/pristinedb/pristine/internal/template"
 	"github.com/pristinedb/pristine/internal/template/templatetest"
@@ -117,7 +119,7 @@ END`
 // privilege or a privilege on the mysql schema. It returns the accounts.
 func checkLoot(t *testing.T, admin *sql.DB, l *pool.Lease) []string {
 	t.Helper()
-	rows, err := admin.Query("SELECT DISTINCT u FROM app.loot")
+	rows, err := admin.Query("SELECT DISTINCT u FROM " + l.Database + ".loot")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -418,4 +420,77 @@ func contains(xs []string, x string) bool {
 		}
 	}
 	return false
+}
+
+// TestSecurityDefinerGadgetCapture: the same swap in a template captured
+// from a live server (logical, and physical where mariadb-backup is
+// installed), whose view and trigger the source's root made and whose
+// reporting account has global privileges: the capture keeps their names,
+// the build re-owns or reduces them.
+func TestSecurityDefinerGadgetCapture(t *testing.T) {
+	src := mariadbtest.Start(t)
+	sdb := mariadbtest.Open(t, src, "")
+	mariadbtest.Exec(t, sdb,
+		"CREATE DATABASE shop",
+		"CREATE TABLE shop.customers (id INT PRIMARY KEY, name VARCHAR(50)) ENGINE=InnoDB",
+		"INSERT INTO shop.customers VALUES (1, 'ann'), (2, 'bob')",
+		"CREATE TABLE shop.orders (id INT PRIMARY KEY, customer_id INT, total INT, FOREIGN KEY (customer_id) REFERENCES shop.customers (id)) ENGINE=InnoDB",
+		"INSERT INTO shop.orders VALUES (1, 1, 10), (2, 2, 20)",
+		"CREATE TABLE shop.audit (id INT AUTO_INCREMENT PRIMARY KEY, what VARCHAR(100)) ENGINE=InnoDB",
+		"CREATE VIEW shop.order_totals AS SELECT c.id, c.name, SUM(o.total) AS total FROM shop.customers c JOIN shop.orders o ON o.customer_id = c.id GROUP BY c.id, c.name",
+		"CREATE TRIGGER shop.orders_ai AFTER INSERT ON shop.orders FOR EACH ROW INSERT INTO shop.audit (what) VALUES (CONCAT('order ', NEW.id))",
+		"CREATE USER 'reporter'@'%' IDENTIFIED BY 'reporter-pw'",
+		"GRANT SELECT, INSERT, EXECUTE, SHUTDOWN ON *.* TO 'reporter'@'%'",
+		"GRANT SELECT ON shop.* TO 'reporter'@'%'",
+		"CREATE DEFINER='reporter'@'%' SQL SECURITY DEFINER VIEW shop.reporter_view AS SELECT id, name FROM shop.customers",
+	)
+	for _, method := range []string{"logical", "physical"} {
+		t.Run(method, func(t *testing.T) {
+			if _, err := exec.LookPath("mariadb-backup"); err != nil && method == "physical" {
+				t.Skip("mariadb-backup is not installed: physical capture cannot be tested")
+			}
+			st := templatetest.NewBuilder(t, "auto")
+			m, _, err := st.Build(context.Background(), template.BuildOptions{Name: "shop", Profile: mariadb.DefaultProfile(),
+				Server: template.ServerSource{DSN: "mysql://root@localhost/?socket=" + src.Config.Socket(), Databases: []string{"shop"}, Method: method}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			p, err := pool.Up(context.Background(), st.Catalog(), st.Binary(), m, pool.Options{Size: 1, Profile: mariadb.DefaultProfile()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer p.Down(context.Background())
+			l := lease(t, p)
+			admin := slotAdmin(t, st, l)
+			ctx := context.Background()
+			c, err := open(t, l).Conn(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			mustExec(t, c,
+				"CREATE TABLE loot (u VARCHAR(200))",
+				lootFunction,
+				"CREATE TABLE customers_real LIKE customers",
+				"INSERT INTO customers_real SELECT * FROM customers",
+				"SET FOREIGN_KEY_CHECKS=0",
+				"DROP TABLE customers",
+				"CREATE SQL SECURITY INVOKER VIEW customers AS SELECT id, name FROM customers_real WHERE f()=1",
+				"CREATE TABLE audit_real LIKE audit",
+				"DROP TABLE audit",
+				"CREATE SQL SECURITY INVOKER VIEW audit AS SELECT id, what FROM audit_real WHERE f()=1 WITH CHECK OPTION",
+			)
+			for _, q := range []string{"SELECT * FROM order_totals", "SELECT * FROM reporter_view", "INSERT INTO orders VALUES (10, 1, 1)"} {
+				if _, err := c.ExecContext(ctx, q); err != nil {
+					t.Logf("%s: %v", q, err)
+				}
+			}
+			users := checkLoot(t, admin, l)
+			for _, u := range []string{mariadb.OwnerUser + "@" + mariadb.OwnerHost, "reporter@%"} {
+				if !contains(users, u) {
+					t.Errorf("loot %v: no object ran the lease's function as %s: the probe proves less than it should", users, u)
+				}
+			}
+		})
+	}
 }
