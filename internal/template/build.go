@@ -256,8 +256,9 @@ func (b *Builder) finishBuild(ctx context.Context, in *mariadb.Instance, db *sql
 		b.progress("warning: %s", w)
 	}
 	// The build account's password was handed to the builder: no clone may
-	// accept it. Locked, it keeps running what it is the DEFINER of.
-	if err := mariadb.LockAccount(ctx, db, m.User, "%"); err != nil {
+	// accept it. Then no object may run as it, as root or with a global
+	// privilege in a slot: they are re-owned or reduced.
+	if err := b.secureDefiners(ctx, db, m); err != nil {
 		return err
 	}
 	// A slow shutdown purges undo logs and merges buffers, so slots start

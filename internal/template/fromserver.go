@@ -158,7 +158,7 @@ func (b *Builder) buildFromServer(ctx context.Context, dir string, opt BuildOpti
 		b.progress("copied and prepared %s in %.1fs", units.Bytes(st.Bytes), st.Elapsed.Seconds())
 		// The copy's accounts are the source's: secure them on a private
 		// start without grant tables before it is ever served on TCP.
-		if err := b.secure(ctx, data, mariadb.BuildProfile(opt.Profile)); err != nil {
+		if err := b.secure(ctx, data, mariadb.BuildProfile(opt.Profile), nil); err != nil {
 			return err
 		}
 	} else {

@@ -35,7 +35,11 @@ func (b *Builder) secureOn(ctx context.Context, in *mariadb.Instance, grantTable
 // its accounts on a private server started without grant tables (pristine
 // does not know the passwords in it), then stops it cleanly with a slow
 // shutdown, as a build does.
-func (b *Builder) secure(ctx context.Context, data string, p mariadb.Profile) error {
+//
+// When m is not nil (an import), the DEFINERs are secured too
+// (secureDefiners) for m's databases; a capture does that at the end of
+// its build.
+func (b *Builder) secure(ctx context.Context, data string, p mariadb.Profile, m *catalog.Meta) error {
 	acct, err := svcuser.Get()
 	if err != nil {
 		return err
@@ -61,6 +65,12 @@ func (b *Builder) secure(ctx context.Context, data string, p mariadb.Profile) er
 	db, err := in.Open("")
 	if err != nil {
 		return err
+	}
+	if m != nil {
+		if err := b.secureDefiners(ctx, db, m); err != nil {
+			db.Close()
+			return err
+		}
 	}
 	_, err = db.ExecContext(ctx, "SET GLOBAL innodb_fast_shutdown=0")
 	db.Close()
