@@ -18,6 +18,7 @@ import (
 	"github.com/pristinedb/pristine/internal/catalog"
 	"github.com/pristinedb/pristine/internal/cow"
 	"github.com/pristinedb/pristine/internal/mariadb"
+	"github.com/pristinedb/pristine/internal/svcuser"
 	"github.com/pristinedb/pristine/internal/units"
 )
 
@@ -318,7 +319,11 @@ func (p *Pool) cloneSlot(_ context.Context, s *slot) error {
 	if err := p.backend.Remove(data); err != nil {
 		return fmt.Errorf("slot %d: remove old clone: %w", s.idx, err)
 	}
-	if err := p.backend.Clone(p.cat.DataDir(p.Meta.Hash), data); err != nil {
+	sid, err := p.slotID(s)
+	if err != nil {
+		return fmt.Errorf("slot %d: %w", s.idx, err)
+	}
+	if err := cow.CloneAs(p.backend, p.cat.DataDir(p.Meta.Hash), data, owner(sid)); err != nil {
 		return fmt.Errorf("slot %d: clone template: %w", s.idx, err)
 	}
 	if err := p.capSlot(data); err != nil {
@@ -330,6 +335,34 @@ func (p *Pool) cloneSlot(_ context.Context, s *slot) error {
 	}
 	s.clone = id
 	return nil
+}
+
+// slotID is the server id of slot s (svcuser.Claim): claimed for the
+// slot's clone on its first clone, kept across resets (the same slot's
+// next clone) and released by Down once the clone is gone. Its server runs
+// as it and its clone and run directory belong to it, so even root of the
+// slot can write nowhere but there.
+func (p *Pool) slotID(s *slot) (*svcuser.Claimed, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if s.id != nil {
+		return s.id, nil
+	}
+	id, err := svcuser.Claim(filepath.Join(s.dir, "data"))
+	if err != nil {
+		return nil, err
+	}
+	s.id = id
+	return id, nil
+}
+
+// owner is who a clone's files belong to: the server id, or nil (the
+// template's owner) when servers run as pristine's own user.
+func owner(id *svcuser.Claimed) *cow.Owner {
+	if id == nil || !id.Drop {
+		return nil
+	}
+	return &cow.Owner{UID: id.UID, GID: id.GID}
 }
 
 // capSlot caps the disk of a fresh clone (Options.SlotDisk). A filesystem
@@ -442,10 +475,13 @@ func (p *Pool) bootSlot(ctx context.Context, s *slot, gen uint64) error {
 func (p *Pool) bootServer(ctx context.Context, s *slot) (*booted, error) {
 	data := filepath.Join(s.dir, "data")
 	port := s.wantPort
-	var err error
+	id, err := p.slotID(s)
+	if err != nil {
+		return nil, fmt.Errorf("slot %d: %w", s.idx, err)
+	}
 	for try := 0; try < 3; try++ {
 		var in *mariadb.Instance
-		in, err = mariadb.Start(p.bin, mariadb.Config{Datadir: data, RunDir: s.run, Port: port, Profile: p.opt.Profile, AdminPassword: p.cat.Admin()})
+		in, err = mariadb.Start(p.bin, mariadb.Config{Datadir: data, RunDir: s.run, Port: port, Profile: p.opt.Profile, AdminPassword: p.cat.Admin(), Account: &id.Account})
 		if err != nil {
 			break
 		}
@@ -642,6 +678,16 @@ func (p *Pool) Down(ctx context.Context) error {
 				srv.kill()
 			}
 			errs[i] = p.backend.Remove(filepath.Join(s.dir, "data"))
+			if errs[i] == nil && p.cat != nil {
+				if err := p.cat.Root().Check(s.run); err == nil {
+					_ = os.RemoveAll(s.run)
+				}
+				p.mu.Lock()
+				id := s.id
+				s.id = nil
+				p.mu.Unlock()
+				id.Release() // its clone and run directory are gone
+			}
 		}(i, s)
 	}
 	wg.Wait()

@@ -30,6 +30,9 @@ const Name = "pristine"
 type Account struct {
 	Name     string
 	UID, GID int
+	// RunGID is the group of the server's run directory (its socket):
+	// group "pristine", whose members may use slot sockets.
+	RunGID int
 	// Drop is true when pristine runs as root and servers are started
 	// under this account instead (SysProcAttr.Credential).
 	Drop bool
@@ -55,7 +58,7 @@ func get() (Account, error) {
 		if u, err := user.Current(); err == nil {
 			name = u.Username
 		}
-		return Account{Name: name, UID: os.Geteuid(), GID: os.Getegid()}, nil
+		return Account{Name: name, UID: os.Geteuid(), GID: os.Getegid(), RunGID: os.Getegid()}, nil
 	}
 	if a, err := lookup(); err == nil {
 		return a, nil
@@ -86,7 +89,7 @@ func lookup() (Account, error) {
 	if uid == 0 || gid == 0 {
 		return Account{}, fmt.Errorf("account %s has uid %d gid %d: the servers' account must not be root: remove it (userdel %s) and let pristine create it", Name, uid, gid, Name)
 	}
-	return Account{Name: Name, UID: uid, GID: gid, Drop: true}, nil
+	return Account{Name: Name, UID: uid, GID: gid, RunGID: gid, Drop: true}, nil
 }
 
 // UseraddArgs are the arguments that create the system account; install-deps
@@ -126,13 +129,24 @@ func (a Account) RunDirMode() fs.FileMode {
 // symlink and changed through that descriptor, so a symlink put in its
 // place cannot redirect the change.
 func (a Account) Own(path string, mode fs.FileMode) error {
+	return a.own(path, a.GID, mode)
+}
+
+// OwnRun makes a server's run directory belong to the account, in group
+// RunGID ("pristine"), with RunDirMode: members of the group reach the
+// socket, nobody else does.
+func (a Account) OwnRun(path string) error {
+	return a.own(path, a.RunGID, a.RunDirMode())
+}
+
+func (a Account) own(path string, gid int, mode fs.FileMode) error {
 	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return fmt.Errorf("give %s to account %s: %w", path, a.Name, err)
 	}
 	defer unix.Close(fd)
 	if a.Drop {
-		if err := unix.Fchown(fd, a.UID, a.GID); err != nil {
+		if err := unix.Fchown(fd, a.UID, gid); err != nil {
 			return fmt.Errorf("give %s to account %s: %w", path, a.Name, err)
 		}
 	}

@@ -70,7 +70,11 @@ func (b *Builder) Import(ctx context.Context, r io.Reader, opt archive.UnpackOpt
 	// The archive's accounts are another root's: re-key them for this
 	// one (root's password becomes this root's secret, the build account
 	// is locked) before any server serves the data on TCP.
-	if err := b.secure(ctx, filepath.Join(work, "data"), BuildProfileFor(m)); err != nil {
+	err = b.secure(ctx, filepath.Join(work, "data"), BuildProfileFor(m))
+	if serr := b.seal(filepath.Join(work, "data")); err == nil {
+		err = serr
+	}
+	if err != nil {
 		return nil, false, fmt.Errorf("import template %s: %w", m.Name, err)
 	}
 	m.Accounts = catalog.AccountsVersion
