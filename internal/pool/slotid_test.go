@@ -144,53 +144,17 @@ func TestSecuritySlotRootWritesOnlyItsSlot(t *testing.T) {
 	onBackends(t, func(t *testing.T, st *template.Builder, m *catalog.Meta) {
 		tdata := st.Catalog().DataDir(m.Hash)
 		before := treeSum(t, tdata)
-		p, a, b := twoSlots(t, st, m)
-		bdata := slotData(st, m, b)
-		bAria, err := os.ReadFile(filepath.Join(bdata, "aria_log_control"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		root := asSlotRoot(t, st, a)
-		for _, c := range []struct{ name, target string }{
-			{"into the template", filepath.Join(tdata, m.Databases[0], "x.txt")},
-			{"into the template's top", filepath.Join(tdata, "x.txt")},
-			{"into another slot", filepath.Join(bdata, m.Databases[0], "x.txt")},
-			{"onto the template's aria_log_control", filepath.Join(tdata, "aria_log_control")},
-			{"onto another slot's aria_log_control", filepath.Join(bdata, "aria_log_control")},
-		} {
-			t.Run(c.name, func(t *testing.T) {
-				err := plantLog(root, c.target)
-				if err == nil {
-					t.Errorf("root of slot %d pointed the general log at %s", a.Slot, c.target)
-				} else if !serverError(err) {
-					t.Errorf("the probe failed in the client, so it proves nothing: %v", err)
-				}
-				if strings.HasSuffix(c.target, "x.txt") {
-					if _, err := os.Lstat(c.target); err == nil {
-						t.Errorf("root of slot %d planted %s", a.Slot, c.target)
-					}
-				}
-			})
-		}
-		// Its own slot it may still write: the probe's refusals above are
-		// the guard, not a broken general log.
-		own := filepath.Join(slotData(st, m, a), "own.log")
-		if err := plantLog(root, own); err != nil {
-			t.Errorf("root of a slot cannot log into its own clone: %v", err)
+		p, l0, l1 := twoSlots(t, st, m)
+		// Each slot attacks the template and the other slot: whichever
+		// id a slot has, neither may write outside its own clone.
+		for _, pair := range [][2]*pool.Lease{{l0, l1}, {l1, l0}} {
+			a, b := pair[0], pair[1]
+			t.Run(fmt.Sprintf("slot %d", a.Slot), func(t *testing.T) { slotAttacks(t, st, m, a, b) })
 		}
 		if after := treeSum(t, tdata); len(diffSums(before, after)) > 0 {
 			t.Errorf("the template changed: %v", diffSums(before, after))
 		}
-		if got, err := os.ReadFile(filepath.Join(bdata, "aria_log_control")); err != nil || !bytes.Equal(got, bAria) {
-			t.Errorf("the other slot's aria_log_control changed (err %v)", err)
-		}
-		if _, err := os.Lstat(filepath.Join(bdata, m.Databases[0], "x.txt")); err == nil {
-			t.Error("a file was planted in the other slot")
-		}
 		var n int
-		if err := open(t, b).QueryRow("SELECT COUNT(*) FROM canary").Scan(&n); err != nil {
-			t.Errorf("the other slot no longer answers: %v", err)
-		}
 		// The template still makes working slots.
 		if err := p.Down(context.Background()); err != nil {
 			t.Fatal(err)
@@ -204,6 +168,52 @@ func TestSecuritySlotRootWritesOnlyItsSlot(t *testing.T) {
 			t.Errorf("a slot of the template after the attack: %v", err)
 		}
 	})
+}
+
+// slotAttacks: root of a's slot points the general log into the template,
+// into b's live slot and onto both aria_log_control files.
+func slotAttacks(t *testing.T, st *template.Builder, m *catalog.Meta, a, b *pool.Lease) {
+	tdata := st.Catalog().DataDir(m.Hash)
+	bdata := slotData(st, m, b)
+	bAria, err := os.ReadFile(filepath.Join(bdata, "aria_log_control"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := asSlotRoot(t, st, a)
+	for _, c := range []struct{ name, target string }{
+		{"into the template", filepath.Join(tdata, m.Databases[0], "x.txt")},
+		{"into the template's top", filepath.Join(tdata, "x.txt")},
+		{"into another slot", filepath.Join(bdata, m.Databases[0], "x.txt")},
+		{"onto the template's aria_log_control", filepath.Join(tdata, "aria_log_control")},
+		{"onto another slot's aria_log_control", filepath.Join(bdata, "aria_log_control")},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			err := plantLog(root, c.target)
+			if err == nil {
+				t.Errorf("root of slot %d pointed the general log at %s", a.Slot, c.target)
+			} else if !serverError(err) {
+				t.Errorf("the probe failed in the client, so it proves nothing: %v", err)
+			}
+			if strings.HasSuffix(c.target, "x.txt") {
+				if _, err := os.Lstat(c.target); err == nil {
+					t.Errorf("root of slot %d planted %s", a.Slot, c.target)
+				}
+			}
+		})
+	}
+	// Its own slot it may still write: the probe's refusals above are
+	// the guard, not a broken general log.
+	own := filepath.Join(slotData(st, m, a), fmt.Sprintf("own-%d.log", a.Slot))
+	if err := plantLog(root, own); err != nil {
+		t.Errorf("root of a slot cannot log into its own clone: %v", err)
+	}
+	if got, err := os.ReadFile(filepath.Join(bdata, "aria_log_control")); err != nil || !bytes.Equal(got, bAria) {
+		t.Errorf("the other slot's aria_log_control changed (err %v)", err)
+	}
+	var n int
+	if err := open(t, b).QueryRow("SELECT COUNT(*) FROM canary").Scan(&n); err != nil {
+		t.Errorf("the other slot no longer answers: %v", err)
+	}
 }
 
 // procIDs returns the Uid: and Gid: lines' ids of a process.
