@@ -1,0 +1,122 @@
+package pool_test
+
+import (
+	"bytes"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"testing"
+	"time"
+
+	"github.com/pristinedb/pristine/internal/cow"
+	"github.com/pristinedb/pristine/internal/demo"
+	"github.com/pristinedb/pristine/internal/template"
+	"github.com/pristinedb/pristine/internal/template/templatetest"
+	"golang.org/x/sys/unix"
+)
+
+// TestMeasureCloneOwner measures what giving a slot's clone to its server
+// id costs (docs/security.md, "One slot, one uid"): a clone of the demo
+// template with its owners kept (Clone) against one given to another id
+// (cow.CloneAs), alternated, on btrfs (a snapshot, then a chown walk), XFS
+// (reflink: the owner is set as each file is made, by the fchown every
+// clone made as root does anyway) and copy; and, on each, the chown walk
+// alone on a fresh clone (what a btrfs snapshot pays). It only reports;
+// set PRISTINE_MEASURE_CHOWN=1 to run it (as root).
+// chownWalk gives every entry under dir to id the way cow's snapshot
+// chown does: one open directory at a time, fchownat without following.
+func chownWalk(dir string, id int) error {
+	if err := unix.Lchown(dir, id, id); err != nil {
+		return err
+	}
+	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	f := os.NewFile(uintptr(fd), dir)
+	defer f.Close()
+	ents, err := f.ReadDir(-1)
+	if err != nil {
+		return err
+	}
+	for _, e := range ents {
+		if err := unix.Fchownat(fd, e.Name(), id, id, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+			return err
+		}
+		if e.IsDir() {
+			if err := chownWalk(dir+"/"+e.Name(), id); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func TestMeasureCloneOwner(t *testing.T) {
+	if os.Getenv("PRISTINE_MEASURE_CHOWN") == "" {
+		t.Skip("a measurement: set PRISTINE_MEASURE_CHOWN=1 to run it")
+	}
+	needRoot(t)
+	var sqlText bytes.Buffer
+	if err := demo.Write(&sqlText, demo.Options{Scale: 1}); err != nil {
+		t.Fatal(err)
+	}
+	for _, kind := range []string{"btrfs", "xfs", "copy"} {
+		t.Run(kind, func(t *testing.T) {
+			var st *template.Builder
+			if kind == "copy" {
+				st = templatetest.NewBuilder(t, "copy")
+			} else {
+				st = templatetest.NewScratchBuilder(t, kind, 2<<30)
+			}
+			m := templatetest.Build(t, st, "demo", sqlText.String(), template.BuildOptions{})
+			src := st.Catalog().DataDir(m.Hash)
+			files := 0
+			_ = filepath.WalkDir(src, func(string, fs.DirEntry, error) error { files++; return nil })
+			be := st.Catalog().Backend()
+			const rounds = 15
+			times := map[bool][]time.Duration{}
+			var walks []time.Duration
+			for r := 0; r < rounds; r++ {
+				dst := filepath.Join(st.Catalog().Root().Data(), fmt.Sprintf("measure-walk-%d", r))
+				if err := be.Clone(src, dst); err != nil {
+					t.Fatal(err)
+				}
+				start := time.Now()
+				if err := chownWalk(dst, 0x70000000+4242); err != nil {
+					t.Fatal(err)
+				}
+				walks = append(walks, time.Since(start))
+				if err := be.Remove(dst); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for r := 0; r < rounds; r++ {
+				for _, owned := range []bool{false, true} {
+					dst := filepath.Join(st.Catalog().Root().Data(), fmt.Sprintf("measure-%d-%v", r, owned))
+					var own *cow.Owner
+					if owned {
+						own = &cow.Owner{UID: 0x70000000 + 4242, GID: 0x70000000 + 4242}
+					}
+					start := time.Now()
+					if err := cow.CloneAs(be, src, dst, own); err != nil {
+						t.Fatal(err)
+					}
+					times[owned] = append(times[owned], time.Since(start))
+					if err := be.Remove(dst); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			med := func(d []time.Duration) time.Duration {
+				sort.Slice(d, func(i, j int) bool { return d[i] < d[j] })
+				return d[len(d)/2]
+			}
+			a, b := med(times[false]), med(times[true])
+			t.Logf("%s, demo template (%d entries, %d MiB): clone keeping owners %v, clone given to a slot id %v (median of %d); the chown walk alone %v",
+				kind, files, m.Bytes>>20, a, b, rounds, med(walks))
+		})
+	}
+}
