@@ -54,7 +54,7 @@ func (b *Btrfs) CloneAs(src, dst string, own *Owner) error {
 			return cloneErr("btrfs snapshot", src, dst, err)
 		}
 		if own != nil {
-			if err := own.chownTree(dst); err != nil {
+			if err := own.ChownTree(dst); err != nil {
 				_ = b.Remove(dst)
 				return cloneErr("btrfs snapshot", src, dst, err)
 			}

@@ -33,16 +33,17 @@ func CloneAs(b Backend, src, dst string, own *Owner) error {
 	if own == nil {
 		return nil
 	}
-	if err := own.chownTree(dst); err != nil {
+	if err := own.ChownTree(dst); err != nil {
 		_ = b.Remove(dst)
 		return err
 	}
 	return nil
 }
 
-// chownTree gives every entry under dir (dir included, symlinks not
-// followed) to o, walking with one open directory at a time.
-func (o *Owner) chownTree(dir string) error {
+// ChownTree gives every entry under dir (dir included, symlinks not
+// followed) to o, walking with one open directory at a time: what CloneAs
+// does after a btrfs snapshot.
+func (o *Owner) ChownTree(dir string) error {
 	if err := unix.Lchown(dir, o.UID, o.GID); err != nil {
 		return fmt.Errorf("chown %s: %w", dir, err)
 	}

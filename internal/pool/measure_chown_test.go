@@ -14,7 +14,6 @@ import (
 	"github.com/pristinedb/pristine/internal/demo"
 	"github.com/pristinedb/pristine/internal/template"
 	"github.com/pristinedb/pristine/internal/template/templatetest"
-	"golang.org/x/sys/unix"
 )
 
 // TestMeasureCloneOwner measures what giving a slot's clone to its server
@@ -23,37 +22,8 @@ import (
 // (cow.CloneAs), alternated, on btrfs (a snapshot, then a chown walk), XFS
 // (reflink: the owner is set as each file is made, by the fchown every
 // clone made as root does anyway) and copy; and, on each, the chown walk
-// alone on a fresh clone (what a btrfs snapshot pays). It only reports;
+// alone on a fresh clone (what a btrfs snapshot pays, cow.Owner.ChownTree). It only reports;
 // set PRISTINE_MEASURE_CHOWN=1 to run it (as root).
-// chownWalk gives every entry under dir to id the way cow's snapshot
-// chown does: one open directory at a time, fchownat without following.
-func chownWalk(dir string, id int) error {
-	if err := unix.Lchown(dir, id, id); err != nil {
-		return err
-	}
-	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return err
-	}
-	f := os.NewFile(uintptr(fd), dir)
-	defer f.Close()
-	ents, err := f.ReadDir(-1)
-	if err != nil {
-		return err
-	}
-	for _, e := range ents {
-		if err := unix.Fchownat(fd, e.Name(), id, id, unix.AT_SYMLINK_NOFOLLOW); err != nil {
-			return err
-		}
-		if e.IsDir() {
-			if err := chownWalk(dir+"/"+e.Name(), id); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
 func TestMeasureCloneOwner(t *testing.T) {
 	if os.Getenv("PRISTINE_MEASURE_CHOWN") == "" {
 		t.Skip("a measurement: set PRISTINE_MEASURE_CHOWN=1 to run it")
@@ -84,8 +54,9 @@ func TestMeasureCloneOwner(t *testing.T) {
 				if err := be.Clone(src, dst); err != nil {
 					t.Fatal(err)
 				}
+				own := &cow.Owner{UID: 0x70000000 + 4242, GID: 0x70000000 + 4242}
 				start := time.Now()
-				if err := chownWalk(dst, 0x70000000+4242); err != nil {
+				if err := own.ChownTree(dst); err != nil {
 					t.Fatal(err)
 				}
 				walks = append(walks, time.Since(start))

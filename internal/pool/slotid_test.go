@@ -28,6 +28,7 @@ import (
 	"github.com/pristinedb/pristine/internal/pool"
 	"github.com/pristinedb/pristine/internal/svcuser"
 	"github.com/pristinedb/pristine/internal/template"
+	"github.com/pristinedb/pristine/internal/template/templatetest"
 )
 
 func needRoot(t *testing.T) {
@@ -355,5 +356,90 @@ func TestSecurityBuildServerCannotWriteTemplates(t *testing.T) {
 	}
 	if got := ownerOf(t, ss.Inst.Config.Datadir); got != uids[0] {
 		t.Errorf("the build's data directory belongs to uid %s, its server runs as %s", got, uids[0])
+	}
+}
+
+// TestSlotIDKeepsDDL: on a clone given to its slot's id (a btrfs snapshot
+// chowned after, a copy made with the new owner), every statement that
+// rewrites a definition file still works, as a lease and as root of the
+// slot, on tables of each engine, a view, a trigger and sys's views. A
+// file of the clone left to another owner fails here: CREATE OR REPLACE
+// VIEW copies the old .frm's owner into its backup ("Can't copy ownership
+// ... Operation not permitted").
+func TestSlotIDKeepsDDL(t *testing.T) {
+	needRoot(t)
+	const ddlSchema = schema + `CREATE TABLE my (id INT PRIMARY KEY, v INT) ENGINE=MyISAM;
+CREATE TABLE ar (id INT PRIMARY KEY, v INT) ENGINE=Aria;
+INSERT INTO my VALUES (1, 1); INSERT INTO ar VALUES (1, 1);
+CREATE VIEW v1 AS SELECT id, v FROM canary;
+CREATE TRIGGER tr1 BEFORE INSERT ON my FOR EACH ROW SET NEW.v = NEW.v + 1;
+`
+	for _, kind := range []string{"copy", "btrfs"} {
+		t.Run(kind, func(t *testing.T) {
+			var st *template.Builder
+			if kind == "btrfs" {
+				st = templatetest.NewScratchBuilder(t, "btrfs", 1<<30)
+			} else {
+				st = templatetest.NewBuilder(t, kind)
+			}
+			m := templatetest.Build(t, st, "app", ddlSchema, template.BuildOptions{})
+			p, err := pool.Up(context.Background(), st.Catalog(), st.Binary(), m, pool.Options{Size: 1, Profile: mariadb.DefaultProfile()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer p.Down(context.Background())
+			l := lease(t, p)
+			data := slotData(st, m, l)
+			uids, _ := procIDs(t, serverPID(t, l))
+			_ = filepath.WalkDir(data, func(p string, d fs.DirEntry, err error) error {
+				if fi, lerr := os.Lstat(p); err == nil && lerr == nil {
+					if got := fmt.Sprint(fi.Sys().(*syscall.Stat_t).Uid); got != uids[0] {
+						t.Errorf("%s belongs to uid %s, not to the slot's %s", p, got, uids[0])
+					}
+				}
+				return nil
+			})
+			db := open(t, l)
+			db.SetMaxOpenConns(1)
+			for _, q := range []string{
+				"ALTER TABLE canary COMMENT 'frm only'",
+				"ALTER TABLE canary ALTER COLUMN v SET DEFAULT 'x'",
+				"ALTER TABLE canary ADD COLUMN w INT",
+				"ALTER TABLE my ADD COLUMN w INT, COMMENT 'm'",
+				"ALTER TABLE ar ADD COLUMN w INT",
+				"ALTER TABLE ar ENGINE=InnoDB",
+				"RENAME TABLE my TO my2",
+				"RENAME TABLE my2 TO my",
+				"TRUNCATE TABLE my",
+				"TRUNCATE TABLE ar",
+				"OPTIMIZE TABLE canary",
+				"REPAIR TABLE my",
+				"CHECK TABLE my FOR UPGRADE",
+				"ANALYZE TABLE my",
+				"CREATE OR REPLACE VIEW v1 AS SELECT id FROM canary",
+				"ALTER VIEW v1 AS SELECT id, v FROM canary",
+				"RENAME TABLE v1 TO v2",
+				"DROP VIEW v2",
+				"DROP TRIGGER tr1",
+				"CREATE TRIGGER tr2 BEFORE INSERT ON my FOR EACH ROW SET NEW.v = 2",
+				"INSERT INTO my (id, v) VALUES (5, 1)",
+				"ALTER DATABASE " + m.Databases[0] + " CHARACTER SET utf8mb4",
+				"DROP TABLE child",
+			} {
+				if _, err := db.Exec(q); err != nil {
+					t.Errorf("lease: %s: %v", q, err)
+				}
+			}
+			root := asSlotRoot(t, st, l)
+			for _, q := range []string{
+				"CREATE OR REPLACE VIEW sys.version AS SELECT 1 AS v",
+				"ALTER TABLE mysql.servers COMMENT 'x'",
+				"DROP VIEW sys.host_summary",
+			} {
+				if _, err := root.Exec(q); err != nil {
+					t.Errorf("root: %s: %v", q, err)
+				}
+			}
+		})
 	}
 }
