@@ -1,10 +1,15 @@
-// Package svcuser is the operating-system account the database servers run
-// as. When pristine runs as root, every server it starts (slots, template
-// builds, the bootstrap that initialises a data directory) runs as the
-// unprivileged system account "pristine", never as root: a server that
-// could write files as root could be made to load a plugin written with
-// SELECT ... INTO DUMPFILE. When pristine runs as any other user, servers
-// run as that user. See docs/security.md.
+// Package svcuser is who the database servers run as. When pristine runs as
+// root, no server runs as root: a server that could write files as root
+// could be made to load a plugin written with SELECT ... INTO DUMPFILE.
+// Each server that runs SQL a test or client chose (a slot, a template
+// build, a base bootstrap, a verify clone) runs under a server id of its
+// own, claimed from a reserved range for its data directory (Claim, ids.go),
+// so that root of one slot can write only inside its own slot; finished
+// templates and bases are sealed to pristine's own user (Seal). The system
+// account "pristine" (Get) gives its group to every server's run directory
+// and runs the few throwaway servers that need no id of their own. When
+// pristine runs as any other user, servers run as that user. See
+// docs/security.md.
 package svcuser
 
 import (
