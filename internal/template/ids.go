@@ -3,7 +3,6 @@ package template
 import (
 	"errors"
 	"io/fs"
-	"os"
 
 	"github.com/pristinedb/pristine/internal/cow"
 	"github.com/pristinedb/pristine/internal/svcuser"
@@ -39,22 +38,24 @@ func (b *Builder) claim(data string) (*svcuser.Claimed, error) {
 
 // seal gives the data directory data, whose server has stopped, to
 // pristine's user (if it is still there) and then releases its server id.
-// It is safe to call more than once and on a removed directory.
+// It is safe to call more than once (only the first does anything) and on
+// a removed directory.
 func (b *Builder) seal(data string) error {
 	b.idMu.Lock()
 	id := b.ids[data]
 	delete(b.ids, data)
 	b.idMu.Unlock()
+	if id == nil {
+		return nil // sealed already, or never given to a server id
+	}
 	err := svcuser.Seal(data)
 	if errors.Is(err, fs.ErrNotExist) {
 		err = nil
 	}
 	if err != nil {
-		if id != nil {
-			b.idMu.Lock()
-			b.ids[data] = id // keep it: the tree still belongs to it
-			b.idMu.Unlock()
-		}
+		b.idMu.Lock()
+		b.ids[data] = id // keep it: the tree still belongs to it
+		b.idMu.Unlock()
 		return err
 	}
 	id.Release()
@@ -67,10 +68,4 @@ func ownerOf(id *svcuser.Claimed) *cow.Owner {
 		return nil
 	}
 	return &cow.Owner{UID: id.UID, GID: id.GID}
-}
-
-// exists reports whether path exists.
-func exists(path string) bool {
-	_, err := os.Lstat(path)
-	return err == nil
 }
