@@ -270,6 +270,18 @@ func TestSecuritySlotsRunAsTheirOwnIDs(t *testing.T) {
 	if ids[0] == ids[1] {
 		t.Errorf("two slots' servers run as the same uid %s", ids[0])
 	}
+	// The socket rule of docs/security.md: a slot's run directory is its
+	// id's, 0750, group pristine, so members of the group reach the socket.
+	for i, l := range []*pool.Lease{a, b} {
+		fi, err := os.Stat(filepath.Dir(l.Socket))
+		if err != nil {
+			t.Fatal(err)
+		}
+		st := fi.Sys().(*syscall.Stat_t)
+		if fmt.Sprint(st.Uid) != ids[i] || int(st.Gid) != shared.GID || fi.Mode().Perm() != 0o750 {
+			t.Errorf("slot %d's run directory: uid %d gid %d mode %v; want uid %s, group %s (%d), 0750", l.Slot, st.Uid, st.Gid, fi.Mode().Perm(), ids[i], svcuser.Name, shared.GID)
+		}
+	}
 	for i, l := range []*pool.Lease{a, b} {
 		if got := ownerOf(t, slotData(st, m, l)); got != ids[i] {
 			t.Errorf("slot %d's clone belongs to uid %s, its server runs as %s", l.Slot, got, ids[i])
