@@ -339,7 +339,7 @@ func (p *Pool) cloneSlot(_ context.Context, s *slot) error {
 
 // slotID is the server id of slot s (svcuser.Claim): claimed for the
 // slot's clone on its first clone, kept across resets (the same slot's
-// next clone) and released by Down once the clone is gone. Its server runs
+// next clone) and released by Down or Shrink once the clone is gone. Its server runs
 // as it and its clone and run directory belong to it, so even root of the
 // slot can write nowhere but there.
 func (p *Pool) slotID(s *slot) (*svcuser.Claimed, error) {
@@ -354,6 +354,21 @@ func (p *Pool) slotID(s *slot) (*svcuser.Claimed, error) {
 	}
 	s.id = id
 	return id, nil
+}
+
+// releaseID gives slot s's server id back once its clone is gone: its run
+// directory goes first, so nothing the id owns is left under the root.
+func (p *Pool) releaseID(s *slot) {
+	if p.cat != nil {
+		if err := p.cat.Root().Check(s.run); err == nil {
+			_ = os.RemoveAll(s.run)
+		}
+	}
+	p.mu.Lock()
+	id := s.id
+	s.id = nil
+	p.mu.Unlock()
+	id.Release()
 }
 
 // owner is who a clone's files belong to: the server id, or nil (the
@@ -678,15 +693,8 @@ func (p *Pool) Down(ctx context.Context) error {
 				srv.kill()
 			}
 			errs[i] = p.backend.Remove(filepath.Join(s.dir, "data"))
-			if errs[i] == nil && p.cat != nil {
-				if err := p.cat.Root().Check(s.run); err == nil {
-					_ = os.RemoveAll(s.run)
-				}
-				p.mu.Lock()
-				id := s.id
-				s.id = nil
-				p.mu.Unlock()
-				id.Release() // its clone and run directory are gone
+			if errs[i] == nil {
+				p.releaseID(s)
 			}
 		}(i, s)
 	}

@@ -455,3 +455,32 @@ CREATE TRIGGER tr1 BEFORE INSERT ON my FOR EACH ROW SET NEW.v = NEW.v + 1;
 		})
 	}
 }
+
+// TestSlotIDReleasedOnShrink: a slot retired to give its memory to another
+// pool gives its server id back at once; the others keep theirs until the
+// pool goes down.
+func TestSlotIDReleasedOnShrink(t *testing.T) {
+	needRoot(t)
+	st, m := build(t, "auto", 1)
+	p, err := pool.Up(context.Background(), st.Catalog(), st.Binary(), m, pool.Options{Size: 2, Profile: mariadb.DefaultProfile()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Down(context.Background())
+	dir := pool.Dir(st.Catalog(), m)
+	if held := recordsUnder(t, dir); len(held) != 2 {
+		t.Fatalf("ids recorded for a pool of 2: %v", held)
+	}
+	if n := p.Shrink(1); n != 1 {
+		t.Fatalf("Shrink(1) retired %d slots", n)
+	}
+	if held := recordsUnder(t, dir); len(held) != 1 {
+		t.Errorf("ids recorded after retiring one of 2 slots: %v", held)
+	}
+	if err := p.Down(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if held := recordsUnder(t, dir); len(held) != 0 {
+		t.Errorf("ids recorded after pool down: %v", held)
+	}
+}
