@@ -160,6 +160,12 @@ func TestSecuritySlotRootWritesOnlyItsSlot(t *testing.T) {
 		if err := p.Down(context.Background()); err != nil {
 			t.Fatal(err)
 		}
+		if _, err := os.Stat(pool.Dir(st.Catalog(), m)); err == nil {
+			t.Errorf("pool down left %s (seeds?)", pool.Dir(st.Catalog(), m))
+		}
+		if held := recordsUnder(t, pool.Dir(st.Catalog(), m)); len(held) > 0 {
+			t.Errorf("ids still recorded after pool down: %v", held)
+		}
 		p2, err := pool.Up(context.Background(), st.Catalog(), st.Binary(), m, pool.Options{Size: 1, Profile: mariadb.DefaultProfile()})
 		if err != nil {
 			t.Fatalf("pool up after the attack: %v", err)
