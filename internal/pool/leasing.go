@@ -439,7 +439,9 @@ func (p *Pool) Shrink(n int) int {
 		if s.srv != nil {
 			s.srv.kill()
 		}
-		_ = p.backend.Remove(filepath.Join(s.dir, "data"))
+		if p.backend.Remove(filepath.Join(s.dir, "data")) == nil {
+			p.releaseID(s) // a retired slot never comes back
+		}
 	}
 	return len(doomed)
 }

@@ -99,6 +99,7 @@ func (ss *Session) Finish(ctx context.Context) (*catalog.Meta, error) {
 	}
 	if err != nil {
 		ss.Inst.Kill()
+		_ = ss.b.seal(ss.Inst.Config.Datadir)
 		_ = ss.b.cat.Discard(ss.dir)
 		return nil, fmt.Errorf("template build %s: %w", ss.Meta.Name, err)
 	}
@@ -111,5 +112,6 @@ func (ss *Session) Abort() {
 	ss.db.Close()
 	ss.Inst.Kill()
 	os.RemoveAll(ss.Inst.Config.RunDir)
+	_ = ss.b.seal(ss.Inst.Config.Datadir)
 	_ = ss.b.cat.Discard(ss.dir)
 }
