@@ -2,6 +2,7 @@ package client_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"os/exec"
@@ -83,6 +84,40 @@ func TestContentKey(t *testing.T) {
 	}
 	if _, err := client.ContentKey([]string{filepath.Join(t.TempDir(), "nope")}); err == nil {
 		t.Fatal("a pattern matching nothing gave a key")
+	}
+}
+
+// TestContentKeyVectors: the shared vectors every client checks
+// (testdata/content-key/vectors.json; the Python, PHP and Java tests read
+// the same file), so a template keyed in one language is found in another.
+func TestContentKeyVectors(t *testing.T) {
+	dir := filepath.Join("..", "testdata", "content-key")
+	b, err := os.ReadFile(filepath.Join(dir, "vectors.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var f struct {
+		Vectors []struct {
+			Patterns []string `json:"patterns"`
+			Extra    []string `json:"extra"`
+			Key      string   `json:"key"`
+		} `json:"vectors"`
+	}
+	if err := json.Unmarshal(b, &f); err != nil {
+		t.Fatal(err)
+	}
+	if len(f.Vectors) == 0 {
+		t.Fatal("no vectors")
+	}
+	for _, v := range f.Vectors {
+		var pats []string
+		for _, p := range v.Patterns {
+			pats = append(pats, filepath.Join(dir, p))
+		}
+		got, err := client.ContentKey(pats, v.Extra...)
+		if err != nil || got != v.Key {
+			t.Errorf("ContentKey(%q, %q) = %s, %v; want %s", v.Patterns, v.Extra, got, err, v.Key)
+		}
 	}
 }
 

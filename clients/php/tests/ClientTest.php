@@ -31,6 +31,18 @@ final class ClientTest extends TestCase
         Pristine::runCommand('mariadb -u"$MYSQL_USER" "$MYSQL_DATABASE" -e "CREATE TABLE canary (id INT PRIMARY KEY, v VARCHAR(20)); INSERT INTO canary VALUES (1, \'pristine\')"', $conn);
     }
 
+    /** testdata/content-key/vectors.json, which every client's tests check. */
+    public function testContentKeySharedVectors(): void
+    {
+        $dir = dirname(__DIR__, 3) . '/testdata/content-key';
+        $vectors = json_decode((string) file_get_contents("$dir/vectors.json"), true)['vectors'];
+        $this->assertNotEmpty($vectors);
+        foreach ($vectors as $v) {
+            $patterns = array_map(fn ($p) => "$dir/$p", $v['patterns']);
+            $this->assertSame($v['key'], ContentKey::of($patterns, $v['extra']), json_encode($v));
+        }
+    }
+
     public function testContentKeyMatchesTheGoClient(): void
     {
         $dir = sys_get_temp_dir() . '/pristine-key-' . getmypid();

@@ -34,6 +34,17 @@ def canary(lease):
         return c.fetchone()[0]
 
 
+def test_content_key_shared_vectors():
+    """testdata/content-key/vectors.json, which every client's tests check."""
+    import json
+    d = os.path.join(os.path.dirname(__file__), "..", "..", "..", "testdata", "content-key")
+    with open(os.path.join(d, "vectors.json")) as f:
+        vectors = json.load(f)["vectors"]
+    assert vectors
+    for v in vectors:
+        assert content_key([os.path.join(d, p) for p in v["patterns"]], v["extra"]) == v["key"], v
+
+
 def test_content_key_matches_the_go_client(tmp_path):
     (tmp_path / "m" / "sub").mkdir(parents=True)
     (tmp_path / "m" / "001.sql").write_text("CREATE TABLE a (id INT);")
