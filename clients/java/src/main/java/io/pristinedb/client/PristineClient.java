@@ -66,13 +66,16 @@ public final class PristineClient {
      * (with {@code PRISTINE_TOKEN}, or the token file of the root) for
      * loopback TCP, else the unix socket of {@code PRISTINE_ROOT}, else of
      * the default root ({@code /var/lib/pristine} for root,
-     * {@code ~/.local/share/pristine} otherwise). It does not contact the daemon.
+     * {@code ~/.local/share/pristine} otherwise). The system properties
+     * {@code pristine.url}, {@code pristine.token} and {@code pristine.root}
+     * win over the environment (for a build tool's configuration). It does
+     * not contact the daemon.
      */
     public static PristineClient fromEnv() {
         Path root = defaultRoot();
-        String url = System.getenv("PRISTINE_URL");
+        String url = setting("pristine.url", "PRISTINE_URL");
         if (url != null && !url.isEmpty()) {
-            String tok = System.getenv("PRISTINE_TOKEN");
+            String tok = setting("pristine.token", "PRISTINE_TOKEN");
             if (tok == null || tok.isEmpty()) {
                 Path file = root.resolve("token");
                 try {
@@ -89,7 +92,7 @@ public final class PristineClient {
 
     /** PRISTINE_ROOT, else /var/lib/pristine for root, else ~/.local/share/pristine. */
     public static Path defaultRoot() {
-        String r = System.getenv("PRISTINE_ROOT");
+        String r = setting("pristine.root", "PRISTINE_ROOT");
         if (r != null && !r.isEmpty()) {
             return Path.of(r);
         }
@@ -97,6 +100,11 @@ public final class PristineClient {
             return Path.of("/var/lib/pristine");
         }
         return Path.of(System.getProperty("user.home"), ".local", "share", "pristine");
+    }
+
+    private static String setting(String property, String env) {
+        String v = System.getProperty(property);
+        return v != null && !v.isEmpty() ? v : System.getenv(env);
     }
 
     private static int uid() {
