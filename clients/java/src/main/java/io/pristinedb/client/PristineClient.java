@@ -309,6 +309,11 @@ public final class PristineClient {
         return call("POST", "/v1/leases/" + esc(id) + "/extend", Map.of("ttl_seconds", ttlSeconds), Lease.class);
     }
 
+    /** Asks the daemon to bring every pool down and exit. */
+    public void shutdown() {
+        call("POST", "/v1/shutdown", null, Void.class);
+    }
+
     // ---- the shared flow
 
     /**
