@@ -31,3 +31,10 @@ echo "examples: php (3 phpunit processes)"
 bash examples/php/run-parallel.sh 3
 echo "examples: laravel (3 phpunit processes, as paratest runs them)"
 bash examples/laravel/run-parallel.sh 3
+# Java (issue 24): the client's own tests (client, JUnit 5 extension; they run a
+# daemon of their own), then the Spring Boot example (Flyway and Liquibase, JPA
+# repository tests in parallel) against this one. Maven caches in ~/.m2.
+echo "clients/java: mvn install (tests against a daemon of their own)"
+(cd clients/java && PRISTINE_BIN="$BIN" mvn -B -q --no-transfer-progress install)
+echo "examples: spring (JUnit parallel execution, a database per test)"
+(cd examples/spring && mvn -B -q --no-transfer-progress test)

@@ -58,10 +58,26 @@ public record TemplateSpec(String name, List<String> patterns, List<String> extr
             }
             TemplateRequest req = new TemplateRequest(name, key, database == null || database.isEmpty() ? null : database, 0,
                     cache == null || cache.isEmpty() ? null : cache);
-            TemplateAnswer a = client.ensureTemplate(req, builder, 0);
+            long t0 = System.nanoTime();
+            TemplateBuilder timed = builder == null ? null : conn -> {
+                progress("building template " + name + " (its migrations run once, for every later run with the same files)");
+                builder.build(conn);
+            };
+            TemplateAnswer a = client.ensureTemplate(req, timed, 0);
+            long t1 = System.nanoTime();
             client.ensurePool(name, a.hash(), poolSize);
+            long t2 = System.nanoTime();
+            if (t2 - t0 > 1_000_000_000L) {
+                progress(String.format(java.util.Locale.ROOT, "template %s ready in %.1f s, its pool in %.1f s more", name, (t1 - t0) / 1e9, (t2 - t1) / 1e9));
+            }
             ENSURED.put(id, a.hash());
             return a.hash();
+        }
+    }
+
+    private static void progress(String msg) {
+        if (!Boolean.getBoolean("pristine.quiet")) {
+            System.err.println("pristine: " + msg);
         }
     }
 
