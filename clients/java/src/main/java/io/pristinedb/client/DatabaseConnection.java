@@ -21,8 +21,15 @@ public interface DatabaseConnection {
         /** com.mysql.cj.jdbc (mysql-connector-j): {@code jdbc:mysql://...}. */
         MYSQL;
 
-        /** MariaDB's driver when it is on the classpath, else MySQL's, else MariaDB's URL form. */
+        /**
+         * The driver -Dpristine.driver names (mariadb or mysql), else
+         * MariaDB's when it is on the classpath, else MySQL's, else MariaDB's URL form.
+         */
         public static Driver detect() {
+            String forced = System.getProperty("pristine.driver", "");
+            if (!forced.isEmpty()) {
+                return Driver.valueOf(forced.toUpperCase(java.util.Locale.ROOT));
+            }
             ClassLoader cl = Thread.currentThread().getContextClassLoader();
             if (present("org.mariadb.jdbc.Driver", cl)) {
                 return MARIADB;
