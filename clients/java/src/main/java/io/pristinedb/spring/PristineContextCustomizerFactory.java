@@ -9,7 +9,9 @@ import java.util.Map;
 import javax.sql.DataSource;
 import org.springframework.beans.factory.support.BeanDefinitionRegistry;
 import org.springframework.beans.factory.support.RootBeanDefinition;
+import org.springframework.context.ApplicationListener;
 import org.springframework.context.ConfigurableApplicationContext;
+import org.springframework.context.event.ContextRefreshedEvent;
 import org.springframework.core.env.MapPropertySource;
 import org.springframework.test.context.ContextConfigurationAttributes;
 import org.springframework.test.context.ContextCustomizer;
@@ -57,8 +59,14 @@ public final class PristineContextCustomizerFactory implements ContextCustomizer
             PristineClient c = client();
             TemplateSpec spec = spec(settings);
             spec.ensure(c);
-            Lease lease = spec.lease(c, "spring context " + config.getTestClass().getSimpleName(), settings.waitSeconds());
-            PristineRoutingDataSource ds = new PristineRoutingDataSource(c, spec, settings, lease);
+            String holder = "spring context " + config.getTestClass().getSimpleName();
+            Lease lease = spec.lease(c, holder, settings.waitSeconds());
+            PristineRoutingDataSource ds = new PristineRoutingDataSource(c, spec, settings, holder, lease);
+            context.addApplicationListener((ApplicationListener<ContextRefreshedEvent>) e -> {
+                if (e.getApplicationContext() == context) {
+                    ds.releaseContextLease();
+                }
+            });
             context.getEnvironment().getPropertySources().addFirst(new MapPropertySource("pristine", Map.of(
                     "spring.datasource.url", lease.jdbcUrl(),
                     "spring.datasource.username", lease.user(),

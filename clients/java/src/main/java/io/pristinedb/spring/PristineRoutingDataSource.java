@@ -22,19 +22,44 @@ public final class PristineRoutingDataSource extends AbstractDataSource implemen
     private final PristineClient client;
     private final TemplateSpec spec;
     private final AutoConfigurePristineDatabase settings;
-    private final Lease contextLease;
+    private final String holder;
+    private Lease contextLease; // guarded by this
 
-    PristineRoutingDataSource(PristineClient client, TemplateSpec spec, AutoConfigurePristineDatabase settings, Lease contextLease) {
+    PristineRoutingDataSource(PristineClient client, TemplateSpec spec, AutoConfigurePristineDatabase settings, String holder, Lease contextLease) {
         this.client = client;
         this.spec = spec;
         this.settings = settings;
+        this.holder = holder;
         this.contextLease = contextLease;
     }
 
-    /** The lease connections of this thread go to. */
+    /** The lease connections of this thread go to: the test's, else the context's (leased again when needed). */
     public Lease currentLease() {
         Lease l = current.get();
-        return l != null ? l : contextLease;
+        return l != null ? l : contextLease();
+    }
+
+    private synchronized Lease contextLease() {
+        if (contextLease == null) {
+            contextLease = spec.lease(client, holder + " (outside a test)", settings.waitSeconds());
+        }
+        return contextLease;
+    }
+
+    /**
+     * Gives the context's database back once the context has started, so a
+     * cached context does not hold a database of the pool while tests run.
+     */
+    synchronized void releaseContextLease() {
+        if (contextLease != null) {
+            Lease l = contextLease;
+            contextLease = null;
+            try {
+                client.release(l.id(), true);
+            } catch (PristineException ignored) {
+                // the daemon reclaims it when this JVM exits
+            }
+        }
     }
 
     void bind(Lease l) {
@@ -70,15 +95,11 @@ public final class PristineRoutingDataSource extends AbstractDataSource implemen
 
     @Override
     public void destroy() {
-        try {
-            client.release(contextLease.id(), false);
-        } catch (PristineException ignored) {
-            // the daemon reclaims it when this JVM exits
-        }
+        releaseContextLease();
     }
 
     @Override
     public String toString() {
-        return "pristine DataSource of template " + spec.name() + " (now " + currentLease().jdbcUrl() + ")";
+        return "pristine DataSource of template " + spec.name();
     }
 }

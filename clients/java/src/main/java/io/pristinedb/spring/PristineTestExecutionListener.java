@@ -45,11 +45,9 @@ public final class PristineTestExecutionListener extends AbstractTestExecutionLi
 
     @Override
     public void beforeTestClass(TestContext tc) {
-        if (!annotated(tc)) {
-            return;
-        }
-        PristineRoutingDataSource ds = dataSource(tc);
-        if (ds.settings().scope() == AutoConfigurePristineDatabase.Scope.CLASS) {
+        AutoConfigurePristineDatabase a = TestContextAnnotationUtils.findMergedAnnotation(tc.getTestClass(), AutoConfigurePristineDatabase.class);
+        if (a != null && a.scope() == AutoConfigurePristineDatabase.Scope.CLASS) {
+            PristineRoutingDataSource ds = dataSource(tc);
             Lease l = ds.spec().lease(ds.client(), tc.getTestClass().getSimpleName(), ds.settings().waitSeconds());
             CLASS_LEASES.put(tc.getTestClass(), new ClassLease(l));
         }

@@ -17,6 +17,9 @@ import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import javax.sql.DataSource;
 import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.MethodOrderer;
+import org.junit.jupiter.api.Order;
+import org.junit.jupiter.api.TestMethodOrder;
 import org.junit.jupiter.api.Test;
 import org.junit.platform.engine.TestExecutionResult;
 import org.junit.platform.testkit.engine.EngineExecutionResults;
@@ -81,6 +84,36 @@ class SpringSupportTest {
         void three() throws Exception {
             check("three");
         }
+    }
+
+    /** scope = CLASS: one database for the class; the second test sees the first one's row. */
+    @SpringJUnitConfig(Config.class)
+    @AutoConfigurePristineDatabase(template = "java-spring", files = "src/test/resources/schema.sql", migrate = MIGRATE, poolSize = 4,
+            scope = AutoConfigurePristineDatabase.Scope.CLASS)
+    @TestMethodOrder(MethodOrderer.OrderAnnotation.class)
+    static class PerClass {
+        @Autowired
+        JdbcTemplate jdbc;
+
+        @Test
+        @Order(1)
+        void first() {
+            jdbc.update("INSERT INTO items (name) VALUES ('first')");
+        }
+
+        @Test
+        @Order(2)
+        void second() {
+            assertEquals(List.of("first"), jdbc.queryForList("SELECT name FROM items WHERE name <> 'seed'", String.class));
+        }
+    }
+
+    @Test
+    void aDatabasePerClass() {
+        EngineTestKit.engine("junit-jupiter").selectors(selectClass(PerClass.class)).execute()
+                .testEvents().assertStatistics(s -> s.started(2).succeeded(2));
+        assertEquals(List.of(), TestDaemon.get().unix().leases().stream().filter(l -> l.holder().equals("PerClass")).toList(),
+                "the class's lease is still held");
     }
 
     /** A failed test's database is kept. */
@@ -163,6 +196,9 @@ class SpringSupportTest {
                 .testEvents().assertStatistics(s -> s.started(3).succeeded(3));
         List<Lease> held = TestDaemon.get().unix().leases().stream().filter(l -> l.holder().startsWith("PerMethod.")).toList();
         assertEquals(List.of(), held, "test leases left held");
+        // A started context gives its own database back: cached contexts do not eat the pool.
+        assertEquals(List.of(), TestDaemon.get().unix().leases().stream().filter(l -> l.holder().equals("spring context PerMethod")).toList(),
+                "the started context still holds its database");
     }
 
     @Test
