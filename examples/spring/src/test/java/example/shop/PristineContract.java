@@ -18,7 +18,7 @@ import org.springframework.test.annotation.Commit;
  * server gets it back reset.
  */
 @DataJpaTest(showSql = false)
-@AutoConfigurePristineDatabase(template = "shop", poolSize = 6)
+@AutoConfigurePristineDatabase(template = "shop")
 @Commit
 abstract class PristineContract extends ProductRepositoryContract {
     /** The servers (port and database) of the tests running right now. */
