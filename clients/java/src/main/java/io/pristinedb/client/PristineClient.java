@@ -146,6 +146,10 @@ public final class PristineClient {
             if (m.contains("No such file") || m.contains("Connection refused")) {
                 throw new NoDaemonException(where, e);
             }
+            if (m.contains("Permission denied")) {
+                throw new PristineException("the pristine daemon's socket " + where + " belongs to another user (" + m
+                        + "): run the tests as the daemon's owner, start a daemon of your own (PRISTINE_ROOT), or use its TCP address (PRISTINE_URL and PRISTINE_TOKEN)", e);
+            }
             throw new PristineException(method + " " + path + " on " + where + ": " + e, e);
         } catch (IOException e) {
             throw new PristineException(method + " " + path + " on " + where + ": " + e, e);
