@@ -35,6 +35,6 @@ bash examples/laravel/run-parallel.sh 3
 # daemon of their own), then the Spring Boot example (Flyway and Liquibase, JPA
 # repository tests in parallel) against this one. Maven caches in ~/.m2.
 echo "clients/java: mvn install (tests against a daemon of their own)"
-(cd clients/java && PRISTINE_BIN="$BIN" mvn -B -q --no-transfer-progress install)
+(cd clients/java && PRISTINE_BIN="$BIN" mvn -B -q --no-transfer-progress -Dstyle.color=never install)
 echo "examples: spring (JUnit parallel execution, a database per test)"
-(cd examples/spring && mvn -B -q --no-transfer-progress test)
+(cd examples/spring && mvn -B -q --no-transfer-progress -Dstyle.color=never test)

@@ -18,7 +18,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 RUNS="${1:-3}"
 REPO="$PWD"
-MVN=(mvn -B -q --no-transfer-progress)
+MVN=(mvn -B -q --no-transfer-progress -Dstyle.color=never)
 [ -x bin/pristine ] || bash scripts/build.sh
 (cd clients/java && "${MVN[@]}" install -DskipTests)
 (cd examples/spring && "${MVN[@]}" test-compile)
