@@ -53,21 +53,36 @@ final class Http {
         final Map<String, String> headers;
         final InputStream body;
         private final SocketChannel channel;
+        private final java.util.concurrent.ScheduledFuture<?> watchdog;
+        private java.util.concurrent.atomic.AtomicBoolean fired = new java.util.concurrent.atomic.AtomicBoolean();
+        private String what = "";
+        private double timeoutSeconds;
 
-        Response(int status, String reason, Map<String, String> headers, InputStream body, SocketChannel channel) {
+        Response(int status, String reason, Map<String, String> headers, InputStream body, SocketChannel channel,
+                 java.util.concurrent.ScheduledFuture<?> watchdog) {
             this.status = status;
             this.reason = reason;
             this.headers = headers;
             this.body = body;
             this.channel = channel;
+            this.watchdog = watchdog;
         }
 
         byte[] readBody() throws IOException {
-            return body.readAllBytes();
+            try {
+                return body.readAllBytes();
+            } catch (IOException e) {
+                if (fired.get()) {
+                    throw new TimeoutException(what + ": the daemon did not finish its answer in " + (long) timeoutSeconds
+                            + " s: see serve.log under its root");
+                }
+                throw e;
+            }
         }
 
         @Override
         public void close() {
+            watchdog.cancel(false);
             try {
                 channel.close();
             } catch (IOException ignored) {
@@ -76,10 +91,58 @@ final class Http {
         }
     }
 
-    /** Sends a request; a connection that cannot be made throws {@link java.net.ConnectException} or similar. */
-    Response send(String method, String path, byte[] body) throws IOException {
+    private static final java.util.concurrent.ScheduledExecutorService WATCHDOG =
+            java.util.concurrent.Executors.newSingleThreadScheduledExecutor(r -> {
+                Thread t = new Thread(r, "pristine-http-watchdog");
+                t.setDaemon(true);
+                return t;
+            });
+
+    /** The daemon did not answer within the request's time. */
+    static final class TimeoutException extends IOException {
+        private static final long serialVersionUID = 1L;
+
+        TimeoutException(String message) {
+            super(message);
+        }
+    }
+
+    /**
+     * Sends a request; a connection that cannot be made throws {@link java.net.ConnectException} or similar.
+     * The connection is closed, and the read fails with {@link TimeoutException}, when the whole exchange
+     * (body included) takes longer than timeoutSeconds.
+     */
+    Response send(String method, String path, byte[] body, double timeoutSeconds) throws IOException {
         SocketChannel ch = SocketChannel.open(address);
+        java.util.concurrent.atomic.AtomicBoolean fired = new java.util.concurrent.atomic.AtomicBoolean();
+        java.util.concurrent.ScheduledFuture<?> dog = WATCHDOG.schedule(() -> {
+            fired.set(true);
+            try {
+                ch.close();
+            } catch (IOException ignored) {
+                // closing is all it does
+            }
+        }, (long) (timeoutSeconds * 1000), java.util.concurrent.TimeUnit.MILLISECONDS);
         try {
+            Response r = exchange(ch, method, path, body, dog);
+            r.fired = fired;
+            r.what = method + " " + path;
+            r.timeoutSeconds = timeoutSeconds;
+            return r;
+        } catch (IOException | RuntimeException e) {
+            dog.cancel(false);
+            ch.close();
+            if (fired.get()) {
+                throw new TimeoutException(method + " " + path + ": the daemon did not answer in " + (long) timeoutSeconds
+                        + " s: see serve.log under its root");
+            }
+            throw e;
+        }
+    }
+
+    private Response exchange(SocketChannel ch, String method, String path, byte[] body, java.util.concurrent.ScheduledFuture<?> dog)
+            throws IOException {
+        {
             StringBuilder req = new StringBuilder();
             req.append(method).append(' ').append(path).append(" HTTP/1.1\r\n");
             req.append("Host: ").append(hostHeader).append("\r\n");
@@ -128,10 +191,7 @@ final class Http {
             } else {
                 bodyIn = in;
             }
-            return new Response(status, reason, headers, bodyIn, ch);
-        } catch (IOException | RuntimeException e) {
-            ch.close();
-            throw e;
+            return new Response(status, reason, headers, bodyIn, ch, dog);
         }
     }
 

@@ -38,10 +38,25 @@ public final class PristineClient {
 
     private final Http http;
     private final String where;
+    private final double timeout; // for a request that asks the daemon to wait for nothing
 
     private PristineClient(Http http, String where) {
+        this(http, where, 120);
+    }
+
+    private PristineClient(Http http, String where, double timeout) {
         this.http = http;
         this.where = where;
+        this.timeout = timeout;
+    }
+
+    /**
+     * The same daemon, giving up on a request that asks the daemon to wait
+     * for nothing after seconds (default 120); requests that wait (a lease,
+     * a build in progress, a pool coming up) get their wait and a minute more.
+     */
+    public PristineClient withTimeout(double seconds) {
+        return new PristineClient(http, where, seconds);
     }
 
     /** A client for the daemon listening on socket. */
@@ -138,7 +153,9 @@ public final class PristineClient {
         }
         Http.Response resp;
         try {
-            resp = http.send(method, path, b);
+            resp = http.send(method, path, b, timeout(method, path, body));
+        } catch (Http.TimeoutException e) {
+            throw new PristineException(e.getMessage() + " (" + where + ")", e);
         } catch (ConnectException | NoSuchFileException e) {
             throw new NoDaemonException(where, e);
         } catch (SocketException e) {
@@ -181,6 +198,28 @@ public final class PristineClient {
             }
         }
         return resp;
+    }
+
+    /** How long an exchange may take: the wait the request asks the daemon for, and a minute more. */
+    private double timeout(String method, String path, Object body) {
+        if (body instanceof LeaseRequest r) {
+            return (r.waitSeconds() > 0 ? r.waitSeconds() : 60) + 60;
+        }
+        int i = path.indexOf("?wait=");
+        if (i >= 0) {
+            try {
+                return Double.parseDouble(path.substring(i + 6)) + 60;
+            } catch (NumberFormatException ignored) {
+                return MAX_WAIT + 60;
+            }
+        }
+        if (method.equals("POST") && path.equals("/v1/pools")) {
+            return MAX_WAIT; // a pool coming up reports progress until it is ready
+        }
+        if (method.equals("PUT") || path.startsWith("/v1/templates")) {
+            return Math.max(timeout, 600); // finishing a build stops the template server cleanly; with a fleet cache, pushes or pulls it
+        }
+        return timeout;
     }
 
     private <T> T call(String method, String path, Object body, Class<T> type) {

@@ -85,6 +85,27 @@ class ClientTest {
     }
 
     @Test
+    void aDaemonThatDoesNotAnswerIsGivenUpOn() throws Exception {
+        Path sock = d.base.resolve("silent.sock");
+        try (java.nio.channels.ServerSocketChannel server = java.nio.channels.ServerSocketChannel.open(java.net.StandardProtocolFamily.UNIX)) {
+            server.bind(java.net.UnixDomainSocketAddress.of(sock));
+            Thread t = new Thread(() -> {
+                try (java.nio.channels.SocketChannel held = server.accept()) {
+                    Thread.sleep(10_000); // reads nothing, answers nothing
+                } catch (Exception ignored) {
+                    // closed by the test
+                }
+            });
+            t.setDaemon(true);
+            t.start();
+            PristineException e = assertThrows(PristineException.class, () -> PristineClient.unix(sock).withTimeout(1).health());
+            assertTrue(e.getMessage().contains("the daemon did not answer in 1 s"), e.getMessage());
+        } finally {
+            java.nio.file.Files.deleteIfExists(sock);
+        }
+    }
+
+    @Test
     void tcpNeedsTheToken() {
         d.tcp().health();
         PristineException e = assertThrows(PristineException.class, () -> PristineClient.tcp(d.addr, "wrong").health());
