@@ -40,3 +40,10 @@ echo "examples: node-jest (3 workers)"
 bash examples/node-jest/run.sh 3
 echo "examples: node-vitest (3 forks)"
 bash examples/node-vitest/run.sh
+# Java (issue 24): the client's own tests (client, JUnit 5 extension; they run a
+# daemon of their own), then the Spring Boot example (Flyway and Liquibase, JPA
+# repository tests in parallel) against this one. Maven caches in ~/.m2.
+echo "clients/java: mvn install (tests against a daemon of their own)"
+(cd clients/java && PRISTINE_BIN="$BIN" mvn -B -q --no-transfer-progress -Dstyle.color=never install)
+echo "examples: spring (JUnit parallel execution, a database per test)"
+(cd examples/spring && mvn -B -q --no-transfer-progress -Dstyle.color=never test)

@@ -25,6 +25,9 @@ pkgs+=(gcc libc6-dev)
 pkgs+=(docker-registry)
 # docs/k8s manifests are checked with kubectl apply --dry-run=client (any kubectl will do).
 command -v kubectl >/dev/null 2>&1 || pkgs+=(kubernetes-client)
+# clients/java and examples/spring (issue 24): a JDK 17 and Maven; Maven fetches the
+# Java dependencies from Maven Central into ~/.m2 on first use.
+pkgs+=(openjdk-17-jdk-headless maven)
 # What the scripts call: curl (API calls), coreutils' timeout, procps' pgrep.
 pkgs+=(curl coreutils)
 missing=()
