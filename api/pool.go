@@ -11,6 +11,11 @@ type PoolRequest struct {
 	// SlotDisk caps what each slot may write, in bytes (at most 1 PiB): 0 is
 	// the daemon's default, -1 no cap; other negative values are refused.
 	SlotDisk int64 `json:"slot_disk,omitempty"`
+	// SlotMemory is the most memory one MEMORY table, one temporary
+	// table and one session of a slot may take, in bytes (ceilings a
+	// lease cannot raise): 0 is the daemon's default, a negative value
+	// the server's own limits, which a lease can raise.
+	SlotMemory int64 `json:"slot_memory,omitempty"`
 }
 
 // PoolEvent is one line of the NDJSON stream POST /v1/pools answers with:
@@ -36,6 +41,9 @@ type PoolStats struct {
 	// OverCap counts slots that wrote past their disk cap and were made
 	// read-only until released.
 	OverCap int64 `json:"over_cap,omitempty"`
+	// CapKills counts the times a slot over its disk cap still grew
+	// (temporary tables) and its connections were killed.
+	CapKills int64 `json:"cap_kills,omitempty"`
 	// SlotDeaths counts slots whose server died, by reason.
 	SlotDeaths map[string]int64 `json:"slot_deaths,omitempty"`
 	// LeasesLost counts leases that ended without their holder releasing
@@ -73,4 +81,7 @@ type PoolStatus struct {
 	// DiskCap says how much each slot may write and how that is enforced,
 	// or why it is not ("off: ...").
 	DiskCap string `json:"disk_cap,omitempty"`
+	// MemoryCap says how each slot's memory is bounded and, where a slot
+	// server has no memory cgroup, why.
+	MemoryCap string `json:"memory_cap,omitempty"`
 }

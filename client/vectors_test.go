@@ -11,7 +11,7 @@ import (
 
 // TestContentKeyVectors checks the shared vectors of
 // testdata/contentkey/vectors.json, which the other languages' clients
-// (Ruby's, and any that read the file) check too: a key that differs
+// (Python, PHP, Java, Ruby and Node) check too: a key that differs
 // between languages would give two templates for the same files.
 func TestContentKeyVectors(t *testing.T) {
 	raw, err := os.ReadFile(filepath.Join("..", "testdata", "contentkey", "vectors.json"))

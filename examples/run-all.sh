@@ -34,3 +34,16 @@ bash examples/laravel/run-parallel.sh 3
 # examples/rails (issue 24): Debian's Rails 6.1, bin/rails test with 3 parallelize workers.
 echo "examples: rails (bin/rails test, parallelize(workers: 3))"
 bash examples/rails/run-parallel.sh 3
+# Node (issue 24): Jest with 3 workers and Vitest with 3 forks, each npm ci'd
+# from its package-lock.json; knex migrations build their templates.
+echo "examples: node-jest (3 workers)"
+bash examples/node-jest/run.sh 3
+echo "examples: node-vitest (3 forks)"
+bash examples/node-vitest/run.sh
+# Java (issue 24): the client's own tests (client, JUnit 5 extension; they run a
+# daemon of their own), then the Spring Boot example (Flyway and Liquibase, JPA
+# repository tests in parallel) against this one. Maven caches in ~/.m2.
+echo "clients/java: mvn install (tests against a daemon of their own)"
+(cd clients/java && PRISTINE_BIN="$BIN" mvn -B -q --no-transfer-progress -Dstyle.color=never install)
+echo "examples: spring (JUnit parallel execution, a database per test)"
+(cd examples/spring && mvn -B -q --no-transfer-progress -Dstyle.color=never test)

@@ -18,12 +18,18 @@ pkgs+=(php-cli php-mysql php-curl phpunit)
 pkgs+=(php-laravel-framework)
 # clients/ruby and examples/rails (issue 24): Ruby with Debian's Rails 6.1 and mysql2 (rubygems.org is not needed).
 pkgs+=(ruby ruby-rails ruby-mysql2)
+# clients/node and examples/node-* (issue 24): Node 20 and npm (Debian's, unless a Node with npm is
+# installed already); the packages themselves come from the npm registry with npm ci.
+{ command -v node && command -v npm; } >/dev/null 2>&1 || pkgs+=(nodejs npm)
 # The tests run with Go's race detector, which needs cgo: a C compiler.
 pkgs+=(gcc libc6-dev)
 # internal/oci (issue 16): a real OCI registry (distribution 2.8) on loopback for the push/pull tests.
 pkgs+=(docker-registry)
 # docs/k8s manifests are checked with kubectl apply --dry-run=client (any kubectl will do).
 command -v kubectl >/dev/null 2>&1 || pkgs+=(kubernetes-client)
+# clients/java and examples/spring (issue 24): a JDK 17 and Maven; Maven fetches the
+# Java dependencies from Maven Central into ~/.m2 on first use.
+pkgs+=(openjdk-17-jdk-headless maven)
 # What the scripts call: curl (API calls), coreutils' timeout, procps' pgrep.
 pkgs+=(curl coreutils)
 missing=()

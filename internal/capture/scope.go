@@ -32,13 +32,14 @@ func (a Account) Grantee() string {
 
 // systemUsers are account names that belong to the host, whatever their
 // host part: the administrator, the server's own accounts and pristine's.
-var systemUsers = map[string]bool{"root": true, "mariadb.sys": true, "mysql": true, "PUBLIC": true, "pristine": true}
+var systemUsers = map[string]bool{"root": true, "mariadb.sys": true, "mysql": true, "PUBLIC": true, "pristine": true, "pristine_owner": true}
 
 // SystemAccount reports whether user@host is the host's, not a schema's:
 // root@* (localhost, 127.0.0.1, ::1, the host name), the anonymous
 // accounts (an empty user name, any host) a default
 // mariadb-install-db makes, mariadb.sys, mysql,
-// PUBLIC and pristine's own account. No capture carries them and verify
+// PUBLIC and pristine's own accounts (the build account and a template's
+// owner account, mariadb.OwnerUser). No capture carries them and verify
 // does not compare them (docs/fidelity.md, "Accounts").
 func SystemAccount(user, host string) bool {
 	return user == "" || systemUsers[user]

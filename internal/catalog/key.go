@@ -118,7 +118,7 @@ func BaseKey(server, profile string) string {
 	x := newHasher()
 	x.field("server", server)
 	x.field("profile", profile)
-	x.field("accounts", AccountsVersion)
+	x.field("accounts", baseAccountsVersion)
 	return x.sum()[:16]
 }
 

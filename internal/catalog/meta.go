@@ -41,6 +41,9 @@ type Meta struct {
 	// secured (mariadb.SecureAccounts; see CheckSecured); empty for a template of an older
 	// pristine, which must be rebuilt.
 	Accounts string `json:"accounts,omitempty"`
+	// Definers says which objects the build re-owned and which DEFINERs it
+	// reduced (see Definers).
+	Definers *Definers `json:"definers,omitempty"`
 	// Bytes is the space the data directory takes on disk.
 	Bytes        int64    `json:"bytes"`
 	BuildSeconds float64  `json:"build_seconds"`

@@ -29,6 +29,7 @@ type PoolUpFlags struct {
 	BufferPool string
 	Parallel   int
 	SlotDisk   string
+	SlotMemory string
 }
 
 func newPoolUpCmd(g *Globals) *cobra.Command {
@@ -56,6 +57,7 @@ func newPoolUpCmd(g *Globals) *cobra.Command {
 	cmd.Flags().StringVar(&f.BufferPool, "buffer-pool", "", "innodb_buffer_pool_size of each slot (default 16M)")
 	cmd.Flags().IntVar(&f.Parallel, "parallel", 0, "slots started at once (default 4 per core)")
 	cmd.Flags().StringVar(&f.SlotDisk, "slot-disk", "1G", "what each slot may write beyond the template; past it the slot's writes fail with \"Disk quota exceeded\" and other slots go on (btrfs scratch: qgroup; XFS scratch: project quota; plain copies: not capped); \"none\" for no cap")
+	cmd.Flags().StringVar(&f.SlotMemory, "slot-memory", "256M", "the most memory one MEMORY table, one temporary table and one session of a slot may take (max_heap_table_size, tmp_table_size and max_session_mem_used, with ceilings a lease cannot raise); \"none\" for the server's own limits, which a lease can raise")
 	return cmd
 }
 
@@ -85,6 +87,16 @@ func RunPoolUp(ctx context.Context, g *Globals, f PoolUpFlags) (*api.PoolStatus,
 			return nil, err
 		}
 		req.SlotDisk = n
+	}
+	switch f.SlotMemory {
+	case "", "none", "0":
+		req.SlotMemory = -1
+	default:
+		n, err := parseBytes(f.SlotMemory)
+		if err != nil {
+			return nil, err
+		}
+		req.SlotMemory = n
 	}
 	c, _, err := g.daemon(ctx, true)
 	if err != nil {

@@ -39,13 +39,25 @@ func (b *Btrfs) MakeDir(path string) error {
 
 // Clone snapshots src at dst when src is a subvolume, and otherwise creates
 // a subvolume at dst and reflinks src's files into it.
-func (b *Btrfs) Clone(src, dst string) error {
+func (b *Btrfs) Clone(src, dst string) error { return b.CloneAs(src, dst, nil) }
+
+// CloneAs is Clone with every file of the copy given to own (nil: the
+// source's owners). A snapshot keeps its source's owners, so it is then
+// walked and every entry chowned (a metadata write per file; docs/security.md
+// has what it costs).
+func (b *Btrfs) CloneAs(src, dst string, own *Owner) error {
 	if err := checkDst(b.root, "clone", dst); err != nil {
 		return err
 	}
 	if isSubvol(src) {
 		if err := snapCreate(src, filepath.Dir(dst), filepath.Base(dst)); err != nil {
 			return cloneErr("btrfs snapshot", src, dst, err)
+		}
+		if own != nil {
+			if err := own.ChownTree(dst); err != nil {
+				_ = b.Remove(dst)
+				return cloneErr("btrfs snapshot", src, dst, err)
+			}
 		}
 		return nil
 	}
@@ -55,7 +67,7 @@ func (b *Btrfs) Clone(src, dst string) error {
 		}
 		return nil
 	}
-	if err := cloneTree(src, dst, mk, reflinkData); err != nil {
+	if err := cloneTree(src, dst, mk, reflinkData, own); err != nil {
 		return cloneErr("btrfs reflink", src, dst, err)
 	}
 	return nil

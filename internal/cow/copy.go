@@ -33,11 +33,14 @@ func (b *Copy) MakeDir(path string) error {
 }
 
 // Clone copies the tree src to dst.
-func (b *Copy) Clone(src, dst string) error {
+func (b *Copy) Clone(src, dst string) error { return b.CloneAs(src, dst, nil) }
+
+// CloneAs is Clone with every copy given to own (nil: the source's owners).
+func (b *Copy) CloneAs(src, dst string, own *Owner) error {
 	if err := checkDst(b.root, "clone", dst); err != nil {
 		return err
 	}
-	if err := cloneTree(src, dst, mkdir0700, copyData); err != nil {
+	if err := cloneTree(src, dst, mkdir0700, copyData, own); err != nil {
 		return cloneErr("copy", src, dst, err)
 	}
 	return nil

@@ -34,11 +34,14 @@ func (b *Reflink) MakeDir(path string) error {
 }
 
 // Clone copies the tree src to dst, sharing every file's extents.
-func (b *Reflink) Clone(src, dst string) error {
+func (b *Reflink) Clone(src, dst string) error { return b.CloneAs(src, dst, nil) }
+
+// CloneAs is Clone with every copy given to own (nil: the source's owners).
+func (b *Reflink) CloneAs(src, dst string, own *Owner) error {
 	if err := checkDst(b.root, "clone", dst); err != nil {
 		return err
 	}
-	if err := cloneTree(src, dst, mkdir0700, reflinkData); err != nil {
+	if err := cloneTree(src, dst, mkdir0700, reflinkData, own); err != nil {
 		return cloneErr("reflink", src, dst, err)
 	}
 	return nil

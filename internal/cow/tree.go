@@ -82,11 +82,19 @@ func join(dir, rel string) string {
 
 // cloneTree copies the tree src to dst, which must not exist, using mk for the
 // top directory and data for file contents. Files are copied by several
-// workers at once. On failure it removes whatever it made at dst.
-func cloneTree(src, dst string, mk mkRoot, data fileData) (err error) {
+// workers at once; with own, every copy belongs to own instead of the
+// source's owner. On failure it removes whatever it made at dst.
+func cloneTree(src, dst string, mk mkRoot, data fileData, own *Owner) (err error) {
 	p, err := walk(src)
 	if err != nil {
 		return err
+	}
+	if own != nil {
+		for _, l := range [][]treeEntry{p.dirs, p.links} {
+			for i := range l {
+				own.set(&l[i].st)
+			}
+		}
 	}
 	if err := mk(dst); err != nil {
 		return err
@@ -108,7 +116,7 @@ func cloneTree(src, dst string, mk mkRoot, data fileData) (err error) {
 			return err
 		}
 	}
-	if err := cloneFiles(src, dst, p.files, data); err != nil {
+	if err := cloneFiles(src, dst, p.files, data, own); err != nil {
 		return err
 	}
 	// Children before parents, so setting a directory's times comes after
@@ -126,11 +134,11 @@ var workers = min(8, 2*runtime.GOMAXPROCS(0))
 
 // cloneFiles copies files, spreading them over workers; it returns the first
 // error and stops handing out work after it.
-func cloneFiles(src, dst string, files []treeEntry, data fileData) error {
+func cloneFiles(src, dst string, files []treeEntry, data fileData, own *Owner) error {
 	n := min(workers, len(files))
 	if n <= 1 {
 		for i := range files {
-			if err := cloneFile(src, dst, &files[i], data); err != nil {
+			if err := cloneFile(src, dst, &files[i], data, own); err != nil {
 				return err
 			}
 		}
@@ -154,7 +162,7 @@ func cloneFiles(src, dst string, files []treeEntry, data fileData) error {
 	for range n {
 		wg.Go(func() {
 			for i := take(); i >= 0; i = take() {
-				if err := cloneFile(src, dst, &files[i], data); err != nil {
+				if err := cloneFile(src, dst, &files[i], data, own); err != nil {
 					mu.Lock()
 					if first == nil {
 						first = err
@@ -173,7 +181,7 @@ func cloneFiles(src, dst string, files []treeEntry, data fileData) error {
 var testHookFile func(rel string) error
 
 // cloneFile creates the copy of one regular file and sets its metadata.
-func cloneFile(src, dst string, f *treeEntry, data fileData) error {
+func cloneFile(src, dst string, f *treeEntry, data fileData, own *Owner) error {
 	if testHookFile != nil {
 		if err := testHookFile(f.rel); err != nil {
 			return err
@@ -188,6 +196,9 @@ func cloneFile(src, dst string, f *treeEntry, data fileData) error {
 	var st unix.Stat_t
 	if err := unix.Fstat(sfd, &st); err != nil {
 		return fmt.Errorf("stat %s: %w", sp, err)
+	}
+	if own != nil {
+		own.set(&st)
 	}
 	dfd, err := unix.Open(dp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
 	if err != nil {

@@ -108,6 +108,16 @@ func ParseVersion(path, out string) (*Binary, error) {
 // have no password: before the directory is served on TCP, secure it with
 // SecureAccounts on a server started with --skip-networking.
 func (b *Binary) InitDatadir(ctx context.Context, dir string) error {
+	acct, err := svcuser.Get()
+	if err != nil {
+		return err
+	}
+	return b.InitDatadirAs(ctx, dir, acct)
+}
+
+// InitDatadirAs is InitDatadir with the bootstrap run as acct (a server id
+// claimed for dir), which then owns dir.
+func (b *Binary) InitDatadirAs(ctx context.Context, dir string, acct svcuser.Account) error {
 	// A private temporary directory: a server starting up removes every
 	// #sql file in its tmpdir, so in a shared /tmp any other server that
 	// starts meanwhile would delete the bootstrap's temporary tables (it
@@ -119,10 +129,6 @@ func (b *Binary) InitDatadir(ctx context.Context, dir string) error {
 	defer os.RemoveAll(tmp)
 	// The bootstrap runs as the servers' account (never root), on
 	// directories that account owns.
-	acct, err := svcuser.Get()
-	if err != nil {
-		return err
-	}
 	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
 		return fmt.Errorf("initialise data directory %s: %w", dir, err)
 	}

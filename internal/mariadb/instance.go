@@ -31,6 +31,11 @@ type Config struct {
 	// AdminPassword is root@localhost's password (the root's admin secret,
 	// see rootdir.AdminSecret); empty for a data directory not yet secured.
 	AdminPassword string
+	// Account is who the server runs as: a server id claimed for this
+	// data directory (svcuser.Claim), so that it owns nothing but its own
+	// data and run directories. Nil means the shared servers' account
+	// (svcuser.Get).
+	Account *svcuser.Account
 }
 
 // FilesDir is the server's secure_file_priv: an empty directory of its own,
@@ -69,7 +74,7 @@ func Start(b *Binary, cfg Config) (*Instance, error) {
 	if n := len(cfg.Socket()); n > maxSocketPath {
 		return nil, fmt.Errorf("socket path %s is %d bytes, over the %d Linux allows: use a shorter --root", cfg.Socket(), n, maxSocketPath)
 	}
-	acct, err := svcuser.Get()
+	acct, err := cfg.account()
 	if err != nil {
 		return nil, err
 	}
@@ -241,6 +246,14 @@ func (in *Instance) Kill() {
 	<-in.done
 }
 
+// account is who the server runs as.
+func (c Config) account() (svcuser.Account, error) {
+	if c.Account != nil {
+		return *c.Account, nil
+	}
+	return svcuser.Get()
+}
+
 // FreePort asks the kernel for a free loopback TCP port.
 func FreePort() (int, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -268,7 +281,7 @@ func prepareDirs(acct svcuser.Account, cfg Config) error {
 	if err := os.Mkdir(cfg.RunDir, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
 		return fmt.Errorf("create run directory: %w", err)
 	}
-	if err := acct.Own(cfg.RunDir, acct.RunDirMode()); err != nil {
+	if err := acct.OwnRun(cfg.RunDir); err != nil {
 		return err
 	}
 	_ = os.Remove(cfg.Socket())
@@ -283,7 +296,7 @@ func prepareDirs(acct svcuser.Account, cfg Config) error {
 	}
 	var st syscall.Stat_t
 	if err := syscall.Stat(cfg.Datadir, &st); err == nil && acct.Drop && int(st.Uid) != acct.UID {
-		return fmt.Errorf("data directory %s belongs to uid %d, not to %s (uid %d) that servers run as: it was made by an older pristine or by hand: remove it (pristine template rm / pool down) and build it again", cfg.Datadir, st.Uid, acct.Name, acct.UID)
+		return fmt.Errorf("data directory %s belongs to uid %d, not to %s (uid %d) that its server runs as: it was made by an older pristine, by hand, or is a sealed template: remove it (pristine template rm / pool down) and build it again", cfg.Datadir, st.Uid, acct.Name, acct.UID)
 	}
 	if err := acct.CheckReachable(cfg.Datadir); err != nil {
 		return err

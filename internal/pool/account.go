@@ -8,7 +8,6 @@ import (
 	"encoding/hex"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/pristinedb/pristine/internal/quote"
 
@@ -23,22 +22,6 @@ type account struct {
 }
 
 func (a account) ok() bool { return a.user != "" }
-
-// waitGone waits until the server has no connection of user left, so a
-// statement still running when its connection was killed has finished.
-func waitGone(ctx context.Context, admin *sql.DB, user string) error {
-	for i := 0; i < 400; i++ {
-		var n int
-		if err := admin.QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE USER = ?", user).Scan(&n); err != nil {
-			return fmt.Errorf("list lease connections: %w", err)
-		}
-		if n == 0 {
-			return nil
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	return fmt.Errorf("connections of %s did not end within 2s", user)
-}
 
 func randomHex(n int) string {
 	b := make([]byte, n)
@@ -61,10 +44,21 @@ func openAdmin(in *mariadb.Instance) (*sql.DB, error) {
 }
 
 // newAccount creates a user that can reach database db of this server
-// only (see LeaseGrants).
-func newAccount(ctx context.Context, admin *sql.DB, db string, shared bool) (account, error) {
+// only (see LeaseGrants); units is the number of databases of the slot.
+//
+// The account may hold at most its share of max_connections -
+// adminReserve connections at once (MAX_USER_CONNECTIONS), so a holder's
+// own connections never shut pristine's admin, or the other holders of
+// the slot's databases, out of its slot.
+func newAccount(ctx context.Context, admin querier, db string, units int) (account, error) {
+	shared := units > 1
 	a := account{user: "lease_" + randomHex(6), password: randomHex(16)}
-	qs := []string{"CREATE USER " + quote.Account(a.user, "%") + " IDENTIFIED BY " + quote.String(a.password)}
+	var maxConn int
+	if err := admin.QueryRowContext(ctx, "SELECT @@GLOBAL.max_connections").Scan(&maxConn); err != nil {
+		return account{}, fmt.Errorf("create lease account: read max_connections: %w", err)
+	}
+	qs := []string{"CREATE USER " + quote.Account(a.user, "%") + " IDENTIFIED BY " + quote.String(a.password) +
+		fmt.Sprintf(" WITH MAX_USER_CONNECTIONS %d", leaseConnections(maxConn, units))}
 	for _, g := range LeaseGrants(db, shared) {
 		qs = append(qs, "GRANT "+g+" TO "+quote.Account(a.user, "%"))
 	}
@@ -75,6 +69,15 @@ func newAccount(ctx context.Context, admin *sql.DB, db string, shared bool) (acc
 	}
 	return a, nil
 }
+
+// adminReserve is how many of a server's max_connections a lease account
+// leaves to pristine's admin (whose pool holds up to two connections)
+// and to a root session for debugging.
+const adminReserve = 4
+
+// leaseConnections is a lease account's MAX_USER_CONNECTIONS on a server
+// with maxConn max_connections and units databases.
+func leaseConnections(maxConn, units int) int { return max((maxConn-adminReserve)/max(units, 1), 1) }
 
 // LeaseGrants are the privileges of a lease account, as "PRIVS ON WHAT"
 // (docs/security.md explains each). They are all database-level: no
@@ -101,57 +104,29 @@ func LeaseGrants(db string, shared bool) []string {
 	}
 }
 
-// endAccount kills the account's connections and drops it.
-func endAccount(ctx context.Context, admin *sql.DB, a account) error {
-	if err := killConnections(ctx, admin, a.user); err != nil {
-		return err
-	}
-	if _, err := admin.ExecContext(ctx, "DROP USER IF EXISTS "+quote.Account(a.user, "%")); err != nil {
-		return fmt.Errorf("drop lease account: %w", err)
-	}
-	return nil
-}
-
-func killConnections(ctx context.Context, admin *sql.DB, user string) error {
-	rows, err := admin.QueryContext(ctx, "SELECT ID FROM information_schema.PROCESSLIST WHERE USER = ?", user)
-	if err != nil {
-		return fmt.Errorf("list lease connections: %w", err)
-	}
-	var ids []int64
-	for rows.Next() {
-		var id int64
-		if err := rows.Scan(&id); err != nil {
-			rows.Close()
-			return err
-		}
-		ids = append(ids, id)
-	}
-	rows.Close()
-	for _, id := range ids {
-		// A connection that ended meanwhile is not an error.
-		_, _ = admin.ExecContext(ctx, fmt.Sprintf("KILL CONNECTION %d", id))
-	}
-	return nil
-}
-
 // writeMarkQuery sums the counters that move when anything is written: the
 // InnoDB log sequence number (every InnoDB change, DDL included), row
 // writes of every engine (internal temporary tables are counted apart, in
 // Handler_tmp_*), and DDL and account statements (temporary tables, which
-// die with their connection, apart). Global variables are hashed apart
+// die with their connection, apart). Every name it lists exists in
+// MariaDB 10.11's GLOBAL_STATUS (TestWriteMarkCounters): SET PASSWORD has
+// no counter of its own there, and its write to the grant tables moves
+// Handler_update. Global variables are hashed apart
 // (globalsHash), though lease accounts cannot change them (no global
 // privileges, see LeaseGrants).
-const writeMarkQuery = `SELECT CAST(SUM(VARIABLE_VALUE) AS CHAR) FROM information_schema.GLOBAL_STATUS
- WHERE (VARIABLE_NAME IN ('INNODB_LSN_CURRENT','HANDLER_WRITE','HANDLER_UPDATE','HANDLER_DELETE',
-          'COM_TRUNCATE','COM_GRANT','COM_REVOKE','COM_REVOKE_ALL','COM_SET_PASSWORD',
-          'COM_INSTALL_PLUGIN','COM_UNINSTALL_PLUGIN')
+var writeMarkQuery = `SELECT CAST(SUM(VARIABLE_VALUE) AS CHAR) FROM information_schema.GLOBAL_STATUS
+ WHERE (VARIABLE_NAME IN ('` + strings.Join(writeCounterNames, "','") + `')
         OR VARIABLE_NAME LIKE 'COM\_CREATE\_%' OR VARIABLE_NAME LIKE 'COM\_DROP\_%'
         OR VARIABLE_NAME LIKE 'COM\_ALTER\_%' OR VARIABLE_NAME LIKE 'COM\_RENAME\_%')
    AND VARIABLE_NAME NOT IN ('COM_CREATE_TEMPORARY_TABLE','COM_DROP_TEMPORARY_TABLE')`
 
+// writeCounterNames are the counters writeMarkQuery names one by one.
+var writeCounterNames = []string{"INNODB_LSN_CURRENT", "HANDLER_WRITE", "HANDLER_UPDATE", "HANDLER_DELETE",
+	"COM_TRUNCATE", "COM_GRANT", "COM_REVOKE", "COM_REVOKE_ALL", "COM_INSTALL_PLUGIN", "COM_UNINSTALL_PLUGIN"}
+
 // writeMark reads the slot's write counters and a hash of its global
 // variables, as one string.
-func writeMark(ctx context.Context, admin *sql.DB) (string, error) {
+func writeMark(ctx context.Context, admin querier) (string, error) {
 	counters, err := writeCounters(ctx, admin)
 	if err != nil {
 		return "", err
@@ -170,7 +145,7 @@ func withCounters(mark, counters string) string {
 }
 
 // writeCounters reads the slot's write counters (writeMarkQuery).
-func writeCounters(ctx context.Context, admin *sql.DB) (string, error) {
+func writeCounters(ctx context.Context, admin querier) (string, error) {
 	var counters sql.NullString
 	if err := admin.QueryRowContext(ctx, writeMarkQuery).Scan(&counters); err != nil {
 		return "", fmt.Errorf("read write counters: %w", err)
@@ -182,7 +157,7 @@ func writeCounters(ctx context.Context, admin *sql.DB) (string, error) {
 // change (SET GLOBAL, by any path) makes a release --unchanged dirty. The
 // GTID positions, which move only with replication or the binary log
 // (both off), are left out.
-func globalsHash(ctx context.Context, admin *sql.DB) (string, error) {
+func globalsHash(ctx context.Context, admin querier) (string, error) {
 	rows, err := admin.QueryContext(ctx, "SHOW GLOBAL VARIABLES")
 	if err != nil {
 		return "", fmt.Errorf("hash global variables: %w", err)

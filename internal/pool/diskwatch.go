@@ -2,7 +2,6 @@ package pool
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"io/fs"
 	"path/filepath"
@@ -77,15 +76,19 @@ func (p *Pool) diskWatch() {
 }
 
 // checkDisk is one pass of the disk watch: it freezes every leased slot
-// over its cap. A slot that moved on while its disk was added up is left
-// alone. It returns false once the pool is closed.
+// over its cap, and stops the sessions of a frozen slot that still grows
+// (read_only does not stop temporary tables, which live in the slot's
+// tmpdir inside its clone; they die with their connection). A slot that
+// moved on while its disk was added up is left alone. It returns false
+// once the pool is closed.
 func (p *Pool) checkDisk() bool {
 	type watched struct {
-		s     *slot
-		gen   uint64
-		base  int64
-		srv   server
-		users []string
+		s        *slot
+		gen      uint64
+		base     int64
+		srv      server
+		frozen   bool
+		frozenAt int64
 	}
 	var todo []watched
 	p.mu.Lock()
@@ -94,17 +97,34 @@ func (p *Pool) checkDisk() bool {
 		return false
 	}
 	for _, s := range p.slots {
-		if (s.state == Leased || s.state == Kept) && !s.overCap && s.srv != nil {
-			w := watched{s: s, gen: s.gen, base: s.baseBlocks, srv: s.srv}
-			for i := range s.units {
-				w.users = append(w.users, s.units[i].acct.user)
-			}
-			todo = append(todo, w)
+		if (s.state == Leased || s.state == Kept) && s.srv != nil {
+			todo = append(todo, watched{s: s, gen: s.gen, base: s.baseBlocks, srv: s.srv, frozen: s.overCap, frozenAt: s.frozenAt})
 		}
 	}
 	p.mu.Unlock()
 	for _, w := range todo {
 		used := p.ops.diskUsed(filepath.Join(w.s.dir, "data")) - w.base
+		if w.frozen {
+			// Still growing past its freeze: something read_only does
+			// not stop, such as a temporary table.
+			if used <= w.frozenAt+growthSlack(p.opt.SlotDisk) {
+				continue
+			}
+			p.mu.Lock()
+			if w.s.gen != w.gen || p.closed {
+				p.mu.Unlock()
+				continue
+			}
+			w.s.frozenAt = used
+			p.stats.CapKills++
+			p.log.Warn("slot over its disk cap still grows: its connections are killed",
+				"template", p.Meta.Name, "slot", w.s.idx, "written", used, "cap", p.opt.SlotDisk)
+			p.mu.Unlock()
+			if err := w.srv.stopSessions(context.Background()); err != nil {
+				p.log.Error("kill the connections of a slot over its disk cap", "slot", w.s.idx, "err", err)
+			}
+			continue
+		}
 		if used <= p.opt.SlotDisk {
 			continue
 		}
@@ -113,36 +133,20 @@ func (p *Pool) checkDisk() bool {
 			p.mu.Unlock()
 			continue
 		}
-		w.s.overCap = true
+		w.s.overCap, w.s.frozenAt = true, used
 		w.s.err = fmt.Sprintf("wrote %s, over its disk cap of %s: read-only until its lease is released", units.Bytes(used), units.Bytes(p.opt.SlotDisk))
 		p.log.Warn("slot over its disk cap: its statements are stopped and it is read-only until released",
 			"template", p.Meta.Name, "slot", w.s.idx, "written", used, "cap", p.opt.SlotDisk)
 		p.stats.OverCap++
 		p.mu.Unlock()
-		if err := w.srv.freeze(context.Background(), w.users); err != nil {
+		if err := w.srv.freeze(context.Background()); err != nil {
 			p.log.Error("make a slot over its disk cap read-only", "slot", w.s.idx, "err", err)
 		}
 	}
 	return true
 }
 
-// killQueries stops the running statements of user's connections; the
-// connections stay.
-func killQueries(ctx context.Context, admin *sql.DB, user string) error {
-	rows, err := admin.QueryContext(ctx, "SELECT ID FROM information_schema.PROCESSLIST WHERE USER = ? AND COMMAND <> 'Sleep'", user)
-	if err != nil {
-		return fmt.Errorf("list lease connections: %w", err)
-	}
-	var ids []int64
-	for rows.Next() {
-		var id int64
-		if rows.Scan(&id) == nil {
-			ids = append(ids, id)
-		}
-	}
-	rows.Close()
-	for _, id := range ids {
-		_, _ = admin.ExecContext(ctx, fmt.Sprintf("KILL QUERY %d", id))
-	}
-	return nil
-}
+// growthSlack is how much a frozen slot may still grow before its
+// connections are killed: what a stopped statement's rollback and the
+// server's background work write.
+func growthSlack(capBytes int64) int64 { return max(capBytes/8, 16<<20) }

@@ -2,7 +2,6 @@ package pool
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 
@@ -194,61 +193,6 @@ func (p *Pool) Release(ctx context.Context, id string, mode ReleaseMode) (reset 
 	}
 	p.signal()
 	return false, nil
-}
-
-// check is what release --unchanged compares: the server's write
-// counters and global variables, and the slot's files.
-type check struct {
-	mark  string
-	files fileMark
-}
-
-// errChanged says why a database released as unchanged is reset.
-var errChanged = errors.New("changed")
-
-// recycle ends a lease's account and, when neither the server's write
-// counters and global variables nor the slot's files changed since the
-// slot was ready, makes a new account for the next holder. An error (or a
-// zero account) means the database must be reset; errChanged says what
-// moved.
-func recycle(ctx context.Context, admin *sql.DB, was check, a account, db string, dirs []string) (account, check, error) {
-	if err := killConnections(ctx, admin, a.user); err != nil {
-		return account{}, check{}, err
-	}
-	if err := waitGone(ctx, admin, a.user); err != nil {
-		return account{}, check{}, err
-	}
-	mark, err := writeMark(ctx, admin)
-	if err != nil {
-		return account{}, check{}, err
-	}
-	if mark != was.mark {
-		return account{}, check{}, fmt.Errorf("%w: the server's write counters or global variables moved", errChanged)
-	}
-	files, err := markFiles(dirs...)
-	if err != nil {
-		return account{}, check{}, err
-	}
-	if d := was.files.diff(files, 5); len(d) > 0 {
-		return account{}, check{}, fmt.Errorf("%w: files changed: %s", errChanged, strings.Join(d, ", "))
-	}
-	if err := endAccount(ctx, admin, a); err != nil {
-		return account{}, check{}, err
-	}
-	fresh, err := newAccount(ctx, admin, db, false)
-	if err != nil {
-		return account{}, check{}, err
-	}
-	// Files no engine rewrites are as they were, so the mark still holds;
-	// the others are never compared by their times.
-	now := check{files: was.files}
-	// A new account moves the counters, not the global variables.
-	counters, err := writeCounters(ctx, admin)
-	if err != nil {
-		return account{}, check{}, err
-	}
-	now.mark = withCounters(mark, counters)
-	return fresh, now, nil
 }
 
 // releaseLocked ends a lease whose database will be reset.
@@ -495,7 +439,9 @@ func (p *Pool) Shrink(n int) int {
 		if s.srv != nil {
 			s.srv.kill()
 		}
-		_ = p.backend.Remove(filepath.Join(s.dir, "data"))
+		if p.backend.Remove(filepath.Join(s.dir, "data")) == nil {
+			p.releaseID(s) // a retired slot never comes back
+		}
 	}
 	return len(doomed)
 }

@@ -42,6 +42,7 @@ const (
 const (
 	ReasonKilled        = "killed"         // the server was killed by a signal pristine did not send
 	ReasonDiskFull      = "disk_full"      // the server stopped on a full disk or its slot's cap
+	ReasonOutOfMemory   = "out_of_memory"  // the kernel killed the server in its slot's memory cgroup
 	ReasonExited        = "exited"         // the server exited or crashed otherwise
 	ReasonResetFailed   = "reset_failed"   // a reset could not start a server
 	ReasonRestoreFailed = "restore_failed" // after a daemon restart, the slot did not start on its clone
@@ -136,27 +137,56 @@ func (p *Pool) Lost(id string) (LostLease, bool) {
 }
 
 // diskFullMarks are what a server's error log says when a write failed for
-// lack of space (ENOSPC is errno 28, EDQUOT 122).
-var diskFullMarks = []string{"No space left on device", "Disk quota exceeded", "errno 28", "errno 122",
-	"Error number 28", "Error number 122", "error 28", "error 122", "Disk full", "disk full", "Out of disk space"}
+// lack of space (ENOSPC is errno 28, EDQUOT 122), compared without case:
+// InnoDB writes "Operating system error number 122" and "... or a disk
+// quota exceeded", the server "(Errcode: 122 "Disk quota exceeded")".
+var diskFullMarks = []string{"no space left on device", "disk quota exceeded", "errno 28", "errno 122", "errno: 28", "errno: 122",
+	"error number 28", "error number 122", "error 28", "error 122", "errcode: 28", "errcode: 122", "disk full", "out of disk space", "disk is full"}
+
+// diskFullLines is how far back an error log is searched for a full
+// disk: the crash report (a stack trace, the server's variables) follows
+// the cause.
+const diskFullLines = 400
 
 // exitReason says why a server died, as a label and a sentence.
 func exitReason(in *mariadb.Instance) (label, detail string) {
-	tail := in.LogTail(3)
-	err := in.Err()
-	detail = fmt.Sprintf("slot server (pid %d) %v; its error log ends: %s", in.PID(), err, tail)
-	// A crash report follows the cause in the log: look further back.
-	long := in.LogTail(60)
-	for _, m := range diskFullMarks {
-		if strings.Contains(long, m) {
-			return ReasonDiskFull, fmt.Sprintf("slot server (pid %d) stopped on a full disk (its slot's --slot-disk cap or the filesystem); its error log ends: %s", in.PID(), tail)
-		}
+	return classifyExit(in.PID(), in.Err(), in.LogTail(3), in.LogTail(diskFullLines))
+}
+
+// classifyExit labels the exit (err) of server pid whose error log ends
+// with tail (short, for the message) and long.
+func classifyExit(pid int, err error, tail, long string) (label, detail string) {
+	if diskFull(long) {
+		return ReasonDiskFull, fmt.Sprintf("slot server (pid %d) stopped on a full disk (its slot's --slot-disk cap or the filesystem); its error log ends: %s", pid, tail)
 	}
 	var ee interface{ Sys() any }
 	if errors.As(err, &ee) {
 		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() && ws.Signal() == syscall.SIGKILL {
-			return ReasonKilled, fmt.Sprintf("slot server (pid %d) was killed (SIGKILL) by something other than pristine (the OOM killer?); its error log ends: %s", in.PID(), tail)
+			return ReasonKilled, fmt.Sprintf("slot server (pid %d) was killed (SIGKILL) by something other than pristine (the OOM killer?); its error log ends: %s", pid, tail)
 		}
 	}
-	return ReasonExited, detail
+	return ReasonExited, fmt.Sprintf("slot server (pid %d) %v; its error log ends: %s", pid, err, tail)
+}
+
+// diskFull reports whether an error log says a write failed for lack of
+// space.
+func diskFull(log string) bool {
+	log = strings.ToLower(log)
+	for _, m := range diskFullMarks {
+		if strings.Contains(log, m) {
+			return true
+		}
+	}
+	return false
+}
+
+// overCapExit relabels the exit of a slot's server that had written past
+// its disk cap: one that exited on its own (not killed by a signal) then
+// stopped on the filesystem's cap behind the watched one, whatever its
+// log says. The caller holds p.mu.
+func overCapExit(s *slot, reason, detail string) (string, string) {
+	if s.overCap && reason == ReasonExited {
+		return ReasonDiskFull, "over its disk cap (--slot-disk): " + detail
+	}
+	return reason, detail
 }

@@ -146,10 +146,12 @@ func (s *fakeServer) recycle(ctx context.Context, was check, a account, _ string
 	return account{user: "lease_" + randomHex(6), password: randomHex(16)}, was, nil
 }
 
-func (s *fakeServer) freeze(context.Context, []string) error {
+func (s *fakeServer) freeze(context.Context) error {
 	s.frozen.Store(true)
 	return nil
 }
+
+func (s *fakeServer) stopSessions(context.Context) error { return nil }
 
 // fakePool brings up a pool of opt.Size slots of a template with dbs
 // databases on the fake f, in a new root. before, when set, runs on the

@@ -44,10 +44,14 @@ type server interface {
 	kill()
 	// recycle is release --unchanged's check (Pool.recycle).
 	recycle(ctx context.Context, was check, a account, db string, dirs []string) (account, check, error)
-	// freeze makes the server read-only and stops users' running
-	// statements (a slot over its disk cap); the error says the server
-	// did not take read_only.
-	freeze(ctx context.Context, users []string) error
+	// freeze makes the server read-only and stops every client's
+	// running statement (a slot over its disk cap); the error says the
+	// server did not take read_only.
+	freeze(ctx context.Context) error
+	// stopSessions kills every client connection but the admin's (a
+	// frozen slot that still grows: temporary tables, which read_only
+	// does not stop, die with their connection).
+	stopSessions(ctx context.Context) error
 }
 
 // booted is what a slot's new server came up with.
@@ -86,13 +90,29 @@ func (l *liveServer) recycle(ctx context.Context, was check, a account, db strin
 	return recycle(ctx, l.admin, was, a, db, dirs)
 }
 
-func (l *liveServer) freeze(ctx context.Context, users []string) error {
+func (l *liveServer) freeze(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	// read_only first, so no new statement starts between the two.
-	_, err := l.admin.ExecContext(ctx, "SET GLOBAL read_only = ON")
-	for _, u := range users {
-		_ = killQueries(ctx, l.admin, u)
+	conn, err := l.admin.Conn(ctx)
+	if err != nil {
+		return err
 	}
+	defer conn.Close()
+	// read_only first, so no new statement starts between the two.
+	_, err = conn.ExecContext(ctx, "SET GLOBAL read_only = ON")
+	// By connection id, not user: a session inside a routine of another
+	// definer shows that definer as its user.
+	_ = killOtherQueries(ctx, conn)
 	return err
+}
+
+func (l *liveServer) stopSessions(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	conn, err := l.admin.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	return killOthers(ctx, conn)
 }

@@ -13,11 +13,13 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/pristinedb/pristine/internal/catalog"
 	"github.com/pristinedb/pristine/internal/cow"
 	"github.com/pristinedb/pristine/internal/mariadb"
+	"github.com/pristinedb/pristine/internal/svcuser"
 	"github.com/pristinedb/pristine/internal/units"
 )
 
@@ -62,6 +64,12 @@ type Options struct {
 	// copies and filesystems without quotas are not capped (Status says
 	// why).
 	SlotDisk int64
+	// SlotMemory caps the memory one MEMORY table, one temporary table
+	// and one session of a slot may take (ceilings a lease cannot raise)
+	// and, where pristine is root and a memory cgroup hierarchy is
+	// usable, each slot server's memory in all (memLimit; memcg.go).
+	// 0: the server's defaults, which a lease can raise without bound.
+	SlotMemory int64
 }
 
 // Errors callers map to messages, exit codes and HTTP statuses.
@@ -100,6 +108,10 @@ type Pool struct {
 	lostOrder []string
 	// diskCap says how slots are capped, or why they are not.
 	diskCap string
+	// memcg are the slots' memory groups (nil: none); memCap says how
+	// slots' memory is bounded.
+	memcg  *memCgroups
+	memCap string
 	// ops touch servers and files; fakes in unit tests.
 	ops ops
 	// retryEvery is the pause before a failed reset is retried.
@@ -146,6 +158,7 @@ func Up(ctx context.Context, cat *catalog.Catalog, bin *mariadb.Binary, m *catal
 		return nil, fmt.Errorf("pool up: %w", err)
 	}
 	_ = cat.Touch(m)
+	p.setupMemory()
 	if err := p.up(ctx); err != nil {
 		return nil, err
 	}
@@ -318,7 +331,15 @@ func (p *Pool) cloneSlot(_ context.Context, s *slot) error {
 	if err := p.backend.Remove(data); err != nil {
 		return fmt.Errorf("slot %d: remove old clone: %w", s.idx, err)
 	}
-	if err := p.backend.Clone(p.cat.DataDir(p.Meta.Hash), data); err != nil {
+	sid, err := p.slotID(s)
+	if err != nil {
+		return fmt.Errorf("slot %d: %w", s.idx, err)
+	}
+	src, err := p.seed(s, sid)
+	if err != nil {
+		return fmt.Errorf("slot %d: %w", s.idx, err)
+	}
+	if err := cow.CloneAs(p.backend, src, data, ownerUnless(sid, src != p.cat.DataDir(p.Meta.Hash))); err != nil {
 		return fmt.Errorf("slot %d: clone template: %w", s.idx, err)
 	}
 	if err := p.capSlot(data); err != nil {
@@ -330,6 +351,107 @@ func (p *Pool) cloneSlot(_ context.Context, s *slot) error {
 	}
 	s.clone = id
 	return nil
+}
+
+// slotID is the server id of slot s (svcuser.Claim): claimed for the
+// slot's clone on its first clone, kept across resets (the same slot's
+// next clone) and released by Down or Shrink once the clone is gone. Its server runs
+// as it and its clone and run directory belong to it, so even root of the
+// slot can write nowhere but there.
+func (p *Pool) slotID(s *slot) (*svcuser.Claimed, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if s.id != nil {
+		return s.id, nil
+	}
+	id, err := svcuser.Claim(filepath.Join(s.dir, "data"))
+	if err != nil {
+		return nil, err
+	}
+	s.id = id
+	return id, nil
+}
+
+// seedsDir holds the slots' seeds (see seed): root's, 0700, so no server
+// can reach the seed its own id owns.
+const seedsDir = ".seeds"
+
+// seed returns what slot s's clone is made from. On btrfs, where a
+// snapshot keeps its source's owners and chowning each fresh snapshot
+// costs a metadata copy of the template (measured: a clone and removal of
+// the demo template 10 ms plain, 40-80 ms chowned), each slot has a seed:
+// a snapshot of the template given to the slot's id once, at its first
+// clone, under seedsDir. Every reset then snapshots the seed, already the
+// slot's id's, at a plain snapshot's cost (2 ms). Other backends give each
+// file its owner as they make it, and clone the template itself.
+func (p *Pool) seed(s *slot, id *svcuser.Claimed) (string, error) {
+	tmpl := p.cat.DataDir(p.Meta.Hash)
+	own := owner(id)
+	if own == nil || p.backend.Name() != "btrfs" {
+		return tmpl, nil
+	}
+	dir := filepath.Join(p.dir, seedsDir)
+	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
+		return "", fmt.Errorf("make the seeds directory: %w", err)
+	}
+	if err := os.Chmod(dir, 0o700); err != nil {
+		return "", err
+	}
+	seed := filepath.Join(dir, fmt.Sprintf("%03d", s.idx))
+	var st syscall.Stat_t
+	if err := syscall.Lstat(seed, &st); err == nil {
+		if int(st.Uid) == own.UID {
+			return seed, nil
+		}
+		// Another id's (a restart gave the slot a new one): make it again.
+		if err := p.backend.Remove(seed); err != nil {
+			return "", fmt.Errorf("remove a stale seed: %w", err)
+		}
+	}
+	if err := cow.CloneAs(p.backend, tmpl, seed, own); err != nil {
+		return "", fmt.Errorf("make the slot's seed: %w", err)
+	}
+	return seed, nil
+}
+
+// ownerUnless is owner(id), or nil when the source already belongs to id.
+func ownerUnless(id *svcuser.Claimed, owned bool) *cow.Owner {
+	if owned {
+		return nil
+	}
+	return owner(id)
+}
+
+// releaseID gives slot s's server id back once its clone is gone: its run
+// directory and its seed go first, so nothing the id owns is left under
+// the root.
+func (p *Pool) releaseID(s *slot) {
+	if p.cat != nil {
+		if err := p.cat.Root().Check(s.run); err == nil {
+			_ = os.RemoveAll(s.run)
+		}
+	}
+	seed := filepath.Join(p.dir, seedsDir, fmt.Sprintf("%03d", s.idx))
+	if _, err := os.Lstat(seed); err == nil {
+		if err := p.backend.Remove(seed); err != nil {
+			p.log.Warn("a slot's seed was not removed, so its server id is kept", "template", p.Meta.Name, "slot", s.idx, "error", err.Error())
+			return
+		}
+	}
+	p.mu.Lock()
+	id := s.id
+	s.id = nil
+	p.mu.Unlock()
+	id.Release()
+}
+
+// owner is who a clone's files belong to: the server id, or nil (the
+// template's owner) when servers run as pristine's own user.
+func owner(id *svcuser.Claimed) *cow.Owner {
+	if id == nil || !id.Drop {
+		return nil
+	}
+	return &cow.Owner{UID: id.UID, GID: id.GID}
 }
 
 // capSlot caps the disk of a fresh clone (Options.SlotDisk). A filesystem
@@ -442,14 +564,24 @@ func (p *Pool) bootSlot(ctx context.Context, s *slot, gen uint64) error {
 func (p *Pool) bootServer(ctx context.Context, s *slot) (*booted, error) {
 	data := filepath.Join(s.dir, "data")
 	port := s.wantPort
-	var err error
+	id, err := p.slotID(s)
+	if err != nil {
+		return nil, fmt.Errorf("slot %d: %w", s.idx, err)
+	}
+	extra, err := slotArgs(data, p.opt)
+	if err != nil {
+		return nil, fmt.Errorf("slot %d: %w", s.idx, err)
+	}
 	for try := 0; try < 3; try++ {
 		var in *mariadb.Instance
-		in, err = mariadb.Start(p.bin, mariadb.Config{Datadir: data, RunDir: s.run, Port: port, Profile: p.opt.Profile, AdminPassword: p.cat.Admin()})
+		in, err = mariadb.Start(p.bin, mariadb.Config{Datadir: data, RunDir: s.run, Port: port, Profile: p.opt.Profile, AdminPassword: p.cat.Admin(), Extra: extra, Account: &id.Account})
 		if err != nil {
 			break
 		}
-		if err = in.WaitReady(ctx); err == nil {
+		if err = p.limitMemory(s.idx, in.PID()); err == nil {
+			err = in.WaitReady(ctx)
+		}
+		if err == nil {
 			var b *booted
 			if b, err = p.prepareUnits(ctx, s, in); err == nil {
 				return b, nil
@@ -499,7 +631,7 @@ func prepare(ctx context.Context, s *slot, admin *sql.DB, capped bool) (*booted,
 			}
 		}
 		var err error
-		if b.accts[i], err = newAccount(ctx, admin, db, len(s.units) > 1); err != nil {
+		if b.accts[i], err = newAccount(ctx, admin, db, len(s.units)); err != nil {
 			return nil, err
 		}
 	}
@@ -598,6 +730,8 @@ func (p *Pool) watch(s *slot, srv server) {
 	if p.closed || s.srv != srv || (s.state != Ready && s.state != Leased && s.state != Kept) {
 		return // killed by the pool: reset, retired or shut down
 	}
+	reason, detail = overCapExit(s, reason, detail)
+	reason, detail = p.memoryExit(s, reason, detail)
 	s.err = detail
 	p.emit(Event{Kind: EventSlotDied, Slot: s.idx, Reason: reason, Detail: detail})
 	for i := range s.units {
@@ -642,9 +776,15 @@ func (p *Pool) Down(ctx context.Context) error {
 				srv.kill()
 			}
 			errs[i] = p.backend.Remove(filepath.Join(s.dir, "data"))
+			if errs[i] == nil {
+				p.releaseID(s)
+			}
 		}(i, s)
 	}
 	wg.Wait()
+	if p.memcg != nil {
+		p.memcg.remove(len(p.slots))
+	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("pool down: %w", err)
 	}

@@ -36,6 +36,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/pristinedb/pristine/internal/svcuser"
 )
 
 // State is where a slot is in its life cycle.
@@ -143,6 +145,12 @@ type slot struct {
 	// ready; overCap is set once it wrote more than Options.SlotDisk.
 	baseBlocks int64
 	overCap    bool
+	// frozenAt is what the slot had written when it was frozen (or its
+	// sessions last killed) over its cap.
+	frozenAt int64
+	// id is the server id the slot's server runs as and its clone
+	// belongs to (Pool.slotID); nil until its first clone.
+	id *svcuser.Claimed
 }
 
 // unit is one database of a slot, the thing a lease hands out.

@@ -18,6 +18,10 @@ type Stats struct {
 	// OverCap counts slots that wrote past their disk cap and were made
 	// read-only until released.
 	OverCap int64 `json:"over_cap,omitempty"`
+	// CapKills counts the times a slot over its disk cap kept growing
+	// (temporary tables, which read_only does not stop) and its
+	// connections were killed.
+	CapKills int64 `json:"cap_kills,omitempty"`
 	// IllegalMoves counts slot moves the state machine refused (a bug;
 	// each is logged).
 	IllegalMoves int64 `json:"illegal_moves,omitempty"`
@@ -86,6 +90,9 @@ type Status struct {
 	// DiskCap says how much each slot may write (pool up --slot-disk) and
 	// how that is enforced, or why it is not ("off: ...").
 	DiskCap string `json:"disk_cap,omitempty"`
+	// MemoryCap says how each slot's memory is bounded (pool up
+	// --slot-memory) and, where a slot server has no memory cgroup, why.
+	MemoryCap string `json:"memory_cap,omitempty"`
 }
 
 // Status reports the pool's slots and counters.
@@ -93,7 +100,7 @@ func (p *Pool) Status(withSlots bool) Status {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	st := Status{Template: p.Meta.Name, Hash: p.Meta.Hash, Size: len(p.slots), DBsPerSlot: len(p.Meta.Databases),
-		Backend: p.backend.Name(), States: map[State]int{}, Leased: len(p.leases), Stats: p.stats, DiskCap: p.diskCap}
+		Backend: p.backend.Name(), States: map[State]int{}, Leased: len(p.leases), Stats: p.stats, DiskCap: p.diskCap, MemoryCap: p.memCap}
 	st.Stats.SlotDeaths, st.Stats.LeasesLost = copyCounts(p.stats.SlotDeaths), copyCounts(p.stats.LeasesLost)
 	st.WaitP50MS, st.WaitP99MS, _ = p.stats.waits.quantiles()
 	st.ResetP50MS, st.ResetP99MS, st.ResetMaxMS = p.stats.resets.quantiles()

@@ -40,6 +40,15 @@ const (
 	NoSlotDisk  = -1
 )
 
+// DefaultSlotMemory is the memory ceiling of a slot when pool up names
+// none (pool.Options.SlotMemory): far more than a test's MEMORY table or
+// sort needs, a small part of a CI machine's memory.
+const DefaultSlotMemory = 256 << 20
+
+// minSlotMemory is the smallest memory ceiling pool up takes: below it
+// the server's own buffers (sort, join, read) do not fit in a session.
+const minSlotMemory = 16 << 20
+
 // Handler returns the API's routes.
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
@@ -167,6 +176,10 @@ func (s *Server) poolUp(w http.ResponseWriter, r *http.Request) {
 		fail(w, fmt.Errorf("%w: slot_disk is %d: it must be from 0 to %d bytes (1 PiB), or -1 for no cap; 0 or absent means %d (1 GiB)", errBadRequest, req.SlotDisk, int64(MaxSlotDisk), DefaultSlotDisk))
 		return
 	}
+	if req.SlotMemory > 0 && req.SlotMemory < minSlotMemory {
+		fail(w, fmt.Errorf("%w: slot_memory is %d bytes: it must be at least %d (16 MiB), 0 for the default of %d (256 MiB), or negative for none", errBadRequest, req.SlotMemory, minSlotMemory, DefaultSlotMemory))
+		return
+	}
 	m, err := s.cat.Get(req.Template)
 	if err != nil {
 		fail(w, err)
@@ -184,7 +197,10 @@ func (s *Server) poolUp(w http.ResponseWriter, r *http.Request) {
 	if req.SlotDisk == 0 {
 		req.SlotDisk = DefaultSlotDisk
 	}
-	rec := state.Pool{Template: m.Name, Hash: m.Hash, Size: req.Size, BufferPool: req.BufferPool, Parallel: req.Parallel, SlotDisk: req.SlotDisk}
+	if req.SlotMemory == 0 {
+		req.SlotMemory = DefaultSlotMemory
+	}
+	rec := state.Pool{Template: m.Name, Hash: m.Hash, Size: req.Size, BufferPool: req.BufferPool, Parallel: req.Parallel, SlotDisk: req.SlotDisk, SlotMemory: req.SlotMemory}
 	opt := s.poolOptions(rec, nil)
 	if err := s.makeRoom(m, opt.Profile, req.Size); err != nil {
 		s.mu.Lock()

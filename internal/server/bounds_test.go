@@ -47,6 +47,7 @@ func TestDurationBounds(t *testing.T) {
 		{"template wait 1e10", "GET", "/v1/templates/app?wait=1e10", "", "3600"},
 		{"template wait NaN", "GET", "/v1/templates/app?wait=NaN", "", "3600"},
 		{"template wait words", "GET", "/v1/templates/app?wait=soon", "", "3600"},
+		{"slot memory too small", "POST", "/v1/pools", `{"template":"app","size":1,"slot_memory":1000}`, "at least 16777216"},
 	} {
 		var e server.ErrorBody
 		if code := d.do(tc.method, tc.path, tc.body, &e); code != http.StatusBadRequest || !strings.Contains(e.Error, tc.want) {

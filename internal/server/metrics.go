@@ -39,7 +39,7 @@ func newMetrics(s *Server) *metrics {
 		Name: "pristine_reset_seconds", Help: "Time to reset a released slot: kill, clone again, start, ready.", Buckets: durationBuckets,
 	}, []string{"template"})
 	m.deaths = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "pristine_slot_deaths_total", Help: "Slots whose server died (killed, disk_full, exited) or whose reset failed (reset_failed), by reason; each was replaced.",
+		Name: "pristine_slot_deaths_total", Help: "Slots whose server died (killed, out_of_memory, disk_full, exited) or whose reset failed (reset_failed), by reason; each was replaced.",
 	}, []string{"template", "reason"})
 	m.lost = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "pristine_leases_lost_total", Help: "Leases that ended without their holder releasing them (their slot died or was not restored after a restart), by reason.",

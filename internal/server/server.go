@@ -151,7 +151,8 @@ func (s *Server) poolOptions(rec state.Pool, restore []pool.Lease) pool.Options 
 		prof.BufferPool = rec.BufferPool
 	}
 	return pool.Options{Size: rec.Size, Profile: prof, Parallel: rec.Parallel, Journal: s.state, Restore: restore,
-		Observe: s.metrics.observe, Log: s.log, Event: s.metrics.event, SlotDisk: max(rec.SlotDisk, 0)}
+		Observe: s.metrics.observe, Log: s.log, Event: s.metrics.event, SlotDisk: max(rec.SlotDisk, 0),
+		SlotMemory: max(rec.SlotMemory, 0)}
 }
 
 // removeStalePools removes clone directories no live pool owns.

@@ -24,10 +24,10 @@ func leaseOut(l pool.Lease) api.Lease {
 func StatusOut(st pool.Status) api.PoolStatus {
 	out := api.PoolStatus{Template: st.Template, Hash: st.Hash, Size: st.Size, DBsPerSlot: st.DBsPerSlot,
 		Backend: st.Backend, Leased: st.Leased, WaitP50MS: st.WaitP50MS, WaitP99MS: st.WaitP99MS,
-		ResetP50MS: st.ResetP50MS, ResetP99MS: st.ResetP99MS, ResetMaxMS: st.ResetMaxMS, DiskCap: st.DiskCap,
+		ResetP50MS: st.ResetP50MS, ResetP99MS: st.ResetP99MS, ResetMaxMS: st.ResetMaxMS, DiskCap: st.DiskCap, MemoryCap: st.MemoryCap,
 		Stats: api.PoolStats{UpSeconds: st.Stats.UpSeconds, Leases: st.Stats.Leases, Expired: st.Stats.Expired,
 			HolderGone: st.Stats.HolderGone, Reused: st.Stats.Reused, JournalErrors: st.Stats.JournalErrors,
-			Replaced: st.Stats.Replaced, ResetFailures: st.Stats.ResetFailures, OverCap: st.Stats.OverCap,
+			Replaced: st.Stats.Replaced, ResetFailures: st.Stats.ResetFailures, OverCap: st.Stats.OverCap, CapKills: st.Stats.CapKills,
 			SlotDeaths: st.Stats.SlotDeaths, LeasesLost: st.Stats.LeasesLost}}
 	if st.States != nil {
 		out.States = make(map[string]int, len(st.States))

@@ -29,8 +29,8 @@ func TestWireBytesUnchanged(t *testing.T) {
 	status := pool.Status{Template: "app", Hash: "abc", Size: 2, DBsPerSlot: 1, Backend: "reflink",
 		States: map[pool.State]int{pool.Ready: 1, pool.Leased: 1}, Leased: 1,
 		Stats: pool.Stats{UpSeconds: 1, Leases: 3, Expired: 1, HolderGone: 1, Reused: 1, JournalErrors: 1, Replaced: 1,
-			ResetFailures: 1, OverCap: 1, SlotDeaths: map[string]int64{"oom": 1}, LeasesLost: map[string]int64{}},
-		WaitP50MS: 0.5, WaitP99MS: 1, ResetP50MS: 2, ResetP99MS: 3, ResetMaxMS: 4, DiskCap: "1 GB",
+			ResetFailures: 1, OverCap: 1, CapKills: 1, SlotDeaths: map[string]int64{"oom": 1}, LeasesLost: map[string]int64{}},
+		WaitP50MS: 0.5, WaitP99MS: 1, ResetP50MS: 2, ResetP99MS: 3, ResetMaxMS: 4, DiskCap: "1 GB", MemoryCap: "256 MiB",
 		Slots: []pool.SlotStatus{{Slot: 0, State: pool.Ready, Port: 3307, PID: 5, Leases: 0, Since: now, Error: "e"}, {Slot: 1}}}
 	bare := pool.Status{Template: "app", States: map[pool.State]int{}}
 

@@ -91,6 +91,9 @@ type Pool struct {
 	Parallel   int    `json:"parallel"`
 	// SlotDisk is each slot's disk cap in bytes; 0 or less: none.
 	SlotDisk int64 `json:"slot_disk,omitempty"`
+	// SlotMemory is each slot's memory ceiling in bytes
+	// (pool.Options.SlotMemory); 0 or less: none.
+	SlotMemory int64 `json:"slot_memory,omitempty"`
 }
 
 // PutPool records a pool that is up.

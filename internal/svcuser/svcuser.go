@@ -1,10 +1,15 @@
-// Package svcuser is the operating-system account the database servers run
-// as. When pristine runs as root, every server it starts (slots, template
-// builds, the bootstrap that initialises a data directory) runs as the
-// unprivileged system account "pristine", never as root: a server that
-// could write files as root could be made to load a plugin written with
-// SELECT ... INTO DUMPFILE. When pristine runs as any other user, servers
-// run as that user. See docs/security.md.
+// Package svcuser is who the database servers run as. When pristine runs as
+// root, no server runs as root: a server that could write files as root
+// could be made to load a plugin written with SELECT ... INTO DUMPFILE.
+// Each server that runs SQL a test or client chose (a slot, a template
+// build, a base bootstrap, a verify clone) runs under a server id of its
+// own, claimed from a reserved range for its data directory (Claim, ids.go),
+// so that root of one slot can write only inside its own slot; finished
+// templates and bases are sealed to pristine's own user (Seal). The system
+// account "pristine" (Get) gives its group to every server's run directory
+// and runs the few throwaway servers that need no id of their own. When
+// pristine runs as any other user, servers run as that user. See
+// docs/security.md.
 package svcuser
 
 import (
@@ -30,6 +35,9 @@ const Name = "pristine"
 type Account struct {
 	Name     string
 	UID, GID int
+	// RunGID is the group of the server's run directory (its socket):
+	// group "pristine", whose members may use slot sockets.
+	RunGID int
 	// Drop is true when pristine runs as root and servers are started
 	// under this account instead (SysProcAttr.Credential).
 	Drop bool
@@ -55,7 +63,7 @@ func get() (Account, error) {
 		if u, err := user.Current(); err == nil {
 			name = u.Username
 		}
-		return Account{Name: name, UID: os.Geteuid(), GID: os.Getegid()}, nil
+		return Account{Name: name, UID: os.Geteuid(), GID: os.Getegid(), RunGID: os.Getegid()}, nil
 	}
 	if a, err := lookup(); err == nil {
 		return a, nil
@@ -86,7 +94,7 @@ func lookup() (Account, error) {
 	if uid == 0 || gid == 0 {
 		return Account{}, fmt.Errorf("account %s has uid %d gid %d: the servers' account must not be root: remove it (userdel %s) and let pristine create it", Name, uid, gid, Name)
 	}
-	return Account{Name: Name, UID: uid, GID: gid, Drop: true}, nil
+	return Account{Name: Name, UID: uid, GID: gid, RunGID: gid, Drop: true}, nil
 }
 
 // UseraddArgs are the arguments that create the system account; install-deps
@@ -126,13 +134,24 @@ func (a Account) RunDirMode() fs.FileMode {
 // symlink and changed through that descriptor, so a symlink put in its
 // place cannot redirect the change.
 func (a Account) Own(path string, mode fs.FileMode) error {
+	return a.own(path, a.GID, mode)
+}
+
+// OwnRun makes a server's run directory belong to the account, in group
+// RunGID ("pristine"), with RunDirMode: members of the group reach the
+// socket, nobody else does.
+func (a Account) OwnRun(path string) error {
+	return a.own(path, a.RunGID, a.RunDirMode())
+}
+
+func (a Account) own(path string, gid int, mode fs.FileMode) error {
 	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return fmt.Errorf("give %s to account %s: %w", path, a.Name, err)
 	}
 	defer unix.Close(fd)
 	if a.Drop {
-		if err := unix.Fchown(fd, a.UID, a.GID); err != nil {
+		if err := unix.Fchown(fd, a.UID, gid); err != nil {
 			return fmt.Errorf("give %s to account %s: %w", path, a.Name, err)
 		}
 	}

@@ -47,7 +47,13 @@ func (b *Builder) base(ctx context.Context, p mariadb.Profile) (string, error) {
 	if err := b.cat.Backend().MakeDir(data); err != nil {
 		return "", err
 	}
-	if err := b.bin.InitDatadir(ctx, data); err != nil {
+	id, err := b.claim(data)
+	if err != nil {
+		_ = b.cat.Discard(dir)
+		return "", err
+	}
+	defer b.seal(data) // on failure: after the discard, only the release is left
+	if err := b.bin.InitDatadirAs(ctx, data, id.Account); err != nil {
 		_ = b.cat.Discard(dir)
 		return "", err
 	}
@@ -57,7 +63,7 @@ func (b *Builder) base(ctx context.Context, p mariadb.Profile) (string, error) {
 	// and secures the accounts before anything can connect to them.
 	runDir := filepath.Join(b.cat.Root().Path, "run", "base")
 	defer os.RemoveAll(runDir)
-	in, err := mariadb.Start(b.bin, mariadb.Config{Datadir: data, RunDir: runDir, Profile: p, Extra: []string{"--skip-networking"}})
+	in, err := mariadb.Start(b.bin, mariadb.Config{Datadir: data, RunDir: runDir, Profile: p, Extra: []string{"--skip-networking"}, Account: &id.Account})
 	if err == nil {
 		if err = in.WaitReady(ctx); err == nil && tz != "" {
 			err = b.loadTimezones(ctx, in, tz)
@@ -68,6 +74,10 @@ func (b *Builder) base(ctx context.Context, p mariadb.Profile) (string, error) {
 			}
 		}
 		in.Kill()
+	}
+	if err == nil {
+		// Read-only to every server from now on: builds clone it.
+		err = b.seal(data)
 	}
 	if err != nil {
 		_ = b.cat.Discard(dir)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/pristinedb/pristine/internal/capture"
 	"github.com/pristinedb/pristine/internal/catalog"
+	"github.com/pristinedb/pristine/internal/cow"
 	"github.com/pristinedb/pristine/internal/mariadb"
 	"github.com/pristinedb/pristine/internal/sqlload"
 	"github.com/pristinedb/pristine/internal/units"
@@ -174,6 +175,7 @@ func (b *Builder) buildData(ctx context.Context, dir string, opt BuildOptions, m
 	if err != nil {
 		return err
 	}
+	defer b.seal(in.Config.Datadir)      // after the kill; a finished build is sealed already
 	defer os.RemoveAll(in.Config.RunDir) // after the kill: a failed build leaves no run/build-*
 	defer in.Kill()
 	defer db.Close()
@@ -203,12 +205,21 @@ func (b *Builder) startBuild(ctx context.Context, dir string, opt BuildOptions, 
 		return nil, nil, err
 	}
 	data := filepath.Join(dir, "data")
-	if err := b.cat.Backend().Clone(base, data); err != nil {
+	// The build server runs as a server id of its own, on a clone that
+	// belongs to it: the build account (every privilege, handed to an API
+	// client) reaches no other template and no slot.
+	id, err := b.claim(data)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := cow.CloneAs(b.cat.Backend(), base, data, ownerOf(id)); err != nil {
+		_ = b.seal(data)
 		return nil, nil, err
 	}
 	runDir := filepath.Join(b.cat.Root().Path, "run", "build-"+m.Hash[:12])
-	in, err := mariadb.Start(b.bin, mariadb.Config{Datadir: data, RunDir: runDir, Profile: mariadb.BuildProfile(opt.Profile), AdminPassword: b.cat.Admin()})
+	in, err := mariadb.Start(b.bin, mariadb.Config{Datadir: data, RunDir: runDir, Profile: mariadb.BuildProfile(opt.Profile), AdminPassword: b.cat.Admin(), Account: &id.Account})
 	if err != nil {
+		_ = b.seal(data)
 		return nil, nil, err
 	}
 	db, err := in.Open("")
@@ -224,6 +235,7 @@ func (b *Builder) startBuild(ctx context.Context, dir string, opt BuildOptions, 
 	if err != nil {
 		in.Kill()
 		os.RemoveAll(runDir)
+		_ = b.seal(data)
 		return nil, nil, err
 	}
 	return in, db, nil
@@ -256,8 +268,9 @@ func (b *Builder) finishBuild(ctx context.Context, in *mariadb.Instance, db *sql
 		b.progress("warning: %s", w)
 	}
 	// The build account's password was handed to the builder: no clone may
-	// accept it. Locked, it keeps running what it is the DEFINER of.
-	if err := mariadb.LockAccount(ctx, db, m.User, "%"); err != nil {
+	// accept it. Then no object may run as it, as root or with a global
+	// privilege in a slot: they are re-owned or reduced.
+	if err := b.secureDefiners(ctx, db, m); err != nil {
 		return err
 	}
 	// A slow shutdown purges undo logs and merges buffers, so slots start
@@ -267,7 +280,11 @@ func (b *Builder) finishBuild(ctx context.Context, in *mariadb.Instance, db *sql
 	}
 	db.Close()
 	b.progress("stopping the template server cleanly")
-	return in.Stop(ctx, 10*time.Minute)
+	if err := in.Stop(ctx, 10*time.Minute); err != nil {
+		return err
+	}
+	// Read-only to every server from now on: slots clone it.
+	return b.seal(in.Config.Datadir)
 }
 
 func (b *Builder) load(ctx context.Context, in *mariadb.Instance, opt BuildOptions) error {

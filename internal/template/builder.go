@@ -17,11 +17,13 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"sync"
 
 	"github.com/pristinedb/pristine/internal/catalog"
 	"github.com/pristinedb/pristine/internal/cow"
 	"github.com/pristinedb/pristine/internal/mariadb"
 	"github.com/pristinedb/pristine/internal/rootdir"
+	"github.com/pristinedb/pristine/internal/svcuser"
 )
 
 // Builder builds templates into a catalog with a server binary.
@@ -33,6 +35,10 @@ type Builder struct {
 	// NoTimezones leaves the base data directory's time zone tables empty
 	// (by default they are loaded: timezones.go).
 	NoTimezones bool
+	// ids are the server ids of the data directories the builder's
+	// servers run on (ids.go).
+	idMu sync.Mutex
+	ids  map[string]*svcuser.Claimed
 }
 
 // NewBuilder returns a builder that makes templates in cat with the server

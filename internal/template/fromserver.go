@@ -12,6 +12,7 @@ import (
 
 	"github.com/pristinedb/pristine/internal/capture"
 	"github.com/pristinedb/pristine/internal/catalog"
+	"github.com/pristinedb/pristine/internal/cow"
 	"github.com/pristinedb/pristine/internal/dsn"
 	"github.com/pristinedb/pristine/internal/mariadb"
 	"github.com/pristinedb/pristine/internal/sysmem"
@@ -145,6 +146,7 @@ func (b *Builder) buildFromServer(ctx context.Context, dir string, opt BuildOpti
 		copts.Progress = opt.Server.Meter
 	}
 	data := filepath.Join(dir, "data")
+	defer b.seal(data) // after the server's kill below; a finished build is sealed already
 	var counters []capture.Counter
 	if ls.method == capture.MethodPhysical {
 		if err := b.cat.Backend().MakeDir(data); err != nil {
@@ -158,7 +160,7 @@ func (b *Builder) buildFromServer(ctx context.Context, dir string, opt BuildOpti
 		b.progress("copied and prepared %s in %.1fs", units.Bytes(st.Bytes), st.Elapsed.Seconds())
 		// The copy's accounts are the source's: secure them on a private
 		// start without grant tables before it is ever served on TCP.
-		if err := b.secure(ctx, data, mariadb.BuildProfile(opt.Profile)); err != nil {
+		if err := b.secure(ctx, data, mariadb.BuildProfile(opt.Profile), nil); err != nil {
 			return err
 		}
 	} else {
@@ -166,9 +168,17 @@ func (b *Builder) buildFromServer(ctx context.Context, dir string, opt BuildOpti
 		if err != nil {
 			return err
 		}
-		if err := b.cat.Backend().Clone(base, data); err != nil {
+		id, err := b.claim(data)
+		if err != nil {
 			return err
 		}
+		if err := cow.CloneAs(b.cat.Backend(), base, data, ownerOf(id)); err != nil {
+			return err
+		}
+	}
+	id, err := b.claim(data)
+	if err != nil {
+		return err
 	}
 	runDir := filepath.Join(b.cat.Root().Path, "run", "build-"+m.Hash[:12])
 	defer os.RemoveAll(runDir)
@@ -178,7 +188,7 @@ func (b *Builder) buildFromServer(ctx context.Context, dir string, opt BuildOpti
 		// to the data, within a quarter of the free memory.
 		prof.BufferPool = max(prof.BufferPool, min(src.Bytes+src.Bytes/4, sysmem.AvailableOr(1<<30)/4))
 	}
-	in, err := mariadb.Start(b.bin, mariadb.Config{Datadir: data, RunDir: runDir, Profile: prof, AdminPassword: b.cat.Admin()})
+	in, err := mariadb.Start(b.bin, mariadb.Config{Datadir: data, RunDir: runDir, Profile: prof, AdminPassword: b.cat.Admin(), Account: &id.Account})
 	if err != nil {
 		return err
 	}

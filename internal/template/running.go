@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 
 	"github.com/pristinedb/pristine/internal/catalog"
+	"github.com/pristinedb/pristine/internal/cow"
 	"github.com/pristinedb/pristine/internal/mariadb"
 )
 
@@ -43,12 +44,23 @@ func (b *Builder) Start(ctx context.Context, m *catalog.Meta, name string) (*Run
 	if err := be.Remove(data); err != nil {
 		return nil, err
 	}
-	if err := be.Clone(b.cat.DataDir(m.Hash), data); err != nil {
+	id, err := b.claim(data)
+	if err != nil {
+		return nil, err
+	}
+	if err := cow.CloneAs(be, b.cat.DataDir(m.Hash), data, ownerOf(id)); err != nil {
+		_ = b.seal(data)
 		return nil, err
 	}
 	p := BuildProfileFor(m)
-	in, err := mariadb.Start(b.bin, mariadb.Config{Datadir: data, RunDir: filepath.Join(b.cat.Root().Path, "run", "srv-"+name), Profile: p, AdminPassword: b.cat.Admin()})
-	r := &Running{Inst: in, Meta: m, dir: dir, rm: func() error { return be.Remove(data) }}
+	in, err := mariadb.Start(b.bin, mariadb.Config{Datadir: data, RunDir: filepath.Join(b.cat.Root().Path, "run", "srv-"+name), Profile: p, AdminPassword: b.cat.Admin(), Account: &id.Account})
+	r := &Running{Inst: in, Meta: m, dir: dir, rm: func() error {
+		err := be.Remove(data)
+		if serr := b.seal(data); err == nil {
+			err = serr
+		}
+		return err
+	}}
 	if err == nil {
 		err = in.WaitReady(ctx)
 	}

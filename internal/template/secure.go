@@ -11,7 +11,6 @@ import (
 	"github.com/pristinedb/pristine/internal/catalog"
 	"github.com/pristinedb/pristine/internal/mariadb"
 	"github.com/pristinedb/pristine/internal/quote"
-	"github.com/pristinedb/pristine/internal/svcuser"
 )
 
 // secureOn secures the accounts of the data directory in serves (see
@@ -35,18 +34,24 @@ func (b *Builder) secureOn(ctx context.Context, in *mariadb.Instance, grantTable
 // its accounts on a private server started without grant tables (pristine
 // does not know the passwords in it), then stops it cleanly with a slow
 // shutdown, as a build does.
-func (b *Builder) secure(ctx context.Context, data string, p mariadb.Profile) error {
-	acct, err := svcuser.Get()
+//
+// When m is not nil (an import), the DEFINERs are secured too
+// (secureDefiners) for m's databases; a capture does that at the end of
+// its build.
+func (b *Builder) secure(ctx context.Context, data string, p mariadb.Profile, m *catalog.Meta) error {
+	// The data's own server id (claimed here, or by the build that goes
+	// on to start on it); the caller seals data when done.
+	id, err := b.claim(data)
 	if err != nil {
 		return err
 	}
-	if err := acct.OwnTree(data); err != nil {
+	if err := id.OwnTree(data); err != nil {
 		return err
 	}
 	runDir := filepath.Join(b.cat.Root().Path, "run", "secure-"+mariadb.RandomSecret()[:12])
 	defer os.RemoveAll(runDir)
 	in, err := mariadb.Start(b.bin, mariadb.Config{Datadir: data, RunDir: runDir, Profile: p,
-		Extra: []string{"--skip-grant-tables", "--skip-networking"}})
+		Extra: []string{"--skip-grant-tables", "--skip-networking"}, Account: &id.Account})
 	if err != nil {
 		return fmt.Errorf("secure accounts: %w", err)
 	}
@@ -61,6 +66,12 @@ func (b *Builder) secure(ctx context.Context, data string, p mariadb.Profile) er
 	db, err := in.Open("")
 	if err != nil {
 		return err
+	}
+	if m != nil {
+		if err := b.secureDefiners(ctx, db, m); err != nil {
+			db.Close()
+			return err
+		}
 	}
 	_, err = db.ExecContext(ctx, "SET GLOBAL innodb_fast_shutdown=0")
 	db.Close()

@@ -46,7 +46,7 @@ func (b *Builder) Begin(ctx context.Context, opt BuildOptions) (*Session, *catal
 	if err != nil {
 		return nil, nil, err
 	}
-	if m, err := b.cat.Load(hash); err == nil {
+	if m, err := b.cat.Load(hash); err == nil && catalog.CheckSecured(m) == nil {
 		return nil, m, nil
 	}
 	unlock, err := b.cat.TryLock(hash)
@@ -57,8 +57,15 @@ func (b *Builder) Begin(ctx context.Context, opt BuildOptions) (*Session, *catal
 		return nil, nil, fmt.Errorf("%w: %s (%s)", ErrBuilding, opt.Name, hash[:12])
 	}
 	if m, err := b.cat.Load(hash); err == nil {
-		unlock()
-		return nil, m, nil
+		if catalog.CheckSecured(m) == nil {
+			unlock()
+			return nil, m, nil
+		}
+		// A template of an older pristine is built again.
+		if err := b.cat.RemoveLocked(m); err != nil {
+			unlock()
+			return nil, nil, err
+		}
 	}
 	dir, err := b.cat.Stage(hash)
 	if err != nil {
@@ -92,6 +99,7 @@ func (ss *Session) Finish(ctx context.Context) (*catalog.Meta, error) {
 	}
 	if err != nil {
 		ss.Inst.Kill()
+		_ = ss.b.seal(ss.Inst.Config.Datadir)
 		_ = ss.b.cat.Discard(ss.dir)
 		return nil, fmt.Errorf("template build %s: %w", ss.Meta.Name, err)
 	}
@@ -104,5 +112,6 @@ func (ss *Session) Abort() {
 	ss.db.Close()
 	ss.Inst.Kill()
 	os.RemoveAll(ss.Inst.Config.RunDir)
+	_ = ss.b.seal(ss.Inst.Config.Datadir)
 	_ = ss.b.cat.Discard(ss.dir)
 }

@@ -153,8 +153,13 @@ func (b *Builder) ImportWith(ctx context.Context, r io.Reader, opt ImportOptions
 	}
 	// The archive's accounts are another root's: re-key them for this
 	// one (root's password becomes this root's secret, the build account
-	// is locked) before any server serves the data on TCP.
-	if err := b.secure(ctx, filepath.Join(dir, "data"), BuildProfileFor(m)); err != nil {
+	// is locked, administrative DEFINERs re-owned) before any server
+	// serves the data on TCP; then the data is sealed to pristine's user.
+	err = b.secure(ctx, filepath.Join(dir, "data"), BuildProfileFor(m), m)
+	if serr := b.seal(filepath.Join(dir, "data")); err == nil {
+		err = serr
+	}
+	if err != nil {
 		return nil, false, fmt.Errorf("import template %s: %w", m.Name, err)
 	}
 	m.Accounts = catalog.AccountsVersion

@@ -31,6 +31,10 @@ import (
 //	expect_differences    lines "PATH KIND OBJECT PART" of differences every
 //	                      copy made by PATH is known to have (documented in
 //	                      docs/fidelity.md); any other difference fails
+//	expect_known          lines "PATH KIND OBJECT PART" of the known
+//	                      differences (Report.Known: re-owned DEFINERs,
+//	                      reduced DEFINERs' global grants) every copy made
+//	                      by PATH must show, and no other
 //
 // Every case goes through every path that makes a copy, and the copy is
 // compared with the source by verify.Compare.
@@ -70,6 +74,7 @@ type fidelityCase struct {
 	name, dir string
 	refuse    []string            // substrings of the --dbs-per-slot refusal
 	expect    map[string][]string // path -> "KIND OBJECT PART" lines
+	known     map[string][]string // the same for known differences
 }
 
 func loadCases(t *testing.T) []fidelityCase {
@@ -87,6 +92,11 @@ func loadCases(t *testing.T) []fidelityCase {
 		for _, l := range lines(t, filepath.Join(c.dir, "expect_differences")) {
 			path, rest, _ := strings.Cut(l, " ")
 			c.expect[path] = append(c.expect[path], rest)
+		}
+		c.known = map[string][]string{}
+		for _, l := range lines(t, filepath.Join(c.dir, "expect_known")) {
+			path, rest, _ := strings.Cut(l, " ")
+			c.known[path] = append(c.known[path], rest)
 		}
 		out = append(out, c)
 	}
@@ -292,7 +302,24 @@ func (e *corpusEnv) compare(ctx context.Context, t *testing.T, c fidelityCase, p
 	for _, n := range r.Notes {
 		t.Errorf("%s: not compared: %s", path, n)
 	}
-	t.Logf("%s: %d differences over %v in %.2fs", path, len(r.Diffs), r.Objects, r.Seconds)
+	known := map[string]bool{}
+	for _, w := range append(c.known[path], c.known["all"]...) {
+		known[w] = false
+	}
+	for _, d := range r.Known {
+		key := d.Kind + " " + d.Object + " " + d.Part
+		if _, ok := known[key]; ok {
+			known[key] = true
+			continue
+		}
+		t.Errorf("%s: unexpected known difference: %s %s: %s\n  source: %s\n  target: %s", path, d.Kind, d.Object, d.Part, d.Source, d.Target)
+	}
+	for w, seen := range known {
+		if !seen {
+			t.Errorf("%s: known difference %q did not show (the build no longer re-owns or reduces it? update expect_known)", path, w)
+		}
+	}
+	t.Logf("%s: %d differences, %d known, over %v in %.2fs", path, len(r.Diffs), len(r.Known), r.Objects, r.Seconds)
 }
 
 // mysql runs SQL through the mariadb client as root, as a person would,

@@ -33,6 +33,19 @@ func WriteText(w io.Writer, r *Report) error {
 	for _, n := range r.Notes {
 		fmt.Fprintf(&b, "not compared: %s\n", n)
 	}
+	for _, d := range r.Known {
+		b.WriteString("\nknown difference: " + d.Kind + " " + d.Object)
+		if d.Part != "" {
+			b.WriteString(": " + d.Part)
+		}
+		fmt.Fprintf(&b, " (%s, docs/security.md)\n", knownNote(d))
+		if d.Source != "" {
+			fmt.Fprintf(&b, "  source: %s\n", indent(d.Source))
+		}
+		if d.Target != "" {
+			fmt.Fprintf(&b, "  target: %s\n", indent(d.Target))
+		}
+	}
 	for _, d := range r.Diffs {
 		b.WriteString("\n" + d.Kind + " " + d.Object)
 		if d.Part != "" {
@@ -53,7 +66,9 @@ func WriteText(w io.Writer, r *Report) error {
 			fmt.Fprintf(&b, "  target: %s\n", indent(d.Target))
 		}
 	}
-	if r.Clean() {
+	if r.Clean() && len(r.Known) > 0 {
+		fmt.Fprintf(&b, "\nclean: the target is the source, object for object, but for %d known %s\n", len(r.Known), plural("difference", len(r.Known)))
+	} else if r.Clean() {
 		b.WriteString("clean: the target is the source, object for object\n")
 	} else {
 		fmt.Fprintf(&b, "\n%d %s\n", len(r.Diffs), plural("difference", len(r.Diffs)))

@@ -9,12 +9,13 @@ import (
 	"github.com/pristinedb/pristine/internal/quote"
 
 	"github.com/pristinedb/pristine/internal/capture"
+	"github.com/pristinedb/pristine/internal/mariadb"
 )
 
 // pristineUsers are the accounts pristine itself makes in templates and
 // slots (the template account, one account per lease), as user@host
 // patterns; they are left out too.
-var pristineUsers = []string{"pristine@%", "lease_*@%"}
+var pristineUsers = []string{"pristine@%", "lease_*@%", mariadb.OwnerUser + "@" + mariadb.OwnerHost}
 
 // ignored reports whether account user@host is a system account
 // (capture.SystemAccount: root@*, anonymous accounts, mariadb.sys, ...) or

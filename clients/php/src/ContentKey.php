@@ -28,7 +28,7 @@ final class ContentKey
         }
         $n = 0;
         foreach ($patterns as $pat) {
-            $matches = glob($pat) ?: [];
+            $matches = self::glob($pat);
             if ($matches === []) {
                 throw new \InvalidArgumentException("content key: \"$pat\" matches no file: name the migrations and fixtures that define the template");
             }
@@ -36,7 +36,7 @@ final class ContentKey
             foreach ($matches as $m) {
                 $base = dirname($m);
                 foreach (self::walk($m) as $path) {
-                    $rel = substr($path, strlen($base) + 1);
+                    $rel = $base === '.' ? $path : substr($path, strlen($base) + 1);
                     hash_update($h, "file\0$rel\0" . filesize($path) . "\0");
                     hash_update_file($h, $path);
                     $n++;
@@ -47,6 +47,41 @@ final class ContentKey
             throw new \InvalidArgumentException('content key: no files: name the migrations and fixtures that define the template');
         }
         return hash_final($h);
+    }
+
+    /**
+     * Go's filepath.Glob: unlike PHP's glob(), a `*` or `?` also matches a
+     * name that begins with a dot, and the matches of each directory come
+     * sorted.
+     *
+     * @return list<string>
+     */
+    private static function glob(string $pat): array
+    {
+        if (!preg_match('/[*?[\\\\]/', $pat)) {
+            return file_exists($pat) || is_link($pat) ? [$pat] : [];
+        }
+        $slash = strrpos($pat, '/');
+        $dir = $slash === false ? '' : rtrim(substr($pat, 0, $slash + 1), '/');
+        if ($slash !== false && $dir === '') {
+            $dir = '/';
+        }
+        $file = $slash === false ? $pat : substr($pat, $slash + 1);
+        $dirs = $dir === '' ? ['.'] : self::glob($dir);
+        $out = [];
+        foreach ($dirs as $d) {
+            if (!is_dir($d)) {
+                continue;
+            }
+            $names = array_values(array_diff(scandir($d) ?: [], ['.', '..']));
+            sort($names, SORT_STRING);
+            foreach ($names as $name) {
+                if (fnmatch($file, $name)) {
+                    $out[] = $d === '.' ? $name : ($d === '/' ? '/' . $name : $d . '/' . $name);
+                }
+            }
+        }
+        return $out;
     }
 
     /** @return \Generator<string> files under $path in the order Go's filepath.WalkDir visits them */

@@ -31,6 +31,26 @@ final class ClientTest extends TestCase
         Pristine::runCommand('mariadb -u"$MYSQL_USER" "$MYSQL_DATABASE" -e "CREATE TABLE canary (id INT PRIMARY KEY, v VARCHAR(20)); INSERT INTO canary VALUES (1, \'pristine\')"', $conn);
     }
 
+    /** testdata/contentkey/vectors.json, which every client's tests check. */
+    public function testContentKeySharedVectors(): void
+    {
+        $file = dirname(__DIR__, 3) . '/testdata/contentkey/vectors.json';
+        $vectors = json_decode((string) file_get_contents($file), true)['vectors'];
+        $this->assertNotEmpty($vectors);
+        $tmp = sys_get_temp_dir() . '/pristine-vectors-' . getmypid();
+        foreach ($vectors as $i => $v) {
+            $dir = "$tmp/$i";
+            @mkdir($dir, 0o755, true);
+            foreach ($v['files'] as $name => $text) {
+                @mkdir(dirname("$dir/$name"), 0o755, true);
+                file_put_contents("$dir/$name", $text);
+            }
+            $patterns = array_map(fn ($p) => "$dir/$p", $v['patterns']);
+            $this->assertSame($v['key'], ContentKey::of($patterns, $v['extra']), $v['name']);
+        }
+        exec('rm -rf ' . escapeshellarg($tmp));
+    }
+
     public function testContentKeyMatchesTheGoClient(): void
     {
         $dir = sys_get_temp_dir() . '/pristine-key-' . getmypid();

@@ -34,6 +34,22 @@ def canary(lease):
         return c.fetchone()[0]
 
 
+def test_content_key_shared_vectors(tmp_path):
+    """testdata/contentkey/vectors.json, which every client's tests check."""
+    import json
+    d = os.path.join(os.path.dirname(__file__), "..", "..", "..", "testdata", "contentkey")
+    with open(os.path.join(d, "vectors.json"), encoding="utf-8") as f:
+        vectors = json.load(f)["vectors"]
+    assert vectors
+    for i, v in enumerate(vectors):
+        base = tmp_path / str(i)
+        base.mkdir()
+        for name, text in v["files"].items():
+            (base / name).parent.mkdir(parents=True, exist_ok=True)
+            (base / name).write_bytes(text.encode())
+        assert content_key([str(base / p) for p in v["patterns"]], v["extra"]) == v["key"], v["name"]
+
+
 def test_content_key_matches_the_go_client(tmp_path):
     (tmp_path / "m" / "sub").mkdir(parents=True)
     (tmp_path / "m" / "001.sql").write_text("CREATE TABLE a (id INT);")

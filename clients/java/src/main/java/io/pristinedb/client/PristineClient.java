@@ -1,0 +1,544 @@
+package io.pristinedb.client;
+
+import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.databind.DeserializationFeature;
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import java.io.BufferedReader;
+import java.io.IOException;
+import java.io.InputStreamReader;
+import java.net.ConnectException;
+import java.net.SocketException;
+import java.net.URI;
+import java.net.URLEncoder;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * A connection to one pristine daemon, over its unix socket
+ * ({@code <root>/pristine.sock}) or over loopback TCP with a bearer token.
+ * Besides the daemon's API it carries the flow every integration shares:
+ * build a template once across processes ({@link #ensureTemplate}), bring
+ * its pool up ({@link #ensurePool}), lease with retries ({@link #leaseWait}).
+ * Thread-safe: every request is its own connection.
+ */
+public final class PristineClient {
+    /** The environment variable naming a fleet cache (an OCI repository) for every integration. */
+    public static final String ENV_CACHE = "PRISTINE_CACHE";
+    /** The longest wait the daemon takes in one request, in seconds. */
+    public static final double MAX_WAIT = 3600;
+
+    static final ObjectMapper JSON = new ObjectMapper()
+            .configure(DeserializationFeature.FAIL_ON_UNKNOWN_PROPERTIES, false);
+
+    private final Http http;
+    private final String where;
+    private final double timeout; // for a request that asks the daemon to wait for nothing
+
+    private PristineClient(Http http, String where) {
+        this(http, where, 120);
+    }
+
+    private PristineClient(Http http, String where, double timeout) {
+        this.http = http;
+        this.where = where;
+        this.timeout = timeout;
+    }
+
+    /**
+     * The same daemon, giving up on a request that asks the daemon to wait
+     * for nothing after seconds (default 120); requests that wait (a lease,
+     * a build in progress, a pool coming up) get their wait and a minute more.
+     */
+    public PristineClient withTimeout(double seconds) {
+        return new PristineClient(http, where, seconds);
+    }
+
+    /** A client for the daemon listening on socket. */
+    public static PristineClient unix(Path socket) {
+        return new PristineClient(Http.unix(socket), socket.toString());
+    }
+
+    /**
+     * A client for a daemon serving loopback TCP ({@code pristine serve --listen ADDR});
+     * token is the one in {@code <root>/token}. addr is HOST:PORT or an http:// URL.
+     */
+    public static PristineClient tcp(String addr, String token) {
+        String base = addr.endsWith("/") ? addr.substring(0, addr.length() - 1) : addr;
+        if (!base.contains("://")) {
+            base = "http://" + base;
+        }
+        return new PristineClient(Http.tcp(URI.create(base), token), base);
+    }
+
+    /**
+     * The client for the daemon the environment names: {@code PRISTINE_URL}
+     * (with {@code PRISTINE_TOKEN}, or the token file of the root) for
+     * loopback TCP, else the unix socket of {@code PRISTINE_ROOT}, else of
+     * the default root ({@code /var/lib/pristine} for root,
+     * {@code ~/.local/share/pristine} otherwise). The system properties
+     * {@code pristine.url}, {@code pristine.token} and {@code pristine.root}
+     * win over the environment (for a build tool's configuration). It does
+     * not contact the daemon.
+     */
+    public static PristineClient fromEnv() {
+        Path root = defaultRoot();
+        String url = setting("pristine.url", "PRISTINE_URL");
+        if (url != null && !url.isEmpty()) {
+            String tok = setting("pristine.token", "PRISTINE_TOKEN");
+            if (tok == null || tok.isEmpty()) {
+                Path file = root.resolve("token");
+                try {
+                    tok = Files.readString(file).trim();
+                } catch (IOException e) {
+                    throw new PristineException("PRISTINE_URL is set but PRISTINE_TOKEN is not, and " + file
+                            + " cannot be read (" + e + "): set PRISTINE_TOKEN to the token in " + file + " on the daemon's host", e);
+                }
+            }
+            return tcp(url, tok);
+        }
+        return unix(root.resolve("pristine.sock"));
+    }
+
+    /** PRISTINE_ROOT, else /var/lib/pristine for root, else ~/.local/share/pristine. */
+    public static Path defaultRoot() {
+        String r = setting("pristine.root", "PRISTINE_ROOT");
+        if (r != null && !r.isEmpty()) {
+            return Path.of(r);
+        }
+        if (uid() == 0) {
+            return Path.of("/var/lib/pristine");
+        }
+        return Path.of(System.getProperty("user.home"), ".local", "share", "pristine");
+    }
+
+    private static String setting(String property, String env) {
+        String v = System.getProperty(property);
+        return v != null && !v.isEmpty() ? v : System.getenv(env);
+    }
+
+    private static int uid() {
+        try {
+            return (Integer) Files.getAttribute(Path.of("/proc/self"), "unix:uid");
+        } catch (IOException | UnsupportedOperationException | IllegalArgumentException e) {
+            return "root".equals(System.getProperty("user.name")) ? 0 : 1000;
+        }
+    }
+
+    /** The daemon this client talks to: its socket or its URL. */
+    public String where() {
+        return where;
+    }
+
+    // ---- transport
+
+    private Http.Response send(String method, String path, Object body) {
+        return send(method, path, body, 0, 0);
+    }
+
+    /** Sends a request; a status of 300 or more throws, except allow1 and allow2 (answers with a body). */
+    private Http.Response send(String method, String path, Object body, int allow1, int allow2) {
+        byte[] b = null;
+        try {
+            if (body != null) {
+                b = JSON.writeValueAsBytes(body);
+            }
+        } catch (JsonProcessingException e) {
+            throw new PristineException(method + " " + path + ": " + e.getMessage(), e);
+        }
+        Http.Response resp;
+        try {
+            resp = http.send(method, path, b, timeout(method, path, body));
+        } catch (Http.TimeoutException e) {
+            throw new PristineException(e.getMessage() + " (" + where + ")", e);
+        } catch (ConnectException | NoSuchFileException e) {
+            throw new NoDaemonException(where, e);
+        } catch (SocketException e) {
+            String m = String.valueOf(e.getMessage());
+            if (m.contains("No such file") || m.contains("Connection refused")) {
+                throw new NoDaemonException(where, e);
+            }
+            if (m.contains("Permission denied")) {
+                throw new PristineException("the pristine daemon's socket " + where + " belongs to another user (" + m
+                        + "): run the tests as the daemon's owner, start a daemon of your own (PRISTINE_ROOT), or use its TCP address (PRISTINE_URL and PRISTINE_TOKEN)", e);
+            }
+            throw new PristineException(method + " " + path + " on " + where + ": " + e, e);
+        } catch (IOException e) {
+            throw new PristineException(method + " " + path + " on " + where + ": " + e, e);
+        }
+        if (resp.status >= 300 && resp.status != allow1 && resp.status != allow2) {
+            try (resp) {
+                String text = new String(resp.body.readNBytes(1 << 16), StandardCharsets.UTF_8).trim();
+                String msg = null;
+                try {
+                    JsonNode n = JSON.readTree(text);
+                    if (n != null && n.hasNonNull("error")) {
+                        msg = n.get("error").asText();
+                    }
+                } catch (IOException ignored) {
+                    // not JSON: say what came
+                }
+                if (msg == null || msg.isEmpty()) {
+                    msg = method + " " + path + ": " + resp.status + " " + resp.reason + ": " + text;
+                }
+                long retry = 0;
+                try {
+                    retry = Long.parseLong(resp.headers.getOrDefault("retry-after", "0"));
+                } catch (NumberFormatException ignored) {
+                    // no Retry-After
+                }
+                throw new PristineException(msg, resp.status, retry, null);
+            } catch (IOException e) {
+                throw new PristineException(method + " " + path + ": " + resp.status + " " + resp.reason, resp.status, 0, e);
+            }
+        }
+        return resp;
+    }
+
+    /** How long an exchange may take: the wait the request asks the daemon for, and a minute more. */
+    private double timeout(String method, String path, Object body) {
+        if (body instanceof LeaseRequest r) {
+            return (r.waitSeconds() > 0 ? r.waitSeconds() : 60) + 60;
+        }
+        int i = path.indexOf("?wait=");
+        if (i >= 0) {
+            try {
+                return Double.parseDouble(path.substring(i + 6)) + 60;
+            } catch (NumberFormatException ignored) {
+                return MAX_WAIT + 60;
+            }
+        }
+        if (method.equals("POST") && path.equals("/v1/pools")) {
+            return MAX_WAIT; // a pool coming up reports progress until it is ready
+        }
+        if (method.equals("PUT") || path.startsWith("/v1/templates")) {
+            return Math.max(timeout, 600); // finishing a build stops the template server cleanly; with a fleet cache, pushes or pulls it
+        }
+        return timeout;
+    }
+
+    private <T> T call(String method, String path, Object body, Class<T> type) {
+        try (Http.Response resp = send(method, path, body)) {
+            byte[] b = resp.readBody();
+            if (type == Void.class) {
+                return null;
+            }
+            return JSON.readValue(b, type);
+        } catch (IOException e) {
+            throw new PristineException(method + " " + path + ": read answer: " + e, e);
+        }
+    }
+
+    private static String esc(String s) {
+        return URLEncoder.encode(s, StandardCharsets.UTF_8).replace("+", "%20");
+    }
+
+    // ---- the API
+
+    /** Checks that the daemon answers. */
+    public void health() {
+        call("GET", "/v1/health", null, JsonNode.class);
+    }
+
+    /** Begins a template build, or learns that it exists (ready) or is being built (building, a 423). */
+    public TemplateAnswer beginTemplate(TemplateRequest req) {
+        try (Http.Response resp = send("POST", "/v1/templates", req, 423, 0)) {
+            return JSON.readValue(resp.readBody(), TemplateAnswer.class);
+        } catch (IOException e) {
+            throw new PristineException("POST /v1/templates: read answer: " + e, e);
+        }
+    }
+
+    /** Waits up to seconds for a build in progress; the answer's status is ready, building (423) or failed (410). */
+    public TemplateAnswer waitTemplate(String keyOrName, double seconds) {
+        String path = "/v1/templates/" + esc(keyOrName) + "?wait=" + fmt(seconds);
+        try (Http.Response resp = send("GET", path, null, 423, 410)) {
+            return JSON.readValue(resp.readBody(), TemplateAnswer.class);
+        } catch (IOException e) {
+            throw new PristineException("GET " + path + ": read answer: " + e, e);
+        }
+    }
+
+    /** Finishes a build: the template server is stopped cleanly and the template published. */
+    public TemplateAnswer finishTemplate(String hash) {
+        return call("PUT", "/v1/templates/" + esc(hash), null, TemplateAnswer.class);
+    }
+
+    /** Aborts a build (or removes a template no pool uses). */
+    public void abortTemplate(String hash) {
+        call("DELETE", "/v1/templates/" + esc(hash), null, Void.class);
+    }
+
+    /** One pool's status ({@code hash}, {@code leased}, {@code size}, {@code slots}, ...). */
+    public JsonNode pool(String template) {
+        return call("GET", "/v1/pools/" + esc(template), null, JsonNode.class);
+    }
+
+    /** The pools that are up. */
+    public List<JsonNode> pools() {
+        List<JsonNode> out = new ArrayList<>();
+        call("GET", "/v1/pools", null, JsonNode.class).forEach(out::add);
+        return out;
+    }
+
+    /** Brings up a pool of size slots of the template hash and waits until it is ready. */
+    public JsonNode poolUp(String hash, int size) {
+        try (Http.Response resp = send("POST", "/v1/pools", Map.of("template", hash, "size", size))) {
+            BufferedReader r = new BufferedReader(new InputStreamReader(resp.body, StandardCharsets.UTF_8));
+            for (String line; (line = r.readLine()) != null; ) {
+                if (line.isBlank()) {
+                    continue;
+                }
+                JsonNode ev = JSON.readTree(line);
+                if (ev.hasNonNull("error") && !ev.get("error").asText().isEmpty()) {
+                    throw new PristineException(ev.get("error").asText(), ev.path("code").asInt(0), 0, null);
+                }
+                if (ev.hasNonNull("status")) {
+                    return ev.get("status");
+                }
+            }
+        } catch (IOException e) {
+            throw new PristineException("pool up: read progress: " + e, e);
+        }
+        throw new PristineException("pool up: the daemon closed the connection before the pool was ready: see serve.log under the root");
+    }
+
+    /** Stops a pool and removes its clones. */
+    public JsonNode poolDown(String template) {
+        return call("DELETE", "/v1/pools/" + esc(template), null, JsonNode.class);
+    }
+
+    /** Acquires a database (one request: see {@link #leaseWait} for the retrying flow). */
+    public Lease lease(LeaseRequest req) {
+        return call("POST", "/v1/leases", req, Lease.class);
+    }
+
+    /** One lease with its credentials. */
+    public Lease getLease(String id) {
+        return call("GET", "/v1/leases/" + esc(id), null, Lease.class);
+    }
+
+    /** The leases held now (without credentials). */
+    public List<Lease> leases() {
+        try (Http.Response resp = send("GET", "/v1/leases", null)) {
+            return List.of(JSON.readValue(resp.readBody(), Lease[].class));
+        } catch (IOException e) {
+            throw new PristineException("GET /v1/leases: read answer: " + e, e);
+        }
+    }
+
+    /**
+     * Returns a lease. unchanged asks the daemon to check that nothing was
+     * written and hand the database out again without a reset (it resets
+     * it otherwise). Answers whether the database is being reset.
+     */
+    public boolean release(String id, boolean unchanged) {
+        JsonNode n = call("DELETE", "/v1/leases/" + esc(id) + (unchanged ? "?mode=unchanged" : ""), null, JsonNode.class);
+        return n == null || n.path("reset").asBoolean(true);
+    }
+
+    /** Keeps a lease for debugging: it is not reclaimed or reset until released. */
+    public Lease keep(String id) {
+        return call("POST", "/v1/leases/" + esc(id) + "/keep", null, Lease.class);
+    }
+
+    /** Gives a lease ttlSeconds more from now. */
+    public Lease extend(String id, double ttlSeconds) {
+        return call("POST", "/v1/leases/" + esc(id) + "/extend", Map.of("ttl_seconds", ttlSeconds), Lease.class);
+    }
+
+    /** Asks the daemon to bring every pool down and exit. */
+    public void shutdown() {
+        call("POST", "/v1/shutdown", null, Void.class);
+    }
+
+    // ---- the shared flow
+
+    /**
+     * Returns the template req describes, building it with builder when
+     * nobody has: across processes and runs exactly one caller builds a key,
+     * the others wait up to waitSeconds (0: 30 minutes). The answer's hash
+     * names the template. Without a cache in req, {@code $PRISTINE_CACHE} is used.
+     */
+    public TemplateAnswer ensureTemplate(TemplateRequest req, TemplateBuilder builder, double waitSeconds) {
+        if (waitSeconds <= 0) {
+            waitSeconds = 1800;
+        }
+        if (req.cache() == null || req.cache().isEmpty()) {
+            String cache = System.getenv(ENV_CACHE);
+            if (cache != null && !cache.isEmpty()) {
+                req = req.withCache(cache);
+            }
+        }
+        long deadline = System.nanoTime() + (long) (waitSeconds * 1e9);
+        while (true) {
+            TemplateAnswer a;
+            try {
+                a = beginTemplate(req);
+            } catch (PristineException e) {
+                throw e.wrap("template " + req.name());
+            }
+            switch (a.status()) {
+                case TemplateAnswer.READY:
+                    return a;
+                case TemplateAnswer.BUILD:
+                    return build(req, a, builder);
+                default:
+                    break;
+            }
+            // Someone else builds it: wait, then begin again (it is ready, or
+            // its builder failed and this caller tries).
+            while (TemplateAnswer.BUILDING.equals(a.status())) {
+                double left = (deadline - System.nanoTime()) / 1e9;
+                if (left <= 0) {
+                    throw new PristineException("template " + req.name() + ": another process has been building it for longer than "
+                            + fmt(waitSeconds) + " s: see its output, or `pristine template ls`");
+                }
+                try {
+                    a = waitTemplate(req.key(), Math.min(left, 30));
+                } catch (PristineException e) {
+                    if (e.status() == 404) {
+                        break; // the builder aborted: begin again
+                    }
+                    throw e.wrap("template " + req.name() + ": wait for its build");
+                }
+                if (TemplateAnswer.READY.equals(a.status())) {
+                    return a;
+                }
+            }
+        }
+    }
+
+    private TemplateAnswer build(TemplateRequest req, TemplateAnswer a, TemplateBuilder builder) {
+        if (builder == null) {
+            abortQuietly(a.hash());
+            throw new PristineException("template " + req.name() + ": it does not exist and nothing was given to build it");
+        }
+        try {
+            builder.build(a);
+        } catch (Exception | Error e) {
+            abortQuietly(a.hash());
+            throw new PristineException("template " + req.name() + ": build failed, so it was aborted: " + describe(e), e);
+        }
+        try {
+            return finishTemplate(a.hash());
+        } catch (PristineException e) {
+            throw e.wrap("template " + req.name() + ": finish build");
+        }
+    }
+
+    private void abortQuietly(String hash) {
+        try {
+            abortTemplate(hash);
+        } catch (PristineException ignored) {
+            // the daemon aborts a build session on its own after its TTL
+        }
+    }
+
+    /** An exception's message with its causes' (a migration tool wraps the SQL error). */
+    static String describe(Throwable e) {
+        StringBuilder sb = new StringBuilder(String.valueOf(e.getMessage() != null ? e.getMessage() : e.toString()));
+        for (Throwable c = e.getCause(); c != null && c != c.getCause(); c = c.getCause()) {
+            if (c.getMessage() != null && !sb.toString().contains(c.getMessage())) {
+                sb.append(": ").append(c.getMessage());
+            }
+        }
+        return sb.toString().trim();
+    }
+
+    /**
+     * Makes sure a pool of the template hash is up under name, bringing one
+     * of size slots up when none is. A pool of the same name built from other
+     * files is replaced when nobody holds a lease on it, and refused
+     * otherwise; a pool a peer is bringing up right now counts as up.
+     */
+    public void ensurePool(String name, String hash, int size) {
+        try {
+            JsonNode st = pool(name);
+            if (hash.equals(st.path("hash").asText())) {
+                return;
+            }
+            int leased = st.path("leased").asInt(0);
+            if (leased > 0) {
+                throw new PristineException("pool " + name + ": a pool of an older build of this template is up with " + leased
+                        + " leases: let its tests end, or run `pristine pool down --template " + name + "`");
+            }
+            try {
+                poolDown(name);
+            } catch (PristineException e) {
+                throw e.wrap("pool " + name + ": replace the pool of an older build");
+            }
+        } catch (NoDaemonException e) {
+            throw e;
+        } catch (PristineException e) {
+            if (e.status() == 503) {
+                return; // a peer's pool is coming up: leases wait for it
+            }
+            if (e.status() != 404) {
+                throw e.status() == 0 ? e : e.wrap("pool " + name);
+            }
+        }
+        try {
+            poolUp(hash, Math.max(size, 1));
+        } catch (PristineException e) {
+            if (e.status() == 409) {
+                return; // a peer brought it up first
+            }
+            throw e.wrap("pool " + name);
+        }
+    }
+
+    /**
+     * Acquires a lease like {@link #lease}, but also waits (up to
+     * req.waitSeconds, default 60) for a pool a peer is still bringing up,
+     * and retries a 429 after its Retry-After within the same wait. The
+     * lease names this JVM as its holder process unless req.pid is set, so
+     * the daemon reclaims it if the JVM dies.
+     */
+    public Lease leaseWait(LeaseRequest req) {
+        long pid = req.pid() != 0 ? req.pid() : ProcessHandle.current().pid();
+        double wait = req.waitSeconds() > 0 ? req.waitSeconds() : 60;
+        long deadline = System.nanoTime() + (long) (wait * 1e9);
+        while (true) {
+            double left = Math.max((deadline - System.nanoTime()) / 1e9, 0.001);
+            LeaseRequest r = new LeaseRequest(req.template(), req.holder(), req.ttlSeconds(), Math.min(left, MAX_WAIT), pid);
+            try {
+                return lease(r);
+            } catch (PristineException e) {
+                long now = System.nanoTime();
+                if (now > deadline) {
+                    throw e;
+                }
+                long pauseMs = 100;
+                if (e.status() == 503) {
+                    // a pool still coming up, or none free yet within a long wait
+                } else if (e.status() == 429) {
+                    pauseMs = Math.max(e.retryAfterSeconds() * 1000, pauseMs);
+                    if ((deadline - now) / 1_000_000 < pauseMs) {
+                        throw e;
+                    }
+                } else {
+                    throw e;
+                }
+                try {
+                    Thread.sleep(pauseMs);
+                } catch (InterruptedException ie) {
+                    Thread.currentThread().interrupt();
+                    throw new PristineException("lease a database of " + req.template() + ": interrupted", ie);
+                }
+            }
+        }
+    }
+
+    static String fmt(double seconds) {
+        if (seconds == Math.rint(seconds)) {
+            return String.valueOf((long) seconds);
+        }
+        return String.format(java.util.Locale.ROOT, "%.3f", seconds);
+    }
+}

@@ -1,0 +1,116 @@
+package io.pristinedb.client;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.concurrent.ConcurrentHashMap;
+
+/**
+ * What a test needs before it leases: a template keyed by files, built by
+ * a {@link TemplateBuilder} once, and a pool of it. {@link #ensure} does
+ * both, once per JVM for the same name and key (the daemon makes it once
+ * across processes too).
+ *
+ * @param name       the template's and the pool's name
+ * @param patterns   the files that define it (its content key)
+ * @param extra      strings hashed into the key too (a tool's version, a command)
+ * @param builder    runs the migrations against the template server
+ * @param database   the template's database name, or null for pristine's default
+ * @param poolSize   the size of the pool brought up when none is
+ * @param cache      a fleet cache (OCI repository), or null for {@code $PRISTINE_CACHE}
+ */
+public record TemplateSpec(String name, List<String> patterns, List<String> extra, TemplateBuilder builder,
+                           String database, int poolSize, String cache) {
+
+    private static final Map<String, String> ENSURED = new ConcurrentHashMap<>();
+
+    public TemplateSpec {
+        Objects.requireNonNull(name, "name");
+        patterns = List.copyOf(patterns);
+        extra = List.copyOf(extra);
+    }
+
+    /** The content key of the files and extra strings. */
+    public String key() {
+        List<String> ex = new ArrayList<>(extra);
+        if (database != null && !database.isEmpty()) {
+            ex.add("database " + database);
+        }
+        return ContentKey.of(patterns, ex);
+    }
+
+    /**
+     * Builds the template when nobody has, brings its pool up when none is,
+     * and answers the template's hash. Once per JVM for a name and key.
+     */
+    public String ensure(PristineClient client) {
+        String key = key();
+        String id = client.where() + "\0" + name + "\0" + key;
+        String hash = ENSURED.get(id);
+        if (hash != null) {
+            return hash;
+        }
+        synchronized (ENSURED) {
+            hash = ENSURED.get(id);
+            if (hash != null) {
+                return hash;
+            }
+            TemplateRequest req = new TemplateRequest(name, key, database == null || database.isEmpty() ? null : database, 0,
+                    cache == null || cache.isEmpty() ? null : cache);
+            long t0 = System.nanoTime();
+            TemplateBuilder timed = builder == null ? null : conn -> {
+                progress("building template " + name + " (its migrations run once, for every later run with the same files)");
+                builder.build(conn);
+            };
+            TemplateAnswer a = client.ensureTemplate(req, timed, 0);
+            long t1 = System.nanoTime();
+            client.ensurePool(name, a.hash(), poolSize);
+            long t2 = System.nanoTime();
+            if (t2 - t0 > 1_000_000_000L) {
+                progress(String.format(java.util.Locale.ROOT, "template %s ready in %.1f s, its pool in %.1f s more", name, (t1 - t0) / 1e9, (t2 - t1) / 1e9));
+            }
+            ENSURED.put(id, a.hash());
+            return a.hash();
+        }
+    }
+
+    private static void progress(String msg) {
+        if (!Boolean.getBoolean("pristine.quiet")) {
+            System.err.println("pristine: " + msg);
+        }
+    }
+
+    /**
+     * Leases a database of the pool for holder, waiting up to waitSeconds.
+     * A timeout says what to change.
+     */
+    public Lease lease(PristineClient client, String holder, double waitSeconds) {
+        try {
+            return client.leaseWait(LeaseRequest.of(name, holder).withWait(waitSeconds));
+        } catch (NoDaemonException e) {
+            throw e;
+        } catch (PristineException e) {
+            String hint = e.status() == 503
+                    ? " (the pool has " + poolSize + " databases: raise poolSize to the number of tests that run at once, or the wait)"
+                    : "";
+            throw new PristineException("lease a database of " + name + ": " + e.getMessage() + hint, e.status(), e.retryAfterSeconds(), e);
+        }
+    }
+
+    /**
+     * Ends a lease: keeps it when the test failed and keep was asked for
+     * (answers the message to print), else releases it (unchanged: the
+     * daemon checks that nothing was written and skips the reset).
+     */
+    public static String end(PristineClient client, Lease lease, boolean failed, boolean keep, boolean unchanged) {
+        if (failed && keep) {
+            client.keep(lease.id());
+            return "pristine: kept the database of this failed test for debugging:\n  " + lease.mysqlCommand()
+                    + "\n  JDBC " + lease.jdbcUrl() + " (user " + lease.user() + ")"
+                    + "\n  release it with: pristine release " + lease.id();
+        }
+        client.release(lease.id(), unchanged);
+        return null;
+    }
+}

@@ -1,0 +1,147 @@
+package io.pristinedb.junit;
+
+import io.pristinedb.client.DatabaseConnection;
+import io.pristinedb.client.Lease;
+import io.pristinedb.client.PristineClient;
+import io.pristinedb.client.TemplateSpec;
+import io.pristinedb.migrations.TemplateSpecs;
+import java.lang.reflect.AnnotatedElement;
+import java.util.Optional;
+import javax.sql.DataSource;
+import org.junit.jupiter.api.extension.AfterAllCallback;
+import org.junit.jupiter.api.extension.AfterEachCallback;
+import org.junit.jupiter.api.extension.BeforeAllCallback;
+import org.junit.jupiter.api.extension.BeforeEachCallback;
+import org.junit.jupiter.api.extension.ExtensionContext;
+import org.junit.jupiter.api.extension.ParameterContext;
+import org.junit.jupiter.api.extension.ParameterResolutionException;
+import org.junit.jupiter.api.extension.ParameterResolver;
+import org.junit.platform.commons.support.AnnotationSupport;
+
+/**
+ * The JUnit 5 extension behind {@link PristineDatabase}: builds the
+ * template once, brings its pool up, leases a database per test method
+ * (or per class), resolves parameters of type {@link DataSource},
+ * {@link Lease} and {@link DatabaseConnection}, and releases the lease
+ * after the test, or keeps it when the test failed and keeping was asked
+ * for. Safe with JUnit's parallel execution. The daemon is the one
+ * {@link PristineClient#fromEnv()} names.
+ */
+public final class PristineExtension implements BeforeAllCallback, AfterAllCallback, BeforeEachCallback, AfterEachCallback, ParameterResolver {
+    private static final ExtensionContext.Namespace NS = ExtensionContext.Namespace.create(PristineExtension.class);
+    private static final String LEASE = "lease";
+    private static final String FAILED = "failed";
+
+    private static volatile PristineClient client;
+
+    /** The client every test of this JVM uses (PristineClient.fromEnv() on first use). */
+    static PristineClient client() {
+        PristineClient c = client;
+        if (c == null) {
+            synchronized (PristineExtension.class) {
+                if (client == null) {
+                    client = PristineClient.fromEnv();
+                }
+                c = client;
+            }
+        }
+        return c;
+    }
+
+    /** The lease of the test (or class) context belongs to, if it has one. */
+    public static Optional<Lease> lease(ExtensionContext context) {
+        for (Optional<ExtensionContext> c = Optional.of(context); c.isPresent(); c = c.get().getParent()) {
+            Held h = c.get().getStore(NS).get(LEASE, Held.class);
+            if (h != null && c.get().getElement().isPresent()) {
+                return Optional.of(h.lease);
+            }
+        }
+        return Optional.empty();
+    }
+
+    private static Optional<PristineDatabase> find(Optional<? extends AnnotatedElement> element) {
+        return element.flatMap(e -> AnnotationSupport.findAnnotation(e, PristineDatabase.class));
+    }
+
+    @Override
+    public void beforeAll(ExtensionContext context) {
+        Optional<PristineDatabase> a = find(context.getElement());
+        if (a.isPresent() && a.get().scope() == PristineDatabase.Scope.CLASS) {
+            acquire(context, a.get(), context.getRequiredTestClass().getSimpleName());
+        }
+    }
+
+    @Override
+    public void beforeEach(ExtensionContext context) {
+        Optional<PristineDatabase> onMethod = find(context.getElement());
+        Optional<PristineDatabase> onClass = find(context.getTestClass());
+        PristineDatabase a = onMethod.orElse(null);
+        if (a == null && onClass.isPresent() && onClass.get().scope() == PristineDatabase.Scope.METHOD) {
+            a = onClass.get();
+        }
+        if (a != null) {
+            acquire(context, a, context.getRequiredTestClass().getSimpleName() + "." + context.getRequiredTestMethod().getName());
+        }
+    }
+
+    private static void acquire(ExtensionContext context, PristineDatabase a, String holder) {
+        TemplateSpec spec = spec(a);
+        PristineClient c = client();
+        spec.ensure(c);
+        Lease l = spec.lease(c, holder, a.waitSeconds());
+        context.getStore(NS).put(LEASE, new Held(l, a, c));
+    }
+
+    static TemplateSpec spec(PristineDatabase a) {
+        return TemplateSpecs.of(a.template(), a.files(), a.migrate(), a.flyway(), a.liquibase(), a.builder(),
+                a.database(), a.poolSize(), a.cache(), false);
+    }
+
+    @Override
+    public void afterEach(ExtensionContext context) {
+        boolean failed = context.getExecutionException().isPresent();
+        Held h = context.getStore(NS).remove(LEASE, Held.class);
+        if (h != null) {
+            h.end(context, failed);
+        } else if (failed) {
+            context.getParent().ifPresent(p -> p.getStore(NS).put(FAILED, Boolean.TRUE));
+        }
+    }
+
+    @Override
+    public void afterAll(ExtensionContext context) {
+        Held h = context.getStore(NS).remove(LEASE, Held.class);
+        if (h != null) {
+            boolean failed = context.getExecutionException().isPresent()
+                    || Boolean.TRUE.equals(context.getStore(NS).get(FAILED, Boolean.class));
+            h.end(context, failed);
+        }
+    }
+
+    @Override
+    public boolean supportsParameter(ParameterContext pc, ExtensionContext ec) {
+        Class<?> t = pc.getParameter().getType();
+        return t == DataSource.class || t == Lease.class || t == DatabaseConnection.class;
+    }
+
+    @Override
+    public Object resolveParameter(ParameterContext pc, ExtensionContext ec) {
+        Lease l = lease(ec).orElseThrow(() -> new ParameterResolutionException(
+                "pristine: no database for " + pc.getParameter() + ": annotate the test method or its class with @PristineDatabase"
+                        + " (scope = CLASS for @BeforeAll methods)"));
+        return pc.getParameter().getType() == DataSource.class ? l.dataSource() : l;
+    }
+
+    /** A lease and how to end it. */
+    private record Held(Lease lease, PristineDatabase a, PristineClient client) {
+        void end(ExtensionContext context, boolean failed) {
+            boolean keep = a.keepOnFailure() || "1".equals(System.getenv("PRISTINE_KEEP_FAILED"))
+                    || Boolean.getBoolean("pristine.keepFailed");
+            String msg = TemplateSpec.end(client, lease, failed, keep, a.release() == PristineDatabase.Release.UNCHANGED);
+            if (msg != null) {
+                System.err.println(msg);
+                context.publishReportEntry("pristine", msg);
+            }
+        }
+    }
+}

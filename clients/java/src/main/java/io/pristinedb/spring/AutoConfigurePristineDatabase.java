@@ -1,0 +1,86 @@
+package io.pristinedb.spring;
+
+import io.pristinedb.client.TemplateBuilder;
+import java.lang.annotation.Documented;
+import java.lang.annotation.ElementType;
+import java.lang.annotation.Inherited;
+import java.lang.annotation.Retention;
+import java.lang.annotation.RetentionPolicy;
+import java.lang.annotation.Target;
+import org.springframework.boot.test.autoconfigure.jdbc.AutoConfigureTestDatabase;
+
+/**
+ * Points a Spring test's {@code DataSource} at pristine databases: the
+ * template is built once (across test JVMs too) by running the app's
+ * Flyway migrations ({@code db/migration}) or Liquibase change log
+ * ({@code db/changelog/db.changelog-master.yaml}), or what the attributes
+ * name, keyed by those files; every test method then runs on a database
+ * of its own (or every class, with {@code scope = CLASS}), leased before
+ * the test's transaction begins and released after it (kept, with how to
+ * open it, when the test failed and {@link #keepOnFailure()} asks). With
+ * {@code @DataJpaTest} or {@code @SpringBootTest}:
+ *
+ * <pre>{@code
+ * @DataJpaTest
+ * @AutoConfigurePristineDatabase(template = "shop")
+ * class ProductRepositoryTest { ... }
+ * }</pre>
+ *
+ * The test's Spring context gets a primary {@code DataSource} bean that
+ * opens connections to the database of the test running on the calling
+ * thread (outside a test: the context's own database, used while the
+ * context starts). Implies {@code @AutoConfigureTestDatabase(replace = NONE)}.
+ */
+@Target(ElementType.TYPE)
+@Retention(RetentionPolicy.RUNTIME)
+@Documented
+@Inherited
+@AutoConfigureTestDatabase(replace = AutoConfigureTestDatabase.Replace.NONE)
+public @interface AutoConfigurePristineDatabase {
+    /** The template's (and its pool's) name. */
+    String template() default "app";
+
+    /** Flyway locations (default, when Flyway is on the classpath: classpath:db/migration). */
+    String[] flyway() default {};
+
+    /** A Liquibase change log (default, when Liquibase is used: classpath:db/changelog/db.changelog-master.yaml). */
+    String liquibase() default "";
+
+    /** A shell command that builds the template instead (it sees MYSQL_* and DATABASE_URL). */
+    String migrate() default "";
+
+    /** A TemplateBuilder class with a no-argument constructor that builds the template instead. */
+    Class<? extends TemplateBuilder> builder() default TemplateBuilder.class;
+
+    /** More files that define the template (fixtures), relative to the working directory. */
+    String[] files() default {};
+
+    /** A database per test method (the default) or per test class. */
+    Scope scope() default Scope.METHOD;
+
+    /** Keep a failed test's database (also {@code PRISTINE_KEEP_FAILED=1} or {@code -Dpristine.keepFailed=true}). */
+    boolean keepOnFailure() default false;
+
+    /** The size of the pool brought up when none is: at least the tests that run at once, plus one for the context. */
+    int poolSize() default 4;
+
+    /** Seconds to wait for a free database. */
+    double waitSeconds() default 60;
+
+    /** Release with mode=unchanged (the daemon skips the reset when nothing was written). */
+    boolean releaseUnchanged() default true;
+
+    /** The template's database name ("" for pristine's default). */
+    String database() default "";
+
+    /** A fleet cache (an OCI repository the daemon allows); "" for {@code $PRISTINE_CACHE}. */
+    String cache() default "";
+
+    /** How long a lease lives. */
+    enum Scope {
+        /** One database per test method. */
+        METHOD,
+        /** One database per test class. */
+        CLASS
+    }
+}

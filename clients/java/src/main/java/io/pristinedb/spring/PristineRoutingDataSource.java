@@ -1,0 +1,105 @@
+package io.pristinedb.spring;
+
+import io.pristinedb.client.Lease;
+import io.pristinedb.client.PristineClient;
+import io.pristinedb.client.PristineException;
+import io.pristinedb.client.TemplateSpec;
+import java.sql.Connection;
+import java.sql.DriverManager;
+import java.sql.SQLException;
+import org.springframework.beans.factory.DisposableBean;
+import org.springframework.jdbc.datasource.AbstractDataSource;
+
+/**
+ * The DataSource of a Spring test context under
+ * {@link AutoConfigurePristineDatabase}: every connection goes to the
+ * database leased for the test running on the calling thread, or to the
+ * context's own database outside a test (while the context starts). No
+ * pool: each getConnection opens a connection to a server on loopback.
+ */
+public final class PristineRoutingDataSource extends AbstractDataSource implements DisposableBean {
+    private final ThreadLocal<Lease> current = new ThreadLocal<>();
+    private final PristineClient client;
+    private final TemplateSpec spec;
+    private final AutoConfigurePristineDatabase settings;
+    private final String holder;
+    private Lease contextLease; // guarded by this
+
+    PristineRoutingDataSource(PristineClient client, TemplateSpec spec, AutoConfigurePristineDatabase settings, String holder, Lease contextLease) {
+        this.client = client;
+        this.spec = spec;
+        this.settings = settings;
+        this.holder = holder;
+        this.contextLease = contextLease;
+    }
+
+    /** The lease connections of this thread go to: the test's, else the context's (leased again when needed). */
+    public Lease currentLease() {
+        Lease l = current.get();
+        return l != null ? l : contextLease();
+    }
+
+    private synchronized Lease contextLease() {
+        if (contextLease == null) {
+            contextLease = spec.lease(client, holder + " (outside a test)", settings.waitSeconds());
+        }
+        return contextLease;
+    }
+
+    /**
+     * Gives the context's database back once the context has started, so a
+     * cached context does not hold a database of the pool while tests run.
+     */
+    synchronized void releaseContextLease() {
+        if (contextLease != null) {
+            Lease l = contextLease;
+            contextLease = null;
+            try {
+                client.release(l.id(), true);
+            } catch (PristineException ignored) {
+                // the daemon reclaims it when this JVM exits
+            }
+        }
+    }
+
+    void bind(Lease l) {
+        current.set(l);
+    }
+
+    void unbind() {
+        current.remove();
+    }
+
+    PristineClient client() {
+        return client;
+    }
+
+    TemplateSpec spec() {
+        return spec;
+    }
+
+    AutoConfigurePristineDatabase settings() {
+        return settings;
+    }
+
+    @Override
+    public Connection getConnection() throws SQLException {
+        Lease l = currentLease();
+        return DriverManager.getConnection(l.jdbcUrl(), l.user(), l.password());
+    }
+
+    @Override
+    public Connection getConnection(String username, String password) throws SQLException {
+        return DriverManager.getConnection(currentLease().jdbcUrl(), username, password);
+    }
+
+    @Override
+    public void destroy() {
+        releaseContextLease();
+    }
+
+    @Override
+    public String toString() {
+        return "pristine DataSource of template " + spec.name();
+    }
+}

@@ -1,0 +1,226 @@
+package io.pristinedb.client;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import io.pristinedb.migrations.TemplateSpecs;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.sql.Connection;
+import java.sql.DriverManager;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/** The client against a real daemon and real servers (TestDaemon). */
+class ClientTest {
+    static TestDaemon d;
+
+    @BeforeAll
+    static void daemon() {
+        d = TestDaemon.get();
+    }
+
+    static void exec(DatabaseConnection c, String... sql) throws SQLException {
+        try (Connection conn = c.connect(); Statement st = conn.createStatement()) {
+            for (String s : sql) {
+                st.execute(s);
+            }
+        }
+    }
+
+    static long count(Connection conn, String sql) throws SQLException {
+        try (Statement st = conn.createStatement(); ResultSet rs = st.executeQuery(sql)) {
+            rs.next();
+            return rs.getLong(1);
+        }
+    }
+
+    static String uniqueKey(String name) {
+        return ContentKey.of(List.of(), List.of(name, String.valueOf(System.nanoTime())));
+    }
+
+    @Test
+    void contentKeyMatchesTheSharedVectors(@TempDir Path tmp) throws Exception {
+        JsonNode f = new ObjectMapper().readTree(Path.of("../../testdata/contentkey/vectors.json").toFile());
+        assertTrue(f.get("vectors").size() > 0);
+        int i = 0;
+        for (JsonNode v : f.get("vectors")) {
+            Path dir = tmp.resolve(String.valueOf(i++));
+            Files.createDirectories(dir);
+            for (var it = v.get("files").fields(); it.hasNext(); ) {
+                var e = it.next();
+                Path p = dir.resolve(e.getKey());
+                Files.createDirectories(p.getParent());
+                Files.writeString(p, e.getValue().asText(), java.nio.charset.StandardCharsets.UTF_8);
+            }
+            List<String> pats = new ArrayList<>();
+            v.get("patterns").forEach(p -> pats.add(dir.resolve(p.asText()).toString()));
+            List<String> extra = new ArrayList<>();
+            v.get("extra").forEach(e -> extra.add(e.asText()));
+            String name = v.get("name").asText();
+            assertEquals(v.get("key").asText(), ContentKey.of(pats, extra), name);
+            // Relative patterns under a directory give the same key.
+            List<String> rel = new ArrayList<>();
+            v.get("patterns").forEach(p -> rel.add(p.asText()));
+            assertEquals(v.get("key").asText(), ContentKey.of(rel, extra, dir), "relative " + name);
+        }
+        PristineException e = assertThrows(PristineException.class, () -> ContentKey.of(List.of(tmp.resolve("nope").toString()), List.of()));
+        assertTrue(e.getMessage().contains("matches no file"), e.getMessage());
+    }
+
+    @Test
+    void noDaemonSaysHowToStartOne() {
+        PristineClient c = PristineClient.unix(d.base.resolve("nothing-here/pristine.sock"));
+        NoDaemonException e = assertThrows(NoDaemonException.class, c::health);
+        assertTrue(e.getMessage().startsWith("no pristine daemon is running on " + d.base.resolve("nothing-here/pristine.sock")), e.getMessage());
+        assertTrue(e.getMessage().contains("pristine pool up"), e.getMessage());
+        // And through the whole flow.
+        TemplateSpec spec = new TemplateSpec("none", List.of(), List.of("x"), conn -> { }, null, 1, null);
+        assertThrows(NoDaemonException.class, () -> spec.ensure(c));
+    }
+
+    @Test
+    void aDaemonThatDoesNotAnswerIsGivenUpOn() throws Exception {
+        Path sock = d.base.resolve("silent.sock");
+        try (java.nio.channels.ServerSocketChannel server = java.nio.channels.ServerSocketChannel.open(java.net.StandardProtocolFamily.UNIX)) {
+            server.bind(java.net.UnixDomainSocketAddress.of(sock));
+            Thread t = new Thread(() -> {
+                try (java.nio.channels.SocketChannel held = server.accept()) {
+                    Thread.sleep(10_000); // reads nothing, answers nothing
+                } catch (Exception ignored) {
+                    // closed by the test
+                }
+            });
+            t.setDaemon(true);
+            t.start();
+            PristineException e = assertThrows(PristineException.class, () -> PristineClient.unix(sock).withTimeout(1).health());
+            assertTrue(e.getMessage().contains("the daemon did not answer in 1 s"), e.getMessage());
+        } finally {
+            java.nio.file.Files.deleteIfExists(sock);
+        }
+    }
+
+    @Test
+    void tcpNeedsTheToken() {
+        d.tcp().health();
+        PristineException e = assertThrows(PristineException.class, () -> PristineClient.tcp(d.addr, "wrong").health());
+        assertEquals(401, e.status(), e.getMessage());
+    }
+
+    @Test
+    void buildsOnceAcrossThreadsAndTransportsThenLeasesIsolatedDatabases() throws Exception {
+        String key = uniqueKey("once");
+        AtomicInteger runs = new AtomicInteger();
+        TemplateBuilder build = conn -> {
+            runs.incrementAndGet();
+            Thread.sleep(300); // the others wait meanwhile
+            exec(conn, "CREATE TABLE canary (id INT PRIMARY KEY, v VARCHAR(20))", "INSERT INTO canary VALUES (1, 'pristine')");
+        };
+        ExecutorService pool = Executors.newFixedThreadPool(4);
+        List<Future<String>> hashes = new ArrayList<>();
+        for (int i = 0; i < 4; i++) {
+            PristineClient c = i % 2 == 0 ? d.unix() : d.tcp();
+            hashes.add(pool.submit(() -> c.ensureTemplate(TemplateRequest.of("java-once", key), build, 0).hash()));
+        }
+        Set<String> distinct = ConcurrentHashMap.newKeySet();
+        for (Future<String> f : hashes) {
+            distinct.add(f.get());
+        }
+        pool.shutdown();
+        assertEquals(1, runs.get(), "the template was built more than once");
+        assertEquals(1, distinct.size(), "callers got different templates: " + distinct);
+        String hash = distinct.iterator().next();
+        PristineClient c = d.unix();
+        c.ensurePool("java-once", hash, 2);
+        c.ensurePool("java-once", hash, 2); // already up: nothing to do
+
+        Lease a = c.leaseWait(LeaseRequest.of("java-once", "a"));
+        Lease b = d.tcp().leaseWait(LeaseRequest.of("java-once", "b"));
+        assertNotEquals(a.id(), b.id());
+        assertEquals(ProcessHandle.current().pid(), a.pid());
+        assertTrue(!a.toString().contains(a.password()), "toString shows the password");
+        // Both drivers open both databases.
+        for (DatabaseConnection.Driver drv : DatabaseConnection.Driver.values()) {
+            for (Lease l : List.of(a, b)) {
+                try (Connection conn = DriverManager.getConnection(l.jdbcUrl(drv), l.user(), l.password())) {
+                    assertEquals(1, count(conn, "SELECT COUNT(*) FROM canary WHERE v = 'pristine'"), drv + " " + l);
+                }
+            }
+        }
+        exec(a, "INSERT INTO canary VALUES (2, 'a wrote')");
+        try (Connection conn = b.connect()) {
+            assertEquals(1, count(conn, "SELECT COUNT(*) FROM canary"), "b sees a's write");
+        }
+        assertTrue(c.release(a.id(), true), "a written database was not reset");
+        c.release(b.id(), true);
+        // The next lease is pristine again.
+        Lease again = c.leaseWait(LeaseRequest.of("java-once", "again"));
+        try (Connection conn = again.connect()) {
+            assertEquals(1, count(conn, "SELECT COUNT(*) FROM canary"), "a released database kept a write");
+        }
+        c.release(again.id(), false);
+    }
+
+    @Test
+    void aFailedBuildIsAbortedWithTheMigrationsErrorAndTriedAgain() throws Exception {
+        String key = uniqueKey("fails");
+        PristineClient c = d.unix();
+        PristineException e = assertThrows(PristineException.class, () -> c.ensureTemplate(TemplateRequest.of("java-fails", key),
+                conn -> exec(conn, "CREATE TABLE ok (id INT)", "CREATE TABLE broken (id NOPE)"), 0));
+        assertTrue(e.getMessage().startsWith("template java-fails: build failed, so it was aborted: "), e.getMessage());
+        assertTrue(e.getMessage().contains("NOPE"), "the SQL error is not in the message: " + e.getMessage());
+        // The next try builds it.
+        TemplateAnswer a = c.ensureTemplate(TemplateRequest.of("java-fails", key), conn -> exec(conn, "CREATE TABLE ok (id INT)"), 0);
+        assertEquals(TemplateAnswer.READY, a.status());
+        // A shell command fails the same way, with its output.
+        PristineException ce = assertThrows(PristineException.class, () -> c.ensureTemplate(TemplateRequest.of("java-fails-cmd", uniqueKey("cmd")),
+                TemplateSpecs.command("echo migrating; exit 3"), 0));
+        assertTrue(ce.getMessage().contains("exited with status 3: migrating"), ce.getMessage());
+    }
+
+    @Test
+    void noDatabaseFreeNamesThePoolSize() throws Exception {
+        String key = uniqueKey("busy");
+        PristineClient c = d.unix();
+        TemplateSpec spec = new TemplateSpec("java-busy", List.of(), List.of(key), TemplateSpecs.command(
+                "mariadb -u\"$MYSQL_USER\" \"$MYSQL_DATABASE\" < src/test/resources/schema.sql"), null, 1, null);
+        spec.ensure(c);
+        Lease held = spec.lease(c, "holder", 10);
+        try (Connection conn = held.connect()) {
+            assertEquals(1, count(conn, "SELECT COUNT(*) FROM items WHERE name = 'seed'"), "the command did not build the template");
+        }
+        PristineException e = assertThrows(PristineException.class, () -> spec.lease(c, "second", 1));
+        assertEquals(503, e.status(), e.getMessage());
+        assertTrue(e.getMessage().startsWith("lease a database of java-busy: "), e.getMessage());
+        assertTrue(e.getMessage().contains("raise poolSize"), e.getMessage());
+        // Kept: listed as kept, and still held after "end" with a failed test.
+        String msg = TemplateSpec.end(c, held, true, true, true);
+        assertTrue(msg.contains("pristine release " + held.id()) && msg.contains("mariadb -h"), msg);
+        assertTrue(c.leases().stream().anyMatch(l -> l.id().equals(held.id()) && l.kept()), "not kept: " + c.leases());
+        c.release(held.id(), false);
+        assertTrue(c.leases().stream().noneMatch(l -> l.id().equals(held.id())), "still held after release");
+    }
+
+    @Test
+    void errorsOutOfRangeComeWithTheDaemonsMessage() {
+        PristineException e = assertThrows(PristineException.class, () -> d.unix().lease(new LeaseRequest("x", "h", 1e300, 0, 0)));
+        assertEquals(400, e.status());
+        assertTrue(e.getMessage().contains("ttl_seconds"), e.getMessage());
+    }
+}

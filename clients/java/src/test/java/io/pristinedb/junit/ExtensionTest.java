@@ -1,0 +1,184 @@
+package io.pristinedb.junit;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.platform.engine.discovery.DiscoverySelectors.selectClass;
+
+import io.pristinedb.client.DatabaseConnection;
+import io.pristinedb.client.Lease;
+import io.pristinedb.client.PristineClient;
+import io.pristinedb.client.TestDaemon;
+import java.sql.Connection;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.util.List;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import javax.sql.DataSource;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.MethodOrderer;
+import org.junit.jupiter.api.Order;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestMethodOrder;
+import org.junit.platform.testkit.engine.EngineTestKit;
+
+/** @PristineDatabase run by JUnit itself (EngineTestKit) against a real daemon. */
+class ExtensionTest {
+    static final String MIGRATE = "mariadb -u\"$MYSQL_USER\" \"$MYSQL_DATABASE\" < src/test/resources/schema.sql";
+    static final Set<String> LEASES = ConcurrentHashMap.newKeySet();
+    static final Set<Integer> ACTIVE_PORTS = ConcurrentHashMap.newKeySet();
+
+    @BeforeAll
+    static void daemon() {
+        TestDaemon.get();
+    }
+
+    static long insertOwnRowAndCount(DataSource ds, String name) throws SQLException {
+        try (Connection c = ds.getConnection(); Statement st = c.createStatement()) {
+            st.execute("INSERT INTO items (name) VALUES ('" + name + "')");
+            try (ResultSet rs = st.executeQuery("SELECT COUNT(*) FROM items WHERE name <> 'seed'")) {
+                rs.next();
+                return rs.getLong(1);
+            }
+        }
+    }
+
+    static int port(DataSource ds) throws SQLException {
+        try (Connection c = ds.getConnection(); Statement st = c.createStatement(); ResultSet rs = st.executeQuery("SELECT @@port")) {
+            rs.next();
+            return rs.getInt(1);
+        }
+    }
+
+    /** Each method, run in parallel, on a database of its own. */
+    @PristineDatabase(template = "java-junit", files = "src/test/resources/schema.sql", migrate = MIGRATE, poolSize = 3)
+    static class PerMethod {
+        void check(DataSource ds, Lease lease, String name) throws Exception {
+            assertTrue(LEASES.add(lease.id()), "a lease twice");
+            int port = port(ds);
+            assertTrue(ACTIVE_PORTS.add(port), "another running test has the server on port " + port);
+            try {
+                Thread.sleep(200);
+                assertEquals(1, insertOwnRowAndCount(ds, name), "sees another test's rows");
+            } finally {
+                ACTIVE_PORTS.remove(port);
+            }
+        }
+
+        @Test
+        void one(DataSource ds, Lease lease) throws Exception {
+            check(ds, lease, "one");
+        }
+
+        @Test
+        void two(DataSource ds, Lease lease) throws Exception {
+            check(ds, lease, "two");
+        }
+
+        @Test
+        void three(DatabaseConnection conn, Lease lease) throws Exception {
+            check(conn.dataSource(), lease, "three");
+        }
+    }
+
+    /** One database for the class: the second test sees the first one's row. */
+    @PristineDatabase(template = "java-junit", files = "src/test/resources/schema.sql", migrate = MIGRATE, poolSize = 3,
+            scope = PristineDatabase.Scope.CLASS)
+    @TestMethodOrder(MethodOrderer.OrderAnnotation.class)
+    static class PerClass {
+        @Test
+        @Order(1)
+        void first(DataSource ds) throws Exception {
+            assertEquals(1, insertOwnRowAndCount(ds, "first"));
+        }
+
+        @Test
+        @Order(2)
+        void second(DataSource ds) throws Exception {
+            assertEquals(2, insertOwnRowAndCount(ds, "second"));
+        }
+    }
+
+    /** A failing test's database is kept. */
+    @PristineDatabase(template = "java-junit", files = "src/test/resources/schema.sql", migrate = MIGRATE, poolSize = 3, keepOnFailure = true)
+    static class Failing {
+        @Test
+        void fails(DataSource ds) throws Exception {
+            insertOwnRowAndCount(ds, "evidence");
+            throw new AssertionError("on purpose");
+        }
+    }
+
+    /** Only the annotated method gets a database. */
+    static class OnMethod {
+        @Test
+        @PristineDatabase(template = "java-junit", files = "src/test/resources/schema.sql", migrate = MIGRATE, poolSize = 3)
+        void with(DataSource ds) throws Exception {
+            assertEquals(1, insertOwnRowAndCount(ds, "with"));
+        }
+
+        @Test
+        void without() {
+        }
+    }
+
+    /** A build that fails names the cause. */
+    @PristineDatabase(template = "java-junit-broken", files = "src/test/resources/schema.sql", migrate = "echo 'ERROR 1064: bad SQL' >&2; exit 1")
+    static class Broken {
+        @Test
+        void never(DataSource ds) {
+        }
+    }
+
+    @Test
+    void perMethodInParallel() {
+        EngineTestKit.engine("junit-jupiter")
+                .configurationParameter("junit.jupiter.execution.parallel.enabled", "true")
+                .configurationParameter("junit.jupiter.execution.parallel.mode.default", "concurrent")
+                .selectors(selectClass(PerMethod.class)).execute()
+                .testEvents().assertStatistics(s -> s.started(3).succeeded(3));
+        assertEquals(3, LEASES.size());
+        assertLeasesGone();
+    }
+
+    @Test
+    void perClassAndOnMethod() {
+        EngineTestKit.engine("junit-jupiter").selectors(selectClass(PerClass.class), selectClass(OnMethod.class)).execute()
+                .testEvents().assertStatistics(s -> s.started(4).succeeded(4));
+        assertLeasesGone();
+    }
+
+    @Test
+    void failedTestKeepsItsDatabase() throws Exception {
+        EngineTestKit.engine("junit-jupiter").selectors(selectClass(Failing.class)).execute()
+                .testEvents().assertStatistics(s -> s.failed(1));
+        PristineClient c = TestDaemon.get().unix();
+        List<Lease> kept = c.leases().stream().filter(l -> l.kept() && "Failing.fails".equals(l.holder())).toList();
+        assertEquals(1, kept.size(), "not kept: " + c.leases());
+        Lease l = c.getLease(kept.get(0).id());
+        try (Connection conn = l.connect(); Statement st = conn.createStatement();
+             ResultSet rs = st.executeQuery("SELECT COUNT(*) FROM items WHERE name = 'evidence'")) {
+            rs.next();
+            assertEquals(1, rs.getLong(1), "the kept database lost the failed test's write");
+        }
+        c.release(l.id(), false);
+    }
+
+    @Test
+    void brokenMigrationsFailTheTestWithTheCause() {
+        var results = EngineTestKit.engine("junit-jupiter").selectors(selectClass(Broken.class)).execute();
+        results.testEvents().assertStatistics(s -> s.failed(1));
+        Throwable t = results.testEvents().failed().list().get(0).getPayload(org.junit.platform.engine.TestExecutionResult.class)
+                .orElseThrow().getThrowable().orElseThrow();
+        assertTrue(t.getMessage().startsWith("template java-junit-broken: build failed, so it was aborted: "), t.getMessage());
+        assertTrue(t.getMessage().contains("ERROR 1064: bad SQL"), t.getMessage());
+    }
+
+    static void assertLeasesGone() {
+        List<Lease> left = TestDaemon.get().unix().leases().stream().filter(l -> l.template().startsWith("java-junit") || l.holder().startsWith("Per")).toList();
+        assertEquals(List.of(), left.stream().filter(l -> !l.kept()).map(Lease::holder).toList(), "leases left held");
+        assertNotEquals(null, left);
+    }
+}

@@ -1,0 +1,225 @@
+package io.pristinedb.spring;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.platform.engine.discovery.DiscoverySelectors.selectClass;
+
+import io.pristinedb.client.Lease;
+import io.pristinedb.client.PristineClient;
+import io.pristinedb.client.TestDaemon;
+import io.pristinedb.migrations.TemplateSpecs;
+import java.sql.Connection;
+import java.sql.DriverManager;
+import java.sql.ResultSet;
+import java.sql.Statement;
+import java.util.List;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import javax.sql.DataSource;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.MethodOrderer;
+import org.junit.jupiter.api.Order;
+import org.junit.jupiter.api.TestMethodOrder;
+import org.junit.jupiter.api.Test;
+import org.junit.platform.engine.TestExecutionResult;
+import org.junit.platform.testkit.engine.EngineExecutionResults;
+import org.junit.platform.testkit.engine.EngineTestKit;
+import org.springframework.beans.factory.annotation.Autowired;
+import org.springframework.context.annotation.Bean;
+import org.springframework.context.annotation.Configuration;
+import org.springframework.core.env.Environment;
+import org.springframework.jdbc.core.JdbcTemplate;
+import org.springframework.test.context.DynamicPropertyRegistry;
+import org.springframework.test.context.DynamicPropertySource;
+import org.springframework.test.context.junit.jupiter.SpringJUnitConfig;
+
+/** @AutoConfigurePristineDatabase in a plain Spring test context, run by JUnit (EngineTestKit) against a real daemon. */
+class SpringSupportTest {
+    static final String MIGRATE = "mariadb -u\"$MYSQL_USER\" \"$MYSQL_DATABASE\" < src/test/resources/schema.sql";
+    static final Set<String> SERVERS = ConcurrentHashMap.newKeySet();
+
+    @BeforeAll
+    static void daemon() {
+        TestDaemon.get();
+    }
+
+    @Configuration
+    static class Config {
+        @Bean
+        JdbcTemplate jdbc(DataSource ds) {
+            return new JdbcTemplate(ds);
+        }
+    }
+
+    /** Every method on a database of its own, in parallel, through the context's one DataSource. */
+    @SpringJUnitConfig(Config.class)
+    @AutoConfigurePristineDatabase(template = "java-spring", files = "src/test/resources/schema.sql", migrate = MIGRATE, poolSize = 4)
+    static class PerMethod {
+        @Autowired
+        JdbcTemplate jdbc;
+
+        void check(String name) throws InterruptedException {
+            String server = jdbc.queryForObject("SELECT CONCAT(@@port, '/', DATABASE())", String.class);
+            assertTrue(SERVERS.add(server), "another running test is on " + server);
+            try {
+                jdbc.update("INSERT INTO items (name) VALUES (?)", name);
+                Thread.sleep(200);
+                assertEquals(List.of(name), jdbc.queryForList("SELECT name FROM items WHERE name <> 'seed'", String.class));
+            } finally {
+                SERVERS.remove(server);
+            }
+        }
+
+        @Test
+        void one() throws Exception {
+            check("one");
+        }
+
+        @Test
+        void two() throws Exception {
+            check("two");
+        }
+
+        @Test
+        void three() throws Exception {
+            check("three");
+        }
+    }
+
+    /** scope = CLASS: one database for the class; the second test sees the first one's row. */
+    @SpringJUnitConfig(Config.class)
+    @AutoConfigurePristineDatabase(template = "java-spring", files = "src/test/resources/schema.sql", migrate = MIGRATE, poolSize = 4,
+            scope = AutoConfigurePristineDatabase.Scope.CLASS)
+    @TestMethodOrder(MethodOrderer.OrderAnnotation.class)
+    static class PerClass {
+        @Autowired
+        JdbcTemplate jdbc;
+
+        @Test
+        @Order(1)
+        void first() {
+            jdbc.update("INSERT INTO items (name) VALUES ('first')");
+        }
+
+        @Test
+        @Order(2)
+        void second() {
+            assertEquals(List.of("first"), jdbc.queryForList("SELECT name FROM items WHERE name <> 'seed'", String.class));
+        }
+    }
+
+    @Test
+    void aDatabasePerClass() {
+        EngineTestKit.engine("junit-jupiter").selectors(selectClass(PerClass.class)).execute()
+                .testEvents().assertStatistics(s -> s.started(2).succeeded(2));
+        assertEquals(List.of(), TestDaemon.get().unix().leases().stream().filter(l -> l.holder().equals("PerClass")).toList(),
+                "the class's lease is still held");
+    }
+
+    /** A failed test's database is kept. */
+    @SpringJUnitConfig(Config.class)
+    @AutoConfigurePristineDatabase(template = "java-spring", files = "src/test/resources/schema.sql", migrate = MIGRATE, poolSize = 4,
+            keepOnFailure = true)
+    static class Failing {
+        @Autowired
+        JdbcTemplate jdbc;
+
+        @Test
+        void fails() {
+            jdbc.update("INSERT INTO items (name) VALUES ('evidence')");
+            throw new AssertionError("on purpose");
+        }
+    }
+
+    /** Migrations that fail stop the context with the cause. */
+    @SpringJUnitConfig(Config.class)
+    @AutoConfigurePristineDatabase(template = "java-spring-broken", files = "src/test/resources/schema.sql",
+            migrate = "echo \"ERROR 1146 (42S02): Table 'app.nope' doesn't exist\" >&2; exit 1")
+    static class Broken {
+        @Test
+        void never() {
+        }
+    }
+
+    @Configuration
+    static class Empty {
+    }
+
+    /** The DynamicPropertySource recipe: spring.datasource.* of a lease. */
+    @SpringJUnitConfig(Empty.class)
+    static class Recipe {
+        @DynamicPropertySource
+        static void database(DynamicPropertyRegistry registry) {
+            PristineDataSources.register(registry, TemplateSpecs.of("java-spring", new String[] {"src/test/resources/schema.sql"}, MIGRATE,
+                    new String[0], "", null, "", 4, "", false));
+        }
+
+        @Autowired
+        Environment env;
+
+        @Test
+        void pointsSpringDatasourceAtALease() throws Exception {
+            String url = env.getProperty("spring.datasource.url");
+            assertTrue(url.startsWith("jdbc:mariadb://127.0.0.1:"), url);
+            try (Connection c = DriverManager.getConnection(url, env.getProperty("spring.datasource.username"),
+                    env.getProperty("spring.datasource.password")); Statement st = c.createStatement();
+                 ResultSet rs = st.executeQuery("SELECT COUNT(*) FROM items WHERE name = 'seed'")) {
+                rs.next();
+                assertEquals(1, rs.getInt(1));
+            }
+        }
+    }
+
+    @Test
+    void theDynamicPropertySourceRecipe() {
+        EngineTestKit.engine("junit-jupiter").selectors(selectClass(Recipe.class)).execute()
+                .testEvents().assertStatistics(s -> s.started(1).succeeded(1));
+    }
+
+    static Throwable rootCause(Throwable t) {
+        StringBuilder all = new StringBuilder();
+        for (Throwable c = t; c != null; c = c.getCause()) {
+            all.append(c.getMessage()).append('\n');
+            if (c.getCause() == null) {
+                return new RuntimeException(all.toString(), c);
+            }
+        }
+        return t;
+    }
+
+    @Test
+    void aDatabasePerTestMethodInParallel() {
+        EngineTestKit.engine("junit-jupiter")
+                .configurationParameter("junit.jupiter.execution.parallel.enabled", "true")
+                .configurationParameter("junit.jupiter.execution.parallel.mode.default", "concurrent")
+                .selectors(selectClass(PerMethod.class)).execute()
+                .testEvents().assertStatistics(s -> s.started(3).succeeded(3));
+        List<Lease> held = TestDaemon.get().unix().leases().stream().filter(l -> l.holder().startsWith("PerMethod.")).toList();
+        assertEquals(List.of(), held, "test leases left held");
+        // A started context gives its own database back: cached contexts do not eat the pool.
+        assertEquals(List.of(), TestDaemon.get().unix().leases().stream().filter(l -> l.holder().equals("spring context PerMethod")).toList(),
+                "the started context still holds its database");
+    }
+
+    @Test
+    void aFailedTestKeepsItsDatabase() {
+        EngineTestKit.engine("junit-jupiter").selectors(selectClass(Failing.class)).execute()
+                .testEvents().assertStatistics(s -> s.failed(1));
+        PristineClient c = TestDaemon.get().unix();
+        List<Lease> kept = c.leases().stream().filter(l -> l.kept() && "Failing.fails".equals(l.holder())).toList();
+        assertEquals(1, kept.size(), "not kept: " + c.leases());
+        Lease l = c.getLease(kept.get(0).id());
+        assertEquals(1, new JdbcTemplate(l.dataSource()).queryForObject("SELECT COUNT(*) FROM items WHERE name = 'evidence'", Integer.class));
+        c.release(l.id(), false);
+    }
+
+    @Test
+    void failingMigrationsNameTheCause() {
+        EngineExecutionResults r = EngineTestKit.engine("junit-jupiter").selectors(selectClass(Broken.class)).execute();
+        r.testEvents().assertStatistics(s -> s.succeeded(0));
+        Throwable t = r.allEvents().failed().list().get(0).getPayload(TestExecutionResult.class).orElseThrow().getThrowable().orElseThrow();
+        String all = rootCause(t).getMessage();
+        assertTrue(all.contains("template java-spring-broken: build failed, so it was aborted: "), all);
+        assertTrue(all.contains("Table 'app.nope' doesn't exist"), all);
+    }
+}

@@ -1,0 +1,184 @@
+// Types of pristine-client: the Node client of a pristine daemon.
+
+/** Options of a Client: a unix socket, or a loopback TCP URL with its token. */
+export interface ClientOptions {
+  /** The daemon's unix socket (default <root>/pristine.sock). */
+  socket?: string;
+  /** http://HOST:PORT of `pristine serve --listen`. */
+  url?: string;
+  /** The bearer token of the root (<root>/token), with url. */
+  token?: string;
+  /** Seconds to wait for an answer (0: no limit). */
+  timeout?: number;
+}
+
+/** An error the daemon answered with (status), or a failure to reach it (status 0). */
+export class PristineError extends Error {
+  constructor(message: string, status?: number, retryAfter?: number, options?: { cause?: unknown });
+  /** The HTTP status: 400 a refused value, 429 too many lease requests, 503 nothing free in time; 0 not reached. */
+  status: number;
+  /** Seconds the daemon asks to wait before retrying (with 429). */
+  retryAfter: number;
+}
+
+/** Nothing answers where the daemon should be. */
+export class NoDaemonError extends PristineError {}
+
+/** The user's migrations or fixtures failed against the template server; the build was aborted. */
+export class TemplateBuildError extends PristineError {}
+
+/** mysql2's createConnection/createPool options. */
+export interface Mysql2Options {
+  host: string;
+  port: number;
+  user: string;
+  password: string;
+  database: string;
+}
+
+/** A leased database. Its password is not enumerable: printing the lease does not show it. */
+export class Lease {
+  readonly id: string;
+  readonly template: string;
+  readonly slot: number;
+  readonly holder: string;
+  readonly host: string;
+  readonly port: number;
+  readonly socket: string;
+  readonly user: string;
+  readonly password: string;
+  readonly database: string;
+  /** mysql://user:password@127.0.0.1:port/db */
+  readonly url: string;
+  /** DATABASE_URL, MYSQL_HOST, MYSQL_PORT, MYSQL_UNIX_PORT, MYSQL_USER, MYSQL_PWD, MYSQL_DATABASE, MYSQL_HOME, ... */
+  readonly env: Record<string, string>;
+  readonly expires: string;
+  readonly kept: boolean;
+  readonly pid: number;
+  /** Options for mysql2 (also knex's `connection`). */
+  mysql2(): Mysql2Options;
+  /** A knex config: `knex(lease.knex())`. */
+  knex(client?: string): { client: string; connection: Mysql2Options };
+  /** TypeORM DataSource options: `new DataSource({ ...lease.typeorm(), entities })`. */
+  typeorm(type?: 'mysql' | 'mariadb'): { type: 'mysql' | 'mariadb'; host: string; port: number; username: string; password: string; database: string };
+  /** A mariadb command line that opens this database. */
+  mysqlCommand(): string;
+}
+
+/** The daemon's answer to a template request. `env` is NAME=VALUE strings for a migration command. */
+export interface TemplateAnswer {
+  status: 'ready' | 'build' | 'building' | 'failed';
+  hash?: string;
+  error?: string;
+  host?: string;
+  port?: number;
+  socket?: string;
+  user?: string;
+  password?: string;
+  database?: string;
+  dsn?: string;
+  url?: string;
+  env?: string[];
+  template?: Record<string, unknown>;
+}
+
+export interface LeaseRequest {
+  /** The template's name (default: the only pool). */
+  template?: string;
+  holder?: string;
+  /** Seconds the lease lives without an extension (0: 30 minutes). */
+  ttl?: number;
+  /** Seconds to wait for a free database (default 60). */
+  wait?: number;
+  /** The holder process: the lease is reclaimed when it exits (default: this process). */
+  pid?: number;
+}
+
+export interface LeaseSummary {
+  id: string;
+  template: string;
+  slot: number;
+  holder?: string;
+  kept?: boolean;
+  pid?: number;
+  created: string;
+  expires: string;
+}
+
+export class Client {
+  constructor(options?: ClientOptions);
+  /** PRISTINE_URL (+ PRISTINE_TOKEN or the root's token file), else the socket of PRISTINE_ROOT or the default root. */
+  static fromEnv(): Client;
+  readonly socket: string;
+  readonly url: string;
+  readonly token: string;
+  where(): string;
+  request<T = any>(method: string, path: string, body?: unknown, options?: { ok?: number[]; timeout?: number }): Promise<T>;
+  health(): Promise<Record<string, unknown>>;
+  beginTemplate(req: { name: string; key: string; database?: string; ttlSeconds?: number; cache?: string }): Promise<TemplateAnswer>;
+  finishTemplate(hash: string): Promise<TemplateAnswer>;
+  abortTemplate(hash: string): Promise<void>;
+  waitTemplate(ref: string, waitSeconds: number): Promise<TemplateAnswer>;
+  pool(template: string): Promise<PoolStatus>;
+  pools(): Promise<PoolStatus[]>;
+  poolUp(templateHash: string, size: number): Promise<PoolStatus>;
+  poolDown(template: string): Promise<PoolStatus>;
+  lease(req?: LeaseRequest): Promise<Lease>;
+  release(id: string, options?: { unchanged?: boolean }): Promise<{ released: string; reset: boolean }>;
+  keep(id: string): Promise<Lease>;
+  extend(id: string, ttlSeconds: number): Promise<Lease>;
+  getLease(id: string): Promise<Lease>;
+  leases(): Promise<LeaseSummary[]>;
+}
+
+export interface PoolStatus {
+  template: string;
+  hash: string;
+  size: number;
+  dbs_per_slot: number;
+  backend: string;
+  states: Record<string, number>;
+  leased: number;
+  [k: string]: unknown;
+}
+
+/** Builds a template: run migrations against the template server `conn` describes. */
+export type BuildFn = (conn: TemplateAnswer) => unknown | Promise<unknown>;
+
+/** The run-once setup of a test run. */
+export interface PrepareOptions {
+  /** The template's (and pool's) name. */
+  template: string;
+  /** Files, directories or globs (Go's filepath.Glob syntax) that define the template: its content key. */
+  files?: string[];
+  /** More strings for the key (a tool's version, a setting). */
+  keyExtra?: string[];
+  /**
+   * Builds the template: a shell command (it sees DATABASE_URL, MYSQL_HOST, MYSQL_PORT, MYSQL_TCP_PORT,
+   * MYSQL_UNIX_PORT, MYSQL_USER, MYSQL_PWD, MYSQL_DATABASE) or a function of the connection.
+   */
+  migrate?: string | BuildFn;
+  /** The database a lease hands out (default: the daemon's). */
+  database?: string;
+  /** An OCI repository a fleet shares (default $PRISTINE_CACHE). */
+  cache?: string;
+  /** Slots of the pool brought up when none is (default 4; the Jest and Vitest setups: 2 per worker). */
+  poolSize?: number;
+  /** Seconds to wait for another process's build (default 1800). */
+  buildWait?: number;
+  /** The directory relative files and the migrate command are taken from (default process.cwd()). */
+  cwd?: string;
+}
+
+export function contentKey(patterns: string | string[], extra?: string[], options?: { cwd?: string }): string;
+export function ensureTemplate(client: Client, req: { name: string; key: string; database?: string; cache?: string; wait?: number }, build?: BuildFn): Promise<TemplateAnswer>;
+export function ensurePool(client: Client, name: string, hash: string, size: number): Promise<void>;
+export function runCommand(command: string, conn: TemplateAnswer, options?: { cwd?: string }): Promise<string>;
+export function prepare(client: Client, options: PrepareOptions): Promise<{ template: string; hash: string; key: string }>;
+/** Leases with errors that name the cause and the fix. */
+export function acquire(client: Client, req: { template: string; holder?: string; wait?: number; ttl?: number }): Promise<Lease>;
+/** Releases a lease, or keeps it when failed and keepFailed; resolves to the message to print ('' when none). */
+export function finish(client: Client, lease: Lease, options?: { failed?: boolean; keepFailed?: boolean; unchanged?: boolean }): Promise<string>;
+export function defaultRoot(): string;
+export const CACHE_ENV: 'PRISTINE_CACHE';
+export const MAX_WAIT: number;

@@ -1,0 +1,9 @@
+// pristine-client: the Node client of a pristine daemon (ES module entry;
+// the same objects as the CommonJS entry).
+import m from './index.cjs';
+
+export const {
+  Client, Lease, PristineError, NoDaemonError, TemplateBuildError, defaultRoot, contentKey,
+  ensureTemplate, ensurePool, runCommand, prepare, finish, acquire, CACHE_ENV, MAX_WAIT,
+} = m;
+export default m;

@@ -1,0 +1,124 @@
+'use strict';
+// What the Jest and Vitest integrations share: the run's settings, set by
+// the global setup and read in every worker, and the helpers that lease,
+// return and keep databases for a test, a file or a worker.
+
+const path = require('node:path');
+const { Client, PristineError } = require('./client.cjs');
+const { prepare, acquire, finish } = require('./ensure.cjs');
+
+/** The environment variable the global setup hands the run's settings to workers in. */
+const RUN_ENV = 'PRISTINE_RUN';
+
+function truthy(v) {
+  if (typeof v === 'string') return v !== '' && v !== '0' && v.toLowerCase() !== 'false';
+  return Boolean(v);
+}
+
+/**
+ * Runs the setup a test run needs once, in the runner's main process:
+ * build the template (keyed by `files`) with `migrate` when nobody has,
+ * bring a pool up, and return the settings workers need.
+ */
+async function setupRun(options, { framework, workers, cwd }) {
+  const client = options.client || Client.fromEnv();
+  const poolSize = options.poolSize || Math.max(2 * (workers || 1), 2);
+  const started = Date.now();
+  const p = await prepare(client, { ...options, poolSize, cwd: options.cwd || cwd });
+  const run = {
+    framework,
+    template: p.template,
+    hash: p.hash,
+    run: `${framework} ${process.pid}.${Date.now().toString(36)}`,
+    socket: client.socket || '',
+    url: client.url || '',
+    keepFailed: truthy(options.keepFailed) || truthy(process.env.PRISTINE_KEEP_FAILED),
+    unchanged: (options.release || 'unchanged') !== 'dirty',
+    wait: options.wait || 60,
+    ttl: options.ttl || 0,
+    setupSeconds: (Date.now() - started) / 1000,
+  };
+  if (client.token && !process.env.PRISTINE_TOKEN) process.env.PRISTINE_TOKEN = client.token;
+  return run;
+}
+
+function clientOf(run) {
+  if (run.url) return new Client({ url: run.url, token: process.env.PRISTINE_TOKEN });
+  if (run.socket) return new Client({ socket: run.socket });
+  return Client.fromEnv();
+}
+
+/**
+ * Releases the leases of this run that are still held (a worker that
+ * ended without returning its lease, or a per-worker lease) and reports
+ * the ones kept for debugging. Resolves to the lines to print.
+ */
+async function teardownRun(run) {
+  const client = clientOf(run);
+  const lines = [];
+  const mine = (await client.leases()).filter((l) => (l.holder || '').startsWith(run.run + ' '));
+  for (const l of mine) {
+    if (l.kept) {
+      lines.push(`  ${l.holder.slice(run.run.length + 1)}: pristine sql ${l.id}  (release it with: pristine release ${l.id})`);
+      continue;
+    }
+    try {
+      await client.release(l.id, { unchanged: run.unchanged });
+    } catch (e) {
+      if (!(e instanceof PristineError) || (e.status !== 404 && e.status !== 410)) throw e;
+    }
+  }
+  if (lines.length) lines.unshift('pristine: kept databases of failed tests:');
+  return lines;
+}
+
+/** Sets DATABASE_URL and MYSQL_* (the lease's environment) in env. */
+function exportEnv(lease, env = process.env) {
+  for (const [k, v] of Object.entries(lease.env)) env[k] = v;
+  env.PRISTINE_LEASE = lease.id;
+}
+
+/**
+ * A handle on the database of a scope (a test, a file or a worker): begin()
+ * leases one, end(failed) returns or keeps it.
+ */
+class Holder {
+  constructor(run, { setEnv = false } = {}) {
+    this.run = run;
+    this.client = clientOf(run);
+    this.setEnv = setEnv;
+    this.current = null;
+  }
+
+  get lease() {
+    if (!this.current) {
+      throw new PristineError('pristine: no database is leased here: use the database inside a test or a hook of the file that asked for it');
+    }
+    return this.current;
+  }
+
+  async begin(holder) {
+    this.current = await acquire(this.client, { template: this.run.template, holder: `${this.run.run} ${holder}`, wait: this.run.wait, ttl: this.run.ttl });
+    if (this.setEnv) exportEnv(this.current);
+    return this.current;
+  }
+
+  async end(failed) {
+    const l = this.current;
+    this.current = null;
+    if (!l) return '';
+    return finish(this.client, l, { failed, keepFailed: this.run.keepFailed, unchanged: this.run.unchanged });
+  }
+}
+
+function readRun(env = process.env) {
+  const raw = env[RUN_ENV];
+  if (!raw) return null;
+  return JSON.parse(raw);
+}
+
+function relative(p) {
+  return p ? path.relative(process.cwd(), p) : '';
+}
+
+module.exports = { RUN_ENV, setupRun, teardownRun, Holder, readRun, exportEnv, clientOf, relative, truthy };

@@ -1,0 +1,154 @@
+// The client against a real pristine daemon and real MariaDB servers:
+// build once, pool, lease, release, keep, and the error table.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import mysql from 'mysql2/promise';
+import { Client, NoDaemonError, PristineError, TemplateBuildError, prepare, acquire, finish, runCommand, ensurePool } from '../index.mjs';
+import { startDaemon, skipReason } from './daemon.mjs';
+
+const skip = skipReason() || false;
+let d;
+let dir;
+
+before(async () => {
+  if (skip) return;
+  d = await startDaemon();
+  dir = fs.mkdtempSync(path.join(os.tmpdir(), 'pristine-node-client-'));
+  fs.mkdirSync(path.join(dir, 'migrations'));
+  fs.writeFileSync(path.join(dir, 'migrations', '001.sql'),
+    'CREATE TABLE notes (id INT PRIMARY KEY AUTO_INCREMENT, body VARCHAR(100));\nINSERT INTO notes (body) VALUES (\'seed\');\n');
+});
+
+after(async () => {
+  if (d) await d.stop();
+  if (dir) fs.rmSync(dir, { recursive: true, force: true });
+});
+
+const MIGRATE = 'cat migrations/*.sql | mariadb -u"$MYSQL_USER" "$MYSQL_DATABASE"';
+
+async function rows(lease) {
+  const c = await mysql.createConnection(lease.mysql2());
+  try {
+    const [r] = await c.query('SELECT body FROM notes ORDER BY id');
+    return r.map((x) => x.body);
+  } finally {
+    await c.end();
+  }
+}
+
+test('no daemon: the error names the socket and how to start one', { skip }, async () => {
+  const c = new Client({ socket: path.join(dir, 'nothing.sock') });
+  await assert.rejects(c.health(), (e) => e instanceof NoDaemonError &&
+    e.message === `no pristine daemon is running on ${path.join(dir, 'nothing.sock')}: start one with \`pristine pool up\` or \`pristine serve\``);
+  await assert.rejects(prepare(c, { template: 'x', files: ['migrations'], migrate: MIGRATE, cwd: dir }), NoDaemonError);
+});
+
+test('a wrong token over TCP is the daemon\'s 401', { skip }, async () => {
+  const c = new Client({ url: 'http://' + d.addr, token: 'wrong' });
+  await assert.rejects(c.leases(), (e) => e instanceof PristineError && e.status === 401);
+});
+
+test('concurrent callers build the template once, over the socket and TCP; leases are isolated', { skip }, async () => {
+  let builds = 0;
+  const migrate = async (conn) => {
+    builds++;
+    assert.ok(conn.env.some((e) => e.startsWith('MYSQL_PWD=')), 'the build sees the template server\'s password');
+    await runCommand(MIGRATE, conn, { cwd: dir });
+  };
+  const opts = { template: 'notes', files: ['migrations'], migrate, cwd: dir, poolSize: 2 };
+  const got = await Promise.all([prepare(d.client, opts), prepare(d.tcp, opts), prepare(d.client, opts)]);
+  assert.equal(builds, 1);
+  assert.equal(new Set(got.map((g) => g.hash)).size, 1);
+
+  const a = await acquire(d.client, { template: 'notes', holder: 'node test a' });
+  const b = await acquire(d.tcp, { template: 'notes', holder: 'node test b' });
+  try {
+    assert.notEqual(`${a.port}/${a.database}`, `${b.port}/${b.database}`);
+    assert.equal(a.pid, process.pid, 'the lease is held by this process');
+    assert.deepEqual(await rows(a), ['seed']);
+    const c = await mysql.createConnection(a.mysql2());
+    await c.query("INSERT INTO notes (body) VALUES ('only a')");
+    await c.end();
+    assert.deepEqual(await rows(a), ['seed', 'only a']);
+    assert.deepEqual(await rows(b), ['seed'], 'b does not see a\'s write');
+    assert.ok(!JSON.stringify(a).includes(a.password), 'a lease printed or encoded hides its password');
+    assert.ok(a.url.startsWith('mysql://'));
+    assert.equal(a.typeorm().username, a.user);
+    assert.equal(a.knex().connection.password, a.password);
+  } finally {
+    assert.equal(await finish(d.client, a), '');
+    assert.equal(await finish(d.tcp, b), '');
+  }
+  // The written database was reset: a new lease starts pristine again.
+  const l1 = await acquire(d.client, { template: 'notes' });
+  const l2 = await acquire(d.client, { template: 'notes' });
+  try {
+    assert.deepEqual(await rows(l1), ['seed']);
+    assert.deepEqual(await rows(l2), ['seed']);
+  } finally {
+    await finish(d.client, l1);
+    await finish(d.client, l2);
+  }
+  // A second run with the same files finds the template and the pool.
+  await prepare(d.client, opts);
+  assert.equal(builds, 1);
+});
+
+test('migrations fail: the build is aborted with the command\'s output, and the next run tries again', { skip }, async () => {
+  const bad = fs.mkdtempSync(path.join(os.tmpdir(), 'pristine-node-bad-'));
+  fs.mkdirSync(path.join(bad, 'migrations'));
+  fs.writeFileSync(path.join(bad, 'migrations', '001.sql'), 'CREATE TABLE broken (id INT PRIMARY KEY;\n');
+  const opts = { template: 'broken', files: ['migrations'], migrate: MIGRATE, cwd: bad, poolSize: 1 };
+  await assert.rejects(prepare(d.client, opts), (e) => e instanceof TemplateBuildError &&
+    /^template broken: build failed, so it was aborted: `cat migrations\/\*\.sql \| mariadb .*` exited with status 1: .*SQL syntax/s.test(e.message));
+  fs.writeFileSync(path.join(bad, 'migrations', '001.sql'), 'CREATE TABLE fixed (id INT PRIMARY KEY);\n');
+  const p = await prepare(d.client, opts);
+  assert.match(p.hash, /^[0-9a-f]+/);
+  fs.rmSync(bad, { recursive: true });
+  await d.client.poolDown('broken');
+});
+
+test('no database free in time: the error says so and what to change', { skip }, async () => {
+  // Another migrate command is another key: the pool of the older build is replaced.
+  await prepare(d.client, { template: 'notes', files: ['migrations'], migrate: MIGRATE, cwd: dir, poolSize: 2 });
+  assert.equal((await d.client.pool('notes')).size, 2);
+  const held = [];
+  try {
+    // The pool has 2 slots: hold both, then ask for a third.
+    held.push(await acquire(d.client, { template: 'notes' }), await acquire(d.client, { template: 'notes' }));
+    await assert.rejects(acquire(d.client, { template: 'notes', wait: 1 }), (e) => e instanceof PristineError && e.status === 503 &&
+      /^lease a database of notes: .*no database was free within 1s; the pool may be smaller than the number of test workers .*raise poolSize/s.test(e.message));
+  } finally {
+    for (const l of held) await finish(d.client, l);
+  }
+});
+
+test('a failed test\'s database is kept when asked, with how to open and release it', { skip }, async () => {
+  const l = await acquire(d.client, { template: 'notes', holder: 'failing test' });
+  assert.equal(await finish(d.client, l, { failed: true, keepFailed: false }), '', 'not asked: released');
+  const k = await acquire(d.client, { template: 'notes', holder: 'failing test' });
+  const msg = await finish(d.client, k, { failed: true, keepFailed: true });
+  assert.match(msg, new RegExp(`kept the database of this failed test for debugging:\\n  mariadb -h127\\.0\\.0\\.1 -P${k.port} -u${k.user} -p.+ ${k.database}\\n`));
+  assert.match(msg, new RegExp(`release it with: pristine release ${k.id}$`));
+  assert.equal((await d.client.getLease(k.id)).kept, true);
+  assert.deepEqual(await rows(k), ['seed'], 'the kept database still opens');
+  await d.client.release(k.id);
+  await assert.rejects(d.client.getLease(k.id), (e) => e.status === 404 || e.status === 410);
+});
+
+test('a pool of an older build with leases held is refused with the command to run', { skip }, async () => {
+  const l = await acquire(d.client, { template: 'notes' });
+  try {
+    await assert.rejects(ensurePool(d.client, 'notes', 'not-the-hash', 1),
+      /pool notes: a pool of an older build of this template is up with \d+ leases: let its tests end, or run `pristine pool down --template notes`/);
+  } finally {
+    await finish(d.client, l);
+  }
+});
+
+test('a TTL out of range is the daemon\'s 400 with the range', { skip }, async () => {
+  await assert.rejects(d.client.lease({ template: 'notes', ttl: 1e300 }), (e) => e.status === 400 && /ttl_seconds/.test(e.message));
+});

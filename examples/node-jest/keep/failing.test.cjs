@@ -1,0 +1,17 @@
+// A test that fails on purpose (run by run.sh with PRISTINE_KEEP_FAILED=1,
+// not by the suite): its database is kept, with how to open and release it.
+const mysql = require('mysql2/promise');
+const { pristineDatabase } = require('pristine-client/jest');
+
+const db = pristineDatabase({ per: 'test' });
+
+test('writes, then fails', async () => {
+  const conn = await mysql.createConnection(db.lease.mysql2());
+  await conn.query("INSERT INTO notes (author, body) VALUES ('failing', 'left for debugging')");
+  await conn.end();
+  expect('this test').toBe('failing on purpose');
+});
+
+test('passes: its database is returned', () => {
+  expect(db.lease.database).toBeTruthy();
+});

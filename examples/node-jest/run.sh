@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# Runs the Jest example against the daemon of PRISTINE_ROOT (or
+# PRISTINE_URL): the suite with N workers (default 3), checking that its
+# scopes had databases of their own in several workers; the faults of
+# docs/node.md (no daemon, a migration that fails) and their messages; then a
+# failing test with PRISTINE_KEEP_FAILED=1, checking that its database was
+# kept with what it wrote and can be released. Installs the packages first
+# with npm ci (from package-lock.json).
+set -euo pipefail
+cd "$(dirname "$0")"
+N="${1:-3}"
+PRISTINE="${PRISTINE_BIN:-$PWD/../../bin/pristine}"
+# npm ci also copies clients/node in afresh (.npmrc: install-links).
+npm ci --no-audit --no-fund --prefer-offline --loglevel=error
+T="$(mktemp -d)"
+trap 'rm -rf "$T"' EXIT
+
+# A fresh cache directory: Jest runs a few fast files in band when it
+# remembers them as fast, and this suite must run in several workers.
+PRISTINE_EXAMPLE_LOG="$T/scopes" npx --no-install jest --maxWorkers="$N" --cacheDirectory "$T/cache"
+scopes="$(wc -l < "$T/scopes")"
+leases="$(cut -d' ' -f2 "$T/scopes" | sort -u | wc -l)"
+workers="$(cut -d' ' -f1 "$T/scopes" | sort -u | wc -l)"
+echo "node-jest: $scopes scopes proved a pristine start, on $leases leases, in $workers workers"
+[ "$scopes" -eq 7 ] && [ "$leases" -eq "$scopes" ] || { echo "node-jest: expected 7 scopes on 7 different leases" >&2; exit 1; }
+if [ "$N" -gt 1 ] && [ "$workers" -lt 2 ]; then echo "node-jest: the suite ran in one worker, not $N" >&2; exit 1; fi
+
+# Faults name their cause and fix: no daemon, and migrations that fail
+# (a copy of the example with a broken migration: the build is aborted with
+# knex's error, and the pool of the good template stays up).
+if PRISTINE_URL= PRISTINE_ROOT="$T/none" npx --no-install jest >"$T/nodaemon.out" 2>&1; then
+  echo "node-jest: the suite passed without a daemon" >&2; exit 1
+fi
+grep -q "no pristine daemon is running on $T/none/pristine.sock: start one with \`pristine pool up\` or \`pristine serve\`" "$T/nodaemon.out" ||
+  { cat "$T/nodaemon.out"; echo "node-jest: no daemon, but not said so" >&2; exit 1; }
+mkdir "$T/broken"
+cp -r migrations seeds test knexfile.cjs jest.config.cjs pristine.setup.cjs package.json "$T/broken/"
+ln -s "$PWD/node_modules" "$T/broken/node_modules"
+printf "exports.up = (knex) => knex.raw('CREATE TABLE broken (id INT PRIMARY KEY');\nexports.down = () => {};\n" >"$T/broken/migrations/20240103000000_broken.cjs"
+if (cd "$T/broken" && npx --no-install jest) >"$T/broken.out" 2>&1; then
+  echo "node-jest: the suite passed with a broken migration" >&2; exit 1
+fi
+grep -q "template node-jest-notes: build failed, so it was aborted: .*exited with status 1" "$T/broken.out" &&
+  grep -q "You have an error in your SQL syntax" "$T/broken.out" ||
+  { cat "$T/broken.out"; echo "node-jest: a failed migration, but not said so" >&2; exit 1; }
+echo "node-jest: no daemon and a failed migration stop the run with their cause"
+
+# A failing test's database is kept when asked for, with how to open and release it.
+if PRISTINE_KEEP_FAILED=1 npx --no-install jest --testMatch '<rootDir>/keep/*.test.cjs' >"$T/keep.out" 2>&1; then
+  cat "$T/keep.out"; echo "node-jest: the failing test passed" >&2; exit 1
+fi
+id="$(sed -n 's/^  release it with: pristine release \([0-9a-f]*\)$/\1/p' "$T/keep.out" | head -1)"
+if [ -z "$id" ] || ! grep -q "^pristine: kept databases of failed tests:" "$T/keep.out"; then
+  cat "$T/keep.out"; echo "node-jest: no kept database reported" >&2; exit 1
+fi
+body="$("$PRISTINE" sql "$id" -- -N -e "SELECT body FROM notes WHERE author = 'failing'")"
+[ "$body" = "left for debugging" ] || { echo "node-jest: the kept database lacks the failed test's write: $body" >&2; exit 1; }
+"$PRISTINE" release "$id" >/dev/null
+echo "node-jest: the failed test's database was kept with its write ($id), then released"

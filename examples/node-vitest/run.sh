@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Runs the Vitest example against the daemon of PRISTINE_ROOT (or
+# PRISTINE_URL): the suite in 3 forks, checking that every worker had a
+# database of its own and every file or test scope its own lease, then a
+# failing test with PRISTINE_KEEP_FAILED=1, checking that its database was
+# kept with what it wrote and can be released. Installs the packages first
+# with npm ci (from package-lock.json).
+set -euo pipefail
+cd "$(dirname "$0")"
+PRISTINE="${PRISTINE_BIN:-$PWD/../../bin/pristine}"
+# npm ci also copies clients/node in afresh (.npmrc: install-links).
+npm ci --no-audit --no-fund --prefer-offline --loglevel=error
+T="$(mktemp -d)"
+trap 'rm -rf "$T"' EXIT
+
+PRISTINE_EXAMPLE_LOG="$T/scopes" npx --no-install vitest run
+# Each line: worker, lease, scope. A worker-* scope shares its worker's
+# lease; every other scope has one of its own; no two workers share one.
+awk '
+  $3 ~ /^worker-/ { if (($1 in wl) && wl[$1] != $2) { print "worker " $1 " changed lease"; bad = 1 } wl[$1] = $2; next }
+  { own[$2]++; if (own[$2] > 1) { print "scope " $3 " shared lease " $2; bad = 1 } }
+  END {
+    for (w in wl) { n++; for (v in wl) if (v != w && wl[v] == wl[w]) { print "workers " w " and " v " shared a lease"; bad = 1 } }
+    for (l in own) for (w in wl) if (wl[w] == l) { print "lease " l " of worker " w " also served a scope"; bad = 1 }
+    printf "node-vitest: %d scopes proved isolation, %d workers with databases of their own\n", NR, n
+    exit bad
+  }' "$T/scopes"
+[ "$(wc -l < "$T/scopes")" -eq 10 ] || { echo "node-vitest: expected 10 scopes" >&2; exit 1; }
+[ "$(cut -d' ' -f1 "$T/scopes" | sort -u | wc -l)" -ge 2 ] || { echo "node-vitest: the suite ran in one worker" >&2; exit 1; }
+
+# No daemon: the global setup stops the run and says how to start one.
+if PRISTINE_URL= PRISTINE_ROOT="$T/none" npx --no-install vitest run >"$T/nodaemon.out" 2>&1; then
+  echo "node-vitest: the suite passed without a daemon" >&2; exit 1
+fi
+grep -q "NoDaemonError: no pristine daemon is running on $T/none/pristine.sock: start one with \`pristine pool up\` or \`pristine serve\`" "$T/nodaemon.out" ||
+  { cat "$T/nodaemon.out"; echo "node-vitest: no daemon, but not said so" >&2; exit 1; }
+echo "node-vitest: no daemon stops the run with its cause"
+
+if PRISTINE_KEEP_FAILED=1 npx --no-install vitest run --config vitest.keep.config.mjs >"$T/keep.out" 2>&1; then
+  cat "$T/keep.out"; echo "node-vitest: the failing test passed" >&2; exit 1
+fi
+id="$(sed -n 's/^  release it with: pristine release \([0-9a-f]*\)$/\1/p' "$T/keep.out" | head -1)"
+if [ -z "$id" ] || ! grep -q "^pristine: kept databases of failed tests:" "$T/keep.out"; then
+  cat "$T/keep.out"; echo "node-vitest: no kept database reported" >&2; exit 1
+fi
+body="$("$PRISTINE" sql "$id" -- -N -e "SELECT body FROM notes WHERE author = 'failing'")"
+[ "$body" = "left for debugging" ] || { echo "node-vitest: the kept database lacks the failed test's write: $body" >&2; exit 1; }
+"$PRISTINE" release "$id" >/dev/null
+echo "node-vitest: the failed test's database was kept with its write ($id), then released"

@@ -1,0 +1,5 @@
+CREATE TABLE product (
+  id BIGINT AUTO_INCREMENT PRIMARY KEY,
+  name VARCHAR(200) NOT NULL,
+  price_cents INT NOT NULL
+);

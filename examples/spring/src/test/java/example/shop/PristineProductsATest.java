@@ -1,0 +1,5 @@
+package example.shop;
+
+/** The repository tests on pristine (one of four classes that run at once). */
+class PristineProductsATest extends PristineContract {
+}

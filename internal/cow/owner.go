@@ -1,0 +1,75 @@
+package cow
+
+import (
+	"fmt"
+	"os"
+
+	"golang.org/x/sys/unix"
+)
+
+// Owner is who the files of a clone belong to, when not its source's
+// owners: the server id a slot's server runs as (internal/svcuser), so it
+// may write its own clone and nothing else.
+type Owner struct{ UID, GID int }
+
+func (o *Owner) set(st *unix.Stat_t) { st.Uid, st.Gid = uint32(o.UID), uint32(o.GID) }
+
+// Cloner is a backend that can give a clone's files to an owner as it
+// makes them; every backend of this package is one.
+type Cloner interface {
+	CloneAs(src, dst string, own *Owner) error
+}
+
+// CloneAs clones src to dst with backend b, every file of the copy
+// belonging to own (nil: as Clone). A backend that is not a Cloner clones,
+// then chowns the tree.
+func CloneAs(b Backend, src, dst string, own *Owner) error {
+	if c, ok := b.(Cloner); ok {
+		return c.CloneAs(src, dst, own)
+	}
+	if err := b.Clone(src, dst); err != nil {
+		return err
+	}
+	if own == nil {
+		return nil
+	}
+	if err := own.ChownTree(dst); err != nil {
+		_ = b.Remove(dst)
+		return err
+	}
+	return nil
+}
+
+// ChownTree gives every entry under dir (dir included, symlinks not
+// followed) to o, walking with one open directory at a time: what CloneAs
+// does after a btrfs snapshot.
+func (o *Owner) ChownTree(dir string) error {
+	if err := unix.Lchown(dir, o.UID, o.GID); err != nil {
+		return fmt.Errorf("chown %s: %w", dir, err)
+	}
+	return o.chownIn(dir)
+}
+
+func (o *Owner) chownIn(dir string) error {
+	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("chown under %s: %w", dir, err)
+	}
+	f := os.NewFile(uintptr(fd), dir)
+	defer f.Close()
+	ents, err := f.ReadDir(-1)
+	if err != nil {
+		return fmt.Errorf("chown under %s: %w", dir, err)
+	}
+	for _, e := range ents {
+		if err := unix.Fchownat(fd, e.Name(), o.UID, o.GID, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+			return fmt.Errorf("chown %s/%s: %w", dir, e.Name(), err)
+		}
+		if e.IsDir() {
+			if err := o.chownIn(dir + "/" + e.Name()); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}

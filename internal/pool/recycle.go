@@ -1,0 +1,218 @@
+package pool
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/pristinedb/pristine/internal/quote"
+)
+
+// check is what release --unchanged compares: the server's write
+// counters and global variables, and the slot's files.
+type check struct {
+	mark  string
+	files fileMark
+}
+
+// errChanged says why a database released as unchanged is reset.
+var errChanged = errors.New("changed")
+
+// querier is what the admin queries run on: the admin pool (*sql.DB) or
+// one of its connections (*sql.Conn).
+type querier interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// recycle ends a lease's account and, when neither the server's write
+// counters and global variables nor the slot's files changed since the
+// slot was ready, makes a new account for the next holder. An error (or a
+// zero account) means the database must be reset; errChanged says what
+// moved.
+//
+// The old holder must keep nothing: first its account is locked, so no
+// handshake that completes from here on is let in; then every connection
+// but the one running these statements is killed (by connection id: a
+// session inside a routine whose definer is root shows USER=root, and a
+// session still in its handshake shows no user yet), until the process
+// list holds that connection alone; a connection that does not go within
+// the bound resets the slot. An XA transaction left behind (prepared, it
+// outlives its connection) resets the slot too.
+func recycle(ctx context.Context, admin *sql.DB, was check, a account, db string, dirs []string) (account, check, error) {
+	conn, err := admin.Conn(ctx)
+	if err != nil {
+		return account{}, check{}, fmt.Errorf("admin connection: %w", err)
+	}
+	defer conn.Close()
+	// The lock writes the grant tables: its own moves of the write
+	// counters, read on this connection, are taken off the mark.
+	before, err := sessionWrites(ctx, conn)
+	if err != nil {
+		return account{}, check{}, err
+	}
+	if _, err := conn.ExecContext(ctx, "ALTER USER "+quote.Account(a.user, "%")+" ACCOUNT LOCK"); err != nil {
+		return account{}, check{}, fmt.Errorf("lock lease account %s: %w", a.user, err)
+	}
+	after, err := sessionWrites(ctx, conn)
+	if err != nil {
+		return account{}, check{}, err
+	}
+	if err := killOthers(ctx, conn); err != nil {
+		return account{}, check{}, err
+	}
+	if n, err := xaPending(ctx, conn); err != nil {
+		return account{}, check{}, err
+	} else if n > 0 {
+		return account{}, check{}, fmt.Errorf("%w: %d XA transaction(s) outlived their connections", errChanged, n)
+	}
+	mark, err := writeMark(ctx, conn)
+	if err != nil {
+		return account{}, check{}, err
+	}
+	if mark, err = lessCounters(mark, after-before); err != nil {
+		return account{}, check{}, err
+	}
+	if mark != was.mark {
+		return account{}, check{}, fmt.Errorf("%w: the server's write counters or global variables moved", errChanged)
+	}
+	files, err := markFiles(dirs...)
+	if err != nil {
+		return account{}, check{}, err
+	}
+	if d := was.files.diff(files, 5); len(d) > 0 {
+		return account{}, check{}, fmt.Errorf("%w: files changed: %s", errChanged, strings.Join(d, ", "))
+	}
+	if _, err := conn.ExecContext(ctx, "DROP USER IF EXISTS "+quote.Account(a.user, "%")); err != nil {
+		return account{}, check{}, fmt.Errorf("drop lease account: %w", err)
+	}
+	fresh, err := newAccount(ctx, conn, db, 1)
+	if err != nil {
+		return account{}, check{}, err
+	}
+	// Files no engine rewrites are as they were, so the mark still holds;
+	// the others are never compared by their times.
+	now := check{files: was.files}
+	// A new account moves the counters, not the global variables.
+	counters, err := writeCounters(ctx, conn)
+	if err != nil {
+		return account{}, check{}, err
+	}
+	now.mark = withCounters(mark, counters)
+	return fresh, now, nil
+}
+
+// killRounds bounds killOthers: 400 rounds of at least 5 ms, about 2 s
+// on an idle server, for every killed connection to leave the process
+// list.
+const killRounds = 400
+
+// killOthers kills every client connection of the server but conn's own,
+// whoever it belongs to (a lease, a session inside another definer's
+// routine, a handshake not finished, root), and returns once the process
+// list shows none: a statement still running when its connection was
+// killed has ended. Past the bound it fails, and the caller resets the
+// slot.
+func killOthers(ctx context.Context, conn querier) error {
+	var left []int64
+	for i := 0; i < killRounds; i++ {
+		var err error
+		if left, err = otherConnections(ctx, conn); err != nil {
+			return err
+		}
+		if len(left) == 0 {
+			return nil
+		}
+		for _, id := range left {
+			// A connection that ended meanwhile is not an error.
+			_, _ = conn.ExecContext(ctx, fmt.Sprintf("KILL CONNECTION %d", id))
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	return fmt.Errorf("%d connection(s) of the old holder did not end after %d KILL rounds (first: id %d)", len(left), killRounds, left[0])
+}
+
+// killOtherQueries stops the running statement of every client
+// connection but conn's own (KILL QUERY); the connections stay.
+func killOtherQueries(ctx context.Context, conn querier) error {
+	ids, err := otherConnections(ctx, conn)
+	if err != nil {
+		return err
+	}
+	for _, id := range ids {
+		_, _ = conn.ExecContext(ctx, fmt.Sprintf("KILL QUERY %d", id))
+	}
+	return nil
+}
+
+// otherConnections lists the client connections other than conn's own.
+// The server's own threads (COMMAND 'Daemon': the event scheduler, when
+// on, or a replica's) are not clients; a client cannot make its thread
+// one.
+func otherConnections(ctx context.Context, conn querier) ([]int64, error) {
+	rows, err := conn.QueryContext(ctx, "SELECT ID FROM information_schema.PROCESSLIST WHERE ID <> CONNECTION_ID() AND COMMAND <> 'Daemon'")
+	if err != nil {
+		return nil, fmt.Errorf("list the server's connections: %w", err)
+	}
+	defer rows.Close()
+	var ids []int64
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return nil, fmt.Errorf("list the server's connections: %w", err)
+		}
+		ids = append(ids, id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list the server's connections: %w", err)
+	}
+	return ids, nil
+}
+
+// xaPending counts the XA transactions XA RECOVER shows: a prepared one
+// outlives its connection and would be the next holder's to commit or
+// see.
+func xaPending(ctx context.Context, conn querier) (int, error) {
+	rows, err := conn.QueryContext(ctx, "XA RECOVER")
+	if err != nil {
+		return 0, fmt.Errorf("list XA transactions: %w", err)
+	}
+	defer rows.Close()
+	n := 0
+	for rows.Next() {
+		n++
+	}
+	if err := rows.Err(); err != nil {
+		return 0, fmt.Errorf("list XA transactions: %w", err)
+	}
+	return n, nil
+}
+
+// sessionWritesQuery sums, for the connection that runs it, the counters
+// of writeMarkQuery but the InnoDB log sequence number (which is the
+// server's, not a session's).
+var sessionWritesQuery = strings.Replace(strings.Replace(writeMarkQuery, "GLOBAL_STATUS", "SESSION_STATUS", 1), "'INNODB_LSN_CURRENT',", "", 1)
+
+// sessionWrites reads sessionWritesQuery on conn.
+func sessionWrites(ctx context.Context, conn querier) (int64, error) {
+	var n sql.NullInt64
+	if err := conn.QueryRowContext(ctx, sessionWritesQuery).Scan(&n); err != nil {
+		return 0, fmt.Errorf("read the admin session's write counters: %w", err)
+	}
+	return n.Int64, nil
+}
+
+// lessCounters is mark with d taken off its write counters.
+func lessCounters(mark string, d int64) (string, error) {
+	counters, _, _ := strings.Cut(mark, " ")
+	n, err := strconv.ParseInt(counters, 10, 64)
+	if err != nil {
+		return "", fmt.Errorf("read write counters: %q is not a number", counters)
+	}
+	return withCounters(mark, strconv.FormatInt(n-d, 10)), nil
+}
