@@ -7,6 +7,8 @@
 # kept with what it wrote and can be released. Installs the packages first
 # with npm ci (from package-lock.json).
 set -euo pipefail
+# Plain output to match on (CI=true makes Vitest colour it even into a file).
+export NO_COLOR=1 FORCE_COLOR=0
 cd "$(dirname "$0")"
 N="${1:-3}"
 PRISTINE="${PRISTINE_BIN:-$PWD/../../bin/pristine}"
