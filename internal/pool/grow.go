@@ -45,7 +45,7 @@ func (p *Pool) Grow(want int) (int, error) {
 		if live+len(added) >= want {
 			break
 		}
-		if s.state == Retired && p.move(s, Starting, "grown again") == nil {
+		if s.state == Retired && !s.retiring && p.move(s, Starting, "grown again") == nil {
 			s.srv = nil // killed when it retired
 			added = append(added, s)
 		}
@@ -109,6 +109,7 @@ func (p *Pool) growFailed(s *slot, gen uint64, err error) {
 	p.mu.Lock()
 	ok := s.gen == gen && !p.closed && p.move(s, Retired, "a grown slot did not start") == nil
 	if ok {
+		s.retiring = true
 		s.err = err.Error()
 		p.log.Warn("a grown slot did not start", "template", p.Meta.Name, "slot", s.idx, "err", err.Error())
 	}
@@ -121,17 +122,14 @@ func (p *Pool) growFailed(s *slot, gen uint64, err error) {
 	if srv != nil {
 		srv.kill()
 	}
-	if p.backend.Remove(filepath.Join(s.dir, "data")) == nil {
+	removed := p.backend.Remove(filepath.Join(s.dir, "data")) == nil
+	if removed {
 		p.releaseID(s)
 	}
-	p.signal0()
-}
-
-// signal0 wakes waiters, taking the lock.
-func (p *Pool) signal0() {
 	p.mu.Lock()
-	defer p.mu.Unlock()
+	s.retiring = !removed
 	p.signal()
+	p.mu.Unlock()
 }
 
 // ShrinkIdle retires ready slots that have been ready, unused, for idle
@@ -150,6 +148,7 @@ func (p *Pool) ShrinkIdle(idle time.Duration, now time.Time) int {
 	for i := len(p.slots) - 1; i >= 0 && live-len(doomed) > p.opt.Size; i-- {
 		s := p.slots[i]
 		if s.state == Ready && now.Sub(s.since) >= idle && p.move(s, Retired, "idle shrink") == nil {
+			s.retiring = true
 			doomed = append(doomed, s)
 		}
 	}

@@ -435,6 +435,7 @@ func (p *Pool) Shrink(n int) int {
 	p.mu.Lock()
 	for i := len(p.slots) - 1; i >= 0 && len(doomed) < n; i-- {
 		if s := p.slots[i]; s.state == Ready && p.move(s, Retired, "shrink") == nil {
+			s.retiring = true
 			doomed = append(doomed, s)
 		}
 	}
@@ -443,9 +444,11 @@ func (p *Pool) Shrink(n int) int {
 	return len(doomed)
 }
 
-// retire stops the servers of slots just moved to Retired and removes
-// their clones. Nothing touches a retired slot's server and clone but
-// this, until Grow starts the slot again.
+// retire stops the servers of slots just moved to Retired (and marked
+// retiring) and removes their clones. Nothing touches a retired slot's
+// server and clone but this; Grow starts the slot again only once it is
+// done. A slot whose clone could not be removed keeps its server id and
+// is never started again.
 func (p *Pool) retire(doomed []*slot) {
 	for _, s := range doomed {
 		p.mu.Lock()
@@ -454,8 +457,12 @@ func (p *Pool) retire(doomed []*slot) {
 		if srv != nil {
 			srv.kill()
 		}
-		if p.backend.Remove(filepath.Join(s.dir, "data")) == nil {
+		removed := p.backend.Remove(filepath.Join(s.dir, "data")) == nil
+		if removed {
 			p.releaseID(s)
 		}
+		p.mu.Lock()
+		s.retiring = !removed
+		p.mu.Unlock()
 	}
 }

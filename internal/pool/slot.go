@@ -153,6 +153,10 @@ type slot struct {
 	// frozenAt is what the slot had written when it was frozen (or its
 	// sessions last killed) over its cap.
 	frozenAt int64
+	// retiring is set from a slot's move to Retired until its server is
+	// killed and its clone removed (Pool.retire): Grow does not start it
+	// again before.
+	retiring bool
 	// id is the server id the slot's server runs as and its clone
 	// belongs to (Pool.slotID); nil until its first clone.
 	id *svcuser.Claimed
