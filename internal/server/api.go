@@ -318,6 +318,10 @@ func (s *Server) lease(w http.ResponseWriter, r *http.Request) {
 		fail(w, err)
 		return
 	}
+	if req.MinSize < 0 || req.MinSize > pool.MaxSlots {
+		fail(w, fmt.Errorf("%w: min_size is %d: it must be from 0 (no growth) to %d slots", errBadRequest, req.MinSize, pool.MaxSlots))
+		return
+	}
 	if req.MinSize > 0 {
 		n, err := s.grow(p, req.MinSize)
 		if err != nil {
