@@ -72,7 +72,9 @@ final class PristineParallelTesting
         // application pointed at it.
         ParallelTesting::setUpTestCase(static function (int|string $token, $testCase) use ($ensure, $template, $connection): void {
             if (self::$lease === null) {
-                self::$lease = $ensure()->lease($template, "laravel worker $token", 120, getmypid());
+                // Worker k of N knows N >= k: the pool grows to the
+                // workers it sees instead of leaving one waiting.
+                self::$lease = $ensure()->lease($template, "laravel worker $token", 120, getmypid(), 0, Pristine::processesSeen());
                 register_shutdown_function(static function (): void {
                     if (self::$lease !== null) {
                         Client::fromEnv()->release(self::$lease->id);
