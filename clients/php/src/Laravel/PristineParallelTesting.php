@@ -54,18 +54,20 @@ final class PristineParallelTesting
         ));
         $migrate = (string) ($options['migrate'] ?? 'php artisan migrate --force --seed');
         $poolSize = (int) ($options['poolSize'] ?? 8);
-        $ensure = static function () use ($template, $files, $migrate, $poolSize): Client {
+        // Called with a worker's token (1..N), $ensure grows the pool to at
+        // least N: the run's processes are never more than the pool.
+        $ensure = static function (int $token = 0) use ($template, $files, $migrate, $poolSize): Client {
             $client = Client::fromEnv();
             $key = ContentKey::of($files, [$migrate]);
             $t = Pristine::ensureTemplate($client, $template, $key,
                 static fn (array $conn) => Pristine::runCommand($migrate, $conn, base_path()));
-            Pristine::ensurePool($client, $template, $t['hash'], $poolSize);
+            Pristine::ensurePool($client, $template, $t['hash'], max($poolSize, $token));
             return $client;
         };
 
         // paratest's runner process: the template and the pool, once.
         ParallelTesting::setUpProcess(static function (int|string $token) use ($ensure): void {
-            $ensure();
+            $ensure(ctype_digit((string) $token) ? (int) $token : 0);
         });
 
         // Each worker process: its own lease, and every test case's fresh
