@@ -15,6 +15,14 @@ const MaxSlots = 4096
 // ErrTooLarge is returned (wrapped) by Grow for a size over MaxSlots.
 var ErrTooLarge = errors.New("pool size over the limit")
 
+// Slots is how many slots the pool has made, retired ones included: the
+// numbers of its slots run from 0 to Slots-1.
+func (p *Pool) Slots() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.slots)
+}
+
 // Base is the size the pool was brought up with: the slots idle shrinking
 // (ShrinkIdle) leaves standing.
 func (p *Pool) Base() int { return p.opt.Size }

@@ -90,3 +90,20 @@ func waitReady(t *testing.T, p *pool.Pool, n int) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// A pool restored after it grew (Options.Slots) comes up with every slot
+// it had made; the ones beyond its size go once idle.
+func TestUpWithGrownSlots(t *testing.T) {
+	st, m := build(t, "auto", 1)
+	p, err := pool.Up(context.Background(), st.Catalog(), st.Binary(), m, pool.Options{Size: 1, Slots: 3, Profile: mariadb.DefaultProfile()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Down(context.Background())
+	if s := p.Status(false); s.Size != 3 || s.Base != 1 || s.States[pool.Ready] != 3 || p.Slots() != 3 {
+		t.Fatalf("up with 3 slots of a pool of 1: size %d base %d states %v", s.Size, s.Base, s.States)
+	}
+	if n := p.ShrinkIdle(0, time.Now().Add(time.Second)); n != 2 {
+		t.Fatalf("ShrinkIdle retired %d, want the 2 beyond the size", n)
+	}
+}

@@ -66,6 +66,10 @@ type Options struct {
 	// copies and filesystems without quotas are not capped (Status says
 	// why).
 	SlotDisk int64
+	// Slots, when more than Size, is how many slots Up makes (a pool that
+	// had grown, restored after a daemon restart); the ones beyond Size
+	// are grown slots, retired once idle (ShrinkIdle).
+	Slots int
 	// SlotMemory caps the memory one MEMORY table, one temporary table
 	// and one session of a slot may take (ceilings a lease cannot raise)
 	// and, where pristine is root and a memory cgroup hierarchy is
@@ -195,7 +199,7 @@ func newPool(m *catalog.Meta, opt Options, dir, run string) *Pool {
 // and removed.
 func (p *Pool) up(ctx context.Context) error {
 	p.mu.Lock()
-	for i := 0; i < p.opt.Size; i++ {
+	for i := 0; i < max(p.opt.Size, min(p.opt.Slots, MaxSlots)); i++ {
 		s := &slot{idx: i, dir: filepath.Join(p.dir, fmt.Sprintf("%03d", i)), run: filepath.Join(p.run, strconv.Itoa(i))}
 		for _, db := range p.Meta.Databases {
 			s.units = append(s.units, unit{db: db})

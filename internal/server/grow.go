@@ -45,8 +45,28 @@ func (s *Server) grow(p *pool.Pool, want int) (int, error) {
 	}
 	if n > 0 {
 		s.log.Info("pool grown", "template", p.Meta.Name, "from", live, "to", live+n, "base", p.Base())
+		s.recordSlots(p)
 	}
 	return n, nil
+}
+
+// recordSlots notes in the state file how many slots pool p has made, so
+// a restarted daemon brings back the grown ones with their leases.
+func (s *Server) recordSlots(p *pool.Pool) {
+	recs, err := s.state.Pools()
+	if err != nil {
+		s.log.Error("read state", "err", err)
+		return
+	}
+	for _, rec := range recs {
+		if rec.Template == p.Meta.Name && rec.Hash == p.Meta.Hash {
+			rec.Slots = p.Slots()
+			if err := s.state.PutPool(rec); err != nil {
+				s.log.Error("record pool", "template", rec.Template, "err", err)
+			}
+			return
+		}
+	}
 }
 
 // shrinkIdle retires, in every pool, the ready slots beyond its base size

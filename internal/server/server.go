@@ -156,7 +156,7 @@ func (s *Server) poolOptions(rec state.Pool, restore []pool.Lease) pool.Options 
 	if rec.BufferPool > 0 {
 		prof.BufferPool = rec.BufferPool
 	}
-	return pool.Options{Size: rec.Size, Profile: prof, Parallel: rec.Parallel, Journal: s.state, Restore: restore,
+	return pool.Options{Size: rec.Size, Slots: rec.Slots, Profile: prof, Parallel: rec.Parallel, Journal: s.state, Restore: restore,
 		Observe: s.metrics.observe, Log: s.log, Event: s.metrics.event, SlotDisk: max(rec.SlotDisk, 0),
 		SlotMemory: max(rec.SlotMemory, 0)}
 }
