@@ -3,6 +3,8 @@ package server_test
 import (
 	"context"
 	"errors"
+	"io"
+	"net/http"
 	"strings"
 	"sync"
 	"testing"
@@ -124,6 +126,24 @@ func TestIdleGrownSlotsShrink(t *testing.T) {
 	}
 	if st.Size != 1 || st.States["retired"] != 2 || st.States["ready"] != 1 || st.Stats.ShrunkIdle != 2 {
 		t.Fatalf("after the idle period: size %d, states %v, shrunk %d; want the 2 grown slots retired and 1 ready", st.Size, st.States, st.Stats.ShrunkIdle)
+	}
+	req, _ := http.NewRequest("GET", d.base+"/metrics", nil)
+	req.Header.Set("Authorization", "Bearer "+d.token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, want := range []string{
+		`pristine_slots_grown_total{template="app"} 2`,
+		`pristine_slots_shrunk_idle_total{template="app"} 2`,
+		`pristine_pool_base_size{template="app"} 1`,
+		`pristine_slots{state="retired",template="app"} 2`,
+	} {
+		if !strings.Contains(string(body), want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
 	}
 	l, err := d.c.Lease(context.Background(), api.LeaseRequest{Template: "app", MinSize: 2})
 	if err != nil {
