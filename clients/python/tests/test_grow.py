@@ -31,6 +31,10 @@ def test_ensure_pool_grows_a_smaller_pool(daemon, capsys):
     # min_size on a lease grows too.
     extra = c.lease("grow", holder="min_size", wait=3000, min_size=4)
     assert c.pool("grow")["size"] == 4 and extra.slot not in {held.slot, *(l.slot for l in got)}
+    # The daemon is the session's: leave nothing behind.
+    for l in (held, *got, extra):
+        c.release(l.id)
+    c.pool_down("grow")
 
 
 def test_growth_beyond_the_budget_fails_at_once(binary):
@@ -80,3 +84,4 @@ def test_django_parallel_run_grows_the_pool(project, daemon):
     assert "had 3 slots, this run needs 5: grew it to 5" in second.stderr
     st = daemon.client.pool("django-grow")
     assert st["size"] == 5 and st["base_size"] == 3 and st["stats"]["grown"] == 2
+    daemon.client.pool_down("django-grow")
