@@ -76,8 +76,8 @@ type SlotStatus struct {
 
 // PoolStatus is a snapshot of a pool.
 type PoolStatus struct {
-	Template   string         `json:"template"`
-	Hash       string         `json:"hash"`
+	Template string `json:"template"`
+	Hash     string `json:"hash"`
 	// Size counts the live slots (starting ones included, retired ones
 	// not); Base is the size the pool was brought up with, which idle
 	// shrinking keeps.
