@@ -14,6 +14,13 @@ type LeaseRequest struct {
 	// PID is the holder's process on the daemon's host; the lease is
 	// reclaimed when it exits. Zero: only the TTL reclaims it.
 	PID int `json:"pid,omitempty"`
+	// MinSize is how many slots the caller's run uses at once (its
+	// processes): a pool with fewer is grown to MinSize first, at once,
+	// within the daemon's --max-memory/--max-disk, and the request waits
+	// only for a slot to start. When the slots do not fit, the request
+	// fails at once (507) with an error naming the limit, without waiting.
+	// 0: no growth.
+	MinSize int `json:"min_size,omitempty"`
 }
 
 // Bounds of the durations a client may ask for. A lease lives at most

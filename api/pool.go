@@ -2,7 +2,11 @@ package api
 
 import "time"
 
-// PoolRequest asks to bring a pool up (POST /v1/pools).
+// PoolRequest asks to bring a pool up (POST /v1/pools). For a template
+// whose pool is up already with fewer slots than Size, it grows the pool
+// to Size instead: the answer comes at once (the new slots start in the
+// background, Grown says how many), or an error when they do not fit the
+// daemon's --max-memory/--max-disk or the machine.
 type PoolRequest struct {
 	Template   string `json:"template"`
 	Size       int    `json:"size"`
@@ -26,6 +30,9 @@ type PoolEvent struct {
 	Status *PoolStatus `json:"status,omitempty"`
 	Error  string      `json:"error,omitempty"`
 	Code   int         `json:"code,omitempty"` // the HTTP status the error maps to
+	// Grown is how many slots a request for a larger pool of a template
+	// already up added (they start in the background).
+	Grown int `json:"grown,omitempty"`
 }
 
 // PoolStats are a pool's counters.
@@ -44,6 +51,11 @@ type PoolStats struct {
 	// CapKills counts the times a slot over its disk cap still grew
 	// (temporary tables) and its connections were killed.
 	CapKills int64 `json:"cap_kills,omitempty"`
+	// Grown counts the slots the pool grew by (a lease's min_size, or a
+	// request for a larger pool); ShrunkIdle the grown slots retired after
+	// the daemon's --shrink-after idle.
+	Grown      int64 `json:"grown,omitempty"`
+	ShrunkIdle int64 `json:"shrunk_idle,omitempty"`
 	// SlotDeaths counts slots whose server died, by reason.
 	SlotDeaths map[string]int64 `json:"slot_deaths,omitempty"`
 	// LeasesLost counts leases that ended without their holder releasing
@@ -64,9 +76,13 @@ type SlotStatus struct {
 
 // PoolStatus is a snapshot of a pool.
 type PoolStatus struct {
-	Template   string         `json:"template"`
-	Hash       string         `json:"hash"`
+	Template string `json:"template"`
+	Hash     string `json:"hash"`
+	// Size counts the live slots (starting ones included, retired ones
+	// not); Base is the size the pool was brought up with, which idle
+	// shrinking keeps.
 	Size       int            `json:"size"`
+	Base       int            `json:"base_size"`
 	DBsPerSlot int            `json:"dbs_per_slot"`
 	Backend    string         `json:"backend"`
 	States     map[string]int `json:"states"` // slots by state

@@ -16,6 +16,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -29,6 +30,19 @@ type Client struct {
 	socket string // the unix socket, or "" over TCP
 	base   string // "http://pristine" over the socket, "http://ADDR" over TCP
 	token  string // the bearer token over TCP
+	// Notify, when set, is told what the client did that its caller did
+	// not ask for in so many words (EnsurePool grew a pool); nil writes
+	// it to standard error.
+	Notify func(msg string)
+}
+
+// notify tells Notify, or standard error, msg.
+func (c *Client) notify(msg string) {
+	if c.Notify != nil {
+		c.Notify(msg)
+		return
+	}
+	fmt.Fprintln(os.Stderr, "pristine: "+msg)
 }
 
 // APIError is an error the daemon answered with. Status 400 means a

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -142,5 +143,40 @@ func TestEnsureTemplateBuildsOnce(t *testing.T) {
 	}
 	if _, err := tcp.Release(context.Background(), l.ID, true); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// EnsurePool grows a smaller pool of the same template to the size asked
+// for, says so, and a lease on the grown slot needs no release.
+func TestEnsurePoolGrows(t *testing.T) {
+	mariadbtest.Binary(t)
+	d := pristinetest.Serve(t, bin)
+	c := d.Client
+	var told []string
+	c.Notify = func(msg string) { told = append(told, msg) }
+	a, err := c.EnsureTemplate(context.Background(), server.TemplateRequest{Name: "shop", Key: "k-grow"}, func(context.Context, *server.TemplateAnswer) error { return nil }, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.EnsurePool(context.Background(), "shop", a.Hash, 1); err != nil {
+		t.Fatal(err)
+	}
+	held, err := c.LeaseWait(context.Background(), server.LeaseRequest{Template: "shop"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.EnsurePool(context.Background(), "shop", a.Hash, 2); err != nil {
+		t.Fatal(err)
+	}
+	if len(told) != 1 || !strings.Contains(told[0], "grew it to 2") {
+		t.Fatalf("told %q, want one notice of the growth to 2", told)
+	}
+	// The only other slot is the new one: a long wait cannot time out here.
+	l, err := c.LeaseWait(context.Background(), server.LeaseRequest{Template: "shop", Wait: 3000})
+	if err != nil || l.Slot == held.Slot {
+		t.Fatalf("lease after growing: %+v, %v; want the new slot", l, err)
+	}
+	if err := c.EnsurePool(context.Background(), "shop", a.Hash, 2); err != nil || len(told) != 1 {
+		t.Fatalf("EnsurePool at the pool's size: %v, told %q; want nothing done", err, told)
 	}
 }

@@ -91,16 +91,22 @@ func (c *Client) build(ctx context.Context, req api.TemplateRequest, a *api.Temp
 	return done, nil
 }
 
-// EnsurePool makes sure a pool of the template hash is up, bringing one of
-// size slots up when none is. A pool of the same name built from other
-// files is replaced when nobody holds a lease on it, and refused otherwise.
-// A pool a peer is bringing up right now counts as up: leases wait for it.
+// EnsurePool makes sure a pool of the template hash is up with at least
+// size slots: it brings one of size slots up when none is, and grows a
+// smaller one to size (at once: the new slots start in the background,
+// leases wait for them; Notify is told). Growth the daemon's budget
+// cannot hold fails at once with the daemon's message, which names the
+// limit. A pool of the same name built from other files is replaced when
+// nobody holds a lease on it, and refused otherwise. A pool a peer is
+// bringing up right now counts as up: leases wait for it.
 func (c *Client) EnsurePool(ctx context.Context, name, hash string, size int) error {
 	st, err := c.Pool(ctx, name)
 	var ae *APIError
 	switch {
-	case err == nil && st.Hash == hash:
+	case err == nil && st.Hash == hash && st.Size >= size:
 		return nil
+	case err == nil && st.Hash == hash:
+		return c.growPool(ctx, name, hash, st.Size, size)
 	case err == nil && st.Leased > 0:
 		return fmt.Errorf("pool %s: a pool of an older build of this template is up with %d leases: let its tests end, or run `pristine pool down --template %s`", name, st.Leased, name)
 	case err == nil:
@@ -125,6 +131,20 @@ func (c *Client) EnsurePool(ctx context.Context, name, hash string, size int) er
 	if err != nil {
 		return fmt.Errorf("pool %s: %w", name, err)
 	}
+	return nil
+}
+
+// growPool grows the pool of name from its size to size.
+func (c *Client) growPool(ctx context.Context, name, hash string, from, size int) error {
+	st, err := c.PoolUp(ctx, api.PoolRequest{Template: hash, Size: size}, nil)
+	var ae *APIError
+	if errors.As(err, &ae) && ae.Status == http.StatusConflict {
+		return nil // a peer grew it first
+	}
+	if err != nil {
+		return fmt.Errorf("pool %s: grow it from %d to %d slots: %w", name, from, size, err)
+	}
+	c.notify(fmt.Sprintf("pool %s had %d slots, this run needs %d: grew it to %d (the extra slots go again after the daemon's --shrink-after idle)", name, from, size, st.Size))
 	return nil
 }
 

@@ -31,6 +31,8 @@ echo "examples: php (3 phpunit processes)"
 bash examples/php/run-parallel.sh 3
 echo "examples: laravel (3 phpunit processes, as paratest runs them)"
 bash examples/laravel/run-parallel.sh 3
+echo "examples: laravel again with 4 processes: the pool of 3 grows to 4 (issue 22)"
+PRISTINE_POOL_SIZE=2 bash examples/laravel/run-parallel.sh 4
 # examples/rails (issue 24): Debian's Rails 6.1, bin/rails test with 3 parallelize workers.
 echo "examples: rails (bin/rails test, parallelize(workers: 3))"
 bash examples/rails/run-parallel.sh 3

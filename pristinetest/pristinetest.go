@@ -92,7 +92,8 @@ func Build(f client.BuildFunc) Option { return func(o *config) { o.build = f } }
 // Database names the template's database (default: pristine's).
 func Database(name string) Option { return func(o *config) { o.database = name } }
 
-// PoolSize is the size of the pool brought up when none is (default 4).
+// PoolSize is the size of the pool: brought up when none is, grown when a
+// smaller one of the same template is up (default 4).
 func PoolSize(n int) Option { return func(o *config) { o.poolSize = n } }
 
 // Wait bounds how long New waits for a free database (default 60s).

@@ -4,7 +4,8 @@
 # setUpProcess callbacks (parallel.php up), then N phpunit processes at
 # once, each with its own TEST_TOKEN and LARAVEL_PARALLEL_TESTING=1, then
 # the tearDownProcess callbacks. Checks that the N processes used N
-# different databases. Needs a pristine daemon (PRISTINE_ROOT naming the
+# different databases (a pool smaller than N, say PRISTINE_POOL_SIZE=2 on a
+# pool of 3, grows to N). Needs a pristine daemon (PRISTINE_ROOT naming the
 # root of one, or `pristine serve`) and php-laravel-framework and phpunit
 # (apt-get install php-laravel-framework phpunit).
 set -euo pipefail
@@ -13,7 +14,7 @@ N="${1:-3}"
 R="$(mktemp -d /tmp/pristine-laravel-XXXXXX)"
 trap 'rm -rf "$R"' EXIT
 export APP_ENV=testing LARAVEL_PARALLEL_TESTING=1 LARAVEL_PARALLEL_TESTING_WITHOUT_DATABASES=1
-export PRISTINE_LARAVEL_RESULTS="$R" PRISTINE_LARAVEL_PROCESSES="$N" PRISTINE_POOL_SIZE="$N"
+export PRISTINE_LARAVEL_RESULTS="$R" PRISTINE_LARAVEL_PROCESSES="$N" PRISTINE_POOL_SIZE="${PRISTINE_POOL_SIZE:-$N}"
 php parallel.php up "$N"
 pids=()
 for i in $(seq "$N"); do

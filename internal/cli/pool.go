@@ -48,12 +48,17 @@ func newPoolUpCmd(g *Globals) *cobra.Command {
 			if g.JSON {
 				return printJSON(st)
 			}
+			if n := st.States["starting"]; n > 0 {
+				// A pool that was up already, grown to --size.
+				fmt.Printf("pool %s: grown to %d slots, %d of them starting (the ones beyond %d go again after the daemon's --shrink-after idle)\n", st.Template, st.Size, n, st.Base)
+				return nil
+			}
 			fmt.Printf("pool %s: %d slots ready in %.2fs (%s backend)\n", st.Template, st.Size, st.Stats.UpSeconds, st.Backend)
 			return nil
 		},
 	}
 	cmd.Flags().StringVar(&f.Template, "template", "", "template name or hash (default: the only template)")
-	cmd.Flags().IntVar(&f.Size, "size", 4, "number of slots")
+	cmd.Flags().IntVar(&f.Size, "size", 4, "number of slots (a pool of the template that is up with fewer is grown to it)")
 	cmd.Flags().StringVar(&f.BufferPool, "buffer-pool", "", "innodb_buffer_pool_size of each slot (default 16M)")
 	cmd.Flags().IntVar(&f.Parallel, "parallel", 0, "slots started at once (default 4 per core)")
 	cmd.Flags().StringVar(&f.SlotDisk, "slot-disk", "1G", "what each slot may write beyond the template; past it the slot's writes fail with \"Disk quota exceeded\" and other slots go on (btrfs scratch: qgroup; XFS scratch: project quota; plain copies: not capped); \"none\" for no cap")

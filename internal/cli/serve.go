@@ -30,6 +30,7 @@ type ServeFlags struct {
 	MaxMemory    string
 	MaxDisk      string
 	MaxWaiters   int
+	ShrinkAfter  time.Duration
 	Cache        server.Cache
 }
 
@@ -56,6 +57,7 @@ daemon that "pool up" started, "pristine dashboard" prints such a URL.`,
 	cmd.Flags().BoolVar(&f.AllowRemote, "allow-remote", false, "allow --listen on an address that is not loopback")
 	cmd.Flags().StringVar(&f.MaxMemory, "max-memory", "", "memory all pools may take together, e.g. 16G (idle pools are shrunk to make room)")
 	cmd.Flags().StringVar(&f.MaxDisk, "max-disk", "", "disk all pools may take together, e.g. 50G")
+	cmd.Flags().DurationVar(&f.ShrinkAfter, "shrink-after", server.DefaultShrinkAfter, "retire a slot a pool grew beyond its size (a client asked for more) once it has been ready and unused this long; 0: never")
 	cmd.Flags().IntVar(&f.MaxWaiters, "max-waiters", 0, "lease requests in progress at once; one more is answered 429 with Retry-After (0: 1024, or a quarter of the open-file limit if lower)")
 	cmd.Flags().StringArrayVar(&f.Cache.Allow, "allow-cache", nil, "OCI repository (or prefix) template requests may name as their fleet cache, e.g. ghcr.io/acme/templates; http://HOST/REPO for a plain-HTTP registry on loopback (repeatable; also $"+server.EnvAllowCache+")")
 	cmd.Flags().StringVar(&f.Cache.CAFile, "cache-ca-file", "", "PEM file of certificate authorities to trust for the cache registries")
@@ -91,6 +93,7 @@ func RunServe(ctx context.Context, g *Globals, f ServeFlags) error {
 	}
 	srv.ExitWhenIdle = f.ExitWhenIdle
 	srv.MaxWaiters = f.MaxWaiters
+	srv.ShrinkAfter = f.ShrinkAfter
 	srv.Cache = f.Cache
 	srv.Cache.AllowFromEnv()
 	for _, b := range []struct {

@@ -133,7 +133,7 @@ func (p *Pool) Lease(ctx context.Context, opt LeaseOptions) (*Lease, error) {
 		select {
 		case <-wake:
 		case <-ctx.Done():
-			return nil, fmt.Errorf("%w: all %d slots of %s are leased or resetting after %s: release leases, or bring the pool up with a larger --size", ErrLeaseTimeout, len(p.slots), p.Meta.Name, time.Since(start).Round(time.Millisecond))
+			return nil, fmt.Errorf("%w: all %d slots of %s are leased or resetting after %s: release leases, ask for a larger pool (the lease's min_size, or pool up with a larger --size grows it)", ErrLeaseTimeout, p.live(), p.Meta.Name, time.Since(start).Round(time.Millisecond))
 		}
 	}
 }
@@ -414,6 +414,11 @@ func (p *Pool) LastUsed() time.Time {
 func (p *Pool) Live() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	return p.live()
+}
+
+// live is Live; the caller holds p.mu.
+func (p *Pool) live() int {
 	n := 0
 	for _, s := range p.slots {
 		if s.state != Retired {
@@ -430,18 +435,34 @@ func (p *Pool) Shrink(n int) int {
 	p.mu.Lock()
 	for i := len(p.slots) - 1; i >= 0 && len(doomed) < n; i-- {
 		if s := p.slots[i]; s.state == Ready && p.move(s, Retired, "shrink") == nil {
+			s.retiring = true
 			doomed = append(doomed, s)
 		}
 	}
 	p.mu.Unlock()
-	for _, s := range doomed {
-		// Nothing touches a retired slot's server and clone but this.
-		if s.srv != nil {
-			s.srv.kill()
-		}
-		if p.backend.Remove(filepath.Join(s.dir, "data")) == nil {
-			p.releaseID(s) // a retired slot never comes back
-		}
-	}
+	p.retire(doomed)
 	return len(doomed)
+}
+
+// retire stops the servers of slots just moved to Retired (and marked
+// retiring) and removes their clones. Nothing touches a retired slot's
+// server and clone but this; Grow starts the slot again only once it is
+// done. A slot whose clone could not be removed keeps its server id and
+// is never started again.
+func (p *Pool) retire(doomed []*slot) {
+	for _, s := range doomed {
+		p.mu.Lock()
+		srv := s.srv
+		p.mu.Unlock()
+		if srv != nil {
+			srv.kill()
+		}
+		removed := p.backend.Remove(filepath.Join(s.dir, "data")) == nil
+		if removed {
+			p.releaseID(s)
+		}
+		p.mu.Lock()
+		s.retiring = !removed
+		p.mu.Unlock()
+	}
 }

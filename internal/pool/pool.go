@@ -31,6 +31,8 @@ type Options struct {
 	// 4 per core (measured on 2 cores, 200 slots: 2 at once 11.7 s, 4 at
 	// once 6.5 s, 8 at once 5.3-5.7 s, 16 at once 5.6-7.6 s).
 	Parallel int
+	// Size is also the pool's base: the slots Grow adds beyond it go
+	// again once idle (ShrinkIdle).
 	// ResetWorkers is how many slots are reset at once in the background;
 	// default one per core: with 200 slots released at once on 2 cores, 4
 	// workers made each reset twice as slow (p99 534-602 ms against
@@ -64,6 +66,10 @@ type Options struct {
 	// copies and filesystems without quotas are not capped (Status says
 	// why).
 	SlotDisk int64
+	// Slots, when more than Size, is how many slots Up makes (a pool that
+	// had grown, restored after a daemon restart); the ones beyond Size
+	// are grown slots, retired once idle (ShrinkIdle).
+	Slots int
 	// SlotMemory caps the memory one MEMORY table, one temporary table
 	// and one session of a slot may take (ceilings a lease cannot raise)
 	// and, where pristine is root and a memory cgroup hierarchy is
@@ -130,6 +136,9 @@ func Up(ctx context.Context, cat *catalog.Catalog, bin *mariadb.Binary, m *catal
 	if opt.Size < 1 {
 		return nil, fmt.Errorf("pool size %d: need at least 1 slot", opt.Size)
 	}
+	if opt.Size > MaxSlots {
+		return nil, fmt.Errorf("%w: pool size %d: at most %d slots", ErrTooLarge, opt.Size, MaxSlots)
+	}
 	if m.Server != bin.Version {
 		return nil, fmt.Errorf("template %s was built by server %s but %s is installed: build it again (pristine template build %s ...)", m.Name, m.Server, bin.Version, m.Name)
 	}
@@ -179,7 +188,7 @@ func newPool(m *catalog.Meta, opt Options, dir, run string) *Pool {
 	}
 	p := &Pool{Meta: m, opt: opt, dir: dir, run: run,
 		wake: make(chan struct{}), leases: map[string]*Lease{},
-		resetq: make(chan *slot, opt.Size), stop: make(chan struct{}), log: opt.Log, lost: map[string]LostLease{},
+		resetq: make(chan *slot, max(opt.Size, MaxSlots)), stop: make(chan struct{}), log: opt.Log, lost: map[string]LostLease{},
 		retryEvery: time.Second}
 	p.stats.SlotDeaths, p.stats.LeasesLost = map[string]int64{}, map[string]int64{}
 	return p
@@ -190,7 +199,7 @@ func newPool(m *catalog.Meta, opt Options, dir, run string) *Pool {
 // and removed.
 func (p *Pool) up(ctx context.Context) error {
 	p.mu.Lock()
-	for i := 0; i < p.opt.Size; i++ {
+	for i := 0; i < max(p.opt.Size, min(p.opt.Slots, MaxSlots)); i++ {
 		s := &slot{idx: i, dir: filepath.Join(p.dir, fmt.Sprintf("%03d", i)), run: filepath.Join(p.run, strconv.Itoa(i))}
 		for _, db := range p.Meta.Databases {
 			s.units = append(s.units, unit{db: db})

@@ -66,3 +66,14 @@ func (p *Pool) Cost() (mem, disk int64) {
 }
 
 func mib(n int64) string { return strconv.FormatInt(n>>20, 10) + " MiB" }
+
+// SlotCost projects the memory and disk one more slot of the pool takes.
+func (p *Pool) SlotCost() (mem, disk int64) { return SlotCost(p.backend, p.Meta, p.opt.Profile) }
+
+// CheckGrow is Preflight for n more slots: it refuses, naming what is
+// available, when the machine has not the memory or disk for them.
+func (p *Pool) CheckGrow(n int) error {
+	opt := p.opt
+	opt.Size = n
+	return Preflight(p.cat, p.backend, p.Meta, opt)
+}

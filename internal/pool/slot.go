@@ -9,12 +9,13 @@
 // diagram (docs/architecture.md draws it, TestStateDiagram keeps the two
 // equal):
 //
-//	[*] -> starting: pool up, clone the template and start mariadbd
+//	[*] -> starting: pool up or grown, clone the template and start mariadbd
 //	starting -> ready: the server answered
 //	starting -> leased: restarted on its clone with its leases (daemon restart)
 //	starting -> kept: restarted on its clone with its kept lease (daemon restart)
+//	starting -> retired: a grown slot did not start
 //	ready -> leased: lease
-//	ready -> retired: shrunk, its memory given to another pool
+//	ready -> retired: shrunk, its memory given to another pool, or idle after growing
 //	ready -> failed: its server died
 //	leased -> ready: released unchanged, nothing was written
 //	leased -> kept: keep
@@ -25,6 +26,7 @@
 //	resetting -> ready: server killed, clone replaced, new server answered
 //	resetting -> failed: the reset could not start a server
 //	failed -> ready: replaced in the background (retried every second)
+//	retired -> starting: grown again, a client needed more slots
 //
 // Every move bumps the slot's generation. Work done outside the pool's lock
 // (a reset, release --unchanged's check, the disk watch) notes the
@@ -51,7 +53,8 @@ const (
 	Resetting State = "resetting"
 	Kept      State = "kept"
 	Failed    State = "failed"
-	// Retired slots were stopped to give their memory to another pool.
+	// Retired slots were stopped to give their memory to another pool,
+	// or shrunk when idle after the pool grew; Grow starts them again.
 	Retired State = "retired"
 	// none is where a slot is before the pool makes it ("[*]").
 	none State = ""
@@ -66,12 +69,13 @@ type edge struct {
 // moves is the slot state machine: every legal move, and nothing else.
 // The package doc and docs/architecture.md draw it (TestStateDiagram).
 var moves = []edge{
-	{none, Starting, "pool up, clone the template and start mariadbd"},
+	{none, Starting, "pool up or grown, clone the template and start mariadbd"},
 	{Starting, Ready, "the server answered"},
 	{Starting, Leased, "restarted on its clone with its leases (daemon restart)"},
 	{Starting, Kept, "restarted on its clone with its kept lease (daemon restart)"},
+	{Starting, Retired, "a grown slot did not start"},
 	{Ready, Leased, "lease"},
-	{Ready, Retired, "shrunk, its memory given to another pool"},
+	{Ready, Retired, "shrunk, its memory given to another pool, or idle after growing"},
 	{Ready, Failed, "its server died"},
 	{Leased, Ready, "released unchanged, nothing was written"},
 	{Leased, Kept, "keep"},
@@ -82,6 +86,7 @@ var moves = []edge{
 	{Resetting, Ready, "server killed, clone replaced, new server answered"},
 	{Resetting, Failed, "the reset could not start a server"},
 	{Failed, Ready, "replaced in the background (retried every second)"},
+	{Retired, Starting, "grown again, a client needed more slots"},
 }
 
 // legal reports whether a slot may move from one state to another.
@@ -148,6 +153,10 @@ type slot struct {
 	// frozenAt is what the slot had written when it was frozen (or its
 	// sessions last killed) over its cap.
 	frozenAt int64
+	// retiring is set from a slot's move to Retired until its server is
+	// killed and its clone removed (Pool.retire): Grow does not start it
+	// again before.
+	retiring bool
 	// id is the server id the slot's server runs as and its clone
 	// belongs to (Pool.slotID); nil until its first clone.
 	id *svcuser.Claimed

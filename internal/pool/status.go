@@ -22,6 +22,10 @@ type Stats struct {
 	// (temporary tables, which read_only does not stop) and its
 	// connections were killed.
 	CapKills int64 `json:"cap_kills,omitempty"`
+	// Grown counts the slots Grow added or started again; ShrunkIdle the
+	// slots ShrinkIdle retired.
+	Grown      int64 `json:"grown,omitempty"`
+	ShrunkIdle int64 `json:"shrunk_idle,omitempty"`
 	// IllegalMoves counts slot moves the state machine refused (a bug;
 	// each is logged).
 	IllegalMoves int64 `json:"illegal_moves,omitempty"`
@@ -73,9 +77,13 @@ type SlotStatus struct {
 
 // Status is a snapshot of a pool.
 type Status struct {
-	Template   string        `json:"template"`
-	Hash       string        `json:"hash"`
+	Template string `json:"template"`
+	Hash     string `json:"hash"`
+	// Size counts the live slots (every state but retired), the ones
+	// still starting included; Base is the size the pool was brought up
+	// with, which idle shrinking keeps.
 	Size       int           `json:"size"`
+	Base       int           `json:"base_size"`
 	DBsPerSlot int           `json:"dbs_per_slot"`
 	Backend    string        `json:"backend"`
 	States     map[State]int `json:"states"`
@@ -99,7 +107,7 @@ type Status struct {
 func (p *Pool) Status(withSlots bool) Status {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	st := Status{Template: p.Meta.Name, Hash: p.Meta.Hash, Size: len(p.slots), DBsPerSlot: len(p.Meta.Databases),
+	st := Status{Template: p.Meta.Name, Hash: p.Meta.Hash, Size: p.live(), Base: p.opt.Size, DBsPerSlot: len(p.Meta.Databases),
 		Backend: p.backend.Name(), States: map[State]int{}, Leased: len(p.leases), Stats: p.stats, DiskCap: p.diskCap, MemoryCap: p.memCap}
 	st.Stats.SlotDeaths, st.Stats.LeasesLost = copyCounts(p.stats.SlotDeaths), copyCounts(p.stats.LeasesLost)
 	st.WaitP50MS, st.WaitP99MS, _ = p.stats.waits.quantiles()

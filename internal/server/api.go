@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 	"sync"
 	"time"
 
@@ -168,8 +169,8 @@ func (s *Server) poolUp(w http.ResponseWriter, r *http.Request) {
 		fail(w, err)
 		return
 	}
-	if req.Size < 1 {
-		fail(w, fmt.Errorf("%w: size must be at least 1", errBadRequest))
+	if req.Size < 1 || req.Size > pool.MaxSlots {
+		fail(w, fmt.Errorf("%w: size must be from 1 to %d", errBadRequest, pool.MaxSlots))
 		return
 	}
 	if req.SlotDisk < NoSlotDisk || req.SlotDisk > MaxSlotDisk {
@@ -186,8 +187,12 @@ func (s *Server) poolUp(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.mu.Lock()
-	if _, ok := s.pools[m.Name]; ok {
+	if p, ok := s.pools[m.Name]; ok {
 		s.mu.Unlock()
+		if p != nil && p.Meta.Hash == m.Hash && req.Size > p.Live() {
+			s.growUp(w, p, req.Size)
+			return
+		}
 		fail(w, fmt.Errorf("%w: a pool of %s is up already: `pristine pool down --template %s` first", errConflict, m.Name, m.Name))
 		return
 	}
@@ -313,6 +318,20 @@ func (s *Server) lease(w http.ResponseWriter, r *http.Request) {
 		fail(w, err)
 		return
 	}
+	if req.MinSize < 0 || req.MinSize > pool.MaxSlots {
+		fail(w, fmt.Errorf("%w: min_size is %d: it must be from 0 (no growth) to %d slots", errBadRequest, req.MinSize, pool.MaxSlots))
+		return
+	}
+	if req.MinSize > 0 {
+		n, err := s.grow(p, req.MinSize)
+		if err != nil {
+			fail(w, err)
+			return
+		}
+		if n > 0 {
+			w.Header().Set(GrownHeader, strconv.Itoa(n))
+		}
+	}
 	ctx, cancel := context.WithTimeout(r.Context(), wait)
 	defer cancel()
 	l, err := p.Lease(ctx, pool.LeaseOptions{Holder: req.Holder, TTL: ttl, PID: req.PID})
@@ -327,6 +346,24 @@ func (s *Server) lease(w http.ResponseWriter, r *http.Request) {
 	}
 	s.log.Info("lease", "id", l.ID, "template", l.Template, "slot", l.Slot, "holder", l.Holder)
 	writeJSON(w, 200, leaseFor(*l))
+}
+
+// GrownHeader, on a lease answer, says how many slots the request's
+// min_size grew the pool by.
+const GrownHeader = "Pristine-Pool-Grown"
+
+// growUp answers a request for a larger pool of a template already up:
+// the pool grows to size at once, or the request fails naming the limit.
+func (s *Server) growUp(w http.ResponseWriter, p *pool.Pool, size int) {
+	n, err := s.grow(p, size)
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	out := StatusOut(p.Status(false))
+	w.Header().Set("Content-Type", "application/x-ndjson")
+	w.WriteHeader(http.StatusOK)
+	_ = json.NewEncoder(w).Encode(PoolEvent{Status: &out, Grown: n})
 }
 
 func (s *Server) listLeases(w http.ResponseWriter, r *http.Request) {

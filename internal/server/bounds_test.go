@@ -48,6 +48,9 @@ func TestDurationBounds(t *testing.T) {
 		{"template wait NaN", "GET", "/v1/templates/app?wait=NaN", "", "3600"},
 		{"template wait words", "GET", "/v1/templates/app?wait=soon", "", "3600"},
 		{"slot memory too small", "POST", "/v1/pools", `{"template":"app","size":1,"slot_memory":1000}`, "at least 16777216"},
+		{"min_size negative", "POST", "/v1/leases", `{"template":"app","min_size":-1}`, "from 0 (no growth) to 4096"},
+		{"min_size too large", "POST", "/v1/leases", `{"template":"app","min_size":5000}`, "from 0 (no growth) to 4096"},
+		{"pool size too large", "POST", "/v1/pools", `{"template":"app","size":5000}`, "from 1 to 4096"},
 	} {
 		var e server.ErrorBody
 		if code := d.do(tc.method, tc.path, tc.body, &e); code != http.StatusBadRequest || !strings.Contains(e.Error, tc.want) {

@@ -16,10 +16,11 @@ type Budget struct {
 	Disk   int64
 }
 
-// makeRoom checks a new pool of size slots of m against the budget and,
-// when it does not fit, retires ready slots of the other pools, least
-// recently used first. It fails, saying what would fit, when even that is
-// not enough.
+// makeRoom checks a pool of size slots of m (a new one, or one growing to
+// size) against the budget and, when it does not fit, retires ready slots
+// of the other pools, least recently used first. It fails, saying how
+// many slots would fit and how to raise the budget, when even that is not
+// enough.
 func (s *Server) makeRoom(m *catalog.Meta, prof mariadb.Profile, size int) error {
 	if s.Budget.Memory <= 0 && s.Budget.Disk <= 0 {
 		return nil
@@ -29,10 +30,19 @@ func (s *Server) makeRoom(m *catalog.Meta, prof mariadb.Profile, size int) error
 		return err
 	}
 	mem1, disk1 := pool.SlotCost(b, m, prof)
+	return s.roomFor(m.Name, mem1, disk1, size)
+}
+
+// roomFor is makeRoom for size slots of the pool name, each costing mem1
+// of memory and disk1 of disk.
+func (s *Server) roomFor(name string, mem1, disk1 int64, size int) error {
+	if s.Budget.Memory <= 0 && s.Budget.Disk <= 0 {
+		return nil
+	}
 	needMem, needDisk := mem1*int64(size), disk1*int64(size)
 	var others []*pool.Pool
 	for _, n := range s.poolNames() {
-		if p, err := s.pool(n); err == nil && n != m.Name {
+		if p, err := s.pool(n); err == nil && n != name {
 			others = append(others, p)
 		}
 	}
@@ -56,8 +66,17 @@ func (s *Server) makeRoom(m *catalog.Meta, prof mariadb.Profile, size int) error
 		}
 	}
 	if om > 0 || od > 0 {
-		return fmt.Errorf("%w: %d slots of %s need %d MiB of memory and %d MiB of disk; the daemon's budget (--max-memory %d MiB, --max-disk %d MiB) would still be short by %d MiB of memory and %d MiB of disk after shrinking every idle pool: ask for fewer slots, release leases, or raise the budget",
-			pool.ErrNoRoom, size, m.Name, needMem>>20, needDisk>>20, s.Budget.Memory>>20, s.Budget.Disk>>20, max(om, 0)>>20, max(od, 0)>>20)
+		// How many slots of this pool would fit, with every idle slot of
+		// the others retired.
+		fit := int64(size)
+		if om > 0 && mem1 > 0 {
+			fit = min(fit, int64(size)-ceilDiv(om, mem1))
+		}
+		if od > 0 && disk1 > 0 {
+			fit = min(fit, int64(size)-ceilDiv(od, disk1))
+		}
+		return fmt.Errorf("%w: %d slots of %s need %d MiB of memory and %d MiB of disk (%d MiB and %d MiB each); the daemon's budget (--max-memory %d MiB, --max-disk %d MiB) would still be short by %d MiB of memory and %d MiB of disk after shrinking every idle pool, so at most %d slots fit: ask for fewer slots (fewer parallel processes), release leases, or restart `pristine serve` with a larger --max-memory/--max-disk",
+			pool.ErrNoRoom, size, name, needMem>>20, needDisk>>20, mem1>>20, disk1>>20, s.Budget.Memory>>20, s.Budget.Disk>>20, max(om, 0)>>20, max(od, 0)>>20, max(fit, 0))
 	}
 	for _, p := range others {
 		om, od := over()
@@ -71,11 +90,11 @@ func (s *Server) makeRoom(m *catalog.Meta, prof mariadb.Profile, size int) error
 		}
 		per := max(ceilDiv(om, pm/live), ceilDiv(od, pd/live))
 		if n := p.Shrink(int(per)); n > 0 {
-			s.log.Info("shrank an idle pool to make room", "template", p.Meta.Name, "slots", n, "for", m.Name)
+			s.log.Info("shrank an idle pool to make room", "template", p.Meta.Name, "slots", n, "for", name)
 		}
 	}
 	if om, od := over(); om > 0 || od > 0 {
-		return fmt.Errorf("%w: %d slots of %s do not fit the daemon's budget: slots became busy while shrinking idle pools; try again", pool.ErrNoRoom, size, m.Name)
+		return fmt.Errorf("%w: %d slots of %s do not fit the daemon's budget: slots became busy while shrinking idle pools; try again", pool.ErrNoRoom, size, name)
 	}
 	return nil
 }

@@ -84,6 +84,9 @@ var (
 	descReused = prometheus.NewDesc("pristine_leases_reused_total", "Leases released unchanged and handed out again without a reset.", []string{"template"}, nil)
 	descReclm  = prometheus.NewDesc("pristine_leases_reclaimed_total", "Leases reclaimed because they expired or their holder exited.", []string{"template", "reason"}, nil)
 	descRepl   = prometheus.NewDesc("pristine_slots_replaced_total", "Slots whose server died and was replaced.", []string{"template"}, nil)
+	descGrown  = prometheus.NewDesc("pristine_slots_grown_total", "Slots a pool grew by because a client needed more (lease min_size, or pool up of a larger size).", []string{"template"}, nil)
+	descShrunk = prometheus.NewDesc("pristine_slots_shrunk_idle_total", "Grown slots retired after the daemon's --shrink-after idle.", []string{"template"}, nil)
+	descBase   = prometheus.NewDesc("pristine_pool_base_size", "The size a pool was brought up with, which idle shrinking keeps.", []string{"template"}, nil)
 	descBuild  = prometheus.NewDesc("pristine_template_build_seconds", "How long the template took to build.", []string{"template", "hash"}, nil)
 	descTBytes = prometheus.NewDesc("pristine_template_bytes", "Disk space of the template's data directory.", []string{"template", "hash"}, nil)
 	descMem    = prometheus.NewDesc("pristine_memory_bytes", "Resident memory of every slot's server.", nil, nil)
@@ -92,7 +95,7 @@ var (
 )
 
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descSlots, descLeased, descLeases, descReused, descReclm, descRepl, descBuild, descTBytes, descMem, descDisk, descDiskF} {
+	for _, d := range []*prometheus.Desc{descSlots, descLeased, descLeases, descReused, descReclm, descRepl, descGrown, descShrunk, descBase, descBuild, descTBytes, descMem, descDisk, descDiskF} {
 		ch <- d
 	}
 }
@@ -105,7 +108,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 			continue
 		}
 		st := p.Status(true)
-		for _, state := range []pool.State{pool.Starting, pool.Ready, pool.Leased, pool.Resetting, pool.Kept, pool.Failed} {
+		for _, state := range []pool.State{pool.Starting, pool.Ready, pool.Leased, pool.Resetting, pool.Kept, pool.Failed, pool.Retired} {
 			ch <- prometheus.MustNewConstMetric(descSlots, prometheus.GaugeValue, float64(st.States[state]), name, string(state))
 		}
 		ch <- prometheus.MustNewConstMetric(descLeased, prometheus.GaugeValue, float64(st.Leased), name)
@@ -114,6 +117,9 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(descReclm, prometheus.CounterValue, float64(st.Stats.Expired), name, "expired")
 		ch <- prometheus.MustNewConstMetric(descReclm, prometheus.CounterValue, float64(st.Stats.HolderGone), name, "holder_gone")
 		ch <- prometheus.MustNewConstMetric(descRepl, prometheus.CounterValue, float64(st.Stats.Replaced), name)
+		ch <- prometheus.MustNewConstMetric(descGrown, prometheus.CounterValue, float64(st.Stats.Grown), name)
+		ch <- prometheus.MustNewConstMetric(descShrunk, prometheus.CounterValue, float64(st.Stats.ShrunkIdle), name)
+		ch <- prometheus.MustNewConstMetric(descBase, prometheus.GaugeValue, float64(st.Base), name)
 		for _, sl := range st.Slots {
 			if sl.PID > 0 {
 				rss += ProcRSS(sl.PID)

@@ -45,6 +45,12 @@ type Server struct {
 	// MaxWaiters caps the lease requests in progress at once (0:
 	// DefaultMaxWaiters); one more is answered 429 with Retry-After.
 	MaxWaiters int
+	// ShrinkAfter is how long a slot beyond its pool's base size may stay
+	// ready and unused before it is retired (a pool grows for a client
+	// that needs more slots); 0 or less: never. The CLI's default is
+	// DefaultShrinkAfter.
+	ShrinkAfter time.Duration
+	growMu      sync.Mutex
 	// Cache says which fleet caches template requests may name.
 	Cache    Cache
 	caches   caches
@@ -150,7 +156,7 @@ func (s *Server) poolOptions(rec state.Pool, restore []pool.Lease) pool.Options 
 	if rec.BufferPool > 0 {
 		prof.BufferPool = rec.BufferPool
 	}
-	return pool.Options{Size: rec.Size, Profile: prof, Parallel: rec.Parallel, Journal: s.state, Restore: restore,
+	return pool.Options{Size: rec.Size, Slots: rec.Slots, Profile: prof, Parallel: rec.Parallel, Journal: s.state, Restore: restore,
 		Observe: s.metrics.observe, Log: s.log, Event: s.metrics.event, SlotDisk: max(rec.SlotDisk, 0),
 		SlotMemory: max(rec.SlotMemory, 0)}
 }
@@ -260,8 +266,9 @@ func (s *Server) Serve(ctx context.Context, ln, tcp net.Listener) error {
 		defer t.Stop()
 		for {
 			select {
-			case <-t.C:
+			case now := <-t.C:
 				s.expireBuilds()
+				s.shrinkIdle(now)
 			case <-s.quit:
 				return
 			}

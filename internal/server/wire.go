@@ -22,13 +22,14 @@ func leaseOut(l pool.Lease) api.Lease {
 
 // StatusOut is a pool's status on the wire.
 func StatusOut(st pool.Status) api.PoolStatus {
-	out := api.PoolStatus{Template: st.Template, Hash: st.Hash, Size: st.Size, DBsPerSlot: st.DBsPerSlot,
+	out := api.PoolStatus{Template: st.Template, Hash: st.Hash, Size: st.Size, Base: st.Base, DBsPerSlot: st.DBsPerSlot,
 		Backend: st.Backend, Leased: st.Leased, WaitP50MS: st.WaitP50MS, WaitP99MS: st.WaitP99MS,
 		ResetP50MS: st.ResetP50MS, ResetP99MS: st.ResetP99MS, ResetMaxMS: st.ResetMaxMS, DiskCap: st.DiskCap, MemoryCap: st.MemoryCap,
 		Stats: api.PoolStats{UpSeconds: st.Stats.UpSeconds, Leases: st.Stats.Leases, Expired: st.Stats.Expired,
 			HolderGone: st.Stats.HolderGone, Reused: st.Stats.Reused, JournalErrors: st.Stats.JournalErrors,
 			Replaced: st.Stats.Replaced, ResetFailures: st.Stats.ResetFailures, OverCap: st.Stats.OverCap, CapKills: st.Stats.CapKills,
-			SlotDeaths: st.Stats.SlotDeaths, LeasesLost: st.Stats.LeasesLost}}
+			SlotDeaths: st.Stats.SlotDeaths, LeasesLost: st.Stats.LeasesLost,
+			Grown: st.Stats.Grown, ShrunkIdle: st.Stats.ShrunkIdle}}
 	if st.States != nil {
 		out.States = make(map[string]int, len(st.States))
 		for k, n := range st.States {

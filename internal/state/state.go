@@ -94,6 +94,11 @@ type Pool struct {
 	// SlotMemory is each slot's memory ceiling in bytes
 	// (pool.Options.SlotMemory); 0 or less: none.
 	SlotMemory int64 `json:"slot_memory,omitempty"`
+	// Slots is how many slots the pool had made when it last grew beyond
+	// Size (its slots' numbers run from 0 to Slots-1): a restarted daemon
+	// brings them all back, so leases on grown slots survive, and idle
+	// shrinking takes the pool back to Size. 0: never grew.
+	Slots int `json:"slots,omitempty"`
 }
 
 // PutPool records a pool that is up.

@@ -163,7 +163,9 @@ final class Client
     }
 
     /**
-     * Brings a pool up and returns its status once every slot is ready.
+     * Brings a pool up and returns its status once every slot is ready. For
+     * a smaller pool of the same template that is up, grows it to $size: the
+     * status comes back at once, the new slots start in the background.
      *
      * @return array<string,mixed>
      */
@@ -219,10 +221,16 @@ final class Client
      * Leases a database, waiting up to $wait seconds for a free one (and for
      * a pool a peer is still bringing up). $pid (default: this process) is
      * the holder process: the daemon reclaims the lease when it exits.
+     * $minSize is how many slots the run uses at once: a smaller pool grows
+     * to it first, at once, or the call fails at once (507) naming the
+     * daemon's --max-memory/--max-disk when they do not fit.
      */
-    public function lease(?string $template = null, string $holder = '', float $wait = 60, ?int $pid = null, float $ttl = 0): Lease
+    public function lease(?string $template = null, string $holder = '', float $wait = 60, ?int $pid = null, float $ttl = 0, int $minSize = 0): Lease
     {
         $body = ['holder' => $holder, 'pid' => $pid ?? getmypid()];
+        if ($minSize > 0) {
+            $body['min_size'] = $minSize;
+        }
         if ($template !== null && $template !== '') {
             $body['template'] = $template;
         }

@@ -81,8 +81,12 @@ final class Pristine
     }
 
     /**
-     * Makes sure a pool of template $hash is up, bringing one of $size slots
-     * up when none is. A pool of the same name built from other files is
+     * Makes sure a pool of template $hash is up with at least $size slots,
+     * bringing one of $size slots up when none is and growing a smaller one
+     * to $size (at once: the new slots start in the background and leases
+     * wait for them; a notice goes to stderr). Growth beyond the daemon's
+     * --max-memory/--max-disk fails at once with the daemon's message, which
+     * names the limit. A pool of the same name built from other files is
      * replaced when nobody holds a lease on it, and refused otherwise.
      */
     public static function ensurePool(Client $c, string $name, string $hash, int $size): void
@@ -102,6 +106,10 @@ final class Pristine
         }
         if ($st !== null) {
             if (($st['hash'] ?? '') === $hash) {
+                $have = (int) ($st['size'] ?? 0);
+                if ($have < $size) {
+                    self::growPool($c, $name, $hash, $have, $size);
+                }
                 return;
             }
             if (($st['leased'] ?? 0) > 0) {
@@ -116,6 +124,32 @@ final class Pristine
                 throw new PristineException("pool $name: " . $e->getMessage(), $e->status, $e);
             }
         }
+    }
+
+    private static function growPool(Client $c, string $name, string $hash, int $have, int $size): void
+    {
+        try {
+            $st = $c->poolUp($hash, $size);
+        } catch (PristineException $e) {
+            if ($e->status === 409) {
+                return; // a peer grew it first
+            }
+            throw new PristineException("pool $name: grow it from $have to $size slots: " . $e->getMessage(), $e->status, $e);
+        }
+        fwrite(STDERR, sprintf("pristine: pool %s had %d slots, this run needs %d: grew it to %d (the extra slots go again after the daemon's --shrink-after idle)\n",
+            $name, $have, $size, (int) ($st['size'] ?? $size)));
+    }
+
+    /**
+     * The slots a run of parallel test processes needs, as far as this
+     * process knows: paratest (and Laravel's `test --parallel`) number their
+     * workers 1..N in TEST_TOKEN, so worker k knows at least k processes
+     * run. 0 outside paratest.
+     */
+    public static function processesSeen(): int
+    {
+        $t = getenv('TEST_TOKEN');
+        return is_string($t) && ctype_digit($t) ? (int) $t : 0;
     }
 
     /**

@@ -162,4 +162,30 @@ final class ClientTest extends TestCase
         $this->assertSame(1, $c->pool('phpkill')['stats']['holder_gone']);
         $c->poolDown('phpkill');
     }
+
+    /** A smaller pool grows to the size asked for; a lease's min_size grows it too. */
+    public function testEnsurePoolAndMinSizeGrowThePool(): void
+    {
+        $c = self::$d->client;
+        $t = Pristine::ensureTemplate($c, 'phpgrow', 'key-grow', fn (array $conn) => self::canary($conn));
+        Pristine::ensurePool($c, 'phpgrow', $t['hash'], 1);
+        $held = $c->lease('phpgrow', 'held');
+        Pristine::ensurePool($c, 'phpgrow', $t['hash'], 2);
+        $st = $c->pool('phpgrow');
+        $this->assertSame(2, $st['size']);
+        $this->assertSame(1, $st['base_size']);
+        // Nothing is released: only a new slot can answer, so a long wait
+        // cannot time out here.
+        $second = $c->lease('phpgrow', 'second', 3000);
+        $third = $c->lease('phpgrow', 'third', 3000, null, 0, 3);
+        $this->assertCount(3, array_unique([$held->port, $second->port, $third->port]));
+        $this->assertSame(3, $c->pool('phpgrow')['size']);
+        putenv('TEST_TOKEN=4');
+        try {
+            $this->assertSame(4, Pristine::processesSeen());
+        } finally {
+            putenv('TEST_TOKEN');
+        }
+        $c->poolDown('phpgrow');
+    }
 }

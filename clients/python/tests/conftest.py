@@ -59,15 +59,15 @@ def kill_servers_under(path: str):
 
 
 @contextlib.contextmanager
-def running_daemon(binary, env=None):
+def running_daemon(binary, env=None, args=()):
     """A `pristine serve` on a fresh root under /dev/shm, with env added to
-    its environment; shut down and removed on exit."""
+    its environment and args to its flags; shut down and removed on exit."""
     base = tempfile.mkdtemp(prefix="pristine-clients-test-", dir="/dev/shm")
     # A root pristine runs its servers as the account pristine, which must
     # pass through this directory to the root inside.
     os.chmod(base, 0o711)
     root = os.path.join(base, "root")
-    proc = subprocess.Popen([binary, "serve", "--root", root, "--listen", "127.0.0.1:0"],
+    proc = subprocess.Popen([binary, "serve", "--root", root, "--listen", "127.0.0.1:0", *args],
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
                             env=dict(os.environ, **(env or {})))
     addr = None

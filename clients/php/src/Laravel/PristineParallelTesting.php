@@ -54,25 +54,29 @@ final class PristineParallelTesting
         ));
         $migrate = (string) ($options['migrate'] ?? 'php artisan migrate --force --seed');
         $poolSize = (int) ($options['poolSize'] ?? 8);
-        $ensure = static function () use ($template, $files, $migrate, $poolSize): Client {
+        // Called with a worker's token (1..N), $ensure grows the pool to at
+        // least N: the run's processes are never more than the pool.
+        $ensure = static function (int $token = 0) use ($template, $files, $migrate, $poolSize): Client {
             $client = Client::fromEnv();
             $key = ContentKey::of($files, [$migrate]);
             $t = Pristine::ensureTemplate($client, $template, $key,
                 static fn (array $conn) => Pristine::runCommand($migrate, $conn, base_path()));
-            Pristine::ensurePool($client, $template, $t['hash'], $poolSize);
+            Pristine::ensurePool($client, $template, $t['hash'], max($poolSize, $token));
             return $client;
         };
 
         // paratest's runner process: the template and the pool, once.
         ParallelTesting::setUpProcess(static function (int|string $token) use ($ensure): void {
-            $ensure();
+            $ensure(ctype_digit((string) $token) ? (int) $token : 0);
         });
 
         // Each worker process: its own lease, and every test case's fresh
         // application pointed at it.
         ParallelTesting::setUpTestCase(static function (int|string $token, $testCase) use ($ensure, $template, $connection): void {
             if (self::$lease === null) {
-                self::$lease = $ensure()->lease($template, "laravel worker $token", 120, getmypid());
+                // Worker k of N knows N >= k: the pool grows to the
+                // workers it sees instead of leaving one waiting.
+                self::$lease = $ensure()->lease($template, "laravel worker $token", 120, getmypid(), 0, Pristine::processesSeen());
                 register_shutdown_function(static function (): void {
                     if (self::$lease !== null) {
                         Client::fromEnv()->release(self::$lease->id);

@@ -130,7 +130,7 @@ final class Extension implements BeforeFirstTestHook, BeforeTestHook, AfterTestH
     {
         $wait = (float) ($this->options['wait'] ?? 60);
         try {
-            $l = $this->client->lease($this->template, $holder, $wait, getmypid());
+            $l = $this->client->lease($this->template, $holder, $wait, getmypid(), 0, Pristine::processesSeen());
         } catch (PristineException $e) {
             throw new PristineException("lease a database of {$this->template}: " . $e->getMessage(), $e->status, $e);
         }

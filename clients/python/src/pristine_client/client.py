@@ -206,7 +206,9 @@ class Client:
         return self.request("GET", "/v1/pools/" + _q(template))[1]
 
     def pool_up(self, template: str, size: int) -> Dict[str, Any]:
-        """Bring a pool up; returns its status once every slot is ready."""
+        """Bring a pool up; returns its status once every slot is ready. For a
+        smaller pool of the same template that is up, grow it to size: the
+        status comes back at once, the new slots start in the background."""
         conn = self._connection(None)
         headers = {"Content-Type": "application/json"}
         if self.token:
@@ -240,11 +242,16 @@ class Client:
         return self.request("DELETE", "/v1/pools/" + _q(template))[1]
 
     def lease(self, template: Optional[str] = None, holder: str = "", ttl: float = 0, wait: float = 60,
-              pid: Optional[int] = None) -> Lease:
+              pid: Optional[int] = None, min_size: int = 0) -> Lease:
         """Lease a database, waiting up to wait seconds for a free one (and for
         a pool a peer is still bringing up). pid (default: this process) is
-        the holder process: the daemon reclaims the lease when it exits."""
+        the holder process: the daemon reclaims the lease when it exits.
+        min_size is how many slots the run uses at once: a smaller pool grows
+        to it first, at once, or the call fails at once (507) naming the
+        daemon's --max-memory/--max-disk when they do not fit."""
         body: Dict[str, Any] = {"holder": holder, "pid": os.getpid() if pid is None else pid}
+        if min_size:
+            body["min_size"] = min_size
         if template:
             body["template"] = template
         if ttl:

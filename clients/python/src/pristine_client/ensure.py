@@ -3,6 +3,7 @@ exists (building it in exactly one process), and that a pool of it is up."""
 
 import os
 import subprocess
+import sys
 import time
 from typing import Any, Callable, Dict, Optional
 
@@ -79,10 +80,14 @@ class TemplateBuildError(PristineError):
 
 
 def ensure_pool(client: Client, name: str, hash: str, size: int) -> None:
-    """Make sure a pool of template hash is up, bringing one of size slots up
-    when none is. A pool of the same name built from other files is replaced
-    when nobody holds a lease on it, and refused otherwise. A pool a peer is
-    bringing up right now counts as up: leases wait for it."""
+    """Make sure a pool of template hash is up with at least size slots:
+    bring one of size slots up when none is, and grow a smaller one to size
+    (at once: the new slots start in the background and leases wait for
+    them; a notice goes to stderr). Growth beyond the daemon's
+    --max-memory/--max-disk fails at once with the daemon's message, which
+    names the limit. A pool of the same name built from other files is
+    replaced when nobody holds a lease on it, and refused otherwise. A pool
+    a peer is bringing up right now counts as up: leases wait for it."""
     try:
         st = client.pool(name)
     except NoDaemonError:
@@ -95,6 +100,8 @@ def ensure_pool(client: Client, name: str, hash: str, size: int) -> None:
         st = None
     if st is not None:
         if st.get("hash") == hash:
+            if st.get("size", 0) < size:
+                _grow_pool(client, name, hash, st.get("size", 0), size)
             return
         if st.get("leased", 0) > 0:
             raise PristineError(f"pool {name}: a pool of an older build of this template is up with "
@@ -105,6 +112,17 @@ def ensure_pool(client: Client, name: str, hash: str, size: int) -> None:
     except PristineError as e:
         if e.status != 409:  # 409: a peer brought it up first
             raise PristineError(f"pool {name}: {e}", e.status) from e
+
+
+def _grow_pool(client: Client, name: str, hash: str, have: int, size: int) -> None:
+    try:
+        st = client.pool_up(hash, size)
+    except PristineError as e:
+        if e.status == 409:  # a peer grew it first
+            return
+        raise PristineError(f"pool {name}: grow it from {have} to {size} slots: {e}", e.status) from e
+    print(f"pristine: pool {name} had {have} slots, this run needs {size}: grew it to {st.get('size', size)} "
+          "(the extra slots go again after the daemon's --shrink-after idle)", file=sys.stderr)
 
 
 def run_command(command: str, conn: Dict[str, Any], cwd: Optional[str] = None) -> None:

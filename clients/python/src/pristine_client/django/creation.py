@@ -388,8 +388,8 @@ class DatabaseCreation(MySQLCreation):
                 g.clones[suffix] = g.client.lease(g.template, holder=f"django worker {suffix}", wait=self._wait(),
                                                   pid=os.getpid())
             except PristineError as e:
-                size_hint = ("the pool may be smaller than this run's processes + 1: "
-                             f"`pristine pool down --template {g.template}` or set TEST['PRISTINE']['POOL_SIZE']")
+                size_hint = ("the pool was grown to this run's processes + 1 (or POOL_SIZE) at setup, so another run "
+                             f"may hold its slots: see `pristine pool status --template {g.template}`")
                 self._fail(f"lease a database for worker {suffix}", f"{e} ({size_hint})")
         g.clone_users.setdefault(suffix, set()).add(alias)
         # Workers started with spawn read their leases from the environment.
