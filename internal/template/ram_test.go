@@ -1,0 +1,195 @@
+package template_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/pristinedb/pristine/internal/mariadb"
+	"github.com/pristinedb/pristine/internal/mariadb/mariadbtest"
+	"github.com/pristinedb/pristine/internal/template"
+	"github.com/pristinedb/pristine/internal/template/templatetest"
+	"golang.org/x/sys/unix"
+)
+
+// ramBuilder is a builder on a btrfs scratch store that stages its builds
+// in a tmpfs directory of the test's own, and records its progress.
+func ramBuilder(t *testing.T) (*template.Builder, string, func() string) {
+	t.Helper()
+	st := templatetest.NewScratchBuilder(t, "btrfs", 1<<30)
+	ram, err := mariadbtest.TempDir("/dev/shm", "pristine-ram-test-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(ram) })
+	st.RAM.Dir = ram
+	var mu sync.Mutex
+	var log strings.Builder
+	st.Progress = func(format string, args ...any) {
+		mu.Lock()
+		defer mu.Unlock()
+		fmt.Fprintf(&log, format+"\n", args...)
+	}
+	return st, ram, func() string { mu.Lock(); defer mu.Unlock(); return log.String() }
+}
+
+func fsType(t *testing.T, path string) int64 {
+	t.Helper()
+	var sfs unix.Statfs_t
+	if err := unix.Statfs(path, &sfs); err != nil {
+		t.Fatal(err)
+	}
+	return sfs.Type
+}
+
+func assertEmpty(t *testing.T, dir, when string) {
+	t.Helper()
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ents) > 0 {
+		t.Errorf("%s: %s holds %d entries (%s...), want none", when, dir, len(ents), ents[0].Name())
+	}
+}
+
+// A build session runs its server in a private directory on tmpfs; the
+// finished template is moved onto the store's btrfs and serves clones.
+func TestBuildSessionRunsInRAM(t *testing.T) {
+	st, ram, _ := ramBuilder(t)
+	ctx := context.Background()
+	ss, _, err := st.Begin(ctx, template.BuildOptions{Name: "ramapp", Key: "k1", Profile: mariadb.DefaultProfile()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := ss.Inst.Open("")
+	if err != nil {
+		ss.Abort()
+		t.Fatal(err)
+	}
+	var datadir string
+	if err := db.QueryRowContext(ctx, "SELECT @@datadir").Scan(&datadir); err != nil {
+		ss.Abort()
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(datadir, ram+"/") || fsType(t, datadir) != unix.TMPFS_MAGIC {
+		t.Errorf("build server's @@datadir = %s, want under the tmpfs %s", datadir, ram)
+	}
+	stage := filepath.Dir(filepath.Clean(datadir))
+	if fi, err := os.Stat(stage); err != nil || fi.Mode().Perm() != 0o700 {
+		t.Errorf("staging directory %s: %v, %v; want mode 0700", stage, fi.Mode(), err)
+	}
+	for _, q := range []string{"CREATE TABLE t (id INT PRIMARY KEY, v VARCHAR(10))", "ALTER TABLE t ADD COLUMN w INT", "INSERT INTO t VALUES (1, 'a', 2)"} {
+		if _, err := db.ExecContext(ctx, "USE ramapp"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := db.ExecContext(ctx, q); err != nil {
+			ss.Abort()
+			t.Fatal(err)
+		}
+	}
+	db.Close()
+	m, err := ss.Finish(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	assertEmpty(t, ram, "after the build")
+	data := st.Catalog().DataDir(m.Hash)
+	if fsType(t, data) != unix.BTRFS_SUPER_MAGIC {
+		t.Errorf("published template %s is not on the store's btrfs", data)
+	}
+	if m.Bytes == 0 {
+		t.Errorf("published template: Bytes = 0")
+	}
+	r, err := st.Start(ctx, m, "ramclone")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	cdb, err := r.Inst.Open("ramapp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cdb.Close()
+	var w int
+	if err := cdb.QueryRowContext(ctx, "SELECT w FROM t WHERE id = 1").Scan(&w); err != nil || w != 2 {
+		t.Fatalf("clone of the template: w = %d, %v; want 2", w, err)
+	}
+}
+
+// A build from SQL runs in RAM too; a failed build, or an aborted
+// session, leaves nothing on tmpfs.
+func TestBuildInRAMLeavesNothing(t *testing.T) {
+	st, ram, log := ramBuilder(t)
+	ctx := context.Background()
+	dir := t.TempDir()
+	m := templatetest.Build(t, st, "good", schema, template.BuildOptions{})
+	if !strings.Contains(log(), "building in RAM under "+ram) {
+		t.Errorf("build progress does not say it built in RAM:\n%s", log())
+	}
+	if fsType(t, st.Catalog().DataDir(m.Hash)) != unix.BTRFS_SUPER_MAGIC {
+		t.Errorf("template not on the store's btrfs")
+	}
+	assertEmpty(t, ram, "after a good build")
+
+	bad := writeFile(t, dir, "bad.sql", "CREATE TABLE a (id INT PRIMARY KEY);\nTHIS IS NOT SQL;\n")
+	if _, _, err := st.Build(ctx, template.BuildOptions{Name: "bad", FromSQL: bad, Profile: mariadb.DefaultProfile()}); err == nil {
+		t.Fatal("a build of bad SQL succeeded")
+	}
+	assertEmpty(t, ram, "after a failed SQL build")
+
+	in := writeFile(t, dir, "ok.sql", schema)
+	if _, _, err := st.Build(ctx, template.BuildOptions{Name: "badinit", FromSQL: in, InitCmd: "exit 3", Profile: mariadb.DefaultProfile()}); err == nil {
+		t.Fatal("a build whose init command fails succeeded")
+	}
+	assertEmpty(t, ram, "after a failed init command")
+
+	cctx, cancel := context.WithCancel(ctx)
+	cancel() // as Ctrl-C does
+	if _, _, err := st.Build(cctx, template.BuildOptions{Name: "cancelled", FromSQL: in, InitCmd: "sleep 5", Profile: mariadb.DefaultProfile()}); err == nil {
+		t.Fatal("a cancelled build succeeded")
+	}
+	assertEmpty(t, ram, "after a cancelled build")
+
+	ss, _, err := st.Begin(ctx, template.BuildOptions{Name: "aborted", Key: "k2", Profile: mariadb.DefaultProfile()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(ss.Inst.Config.Datadir, ram+"/") {
+		t.Errorf("session datadir %s not under %s", ss.Inst.Config.Datadir, ram)
+	}
+	ss.Abort()
+	assertEmpty(t, ram, "after an aborted session")
+	if l := st.RAMStages(); len(l) > 0 {
+		t.Errorf("RAMStages = %v, want none", l)
+	}
+}
+
+// A build bigger than the RAM budget runs on the store and says why.
+func TestBuildOverRAMBudgetUsesStore(t *testing.T) {
+	st, ram, log := ramBuilder(t)
+	st.RAM.Budget = 1 << 20 // less than any base
+	ctx := context.Background()
+	ss, _, err := st.Begin(ctx, template.BuildOptions{Name: "big", Key: "k3", Profile: mariadb.DefaultProfile()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := ss.Inst.Config.Datadir; strings.HasPrefix(got, ram) || fsType(t, got) != unix.BTRFS_SUPER_MAGIC {
+		t.Errorf("over-budget build runs on %s, want the store's btrfs", got)
+	}
+	if !strings.Contains(log(), "building on the store, not in RAM") || !strings.Contains(log(), "RAM budget") {
+		t.Errorf("no message about the fallback:\n%s", log())
+	}
+	m, err := ss.Finish(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(st.Catalog().DataDir(m.Hash)); err != nil {
+		t.Fatal(err)
+	}
+	assertEmpty(t, ram, "after the build")
+}
