@@ -127,6 +127,9 @@ func (b *Builder) newRAMStage(dir, hash string) (*ramStage, error) {
 	prefix := b.ramPrefix(hash)
 	old, _ := filepath.Glob(filepath.Join(dir, prefix+"*"))
 	for _, o := range old {
+		if !leftByBuild(o) {
+			continue // not ours: /dev/shm is everyone's
+		}
 		if err := os.RemoveAll(o); err != nil {
 			return nil, fmt.Errorf("remove the staging directory %s a killed build left: %w", o, err)
 		}
@@ -266,6 +269,19 @@ func (b *Builder) discard(dir string) error {
 		err = cerr
 	}
 	return err
+}
+
+// leftByBuild reports whether path is a staging directory a build of
+// pristine's left: a directory (not a symlink), mode 0700, belonging to
+// pristine's user or to a server id of its range. Anything else of that
+// name is another user's, and stays.
+func leftByBuild(path string) bool {
+	var st unix.Stat_t
+	if err := unix.Lstat(path, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFDIR || st.Mode&0o777 != 0o700 {
+		return false
+	}
+	uid := int64(st.Uid)
+	return uid == int64(os.Geteuid()) || (uid >= svcuser.IDBase && uid < svcuser.IDBase+svcuser.IDCount)
 }
 
 func isTmpfs(dir string) bool {

@@ -193,3 +193,47 @@ func TestBuildOverRAMBudgetUsesStore(t *testing.T) {
 	}
 	assertEmpty(t, ram, "after the build")
 }
+
+// A staging directory a killed build left is removed by the next build of
+// the template; a look-alike of another user's in the same tmpfs stays.
+func TestBuildInRAMRemovesOnlyItsLeftovers(t *testing.T) {
+	st, ram, _ := ramBuilder(t)
+	ctx := context.Background()
+	opt := template.BuildOptions{Name: "left", Key: "k4", Profile: mariadb.DefaultProfile()}
+	ss, _, err := st.Begin(ctx, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stage := filepath.Dir(ss.Inst.Config.Datadir)
+	prefix := strings.TrimRightFunc(filepath.Base(stage), func(r rune) bool { return r >= '0' && r <= '9' })
+	// As if killed: the server dies, the stage stays.
+	ss.Inst.Kill()
+	keep := filepath.Join(stage, "data", "killed-marker")
+	if err := os.WriteFile(keep, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	left := filepath.Join(ram, prefix+"999")
+	if err := os.Rename(stage, left); err != nil {
+		t.Fatal(err)
+	}
+	other := filepath.Join(ram, prefix+"888")
+	if err := os.Mkdir(other, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(other, 65534, 65534); err != nil {
+		t.Fatal(err)
+	}
+	ss.Abort() // the lock goes; its stage is gone already
+	ss2, _, err := st.Begin(ctx, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ss2.Abort()
+	if _, err := os.Lstat(left); err == nil {
+		t.Errorf("the staging directory a killed build left is still there: %s", left)
+	}
+	if _, err := os.Lstat(other); err != nil {
+		t.Errorf("another user's directory of the same name was removed: %v", err)
+	}
+	os.Remove(other)
+}
