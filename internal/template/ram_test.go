@@ -2,15 +2,19 @@ package template_test
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
+	"github.com/pristinedb/pristine/internal/dsn"
 	"github.com/pristinedb/pristine/internal/mariadb"
 	"github.com/pristinedb/pristine/internal/mariadb/mariadbtest"
+	"github.com/pristinedb/pristine/internal/pool"
 	"github.com/pristinedb/pristine/internal/template"
 	"github.com/pristinedb/pristine/internal/template/templatetest"
 	"golang.org/x/sys/unix"
@@ -118,6 +122,27 @@ func TestBuildSessionRunsInRAM(t *testing.T) {
 	var w int
 	if err := cdb.QueryRowContext(ctx, "SELECT w FROM t WHERE id = 1").Scan(&w); err != nil || w != 2 {
 		t.Fatalf("clone of the template: w = %d, %v; want 2", w, err)
+	}
+	// A pool's slots clone it (btrfs snapshots) and serve leases.
+	p, err := pool.Up(ctx, st.Catalog(), st.Binary(), m, pool.Options{Size: 1, Profile: mariadb.DefaultProfile()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Down(ctx)
+	lctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	l, err := p.Lease(lctx, pool.LeaseOptions{Holder: "test", TTL: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ldb, err := sql.Open("mysql", dsn.TCP(l.Port, l.User, l.Password, l.Database))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ldb.Close()
+	w = 0
+	if err := ldb.QueryRowContext(ctx, "SELECT w FROM t WHERE id = 1").Scan(&w); err != nil || w != 2 {
+		t.Fatalf("a lease of the template's pool: w = %d, %v; want 2", w, err)
 	}
 }
 
