@@ -210,7 +210,7 @@ func (b *Builder) startBuild(ctx context.Context, dir string, opt BuildOptions, 
 	// belongs to it: the build account (every privilege, handed to an API
 	// client) reaches no other template and no slot. The clone is in RAM
 	// when it fits (ram.go), else dir/data.
-	data, id, err := b.stageData(dir, base, opt, m.Hash)
+	data, id, err := b.stageData(dir, base, opt, m.Hash, 0)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -162,8 +162,10 @@ func (b *Builder) RAMStages() []string {
 // stageData makes the data directory of the build staged in catalog
 // directory dir, a clone of base belonging to a server id of its own
 // (returned, claimed): on tmpfs when it fits, else dir/data on the store.
-func (b *Builder) stageData(dir string, base string, opt BuildOptions, hash string) (string, *svcuser.Claimed, error) {
-	place, why := b.ramPlace(expectedSize(base, opt))
+// extra is what the build is expected to take besides its SQL input (a
+// capture's data).
+func (b *Builder) stageData(dir string, base string, opt BuildOptions, hash string, extra int64) (string, *svcuser.Claimed, error) {
+	place, why := b.ramPlace(expectedSize(base, opt) + extra)
 	if place == "" {
 		if why != "" {
 			b.progress("building on the store, not in RAM: %s", why)

@@ -262,3 +262,52 @@ func TestBuildInRAMRemovesOnlyItsLeftovers(t *testing.T) {
 	}
 	os.Remove(other)
 }
+
+// A logical capture from a live server is a load too: it runs in RAM and
+// is published on the store.
+func TestCaptureRunsInRAM(t *testing.T) {
+	st, ram, log := ramBuilder(t)
+	ctx := context.Background()
+	m := templatetest.Build(t, st, "srcapp", schema, template.BuildOptions{})
+	src, err := st.Start(ctx, m, "capsrc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	db, err := src.Inst.Open("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for _, q := range []string{"CREATE USER cap@'%' IDENTIFIED BY 'cap-secret'", "GRANT ALL ON *.* TO cap@'%'"} {
+		if _, err := db.ExecContext(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c, _, err := st.Build(ctx, template.BuildOptions{Name: "captured", Profile: mariadb.DefaultProfile(),
+		Server: template.ServerSource{DSN: dsn.URL(src.Inst.Config.Port, "cap", "cap-secret", ""), Databases: []string{"srcapp"}, Method: "logical"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(log(), "building in RAM under "+ram) {
+		t.Errorf("the capture did not build in RAM:\n%s", log())
+	}
+	if fsType(t, st.Catalog().DataDir(c.Hash)) != unix.BTRFS_SUPER_MAGIC {
+		t.Errorf("captured template not on the store's btrfs")
+	}
+	assertEmpty(t, ram, "after the capture")
+	r, err := st.Start(ctx, c, "capclone")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	cdb, err := r.Inst.Open("srcapp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cdb.Close()
+	var n int
+	if err := cdb.QueryRowContext(ctx, "SELECT COUNT(*) FROM child").Scan(&n); err != nil || n != 2 {
+		t.Fatalf("captured clone: %d rows in child, %v; want 2", n, err)
+	}
+}
