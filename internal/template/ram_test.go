@@ -173,12 +173,30 @@ func TestBuildInRAMLeavesNothing(t *testing.T) {
 	}
 	assertEmpty(t, ram, "after a failed init command")
 
+	// Ctrl-C (the CLI cancels the context) while the init command runs
+	// on the server in RAM.
 	cctx, cancel := context.WithCancel(ctx)
-	cancel() // as Ctrl-C does
-	if _, _, err := st.Build(cctx, template.BuildOptions{Name: "cancelled", FromSQL: in, InitCmd: "sleep 5", Profile: mariadb.DefaultProfile()}); err == nil {
+	defer cancel()
+	seen := make(chan bool, 1)
+	go func() {
+		defer cancel()
+		for range 300 {
+			if len(st.RAMStages()) > 0 {
+				time.Sleep(500 * time.Millisecond) // into the init command
+				seen <- true
+				return
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		seen <- false
+	}()
+	if _, _, err := st.Build(cctx, template.BuildOptions{Name: "cancelled", FromSQL: in, InitCmd: "sleep 30", Profile: mariadb.DefaultProfile()}); err == nil {
 		t.Fatal("a cancelled build succeeded")
 	}
-	assertEmpty(t, ram, "after a cancelled build")
+	if !<-seen {
+		t.Error("the cancelled build never staged in RAM")
+	}
+	assertEmpty(t, ram, "after a build cancelled in RAM")
 
 	ss, _, err := st.Begin(ctx, template.BuildOptions{Name: "aborted", Key: "k2", Profile: mariadb.DefaultProfile()})
 	if err != nil {
