@@ -14,6 +14,7 @@ import (
 
 	"github.com/pristinedb/pristine/internal/bench"
 	"github.com/pristinedb/pristine/internal/bench/archivebench"
+	"github.com/pristinedb/pristine/internal/bench/buildbench"
 	"github.com/pristinedb/pristine/internal/bench/capturebench"
 )
 
@@ -41,6 +42,9 @@ type BenchFlags struct {
 	Capture     bool
 	ServiceSize int
 	ServiceRuns int
+	FirstBuild  bool
+	Migrations  int
+	BuildRuns   int
 }
 
 func newBenchCmd(g *Globals) *cobra.Command {
@@ -60,7 +64,8 @@ single resets of a 100 MB and a ~2 GB template.
 
 --out DIR writes bench.json, bench.md and PNG charts; --render a.json,b.json
 prints docs/benchmarks.md from saved runs. --archive and --capture run
-pristine bench-archive and bench-capture instead.`,
+pristine bench-archive and bench-capture instead; --first-build times first
+template builds (create + migrate) against a stock mariadbd on tmpfs.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runBench(cmd.Context(), g, f)
@@ -86,6 +91,9 @@ pristine bench-archive and bench-capture instead.`,
 	fl.StringVar(&f.Render, "render", "", "print docs/benchmarks.md from saved bench.json files (comma-separated) and measure nothing")
 	fl.BoolVar(&f.Verbose, "verbose", false, "show progress on stderr even when it is not a terminal")
 	fl.BoolVar(&f.Archive, "archive", false, "run pristine bench-archive (pack/unpack) instead")
+	fl.BoolVar(&f.FirstBuild, "first-build", false, "measure first template builds (the demo schema, a DDL-heavy migration set) against a stock mariadbd on tmpfs instead; --scale scales the demo data")
+	fl.IntVar(&f.Migrations, "migrations", 300, "models of the --first-build migration set (a CREATE TABLE and three ALTERs each)")
+	fl.IntVar(&f.BuildRuns, "build-runs", 3, "timed runs of each --first-build row; the median is reported")
 	fl.BoolVar(&f.Capture, "capture", false, "run pristine bench-capture (template capture from a live server) instead")
 	return cmd
 }
@@ -118,6 +126,22 @@ func runBench(ctx context.Context, g *Globals, f BenchFlags) error {
 			return printJSON(rep)
 		}
 		return capturebench.Markdown(os.Stdout, rep)
+	case f.FirstBuild:
+		st, err := g.openStore(ctx, "auto")
+		if err != nil {
+			return err
+		}
+		if log == nil {
+			st.Progress = nil
+		}
+		rep, err := buildbench.Run(ctx, st, buildbench.Options{Runs: f.BuildRuns, DemoScale: f.Scale, Migrations: f.Migrations, Workers: f.Workers, Log: log})
+		if err != nil {
+			return err
+		}
+		if g.JSON {
+			return printJSON(rep)
+		}
+		return buildbench.Markdown(os.Stdout, rep)
 	case f.Render != "":
 		var reps []*bench.Report
 		var paths []string

@@ -24,6 +24,11 @@ type Globals struct {
 	// NoTimezones (--no-timezones): base data directories without time
 	// zone tables.
 	NoTimezones bool
+	// NoRAMBuild, RAMDir and RAMBudget (--no-ram-build, --ram-dir,
+	// --ram-budget) say whether and where template builds run in RAM.
+	NoRAMBuild bool
+	RAMDir     string
+	RAMBudget  string
 }
 
 // commands holds the constructors of the top-level commands; each command file
@@ -47,6 +52,9 @@ func NewRoot() *cobra.Command {
 	root.PersistentFlags().StringVar(&g.Root, "root", "", "directory that holds everything pristine owns (default $PRISTINE_ROOT, else "+defaultRootHint()+")")
 	root.PersistentFlags().BoolVar(&g.JSON, "json", false, "print machine-readable JSON on stdout")
 	root.PersistentFlags().BoolVar(&g.NoTimezones, "no-timezones", false, "leave the time zone tables (mysql.time_zone*) of new base data directories empty; by default they are loaded from /usr/share/zoneinfo")
+	root.PersistentFlags().BoolVar(&g.NoRAMBuild, "no-ram-build", false, "run template builds on the template store; by default a build runs its server on tmpfs when it fits and is then moved into the store")
+	root.PersistentFlags().StringVar(&g.RAMDir, "ram-dir", "", "tmpfs directory template builds run in (default /dev/shm)")
+	root.PersistentFlags().StringVar(&g.RAMBudget, "ram-budget", "", "most a template build may take in RAM, e.g. 2G (default: half the available memory, within what the tmpfs has free); bigger builds run on the store")
 	root.AddGroup(&cobra.Group{ID: "use", Title: "Commands:"}, &cobra.Group{ID: "more", Title: "More commands:"})
 	var cmds []*cobra.Command
 	for _, f := range commands {

@@ -134,7 +134,7 @@ func (g *Globals) daemon(ctx context.Context, start bool) (*client.Client, *root
 	if !start && !state.HasPools(root.Path) {
 		return c, root, err
 	}
-	if err := spawnDaemon(root, g.NoTimezones); err != nil {
+	if err := spawnDaemon(root, g); err != nil {
 		return nil, nil, err
 	}
 	deadline := time.Now().Add(30 * time.Second)
@@ -148,9 +148,10 @@ func (g *Globals) daemon(ctx context.Context, start bool) (*client.Client, *root
 }
 
 // spawnDaemon starts `pristine serve --exit-when-idle` detached from this
-// process, logging to serve.log under the root; noTimezones passes
-// --no-timezones on.
-func spawnDaemon(root *rootdir.Root, noTimezones bool) error {
+// process, logging to serve.log under the root; the flags of g that shape
+// builds (--no-timezones, --no-ram-build, --ram-dir, --ram-budget) are
+// passed on.
+func spawnDaemon(root *rootdir.Root, g *Globals) error {
 	exe, err := os.Executable()
 	if err != nil {
 		return fmt.Errorf("start daemon: %w", err)
@@ -161,8 +162,17 @@ func spawnDaemon(root *rootdir.Root, noTimezones bool) error {
 	}
 	defer logf.Close()
 	args := []string{"serve", "--root", root.Path, "--exit-when-idle"}
-	if noTimezones {
+	if g.NoTimezones {
 		args = append(args, "--no-timezones")
+	}
+	if g.NoRAMBuild {
+		args = append(args, "--no-ram-build")
+	}
+	if g.RAMDir != "" {
+		args = append(args, "--ram-dir", g.RAMDir)
+	}
+	if g.RAMBudget != "" {
+		args = append(args, "--ram-budget", g.RAMBudget)
 	}
 	cmd := exec.Command(exe, args...)
 	cmd.Stdout, cmd.Stderr = logf, logf

@@ -33,6 +33,12 @@ func (g *Globals) openStore(ctx context.Context, backend string) (*template.Buil
 		return nil, err
 	}
 	st.NoTimezones = g.NoTimezones
+	st.RAM = template.RAMOptions{Off: g.NoRAMBuild, Dir: g.RAMDir}
+	if g.RAMBudget != "" {
+		if st.RAM.Budget, err = units.Parse(g.RAMBudget); err != nil || st.RAM.Budget <= 0 {
+			return nil, fmt.Errorf("%w: --ram-budget %q: want a size such as 512M or 4G", errUsage, g.RAMBudget)
+		}
+	}
 	if !g.JSON || isTerminal(os.Stderr) {
 		st.Progress = func(format string, args ...any) { stderrf("pristine: "+format, args...) }
 	}

@@ -13,7 +13,6 @@ import (
 
 	"github.com/pristinedb/pristine/internal/capture"
 	"github.com/pristinedb/pristine/internal/catalog"
-	"github.com/pristinedb/pristine/internal/cow"
 	"github.com/pristinedb/pristine/internal/mariadb"
 	"github.com/pristinedb/pristine/internal/sqlload"
 	"github.com/pristinedb/pristine/internal/units"
@@ -124,7 +123,7 @@ func (b *Builder) Build(ctx context.Context, opt BuildOptions) (m *catalog.Meta,
 	}
 	defer func() {
 		if err != nil {
-			if rmErr := b.cat.Discard(dir); rmErr != nil {
+			if rmErr := b.discard(dir); rmErr != nil {
 				err = fmt.Errorf("%w (and cleaning up: %v)", err, rmErr)
 			}
 			b.cat.RemoveLock(hash)
@@ -140,6 +139,9 @@ func (b *Builder) Build(ctx context.Context, opt BuildOptions) (m *catalog.Meta,
 		build = b.buildFromServer
 	}
 	if err := build(ctx, dir, opt, m); err != nil {
+		return nil, false, fmt.Errorf("template build %s: %w", opt.Name, err)
+	}
+	if err := b.settle(dir); err != nil {
 		return nil, false, fmt.Errorf("template build %s: %w", opt.Name, err)
 	}
 	if err := b.publish(dir, m, start); err != nil {
@@ -204,16 +206,12 @@ func (b *Builder) startBuild(ctx context.Context, dir string, opt BuildOptions, 
 	if err != nil {
 		return nil, nil, err
 	}
-	data := filepath.Join(dir, "data")
 	// The build server runs as a server id of its own, on a clone that
 	// belongs to it: the build account (every privilege, handed to an API
-	// client) reaches no other template and no slot.
-	id, err := b.claim(data)
+	// client) reaches no other template and no slot. The clone is in RAM
+	// when it fits (ram.go), else dir/data.
+	data, id, err := b.stageData(dir, base, opt, m.Hash, 0)
 	if err != nil {
-		return nil, nil, err
-	}
-	if err := cow.CloneAs(b.cat.Backend(), base, data, ownerOf(id)); err != nil {
-		_ = b.seal(data)
 		return nil, nil, err
 	}
 	runDir := filepath.Join(b.cat.Root().Path, "run", "build-"+m.Hash[:12])

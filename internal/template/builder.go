@@ -35,10 +35,15 @@ type Builder struct {
 	// NoTimezones leaves the base data directory's time zone tables empty
 	// (by default they are loaded: timezones.go).
 	NoTimezones bool
+	// RAM says where and whether builds run their server in RAM (ram.go).
+	RAM RAMOptions
 	// ids are the server ids of the data directories the builder's
 	// servers run on (ids.go).
 	idMu sync.Mutex
 	ids  map[string]*svcuser.Claimed
+	// ram are the RAM staging directories of builds in progress, by the
+	// catalog directory each build is staged in (guarded by idMu).
+	ram map[string]*ramStage
 }
 
 // NewBuilder returns a builder that makes templates in cat with the server

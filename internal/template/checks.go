@@ -14,38 +14,83 @@ import (
 // InnoDB create such keys silently; every insert into their table then
 // fails in the clones. Each is named as schema.table.constraint, with what
 // is missing.
+//
+// The keys and the columns are read in two plain queries and joined here:
+// a join of information_schema views in the server re-reads them per row
+// and took over a second on a schema of 1,000 tables.
 func danglingForeignKeys(ctx context.Context, db *sql.DB) ([]string, error) {
-	rows, err := db.QueryContext(ctx, `
-SELECT k.TABLE_SCHEMA, k.TABLE_NAME, k.CONSTRAINT_NAME, k.COLUMN_NAME,
-       k.REFERENCED_TABLE_SCHEMA, k.REFERENCED_TABLE_NAME, k.REFERENCED_COLUMN_NAME,
-       t.TABLE_NAME IS NULL
-FROM information_schema.KEY_COLUMN_USAGE k
-LEFT JOIN information_schema.TABLES t
-  ON t.TABLE_SCHEMA = k.REFERENCED_TABLE_SCHEMA AND t.TABLE_NAME = k.REFERENCED_TABLE_NAME
-LEFT JOIN information_schema.COLUMNS c
-  ON c.TABLE_SCHEMA = k.REFERENCED_TABLE_SCHEMA AND c.TABLE_NAME = k.REFERENCED_TABLE_NAME
- AND c.COLUMN_NAME = k.REFERENCED_COLUMN_NAME
-WHERE k.REFERENCED_TABLE_NAME IS NOT NULL AND c.COLUMN_NAME IS NULL
-  AND k.TABLE_SCHEMA NOT IN ('mysql', 'information_schema', 'performance_schema', 'sys')
-ORDER BY k.TABLE_SCHEMA, k.TABLE_NAME, k.CONSTRAINT_NAME, k.ORDINAL_POSITION`)
+	const user = "TABLE_SCHEMA NOT IN ('mysql', 'information_schema', 'performance_schema', 'sys')"
+	type column struct{ schema, table, column string }
+	type key struct {
+		schema, table, name, col string
+		ref                      column
+	}
+	var keys []key
+	err := queryRows(ctx, db, `SELECT TABLE_SCHEMA, TABLE_NAME, CONSTRAINT_NAME, COLUMN_NAME,
+       REFERENCED_TABLE_SCHEMA, REFERENCED_TABLE_NAME, REFERENCED_COLUMN_NAME
+FROM information_schema.KEY_COLUMN_USAGE
+WHERE REFERENCED_TABLE_NAME IS NOT NULL AND `+user+`
+ORDER BY TABLE_SCHEMA, TABLE_NAME, CONSTRAINT_NAME, ORDINAL_POSITION`, func(r []string) {
+		keys = append(keys, key{r[0], r[1], r[2], r[3], column{r[4], r[5], r[6]}})
+	})
+	if err != nil || len(keys) == 0 {
+		return nil, err
+	}
+	// Every table and view has a column: a table with none listed does
+	// not exist. Names are compared as the server lists them.
+	cols := map[column]bool{}
+	tables := map[column]bool{}
+	err = queryRows(ctx, db, `SELECT TABLE_SCHEMA, TABLE_NAME, COLUMN_NAME FROM information_schema.COLUMNS WHERE `+user, func(r []string) {
+		cols[column{r[0], r[1], strings.ToLower(r[2])}] = true
+		tables[column{r[0], r[1], ""}] = true
+	})
 	if err != nil {
-		return nil, fmt.Errorf("check foreign keys: %w", err)
+		return nil, err
+	}
+	var out []string
+	for _, k := range keys {
+		if cols[column{k.ref.schema, k.ref.table, strings.ToLower(k.ref.column)}] {
+			continue
+		}
+		missing := fmt.Sprintf("column %s.%s.%s does not exist", k.ref.schema, k.ref.table, k.ref.column)
+		if !tables[column{k.ref.schema, k.ref.table, ""}] {
+			missing = fmt.Sprintf("table %s.%s does not exist", k.ref.schema, k.ref.table)
+		}
+		out = append(out, fmt.Sprintf("foreign key %s.%s.%s (%s) references %s.%s(%s), but %s", k.schema, k.table, k.name, k.col, k.ref.schema, k.ref.table, k.ref.column, missing))
+	}
+	return out, nil
+}
+
+// queryRows runs a query of string columns and hands each row to f.
+func queryRows(ctx context.Context, db *sql.DB, q string, f func([]string)) error {
+	rows, err := db.QueryContext(ctx, q)
+	if err != nil {
+		return fmt.Errorf("check foreign keys: %w", err)
 	}
 	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var schema, table, name, col, refSchema, refTable, refCol string
-		var noTable bool
-		if err := rows.Scan(&schema, &table, &name, &col, &refSchema, &refTable, &refCol, &noTable); err != nil {
-			return nil, fmt.Errorf("check foreign keys: %w", err)
-		}
-		missing := fmt.Sprintf("column %s.%s.%s does not exist", refSchema, refTable, refCol)
-		if noTable {
-			missing = fmt.Sprintf("table %s.%s does not exist", refSchema, refTable)
-		}
-		out = append(out, fmt.Sprintf("foreign key %s.%s.%s (%s) references %s.%s(%s), but %s", schema, table, name, col, refSchema, refTable, refCol, missing))
+	n, err := rows.Columns()
+	if err != nil {
+		return fmt.Errorf("check foreign keys: %w", err)
 	}
-	return out, rows.Err()
+	vals := make([]sql.NullString, len(n))
+	ptrs := make([]any, len(n))
+	for i := range vals {
+		ptrs[i] = &vals[i]
+	}
+	for rows.Next() {
+		if err := rows.Scan(ptrs...); err != nil {
+			return fmt.Errorf("check foreign keys: %w", err)
+		}
+		r := make([]string, len(vals))
+		for i, v := range vals {
+			r[i] = v.String
+		}
+		f(r)
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("check foreign keys: %w", err)
+	}
+	return nil
 }
 
 // checkForeignKeys records the dangling foreign keys of a loaded template

@@ -12,7 +12,6 @@ import (
 
 	"github.com/pristinedb/pristine/internal/capture"
 	"github.com/pristinedb/pristine/internal/catalog"
-	"github.com/pristinedb/pristine/internal/cow"
 	"github.com/pristinedb/pristine/internal/dsn"
 	"github.com/pristinedb/pristine/internal/mariadb"
 	"github.com/pristinedb/pristine/internal/sysmem"
@@ -146,7 +145,9 @@ func (b *Builder) buildFromServer(ctx context.Context, dir string, opt BuildOpti
 		copts.Progress = opt.Server.Meter
 	}
 	data := filepath.Join(dir, "data")
-	defer b.seal(data) // after the server's kill below; a finished build is sealed already
+	// After the server's kill below; a finished build is sealed already.
+	// data moves to RAM for a logical capture that fits (ram.go).
+	defer func() { _ = b.seal(data) }()
 	var counters []capture.Counter
 	if ls.method == capture.MethodPhysical {
 		if err := b.cat.Backend().MakeDir(data); err != nil {
@@ -168,11 +169,8 @@ func (b *Builder) buildFromServer(ctx context.Context, dir string, opt BuildOpti
 		if err != nil {
 			return err
 		}
-		id, err := b.claim(data)
-		if err != nil {
-			return err
-		}
-		if err := cow.CloneAs(b.cat.Backend(), base, data, ownerOf(id)); err != nil {
+		// A logical capture is a load: it runs in RAM when it fits.
+		if data, _, err = b.stageData(dir, base, opt, m.Hash, 2*src.Bytes); err != nil {
 			return err
 		}
 	}

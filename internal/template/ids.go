@@ -48,7 +48,11 @@ func (b *Builder) seal(data string) error {
 	if id == nil {
 		return nil // sealed already, or never given to a server id
 	}
-	err := svcuser.Seal(data)
+	target := data
+	if st := b.ramStageHolding(data); st != nil {
+		target = st.dir // the staging directory too, before the id goes
+	}
+	err := svcuser.Seal(target)
 	if errors.Is(err, fs.ErrNotExist) {
 		err = nil
 	}

@@ -75,7 +75,7 @@ func (b *Builder) Begin(ctx context.Context, opt BuildOptions) (*Session, *catal
 	m := b.newMeta(opt, hash)
 	in, db, err := b.startBuild(ctx, dir, opt, m)
 	if err != nil {
-		_ = b.cat.Discard(dir)
+		_ = b.discard(dir)
 		unlock()
 		return nil, nil, fmt.Errorf("template build %s: %w", opt.Name, err)
 	}
@@ -95,12 +95,15 @@ func (ss *Session) Finish(ctx context.Context) (*catalog.Meta, error) {
 	defer ss.done()
 	err := ss.b.finishBuild(ctx, ss.Inst, ss.db, ss.opt, ss.Meta)
 	if err == nil {
+		err = ss.b.settle(ss.dir)
+	}
+	if err == nil {
 		err = ss.b.publish(ss.dir, ss.Meta, ss.start)
 	}
 	if err != nil {
 		ss.Inst.Kill()
 		_ = ss.b.seal(ss.Inst.Config.Datadir)
-		_ = ss.b.cat.Discard(ss.dir)
+		_ = ss.b.discard(ss.dir)
 		return nil, fmt.Errorf("template build %s: %w", ss.Meta.Name, err)
 	}
 	return ss.Meta, nil
@@ -113,5 +116,5 @@ func (ss *Session) Abort() {
 	ss.Inst.Kill()
 	os.RemoveAll(ss.Inst.Config.RunDir)
 	_ = ss.b.seal(ss.Inst.Config.Datadir)
-	_ = ss.b.cat.Discard(ss.dir)
+	_ = ss.b.discard(ss.dir)
 }

@@ -1,0 +1,58 @@
+package buildbench
+
+import (
+	"fmt"
+	"io"
+	"runtime"
+
+	"golang.org/x/sys/unix"
+)
+
+func numCPU() int { return runtime.NumCPU() }
+
+// fsName names the filesystem holding dir.
+func fsName(dir string) string {
+	var sfs unix.Statfs_t
+	if unix.Statfs(dir, &sfs) != nil {
+		return "unknown"
+	}
+	switch sfs.Type {
+	case unix.BTRFS_SUPER_MAGIC:
+		return "btrfs"
+	case unix.XFS_SUPER_MAGIC:
+		return "xfs"
+	case unix.TMPFS_MAGIC:
+		return "tmpfs"
+	case unix.EXT4_SUPER_MAGIC:
+		return "ext4"
+	}
+	return fmt.Sprintf("0x%x", sfs.Type)
+}
+
+// Markdown prints the report as a table.
+func Markdown(w io.Writer, rep *Report) error {
+	fmt.Fprintf(w, "MariaDB %s, %d cores, template store on %s, stock data in %s; load average at the end %s. Medians of %d runs.\n\n",
+		rep.Server, rep.Cores, rep.Store, rep.StockDir, rep.Load, runsOf(rep))
+	for _, s := range rep.Statements {
+		fmt.Fprintf(w, "- %s\n", s)
+	}
+	fmt.Fprintln(w, "\n| workload | method | seconds | vs stock |")
+	fmt.Fprintln(w, "|---|---|---:|---:|")
+	for _, r := range rep.Results {
+		ratio := "1.00x"
+		if r.Ratio > 0 {
+			ratio = fmt.Sprintf("%.2fx", r.Ratio)
+		}
+		if _, err := fmt.Fprintf(w, "| %s | %s | %.2f | %s |\n", r.Workload, r.Method, r.Seconds, ratio); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func runsOf(rep *Report) int {
+	if len(rep.Results) == 0 {
+		return 0
+	}
+	return len(rep.Results[0].Runs)
+}
