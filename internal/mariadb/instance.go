@@ -166,8 +166,13 @@ func (in *Instance) WaitReady(ctx context.Context) error {
 	defer db.Close()
 	var one int
 	if err := db.QueryRowContext(ctx, "SELECT 1").Scan(&one); err != nil {
-		if !in.Running() {
+		// A server that refuses an option may have opened its socket
+		// before it reads the option and exits (MySQL does): its error log
+		// says why, the broken connection does not.
+		select {
+		case <-in.done:
 			return in.exitError()
+		case <-time.After(3 * time.Second):
 		}
 		return fmt.Errorf("first query on %s: %w", sock, err)
 	}

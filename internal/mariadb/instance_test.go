@@ -121,6 +121,10 @@ func TestParseVersion(t *testing.T) {
 	}{
 		{out: "mariadbd  Ver 10.11.19-MariaDB-0+deb12u1 for debian-linux-gnu on x86_64 (Debian 12)", flavor: mariadb.MariaDB, ver: "10.11.19-MariaDB-0+deb12u1"},
 		{out: "/usr/sbin/mysqld  Ver 8.0.36 for Linux on x86_64 (MySQL Community Server - GPL)", flavor: mariadb.MySQL, ver: "8.0.36"},
+		{out: "/usr/sbin/mysqld  Ver 9.7.4-2 for Linux on x86_64 ((Debian))", flavor: mariadb.MySQL, ver: "9.7.4-2"},
+		{out: "mariadbd  Ver 11.8.9-MariaDB-0+deb13u1 from Debian for debian-linux-gnu on x86_64", flavor: mariadb.MariaDB, ver: "11.8.9-MariaDB-0+deb13u1"},
+		{out: "/usr/sbin/mysqld  Ver 8.0.29 for Linux on x86_64 (MySQL Community Server - GPL)", bad: true},
+		{out: "/usr/sbin/mysqld  Ver 5.7.44 for Linux on x86_64 (MySQL Community Server - GPL)", bad: true},
 		{out: "mysqld  Ver 10.3.39-MariaDB for Linux", bad: true},
 		{out: "garbage", bad: true},
 	} {

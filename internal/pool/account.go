@@ -7,6 +7,7 @@ import (
 	"database/sql"
 	"encoding/hex"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -134,20 +135,33 @@ func killConnections(ctx context.Context, admin *sql.DB, user string) error {
 	return nil
 }
 
-// writeMarkQuery sums the counters that move when anything is written: the
-// InnoDB log sequence number (every InnoDB change, DDL included), row
-// writes of every engine (internal temporary tables are counted apart, in
+// isWriteCounter tells the status variables (upper case) whose sum moves
+// when anything is written: the InnoDB log sequence number (every InnoDB
+// change, DDL included; MariaDB's INNODB_LSN_CURRENT, MySQL's
+// INNODB_REDO_LOG_CURRENT_LSN, see mariadb.Flavor.LSNStatus), row writes
+// of every engine (internal temporary tables are counted apart, in
 // Handler_tmp_*), and DDL and account statements (temporary tables, which
 // die with their connection, apart). Global variables are hashed apart
 // (globalsHash), though lease accounts cannot change them (no global
-// privileges, see LeaseGrants).
-const writeMarkQuery = `SELECT CAST(SUM(VARIABLE_VALUE) AS CHAR) FROM information_schema.GLOBAL_STATUS
- WHERE (VARIABLE_NAME IN ('INNODB_LSN_CURRENT','HANDLER_WRITE','HANDLER_UPDATE','HANDLER_DELETE',
-          'COM_TRUNCATE','COM_GRANT','COM_REVOKE','COM_REVOKE_ALL','COM_SET_PASSWORD',
-          'COM_INSTALL_PLUGIN','COM_UNINSTALL_PLUGIN')
-        OR VARIABLE_NAME LIKE 'COM\_CREATE\_%' OR VARIABLE_NAME LIKE 'COM\_DROP\_%'
-        OR VARIABLE_NAME LIKE 'COM\_ALTER\_%' OR VARIABLE_NAME LIKE 'COM\_RENAME\_%')
-   AND VARIABLE_NAME NOT IN ('COM_CREATE_TEMPORARY_TABLE','COM_DROP_TEMPORARY_TABLE')`
+// privileges, see LeaseGrants). They are read with SHOW GLOBAL STATUS,
+// which both flavours answer (MySQL has no information_schema.GLOBAL_STATUS).
+func isWriteCounter(name string) bool {
+	switch name {
+	case mariadb.MariaDB.LSNStatus(), mariadb.MySQL.LSNStatus(),
+		"HANDLER_WRITE", "HANDLER_UPDATE", "HANDLER_DELETE",
+		"COM_TRUNCATE", "COM_GRANT", "COM_REVOKE", "COM_REVOKE_ALL", "COM_SET_PASSWORD",
+		"COM_INSTALL_PLUGIN", "COM_UNINSTALL_PLUGIN":
+		return true
+	case "COM_CREATE_TEMPORARY_TABLE", "COM_DROP_TEMPORARY_TABLE":
+		return false
+	}
+	for _, p := range []string{"COM_CREATE_", "COM_DROP_", "COM_ALTER_", "COM_RENAME_"} {
+		if strings.HasPrefix(name, p) {
+			return true
+		}
+	}
+	return false
+}
 
 // writeMark reads the slot's write counters and a hash of its global
 // variables, as one string.
@@ -169,13 +183,33 @@ func withCounters(mark, counters string) string {
 	return counters + " " + globals
 }
 
-// writeCounters reads the slot's write counters (writeMarkQuery).
+// writeCounters reads the slot's write counters (isWriteCounter) and
+// returns their sum.
 func writeCounters(ctx context.Context, admin *sql.DB) (string, error) {
-	var counters sql.NullString
-	if err := admin.QueryRowContext(ctx, writeMarkQuery).Scan(&counters); err != nil {
+	rows, err := admin.QueryContext(ctx, "SHOW GLOBAL STATUS")
+	if err != nil {
 		return "", fmt.Errorf("read write counters: %w", err)
 	}
-	return counters.String, nil
+	defer rows.Close()
+	var sum uint64
+	for rows.Next() {
+		var name, value string
+		if err := rows.Scan(&name, &value); err != nil {
+			return "", fmt.Errorf("read write counters: %w", err)
+		}
+		if !isWriteCounter(strings.ToUpper(name)) {
+			continue
+		}
+		n, err := strconv.ParseUint(value, 10, 64)
+		if err != nil {
+			return "", fmt.Errorf("read write counters: %s=%q is not a count", name, value)
+		}
+		sum += n
+	}
+	if err := rows.Err(); err != nil {
+		return "", fmt.Errorf("read write counters: %w", err)
+	}
+	return strconv.FormatUint(sum, 10), nil
 }
 
 // globalsHash hashes every global variable, name and value, so a global

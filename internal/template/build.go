@@ -267,7 +267,10 @@ func (b *Builder) finishBuild(ctx context.Context, in *mariadb.Instance, db *sql
 	}
 	db.Close()
 	b.progress("stopping the template server cleanly")
-	return in.Stop(ctx, 10*time.Minute)
+	if err := in.Stop(ctx, 10*time.Minute); err != nil {
+		return err
+	}
+	return b.bin.ForgetIdentity(in.Config.Datadir)
 }
 
 func (b *Builder) load(ctx context.Context, in *mariadb.Instance, opt BuildOptions) error {
