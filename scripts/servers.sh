@@ -208,16 +208,15 @@ for s in "${servers[@]}"; do
   echo "$ver" | grep -Eq "${WANT[$s]}" || die "$s: the root's server is not the one this matrix tests: $ver"
   log "$s: $ver"
   rm -rf "$r/opt/pristine-test"
-  mkdir -p "$r/opt/pristine-test/testdata" "$r/usr/local/bin"
+  mkdir -p "$r/opt/pristine-test" "$r/usr/local/bin"
   cp "$WORK/pristine" "$r/usr/local/bin/pristine"
-  # The packages' testdata, at the same relative place as in the checkout.
+  # The checkout's files (testdata, and the sources that tests which read
+  # the module itself parse), each test binary in its package's directory.
+  tar -C "$repo" --exclude=./.git --exclude=./.venv --exclude=./artifacts --exclude=./bin --exclude=node_modules --exclude=vendor -cf - . |
+    tar -C "$r/opt/pristine-test" -xf -
   for t in "${tests[@]}"; do
     p="${t%%=*}"; bin="${t#*=}"
-    d="$r/opt/pristine-test/${p#./}"
-    mkdir -p "$d"
-    cp "$WORK/$bin" "$d/"
-    [ -d "$repo/${p#./}/testdata" ] && cp -r "$repo/${p#./}/testdata" "$d/"
-    if [ -d "$repo/testdata" ]; then cp -r "$repo/testdata/." "$r/opt/pristine-test/testdata/"; fi
+    cp "$WORK/$bin" "$r/opt/pristine-test/${p#./}/"
   done
   for t in "${tests[@]}"; do
     p="${t%%=*}"; bin="${t#*=}"

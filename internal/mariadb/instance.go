@@ -181,7 +181,8 @@ func (in *Instance) WaitReady(ctx context.Context) error {
 
 func (in *Instance) exitError() error {
 	tail := in.LogTail(4)
-	if strings.Contains(tail, "Address already in use") || strings.Contains(tail, "Can't start server: Bind on TCP/IP port") {
+	// MySQL logs the bind error and then several more lines as it aborts.
+	if long := in.LogTail(20); strings.Contains(long, "Address already in use") || strings.Contains(long, "Can't start server: Bind on TCP/IP port") {
 		return fmt.Errorf("%w: port %d is in use by another program: %s", ErrPortInUse, in.Config.Port, tail)
 	}
 	return fmt.Errorf("%w (%v): %s", ErrExited, in.err, tail)
