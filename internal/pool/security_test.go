@@ -24,6 +24,7 @@ import (
 	"github.com/go-sql-driver/mysql"
 
 	"github.com/pristinedb/pristine/internal/mariadb"
+	"github.com/pristinedb/pristine/internal/mariadb/mariadbtest"
 	"github.com/pristinedb/pristine/internal/pool"
 	"github.com/pristinedb/pristine/internal/template"
 )
@@ -117,7 +118,7 @@ func TestSecurityOtherLocalUser(t *testing.T) {
 		t.Skip("needs root: another local user is played by setpriv --reuid=65534")
 	}
 	st, m, _, l := securityPool(t)
-	client := []string{"mariadb", "--no-defaults", "--connect-timeout=10", "-N", "-e", "SELECT CURRENT_USER()"}
+	client := []string{mariadbtest.Client("mariadb"), "--no-defaults", "--connect-timeout=10", "-N", "-e", "SELECT CURRENT_USER()"}
 	port := strconv.Itoa(l.Port)
 	data := filepath.Join(pool.Dir(st.Catalog(), m), fmt.Sprintf("%03d", l.Slot), "data")
 	for _, c := range []struct {

@@ -52,6 +52,11 @@ func TestImportValidatesMeta(t *testing.T) {
 	m := templatetest.Build(t, src, "app", schema, template.BuildOptions{})
 	dst := templatetest.NewBuilder(t, "auto")
 	set := func(k string, v any) func(map[string]any) { return func(mm map[string]any) { mm[k] = v } }
+	// The flavour that is not the installed one.
+	other := "mysql"
+	if m.Flavor == "mysql" {
+		other = "mariadb"
+	}
 	tests := []struct {
 		name string
 		edit func(map[string]any)
@@ -71,7 +76,7 @@ func TestImportValidatesMeta(t *testing.T) {
 		{"database dot dot", set("databases", []string{".."}), "database"},
 		{"account", set("user", "root'@'%"), "account"},
 		{"password with quote", set("password", "x' OR '1"), "password"},
-		{"flavor", set("flavor", "mysql"), "mysql server"},
+		{"flavor", set("flavor", other), other + " server"},
 		{"server", set("server", "9.9.9-Other"), "9.9.9-Other"},
 	}
 	for _, tc := range tests {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/pristinedb/pristine/internal/catalog"
 	"github.com/pristinedb/pristine/internal/mariadb"
+	"github.com/pristinedb/pristine/internal/mariadb/mariadbtest"
 	"github.com/pristinedb/pristine/internal/template"
 	"github.com/pristinedb/pristine/internal/template/templatetest"
 )
@@ -38,7 +39,7 @@ func TestDanglingForeignKeysReported(t *testing.T) {
 CREATE TABLE parent (id INT PRIMARY KEY) ENGINE=InnoDB;
 CREATE TABLE good (id INT PRIMARY KEY, p INT, CONSTRAINT fk_good FOREIGN KEY (p) REFERENCES parent (id)) ENGINE=InnoDB;
 CREATE TABLE orphan (id INT PRIMARY KEY, g INT, CONSTRAINT fk_gone FOREIGN KEY (g) REFERENCES ghost (id)) ENGINE=InnoDB;
-CREATE TABLE later (id INT PRIMARY KEY, nope INT, KEY (nope)) ENGINE=InnoDB;
+CREATE TABLE later (id INT PRIMARY KEY, nope INT, UNIQUE KEY (nope)) ENGINE=InnoDB;
 CREATE TABLE wrongcol (id INT PRIMARY KEY, p INT, CONSTRAINT fk_col FOREIGN KEY (p) REFERENCES later (nope)) ENGINE=InnoDB;
 DROP TABLE later;
 CREATE TABLE later (id INT PRIMARY KEY) ENGINE=InnoDB;
@@ -64,7 +65,7 @@ CREATE TABLE later (id INT PRIMARY KEY) ENGINE=InnoDB;
 func TestServerOptions(t *testing.T) {
 	st := templatetest.NewBuilder(t, "auto")
 	out := filepath.Join(t.TempDir(), "charset")
-	init := `mariadb -N -u"$MYSQL_USER" -e "SELECT @@character_set_server, @@collation_server" > ` + out
+	init := mariadbtest.Client("mariadb") + ` -N -u"$MYSQL_USER" -e "SELECT @@character_set_server, @@collation_server" > ` + out
 	build := func(opts []string) *catalog.Meta {
 		t.Helper()
 		p := mariadb.DefaultProfile()

@@ -189,3 +189,21 @@ func Exec(t testing.TB, db *sql.DB, stmts ...string) {
 		}
 	}
 }
+
+// mysqlClients are MySQL's names of MariaDB's client programs.
+var mysqlClients = map[string]string{"mariadb": "mysql", "mariadb-dump": "mysqldump", "mariadb-admin": "mysqladmin"}
+
+// Client names the client program installed for a MariaDB name (mariadb,
+// mariadb-dump, mariadb-admin): MySQL's (mysql, mysqldump, mysqladmin) when
+// only those are on PATH, as in the MySQL root of scripts/servers.sh.
+func Client(name string) string {
+	if _, err := exec.LookPath(name); err == nil {
+		return name
+	}
+	if alt, ok := mysqlClients[name]; ok {
+		if _, err := exec.LookPath(alt); err == nil {
+			return alt
+		}
+	}
+	return name
+}
