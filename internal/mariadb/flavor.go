@@ -76,3 +76,16 @@ func (b *Binary) ForgetIdentity(datadir string) error {
 	}
 	return nil
 }
+
+// mysqlClients are MySQL's names of MariaDB's client programs.
+var mysqlClients = map[string]string{"mariadb": "mysql", "mariadb-dump": "mysqldump", "mariadb-admin": "mysqladmin"}
+
+// Client is the name of the flavour's client program for a MariaDB name
+// (mariadb, mariadb-dump, mariadb-admin): MySQL ships them as mysql,
+// mysqldump and mysqladmin.
+func (b *Binary) Client(name string) string {
+	if alt, ok := mysqlClients[name]; ok && b != nil && b.Flavor == MySQL {
+		return alt
+	}
+	return name
+}
