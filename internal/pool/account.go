@@ -138,20 +138,29 @@ func killConnections(ctx context.Context, admin *sql.DB, user string) error {
 // isWriteCounter tells the status variables (upper case) whose sum moves
 // when anything is written: the InnoDB log sequence number (every InnoDB
 // change, DDL included; MariaDB's INNODB_LSN_CURRENT, MySQL's
-// INNODB_REDO_LOG_CURRENT_LSN, see mariadb.Flavor.LSNStatus), row writes
-// of every engine (internal temporary tables are counted apart, in
-// Handler_tmp_*), and DDL and account statements (temporary tables, which
-// die with their connection, apart). Global variables are hashed apart
-// (globalsHash), though lease accounts cannot change them (no global
-// privileges, see LeaseGrants). They are read with SHOW GLOBAL STATUS,
-// which both flavours answer (MySQL has no information_schema.GLOBAL_STATUS).
-func isWriteCounter(name string) bool {
+// INNODB_REDO_LOG_CURRENT_LSN, see mariadb.Flavor.LSNStatus), row writes,
+// and DDL and account statements (temporary tables, which die with their
+// connection, apart). Global variables are hashed apart (globalsHash),
+// though lease accounts cannot change them (no global privileges, see
+// LeaseGrants). They are read with SHOW GLOBAL STATUS, which both flavours
+// answer (MySQL has no information_schema.GLOBAL_STATUS).
+//
+// Row writes: MariaDB's Handler_write/update/delete count every engine's
+// and leave internal temporary tables out (Handler_tmp_*). MySQL's count
+// internal temporary tables too, so pristine's own SHOW statements and
+// processlist queries move them: on MySQL (mysql true) InnoDB's row
+// counters (Innodb_rows_*) stand in, and a write into an existing table of
+// another engine (MEMORY, MyISAM) is not seen by the counters.
+func isWriteCounter(name string, mysql bool) bool {
 	switch name {
 	case mariadb.MariaDB.LSNStatus(), mariadb.MySQL.LSNStatus(),
-		"HANDLER_WRITE", "HANDLER_UPDATE", "HANDLER_DELETE",
 		"COM_TRUNCATE", "COM_GRANT", "COM_REVOKE", "COM_REVOKE_ALL", "COM_SET_PASSWORD",
 		"COM_INSTALL_PLUGIN", "COM_UNINSTALL_PLUGIN":
 		return true
+	case "HANDLER_WRITE", "HANDLER_UPDATE", "HANDLER_DELETE":
+		return !mysql
+	case "INNODB_ROWS_INSERTED", "INNODB_ROWS_UPDATED", "INNODB_ROWS_DELETED":
+		return mysql
 	case "COM_CREATE_TEMPORARY_TABLE", "COM_DROP_TEMPORARY_TABLE":
 		return false
 	}
@@ -191,13 +200,21 @@ func writeCounters(ctx context.Context, admin *sql.DB) (string, error) {
 		return "", fmt.Errorf("read write counters: %w", err)
 	}
 	defer rows.Close()
-	var sum uint64
+	status := map[string]string{}
 	for rows.Next() {
 		var name, value string
 		if err := rows.Scan(&name, &value); err != nil {
 			return "", fmt.Errorf("read write counters: %w", err)
 		}
-		if !isWriteCounter(strings.ToUpper(name)) {
+		status[strings.ToUpper(name)] = value
+	}
+	if err := rows.Err(); err != nil {
+		return "", fmt.Errorf("read write counters: %w", err)
+	}
+	_, mysql := status[mariadb.MySQL.LSNStatus()]
+	var sum uint64
+	for name, value := range status {
+		if !isWriteCounter(name, mysql) {
 			continue
 		}
 		n, err := strconv.ParseUint(value, 10, 64)
@@ -205,9 +222,6 @@ func writeCounters(ctx context.Context, admin *sql.DB) (string, error) {
 			return "", fmt.Errorf("read write counters: %s=%q is not a count", name, value)
 		}
 		sum += n
-	}
-	if err := rows.Err(); err != nil {
-		return "", fmt.Errorf("read write counters: %w", err)
 	}
 	return strconv.FormatUint(sum, 10), nil
 }
