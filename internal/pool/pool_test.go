@@ -383,6 +383,10 @@ func TestKeepAndHolderExit(t *testing.T) {
 func TestReleaseUnchangedCatchesFiles(t *testing.T) { onBackends(t, testReleaseUnchangedCatchesFiles) }
 
 func testReleaseUnchangedCatchesFiles(t *testing.T, st *template.Builder, m *catalog.Meta) {
+	if st.Binary().Flavor == mariadb.MySQL {
+		// The attack needs a server that opens a table from files alone.
+		t.Skip("MySQL keeps table definitions in its data dictionary (no .frm, no db.opt): planted files are not tables there; the file comparison is the same code and is tested on MariaDB")
+	}
 	p, err := pool.Up(context.Background(), st.Catalog(), st.Binary(), m, pool.Options{Size: 2, Profile: mariadb.DefaultProfile()})
 	if err != nil {
 		t.Fatal(err)
