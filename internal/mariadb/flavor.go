@@ -29,13 +29,14 @@ func (p Profile) mariadbArgs() []string {
 
 // mysqlArgs are MySQL's spellings and its own options. MySQL sizes its
 // redo log by innodb_redo_log_capacity (innodb_log_file_size is gone in
-// 9.x) and keeps it in #innodb_redo as 32 files: the capacity is the
-// profile's log size times two, the two files MariaDB's older layout had.
+// 9.x) and keeps it in #innodb_redo as 32 files of capacity/32, all
+// written out: the capacity is the profile's log size (MariaDB's one log
+// file), at least MySQL's 8 MiB minimum.
 // No X Protocol listener (mysqlx): one socket and one port per slot. No
 // Aria, no flush method without fsync (O_DIRECT_NO_FSYNC is the nearest).
 func (p Profile) mysqlArgs() []string {
 	return []string{
-		"--innodb-redo-log-capacity=" + strconv.FormatInt(max(p.LogFileSize*2, 8<<20), 10),
+		"--innodb-redo-log-capacity=" + strconv.FormatInt(max(p.LogFileSize, 8<<20), 10),
 		"--innodb-flush-method=O_DIRECT_NO_FSYNC",
 		"--innodb-purge-threads=1",
 		"--mysqlx=OFF",
