@@ -136,30 +136,38 @@ func killConnections(ctx context.Context, admin *sql.DB, user string) error {
 }
 
 // isWriteCounter tells the status variables (upper case) whose sum moves
-// when anything is written: the InnoDB log sequence number (every InnoDB
-// change, DDL included; MariaDB's INNODB_LSN_CURRENT, MySQL's
-// INNODB_REDO_LOG_CURRENT_LSN, see mariadb.Flavor.LSNStatus), row writes,
-// and DDL and account statements (temporary tables, which die with their
-// connection, apart). Global variables are hashed apart (globalsHash),
-// though lease accounts cannot change them (no global privileges, see
-// LeaseGrants). They are read with SHOW GLOBAL STATUS, which both flavours
-// answer (MySQL has no information_schema.GLOBAL_STATUS).
+// when anything is written. Global variables are hashed apart
+// (globalsHash), though lease accounts cannot change them (no global
+// privileges, see LeaseGrants). They are read with SHOW GLOBAL STATUS,
+// which both flavours answer (MySQL has no information_schema.GLOBAL_STATUS).
 //
-// Row writes: MariaDB's Handler_write/update/delete count every engine's
-// and leave internal temporary tables out (Handler_tmp_*). MySQL's count
-// internal temporary tables too, so pristine's own SHOW statements and
-// processlist queries move them: on MySQL (mysql true) InnoDB's row
-// counters (Innodb_rows_*) stand in, and a write into an existing table of
-// another engine (MEMORY, MyISAM) is not seen by the counters.
+// On MariaDB: the InnoDB log sequence number (every InnoDB change, DDL
+// included), row writes of every engine (Handler_write/update/delete,
+// which leave internal temporary tables out: Handler_tmp_*), and DDL and
+// account statements (temporary tables, which die with their connection,
+// apart).
+//
+// On MySQL (mysql true) neither the log sequence number nor row counters
+// hold still: the LSN moves on its own for a few seconds after the server
+// starts and after account statements (InnoDB's purge of the grant
+// tables' undo), and Handler_* and Innodb_rows_* count internal temporary
+// tables, which pristine's own SHOW and processlist queries write. The
+// statements that write are counted instead: DDL and account statements
+// as above, and Com_insert, _update, _delete, _replace (their multi-table
+// and SELECT forms), LOAD DATA and CALL, which MySQL counts also when a
+// stored function, procedure or trigger runs them; whatever engine they
+// write to, whether or not they changed a row.
 func isWriteCounter(name string, mysql bool) bool {
 	switch name {
-	case mariadb.MariaDB.LSNStatus(), mariadb.MySQL.LSNStatus(),
-		"COM_TRUNCATE", "COM_GRANT", "COM_REVOKE", "COM_REVOKE_ALL", "COM_SET_PASSWORD",
+	case mariadb.MariaDB.LSNStatus():
+		return !mysql
+	case "COM_TRUNCATE", "COM_GRANT", "COM_REVOKE", "COM_REVOKE_ALL", "COM_SET_PASSWORD",
 		"COM_INSTALL_PLUGIN", "COM_UNINSTALL_PLUGIN":
 		return true
 	case "HANDLER_WRITE", "HANDLER_UPDATE", "HANDLER_DELETE":
 		return !mysql
-	case "INNODB_ROWS_INSERTED", "INNODB_ROWS_UPDATED", "INNODB_ROWS_DELETED":
+	case "COM_INSERT", "COM_INSERT_SELECT", "COM_UPDATE", "COM_UPDATE_MULTI", "COM_DELETE", "COM_DELETE_MULTI",
+		"COM_REPLACE", "COM_REPLACE_SELECT", "COM_LOAD", "COM_CALL_PROCEDURE":
 		return mysql
 	case "COM_CREATE_TEMPORARY_TABLE", "COM_DROP_TEMPORARY_TABLE":
 		return false
@@ -195,21 +203,28 @@ func withCounters(mark, counters string) string {
 // writeCounters reads the slot's write counters (isWriteCounter) and
 // returns their sum.
 func writeCounters(ctx context.Context, admin *sql.DB) (string, error) {
+	sum, _, err := readWriteCounters(ctx, admin)
+	return sum, err
+}
+
+// readWriteCounters reads the write counters once, and whether the server
+// is MySQL.
+func readWriteCounters(ctx context.Context, admin *sql.DB) (string, bool, error) {
 	rows, err := admin.QueryContext(ctx, "SHOW GLOBAL STATUS")
 	if err != nil {
-		return "", fmt.Errorf("read write counters: %w", err)
+		return "", false, fmt.Errorf("read write counters: %w", err)
 	}
 	defer rows.Close()
 	status := map[string]string{}
 	for rows.Next() {
 		var name, value string
 		if err := rows.Scan(&name, &value); err != nil {
-			return "", fmt.Errorf("read write counters: %w", err)
+			return "", false, fmt.Errorf("read write counters: %w", err)
 		}
 		status[strings.ToUpper(name)] = value
 	}
 	if err := rows.Err(); err != nil {
-		return "", fmt.Errorf("read write counters: %w", err)
+		return "", false, fmt.Errorf("read write counters: %w", err)
 	}
 	_, mysql := status[mariadb.MySQL.LSNStatus()]
 	var sum uint64
@@ -219,11 +234,11 @@ func writeCounters(ctx context.Context, admin *sql.DB) (string, error) {
 		}
 		n, err := strconv.ParseUint(value, 10, 64)
 		if err != nil {
-			return "", fmt.Errorf("read write counters: %s=%q is not a count", name, value)
+			return "", false, fmt.Errorf("read write counters: %s=%q is not a count", name, value)
 		}
 		sum += n
 	}
-	return strconv.FormatUint(sum, 10), nil
+	return strconv.FormatUint(sum, 10), mysql, nil
 }
 
 // globalsHash hashes every global variable, name and value, so a global

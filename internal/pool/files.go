@@ -119,8 +119,10 @@ func (m fileMark) without(dir string) fileMark {
 // tablespaces and logs (the log sequence number moves), Aria's, MyISAM's
 // and CSV's data and index files and logs (Handler_write, _update and
 // _delete move), the transaction coordinator log, and the error log, pid
-// file and socket of the run directory. New files of these kinds are never
-// tolerated.
+// file and socket of the run directory; MySQL's redo log files
+// (#innodb_redo/#ib_redoN), doublewrite files (.dblwr) and session
+// temporary tablespaces (#innodb_temp/*.ibt). New files of these kinds are
+// never tolerated.
 func engineFile(path string) bool {
 	name := filepath.Base(path)
 	switch name {
@@ -128,13 +130,13 @@ func engineFile(path string) bool {
 		"error.log", "mysqld.pid", "mysqld.sock":
 		return true
 	}
-	for _, p := range []string{"ibdata", "ib_logfile", "undo", "aria_log."} {
+	for _, p := range []string{"ibdata", "ib_logfile", "undo", "aria_log.", "#ib_redo"} {
 		if strings.HasPrefix(name, p) {
 			return true
 		}
 	}
 	switch strings.ToLower(filepath.Ext(name)) {
-	case ".ibd", ".mai", ".mad", ".myi", ".myd", ".csv", ".csm":
+	case ".ibd", ".mai", ".mad", ".myi", ".myd", ".csv", ".csm", ".ibt", ".dblwr":
 		return true
 	}
 	return false
