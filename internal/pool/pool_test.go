@@ -286,8 +286,12 @@ func testReleaseUnchanged(t *testing.T, st *template.Builder, m *catalog.Meta) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := conn.ExecContext(ctx, "CREATE TEMPORARY TABLE tmp (x INT) ENGINE=MEMORY"); err != nil {
-		t.Fatal(err)
+	// MySQL counts CREATE TEMPORARY TABLE with CREATE TABLE (MariaDB
+	// apart): there a temporary table makes the release a reset.
+	if st.Binary().Flavor != mariadb.MySQL {
+		if _, err := conn.ExecContext(ctx, "CREATE TEMPORARY TABLE tmp (x INT) ENGINE=MEMORY"); err != nil {
+			t.Fatal(err)
+		}
 	}
 	var n int
 	if err := conn.QueryRowContext(ctx, "SELECT COUNT(*) FROM (SELECT v, COUNT(*) FROM canary GROUP BY v ORDER BY 2) x").Scan(&n); err != nil {
