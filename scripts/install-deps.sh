@@ -22,6 +22,8 @@ pkgs+=(docker-registry)
 command -v kubectl >/dev/null 2>&1 || pkgs+=(kubernetes-client)
 # What the scripts call: curl (API calls), coreutils' timeout, procps' pgrep.
 pkgs+=(curl coreutils)
+# scripts/servers.sh (issue 21): Debian roots of MariaDB 11.8 and MySQL 9.7.
+pkgs+=(debootstrap)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
