@@ -140,10 +140,13 @@ build_root() { # build_root SERVER: a fresh root at $ROOTS/SERVER
   copy_apt_conf "$new"
   echo "deb $mirror $suite main" >"$new/etc/apt/sources.list"
   chmod 0755 "$new"
+  # No package may start a service in the root (a system server would
+  # only take memory and a port): pristine starts its own.
+  printf '#!/bin/sh\nexit 101\n' >"$new/usr/sbin/policy-rc.d"
+  chmod 0755 "$new/usr/sbin/policy-rc.d"
   mount -t proc proc "$new/proc"
   local rc=0
   { in_root "$new" apt-get update -q && in_root "$new" apt-get install -y -q --no-install-recommends ${PKGS[$s]} ca-certificates; } >>"$blog" 2>&1 || rc=$?
-  # No system server: pristine starts its own.
   umount "$new/proc"
   if [ "$rc" -ne 0 ]; then
     tail -20 "$blog" >&2
