@@ -77,6 +77,7 @@ func (old fileMark) diff(now fileMark, max int) []string {
 	for path, st := range now {
 		was, ok := old[path]
 		switch {
+		case engineDir(path):
 		case !ok:
 			out = append(out, "new "+path)
 		case was.ino != st.ino || was.mode&syscall.S_IFMT != st.mode&syscall.S_IFMT:
@@ -87,7 +88,7 @@ func (old fileMark) diff(now fileMark, max int) []string {
 		}
 	}
 	for path := range old {
-		if _, ok := now[path]; !ok {
+		if _, ok := now[path]; !ok && !engineDir(path) {
 			out = append(out, "removed "+path)
 		}
 	}
@@ -112,6 +113,20 @@ func (m fileMark) without(dir string) fileMark {
 		}
 	}
 	return out
+}
+
+// engineDir reports whether path lies in a directory whose files MySQL's
+// InnoDB makes, renames and removes on its own: the redo log
+// (#innodb_redo, whose spare files #ib_redoN_tmp come and go as the log
+// moves) and the session temporary tablespaces (#innodb_temp). The log
+// sequence number covers what is written there; nothing there is ever
+// opened as a table.
+func engineDir(path string) bool {
+	switch filepath.Base(filepath.Dir(path)) {
+	case "#innodb_redo", "#innodb_temp":
+		return true
+	}
+	return false
 }
 
 // engineFile reports whether the server rewrites path on its own, in the
