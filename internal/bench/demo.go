@@ -101,7 +101,7 @@ func Demo(ctx context.Context, store *template.Builder, opt DemoOptions) (*DemoR
 
 	// 1. The demo SQL, written by the project, then a template from it.
 	sqlPath := filepath.Join(store.Catalog().Root().Path, "tmp", "demo.sql")
-	if err := writeWorkloadSQL(sqlPath, demo.Options{Scale: opt.Scale, NoSequenceEngine: store.Binary().Flavor == mariadb.MySQL}); err != nil {
+	if err := writeWorkloadSQL(sqlPath, demo.Options{Scale: opt.Scale, MySQL: store.Binary().Flavor == mariadb.MySQL}); err != nil {
 		return nil, err
 	}
 	say("building template demo from %s", sqlPath)

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"regexp"
 	"strconv"
 	"strings"
 )
@@ -26,13 +27,20 @@ type Options struct {
 	// makes many small tables. Foreign keys stay within a copy, so their
 	// chains stay short.
 	Tables int
-	// NoSequenceEngine numbers the rows from a helper table instead of
-	// MariaDB's sequence engine (seq_1_to_N), for MySQL, which has none:
-	// _pristine_seq is made first and dropped at the end.
-	NoSequenceEngine bool
+	// MySQL writes the schema in MySQL's dialect: rows are numbered from
+	// a helper table (_pristine_seq, made first and dropped at the end)
+	// instead of MariaDB's sequence engine (seq_1_to_N), and hashes come
+	// from SHA2 (MySQL 9 has no MD5 nor SHA1).
+	MySQL bool
 }
 
-// seqTable is the helper table of Options.NoSequenceEngine.
+// md5Call and sha1Call find the hash calls MySQL 9 no longer has.
+var (
+	md5Call  = regexp.MustCompile(`MD5\(([^()]*)\)`)
+	sha1Call = regexp.MustCompile(`SHA1\(([^()]*)\)`)
+)
+
+// seqTable is the helper table of Options.MySQL.
 const seqTable = "_pristine_seq"
 
 // DefaultTables is the table count of the demo schema.
@@ -57,7 +65,7 @@ func Write(w io.Writer, opt Options) error {
 	fmt.Fprintf(bw, "-- pristine demo schema: %d tables, scale %g\n", opt.Tables, opt.Scale)
 	bw.WriteString("SET foreign_key_checks = 0, unique_checks = 0;\n")
 	tables := Tables(opt)
-	if opt.NoSequenceEngine {
+	if opt.MySQL {
 		most := 1
 		for _, t := range tables {
 			most = max(most, t.Rows)
@@ -72,9 +80,9 @@ func Write(w io.Writer, opt Options) error {
 		fmt.Fprintf(bw, "INSERT INTO `%s` SELECT 1 + %s FROM %s WHERE %s < %d;\n", seqTable, strings.Join(sum, " + "), strings.Join(from, " CROSS JOIN "), strings.Join(sum, " + "), most)
 	}
 	for _, t := range tables {
-		t.write(bw, opt.NoSequenceEngine)
+		t.write(bw, opt.MySQL)
 	}
-	if opt.NoSequenceEngine {
+	if opt.MySQL {
 		fmt.Fprintf(bw, "DROP TABLE `%s`;\n", seqTable)
 	}
 	if err := bw.Flush(); err != nil {
@@ -147,7 +155,7 @@ func fkColumn(parent string) string {
 }
 
 // write writes the table's CREATE TABLE and INSERT statements.
-func (t Table) write(w *bufio.Writer, noSequence bool) {
+func (t Table) write(w *bufio.Writer, mysql bool) {
 	var defs, names, exprs []string
 	defs = append(defs, "`id` INT UNSIGNED NOT NULL")
 	names = append(names, "`id`")
@@ -178,10 +186,16 @@ func (t Table) write(w *bufio.Writer, noSequence bool) {
 	defs = append(defs, fks...)
 
 	fmt.Fprintf(w, "\nCREATE TABLE `%s` (\n  %s\n) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4;\n", t.Name, strings.Join(defs, ",\n  "))
+	if mysql {
+		for i, e := range exprs {
+			e = md5Call.ReplaceAllString(e, "LEFT(SHA2($1, 256), 32)")
+			exprs[i] = sha1Call.ReplaceAllString(e, "LEFT(SHA2($1, 256), 40)")
+		}
+	}
 	cols, sel := strings.Join(names, ", "), strings.Join(exprs, ",\n  ")
 	for lo := 1; lo <= t.Rows; lo += maxChunk {
 		hi := min(t.Rows, lo+maxChunk-1)
-		if noSequence {
+		if mysql {
 			fmt.Fprintf(w, "INSERT INTO `%s` (%s)\nSELECT\n  %s\nFROM `%s` WHERE seq BETWEEN %d AND %d;\n", t.Name, cols, sel, seqTable, lo, hi)
 			continue
 		}
