@@ -63,6 +63,15 @@ done
 # shellcheck source=lib/apt.sh
 source scripts/lib/apt.sh
 
+# One run at a time per cache: two runs would rebuild or mount the same
+# root under each other.
+mkdir -p "$ROOTS"
+exec 9>"$ROOTS/.lock"
+if ! flock -n 9; then
+  log "another scripts/servers.sh uses $ROOTS; waiting for it"
+  flock 9
+fi
+
 # --- mounts: every one this run makes is listed, and undone at exit ---
 MOUNTS=()
 WORK=""
