@@ -32,6 +32,8 @@ command -v kubectl >/dev/null 2>&1 || pkgs+=(kubernetes-client)
 pkgs+=(openjdk-17-jdk-headless maven)
 # What the scripts call: curl (API calls), coreutils' timeout, procps' pgrep.
 pkgs+=(curl coreutils)
+# scripts/servers.sh (issue 21): Debian roots of MariaDB 11.8 and MySQL 9.7.
+pkgs+=(debootstrap)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

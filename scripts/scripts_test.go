@@ -105,7 +105,7 @@ func TestInstallDepsInstallsWhatScriptsCall(t *testing.T) {
 		have[p] = true
 	}
 	for tool, pkg := range map[string]string{"curl": "curl", "timeout": "coreutils", "pgrep": "procps", "phpunit": "phpunit",
-		"mariadb-install-db": "mariadb-server", "mariadb-dump": "mariadb-client", "gcc": "gcc", "git": "git"} {
+		"mariadb-install-db": "mariadb-server", "mariadb-dump": "mariadb-client", "gcc": "gcc", "git": "git", "debootstrap": "debootstrap"} {
 		if !have[pkg] {
 			t.Errorf("the scripts call %s, but install-deps.sh does not install %s", tool, pkg)
 		}

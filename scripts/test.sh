@@ -20,6 +20,10 @@ mkdir -p "$PRISTINE_TEST_ARTIFACTS"
 # concurrent, and a data race there is a bug even when a run passes.
 "$GO" test -race -count=1 -timeout 25m ./... 2>&1 | tee /tmp/pristine-go-test.log
 ls "$PRISTINE_TEST_ARTIFACTS" | sed 's|^|test artifact: artifacts/|'
+# The server matrix (issue 21, docs/servers.md): the server-facing packages
+# again, inside cached Debian roots of MariaDB 11.8 and MySQL 9.7. A root
+# that cannot be built fails the run.
+bash scripts/servers.sh
 # Clients (issue 8): the Python and PHP packages' tests, the examples and the
 # Django comparison, each against a daemon of the binary built here.
 bash scripts/build.sh

@@ -37,14 +37,15 @@ func dumpLoad(ctx context.Context, in *mariadb.Instance, src, dst string, env []
 	sock := in.Config.Socket()
 	env = adminEnv(env, in)
 	start := time.Now()
-	create := exec.CommandContext(ctx, "mariadb", "--no-defaults", "-uroot", "--socket="+sock, "-e", "CREATE DATABASE `"+dst+"`")
+	client, dumper := in.Binary.Client("mariadb"), in.Binary.Client("mariadb-dump")
+	create := exec.CommandContext(ctx, client, "--no-defaults", "-uroot", "--socket="+sock, "-e", "CREATE DATABASE `"+dst+"`")
 	create.Env = env
 	if out, err := create.CombinedOutput(); err != nil {
 		return 0, fmt.Errorf("create %s: %v: %s", dst, err, out)
 	}
-	dump := exec.CommandContext(ctx, "mariadb-dump", "--no-defaults", "-uroot", "--socket="+sock,
+	dump := exec.CommandContext(ctx, dumper, "--no-defaults", "-uroot", "--socket="+sock,
 		"--single-transaction", "--routines", "--triggers", "--events", src)
-	load := exec.CommandContext(ctx, "mariadb", "--no-defaults", "-uroot", "--socket="+sock, dst)
+	load := exec.CommandContext(ctx, client, "--no-defaults", "-uroot", "--socket="+sock, dst)
 	dump.Env, load.Env = env, env
 	// An OS pipe, not io.Pipe: when either side is killed the other sees
 	// EOF or EPIPE, and no copying goroutine is left blocked.
@@ -59,17 +60,17 @@ func dumpLoad(ctx context.Context, in *mariadb.Instance, src, dst string, env []
 	if err := load.Start(); err != nil {
 		pr.Close()
 		pw.Close()
-		return 0, fmt.Errorf("start mariadb client: %w (install mariadb-client)", err)
+		return 0, fmt.Errorf("start %s: %w (install the server's client package: mariadb-client, or mysql-client-core)", client, err)
 	}
 	pr.Close()
 	err = dump.Run()
 	pw.Close()
 	if err != nil {
 		load.Wait()
-		return 0, fmt.Errorf("mariadb-dump: %v: %s", err, dumpErr)
+		return 0, fmt.Errorf("%s: %v: %s", dumper, err, dumpErr)
 	}
 	if err := load.Wait(); err != nil {
-		return 0, fmt.Errorf("mariadb load: %v: %s", err, loadErr)
+		return 0, fmt.Errorf("%s load: %v: %s", client, err, loadErr)
 	}
 	return time.Since(start), nil
 }

@@ -28,6 +28,7 @@ import (
 	"github.com/pristinedb/pristine/client"
 	"github.com/pristinedb/pristine/internal/bench/stats"
 	"github.com/pristinedb/pristine/internal/demo"
+	"github.com/pristinedb/pristine/internal/mariadb"
 	"github.com/pristinedb/pristine/internal/pool"
 	"github.com/pristinedb/pristine/internal/server"
 	"github.com/pristinedb/pristine/internal/template"
@@ -100,7 +101,7 @@ func Demo(ctx context.Context, store *template.Builder, opt DemoOptions) (*DemoR
 
 	// 1. The demo SQL, written by the project, then a template from it.
 	sqlPath := filepath.Join(store.Catalog().Root().Path, "tmp", "demo.sql")
-	if err := writeWorkloadSQL(sqlPath, demo.Options{Scale: opt.Scale}); err != nil {
+	if err := writeWorkloadSQL(sqlPath, demo.Options{Scale: opt.Scale, MySQL: store.Binary().Flavor == mariadb.MySQL}); err != nil {
 		return nil, err
 	}
 	say("building template demo from %s", sqlPath)

@@ -209,8 +209,40 @@ func (m *Meta) CheckImport(flavor, staged string) error {
 		m.LogFileSize = st.Size()
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("%w: data/ib_logfile0 is not a regular file", ErrBadMeta)
+	} else if n, err := mysqlRedoSize(data); err != nil {
+		return err
+	} else if n > 0 {
+		m.LogFileSize = n
 	}
 	return nil
+}
+
+// mysqlRedoSize is the size of MySQL's redo log (8.0.30 and later): the
+// files of data/#innodb_redo, which add up to innodb_redo_log_capacity
+// (the profile's log size, see mariadb's flavor.go); 0 when there is none.
+func mysqlRedoSize(data string) (int64, error) {
+	dir := filepath.Join(data, "#innodb_redo")
+	if st, err := os.Lstat(dir); errors.Is(err, fs.ErrNotExist) {
+		return 0, nil
+	} else if err != nil || !st.IsDir() {
+		return 0, fmt.Errorf("%w: data/#innodb_redo is not a directory", ErrBadMeta)
+	}
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return 0, fmt.Errorf("%w: data/#innodb_redo: %v", ErrBadMeta, err)
+	}
+	var n int64
+	for _, e := range ents {
+		if !e.Type().IsRegular() {
+			return 0, fmt.Errorf("%w: data/#innodb_redo/%s is not a regular file", ErrBadMeta, e.Name())
+		}
+		fi, err := e.Info()
+		if err != nil {
+			return 0, fmt.Errorf("%w: data/#innodb_redo/%s: %v", ErrBadMeta, e.Name(), err)
+		}
+		n += fi.Size()
+	}
+	return n, nil
 }
 
 // warnedDirs are the template directories already warned about, process

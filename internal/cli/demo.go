@@ -12,6 +12,7 @@ import (
 	"github.com/pristinedb/pristine/internal/bench"
 	"github.com/pristinedb/pristine/internal/cow"
 	"github.com/pristinedb/pristine/internal/scratch"
+	"strings"
 )
 
 func init() { register(newDemoCmd) }
@@ -101,8 +102,13 @@ func RunDemo(ctx context.Context, g *Globals, f DemoFlags) (*bench.DemoResult, e
 }
 
 func printDemo(w io.Writer, r *bench.DemoResult) {
-	fmt.Fprintf(w, "\npristine demo: MariaDB %s, %s backend, %d cores\n\n", r.Server, r.Backend, runtime.NumCPU())
-	fmt.Fprintf(w, "| step | pristine | mariadb-dump \\| mariadb | ratio |\n|---|---|---|---|\n")
+	// MariaDB's versions name it ("10.11.19-MariaDB-..."), MySQL's do not.
+	server, baseline := "MariaDB", "mariadb-dump \\| mariadb"
+	if !strings.Contains(r.Server, "MariaDB") {
+		server, baseline = "MySQL", "mysqldump \\| mysql"
+	}
+	fmt.Fprintf(w, "\npristine demo: %s %s, %s backend, %d cores\n\n", server, r.Server, r.Backend, runtime.NumCPU())
+	fmt.Fprintf(w, "| step | pristine | %s | ratio |\n|---|---|---|---|\n", baseline)
 	built := "built"
 	if !r.TemplateBuilt {
 		built = "cached; first build took"

@@ -40,7 +40,7 @@ func newLeaseCmd(g *Globals) *cobra.Command {
 			}
 			fmt.Fprintf(os.Stderr, "lease %s: slot %d of %s (release with `pristine release %s`)\n", l.ID, l.Slot, l.Template, l.ID)
 			if l.OptionFile != "" {
-				fmt.Fprintf(os.Stderr, "  mariadb, mariadb-dump %s and mariadb-admin now connect to it with no flags (MYSQL_HOME=%s); or: pristine sql\n", l.Database, filepath.Dir(l.OptionFile))
+				fmt.Fprintf(os.Stderr, "  mariadb (mysql), mariadb-dump %s (mysqldump) and mariadb-admin (mysqladmin) now connect to it with no flags (MYSQL_HOME=%s); or: pristine sql\n", l.Database, filepath.Dir(l.OptionFile))
 			}
 			// Shell syntax, so `eval "$(pristine lease)"` sets the variables.
 			fmt.Printf("export PRISTINE_LEASE=%s\n", quote.Shell(l.ID))

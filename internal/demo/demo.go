@@ -1,8 +1,9 @@
 // Package demo generates the bundled demo schema: 51 InnoDB tables of a
 // shop, about 110 MB of data and indexes at scale 1, with 1 to 4 secondary
 // indexes per table and foreign keys between tables. The SQL is a few tens
-// of kilobytes: rows come from MariaDB's sequence engine (seq_1_to_N), so
-// loading is fast and the data is the same on every run.
+// of kilobytes: rows come from MariaDB's sequence engine (seq_1_to_N), or
+// on MySQL from a helper table of numbers, so loading is fast and the data
+// is the same on every run.
 package demo
 
 import (
@@ -10,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"regexp"
 	"strconv"
 	"strings"
 )
@@ -25,7 +27,21 @@ type Options struct {
 	// makes many small tables. Foreign keys stay within a copy, so their
 	// chains stay short.
 	Tables int
+	// MySQL writes the schema in MySQL's dialect: rows are numbered from
+	// a helper table (_pristine_seq, made first and dropped at the end)
+	// instead of MariaDB's sequence engine (seq_1_to_N), and hashes come
+	// from SHA2 (MySQL 9 has no MD5 nor SHA1).
+	MySQL bool
 }
+
+// md5Call and sha1Call find the hash calls MySQL 9 no longer has.
+var (
+	md5Call  = regexp.MustCompile(`MD5\(([^()]*)\)`)
+	sha1Call = regexp.MustCompile(`SHA1\(([^()]*)\)`)
+)
+
+// seqTable is the helper table of Options.MySQL.
+const seqTable = "_pristine_seq"
 
 // DefaultTables is the table count of the demo schema.
 const DefaultTables = 51
@@ -48,8 +64,26 @@ func Write(w io.Writer, opt Options) error {
 	bw := bufio.NewWriterSize(w, 64<<10)
 	fmt.Fprintf(bw, "-- pristine demo schema: %d tables, scale %g\n", opt.Tables, opt.Scale)
 	bw.WriteString("SET foreign_key_checks = 0, unique_checks = 0;\n")
-	for _, t := range Tables(opt) {
-		t.write(bw)
+	tables := Tables(opt)
+	if opt.MySQL {
+		most := 1
+		for _, t := range tables {
+			most = max(most, t.Rows)
+		}
+		digits := len(strconv.Itoa(most))
+		var from, sum []string
+		for i := 0; i < digits; i++ {
+			from = append(from, fmt.Sprintf("(SELECT 0 d UNION ALL SELECT 1 UNION ALL SELECT 2 UNION ALL SELECT 3 UNION ALL SELECT 4 UNION ALL SELECT 5 UNION ALL SELECT 6 UNION ALL SELECT 7 UNION ALL SELECT 8 UNION ALL SELECT 9) d%d", i))
+			sum = append(sum, fmt.Sprintf("d%d.d * %d", i, int(math.Pow10(i))))
+		}
+		fmt.Fprintf(bw, "CREATE TABLE `%s` (seq INT UNSIGNED NOT NULL PRIMARY KEY) ENGINE=InnoDB;\n", seqTable)
+		fmt.Fprintf(bw, "INSERT INTO `%s` SELECT 1 + %s FROM %s WHERE %s < %d;\n", seqTable, strings.Join(sum, " + "), strings.Join(from, " CROSS JOIN "), strings.Join(sum, " + "), most)
+	}
+	for _, t := range tables {
+		t.write(bw, opt.MySQL)
+	}
+	if opt.MySQL {
+		fmt.Fprintf(bw, "DROP TABLE `%s`;\n", seqTable)
 	}
 	if err := bw.Flush(); err != nil {
 		return fmt.Errorf("write demo schema: %w", err)
@@ -121,7 +155,7 @@ func fkColumn(parent string) string {
 }
 
 // write writes the table's CREATE TABLE and INSERT statements.
-func (t Table) write(w *bufio.Writer) {
+func (t Table) write(w *bufio.Writer, mysql bool) {
 	var defs, names, exprs []string
 	defs = append(defs, "`id` INT UNSIGNED NOT NULL")
 	names = append(names, "`id`")
@@ -152,9 +186,19 @@ func (t Table) write(w *bufio.Writer) {
 	defs = append(defs, fks...)
 
 	fmt.Fprintf(w, "\nCREATE TABLE `%s` (\n  %s\n) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4;\n", t.Name, strings.Join(defs, ",\n  "))
+	if mysql {
+		for i, e := range exprs {
+			e = md5Call.ReplaceAllString(e, "LEFT(SHA2($1, 256), 32)")
+			exprs[i] = sha1Call.ReplaceAllString(e, "LEFT(SHA2($1, 256), 40)")
+		}
+	}
 	cols, sel := strings.Join(names, ", "), strings.Join(exprs, ",\n  ")
 	for lo := 1; lo <= t.Rows; lo += maxChunk {
 		hi := min(t.Rows, lo+maxChunk-1)
+		if mysql {
+			fmt.Fprintf(w, "INSERT INTO `%s` (%s)\nSELECT\n  %s\nFROM `%s` WHERE seq BETWEEN %d AND %d;\n", t.Name, cols, sel, seqTable, lo, hi)
+			continue
+		}
 		fmt.Fprintf(w, "INSERT INTO `%s` (%s)\nSELECT\n  %s\nFROM seq_%d_to_%d;\n", t.Name, cols, sel, lo, hi)
 	}
 }

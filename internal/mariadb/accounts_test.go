@@ -40,8 +40,15 @@ func TestSecureAccounts(t *testing.T) {
 	}
 	defer admin.Close()
 	var accounts string
-	if err := admin.QueryRow(`SELECT GROUP_CONCAT(CONCAT(User, '@', Host, ':', COALESCE(JSON_VALUE(Priv, '$.account_locked'), '0')) ORDER BY User, Host)
-		FROM mysql.global_priv WHERE User IN ('root', '', 'app')`).Scan(&accounts); err != nil {
+	// MariaDB keeps an account's lock in mysql.global_priv, MySQL in
+	// mysql.user.
+	q := `SELECT GROUP_CONCAT(CONCAT(User, '@', Host, ':', COALESCE(JSON_VALUE(Priv, '$.account_locked'), '0')) ORDER BY User, Host)
+		FROM mysql.global_priv WHERE User IN ('root', '', 'app')`
+	if in.Binary.Flavor == mariadb.MySQL {
+		q = `SELECT GROUP_CONCAT(CONCAT(User, '@', Host, ':', IF(account_locked = 'Y', '1', '0')) ORDER BY User, Host)
+		FROM mysql.user WHERE User IN ('root', '', 'app')`
+	}
+	if err := admin.QueryRow(q).Scan(&accounts); err != nil {
 		t.Fatal(err)
 	}
 	// root@127.0.0.1 and the anonymous account are gone; root@% is the

@@ -171,8 +171,13 @@ func (in *Instance) WaitReady(ctx context.Context) error {
 	defer db.Close()
 	var one int
 	if err := db.QueryRowContext(ctx, "SELECT 1").Scan(&one); err != nil {
-		if !in.Running() {
+		// A server that refuses an option may have opened its socket
+		// before it reads the option and exits (MySQL does): its error log
+		// says why, the broken connection does not.
+		select {
+		case <-in.done:
 			return in.exitError()
+		case <-time.After(3 * time.Second):
 		}
 		return fmt.Errorf("first query on %s: %w", sock, err)
 	}
@@ -181,7 +186,8 @@ func (in *Instance) WaitReady(ctx context.Context) error {
 
 func (in *Instance) exitError() error {
 	tail := in.LogTail(4)
-	if strings.Contains(tail, "Address already in use") || strings.Contains(tail, "Can't start server: Bind on TCP/IP port") {
+	// MySQL logs the bind error and then several more lines as it aborts.
+	if long := in.LogTail(20); strings.Contains(long, "Address already in use") || strings.Contains(long, "Can't start server: Bind on TCP/IP port") {
 		return fmt.Errorf("%w: port %d is in use by another program: %s", ErrPortInUse, in.Config.Port, tail)
 	}
 	return fmt.Errorf("%w (%v): %s", ErrExited, in.err, tail)

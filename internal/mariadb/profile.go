@@ -74,12 +74,12 @@ func (p Profile) Key() string {
 	return k
 }
 
-// args renders the profile as server options. Options only MariaDB knows
-// carry the loose- prefix so a MySQL mysqld ignores them.
+// args renders the profile as server options: those both flavours spell
+// the same, then the flavour's own (flavor.go), then the template's
+// Options, last so they win.
 func (p Profile) args(f Flavor) []string {
 	a := []string{
 		"--innodb-buffer-pool-size=" + strconv.FormatInt(p.BufferPool, 10),
-		"--innodb-log-file-size=" + strconv.FormatInt(p.LogFileSize, 10),
 		"--innodb-flush-log-at-trx-commit=" + p.flushLogAtTrxCommit(),
 		"--innodb-doublewrite=0",
 		"--innodb-use-native-aio=0",
@@ -101,21 +101,10 @@ func (p Profile) args(f Flavor) []string {
 		"--host-cache-size=0",
 		"--sync-binlog=0",
 	}
-	if f == MariaDB {
-		a = append(a,
-			"--innodb-flush-method=nosync",
-			"--innodb-purge-threads=1",
-			"--aria-pagecache-buffer-size="+strconv.FormatInt(p.AriaCache, 10),
-			"--loose-aria-recover-options=OFF",
-			"--loose-innodb-change-buffering=none",
-			"--loose-skip-slave-start",
-		)
+	if f == MySQL {
+		a = append(a, p.mysqlArgs()...)
 	} else {
-		a = append(a,
-			"--innodb-flush-method=O_DIRECT_NO_FSYNC",
-			"--skip-mysqlx",
-			"--loose-innodb-redo-log-capacity="+strconv.FormatInt(p.LogFileSize*2, 10),
-		)
+		a = append(a, p.mariadbArgs()...)
 	}
 	for _, o := range p.Options {
 		a = append(a, "--"+o)

@@ -7,6 +7,7 @@ import (
 	"database/sql"
 	"encoding/hex"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/pristinedb/pristine/internal/quote"
@@ -104,25 +105,56 @@ func LeaseGrants(db string, shared bool) []string {
 	}
 }
 
-// writeMarkQuery sums the counters that move when anything is written: the
-// InnoDB log sequence number (every InnoDB change, DDL included), row
-// writes of every engine (internal temporary tables are counted apart, in
-// Handler_tmp_*), and DDL and account statements (temporary tables, which
-// die with their connection, apart). Every name it lists exists in
-// MariaDB 10.11's GLOBAL_STATUS (TestWriteMarkCounters): SET PASSWORD has
-// no counter of its own there, and its write to the grant tables moves
-// Handler_update. Global variables are hashed apart
-// (globalsHash), though lease accounts cannot change them (no global
-// privileges, see LeaseGrants).
-var writeMarkQuery = `SELECT CAST(SUM(VARIABLE_VALUE) AS CHAR) FROM information_schema.GLOBAL_STATUS
- WHERE (VARIABLE_NAME IN ('` + strings.Join(writeCounterNames, "','") + `')
-        OR VARIABLE_NAME LIKE 'COM\_CREATE\_%' OR VARIABLE_NAME LIKE 'COM\_DROP\_%'
-        OR VARIABLE_NAME LIKE 'COM\_ALTER\_%' OR VARIABLE_NAME LIKE 'COM\_RENAME\_%')
-   AND VARIABLE_NAME NOT IN ('COM_CREATE_TEMPORARY_TABLE','COM_DROP_TEMPORARY_TABLE')`
+// writeCounterNames are the status variables (upper case), besides every
+// COM_CREATE_, COM_DROP_, COM_ALTER_ and COM_RENAME_ one but those of
+// temporary tables (which die with their connection), whose sum moves when
+// anything is written; mysql tells the flavour. Global variables are
+// hashed apart (globalsHash), though lease accounts cannot change them (no
+// global privileges, see LeaseGrants). Every name listed exists on its
+// flavour's server (TestWriteMarkCounters).
+//
+// On MariaDB: the InnoDB log sequence number (every InnoDB change, DDL
+// included), row writes of every engine (Handler_write/update/delete,
+// which leave internal temporary tables out: Handler_tmp_*), and account,
+// truncate and plugin statements. SET PASSWORD has no counter of its own
+// in 10.11; its write to the grant tables moves Handler_update.
+//
+// On MySQL neither the log sequence number nor row counters hold still:
+// the LSN moves on its own for a few seconds after the server starts and
+// after account statements (InnoDB's purge of the grant tables' undo), and
+// Handler_* and Innodb_rows_* count internal temporary tables, which
+// pristine's own SHOW and processlist queries write. The statements that
+// write are counted instead: Com_insert, _update, _delete, _replace (their
+// multi-table and SELECT forms), LOAD DATA and CALL, which MySQL counts
+// also when a stored function, procedure or trigger runs them, whatever
+// engine they write to and whether or not they changed a row.
+func writeCounterNames(mysql bool) []string {
+	names := []string{"COM_TRUNCATE", "COM_GRANT", "COM_REVOKE", "COM_REVOKE_ALL", "COM_INSTALL_PLUGIN", "COM_UNINSTALL_PLUGIN"}
+	if mysql {
+		return append(names, "COM_INSERT", "COM_INSERT_SELECT", "COM_UPDATE", "COM_UPDATE_MULTI", "COM_DELETE",
+			"COM_DELETE_MULTI", "COM_REPLACE", "COM_REPLACE_SELECT", "COM_LOAD", "COM_CALL_PROCEDURE")
+	}
+	return append(names, mariadb.MariaDB.LSNStatus(), "HANDLER_WRITE", "HANDLER_UPDATE", "HANDLER_DELETE")
+}
 
-// writeCounterNames are the counters writeMarkQuery names one by one.
-var writeCounterNames = []string{"INNODB_LSN_CURRENT", "HANDLER_WRITE", "HANDLER_UPDATE", "HANDLER_DELETE",
-	"COM_TRUNCATE", "COM_GRANT", "COM_REVOKE", "COM_REVOKE_ALL", "COM_INSTALL_PLUGIN", "COM_UNINSTALL_PLUGIN"}
+// isWriteCounter tells whether the status variable name (upper case) is
+// one of the write counters (writeCounterNames).
+func isWriteCounter(name string, mysql bool) bool {
+	if name == "COM_CREATE_TEMPORARY_TABLE" || name == "COM_DROP_TEMPORARY_TABLE" {
+		return false
+	}
+	for _, p := range []string{"COM_CREATE_", "COM_DROP_", "COM_ALTER_", "COM_RENAME_"} {
+		if strings.HasPrefix(name, p) {
+			return true
+		}
+	}
+	for _, n := range writeCounterNames(mysql) {
+		if n == name {
+			return true
+		}
+	}
+	return false
+}
 
 // writeMark reads the slot's write counters and a hash of its global
 // variables, as one string.
@@ -144,13 +176,55 @@ func withCounters(mark, counters string) string {
 	return counters + " " + globals
 }
 
-// writeCounters reads the slot's write counters (writeMarkQuery).
+// writeCounters reads the slot's write counters (isWriteCounter) and
+// returns their sum.
 func writeCounters(ctx context.Context, admin querier) (string, error) {
-	var counters sql.NullString
-	if err := admin.QueryRowContext(ctx, writeMarkQuery).Scan(&counters); err != nil {
-		return "", fmt.Errorf("read write counters: %w", err)
+	status, mysql, err := readStatus(ctx, admin, "GLOBAL")
+	if err != nil {
+		return "", err
 	}
-	return counters.String, nil
+	n, err := sumWrites(status, mysql)
+	return strconv.FormatUint(n, 10), err
+}
+
+// readStatus reads SHOW scope STATUS (scope GLOBAL or SESSION; both
+// flavours answer it, and MySQL has no information_schema.GLOBAL_STATUS),
+// names in upper case, and whether the server is MySQL.
+func readStatus(ctx context.Context, conn querier, scope string) (map[string]string, bool, error) {
+	rows, err := conn.QueryContext(ctx, "SHOW "+scope+" STATUS")
+	if err != nil {
+		return nil, false, fmt.Errorf("read write counters: %w", err)
+	}
+	defer rows.Close()
+	status := map[string]string{}
+	for rows.Next() {
+		var name, value string
+		if err := rows.Scan(&name, &value); err != nil {
+			return nil, false, fmt.Errorf("read write counters: %w", err)
+		}
+		status[strings.ToUpper(name)] = value
+	}
+	if err := rows.Err(); err != nil {
+		return nil, false, fmt.Errorf("read write counters: %w", err)
+	}
+	_, mysql := status[mariadb.MySQL.LSNStatus()]
+	return status, mysql, nil
+}
+
+// sumWrites sums the write counters of status.
+func sumWrites(status map[string]string, mysql bool) (uint64, error) {
+	var sum uint64
+	for name, value := range status {
+		if !isWriteCounter(name, mysql) {
+			continue
+		}
+		n, err := strconv.ParseUint(value, 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("read write counters: %s=%q is not a count", name, value)
+		}
+		sum += n
+	}
+	return sum, nil
 }
 
 // globalsHash hashes every global variable, name and value, so a global

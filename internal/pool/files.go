@@ -77,6 +77,7 @@ func (old fileMark) diff(now fileMark, max int) []string {
 	for path, st := range now {
 		was, ok := old[path]
 		switch {
+		case engineDir(path):
 		case !ok:
 			out = append(out, "new "+path)
 		case was.ino != st.ino || was.mode&syscall.S_IFMT != st.mode&syscall.S_IFMT:
@@ -87,7 +88,7 @@ func (old fileMark) diff(now fileMark, max int) []string {
 		}
 	}
 	for path := range old {
-		if _, ok := now[path]; !ok {
+		if _, ok := now[path]; !ok && !engineDir(path) {
 			out = append(out, "removed "+path)
 		}
 	}
@@ -114,13 +115,29 @@ func (m fileMark) without(dir string) fileMark {
 	return out
 }
 
+// engineDir reports whether path lies in a directory whose files MySQL's
+// InnoDB makes, renames and removes on its own: the redo log
+// (#innodb_redo, whose spare files #ib_redoN_tmp come and go as the log
+// moves) and the session temporary tablespaces (#innodb_temp). The log
+// sequence number covers what is written there; nothing there is ever
+// opened as a table.
+func engineDir(path string) bool {
+	switch filepath.Base(filepath.Dir(path)) {
+	case "#innodb_redo", "#innodb_temp":
+		return true
+	}
+	return false
+}
+
 // engineFile reports whether the server rewrites path on its own, in the
 // background or on a write the server's counters already see: InnoDB's
 // tablespaces and logs (the log sequence number moves), Aria's, MyISAM's
 // and CSV's data and index files and logs (Handler_write, _update and
 // _delete move), the transaction coordinator log, and the error log, pid
-// file and socket of the run directory. New files of these kinds are never
-// tolerated.
+// file and socket of the run directory; MySQL's redo log files
+// (#innodb_redo/#ib_redoN), doublewrite files (.dblwr) and session
+// temporary tablespaces (#innodb_temp/*.ibt). New files of these kinds are
+// never tolerated.
 func engineFile(path string) bool {
 	name := filepath.Base(path)
 	switch name {
@@ -128,13 +145,13 @@ func engineFile(path string) bool {
 		"error.log", "mysqld.pid", "mysqld.sock":
 		return true
 	}
-	for _, p := range []string{"ibdata", "ib_logfile", "undo", "aria_log."} {
+	for _, p := range []string{"ibdata", "ib_logfile", "undo", "aria_log.", "#ib_redo"} {
 		if strings.HasPrefix(name, p) {
 			return true
 		}
 	}
 	switch strings.ToLower(filepath.Ext(name)) {
-	case ".ibd", ".mai", ".mad", ".myi", ".myd", ".csv", ".csm":
+	case ".ibd", ".mai", ".mad", ".myi", ".myd", ".csv", ".csm", ".ibt", ".dblwr":
 		return true
 	}
 	return false

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/pristinedb/pristine/internal/mariadb"
+	"github.com/pristinedb/pristine/internal/mariadb/mariadbtest"
 	"github.com/pristinedb/pristine/internal/pool"
 )
 
@@ -24,7 +25,7 @@ func clientEnv(t *testing.T, l *pool.Lease) []string {
 // once the lease ends.
 func TestLeaseOptionFile(t *testing.T) {
 	for _, c := range []string{"mariadb", "mariadb-dump", "mariadb-admin"} {
-		if _, err := exec.LookPath(c); err != nil {
+		if _, err := exec.LookPath(mariadbtest.Client(c)); err != nil {
 			t.Skipf("%s not installed (apt-get install mariadb-client)", c)
 		}
 	}
@@ -52,7 +53,8 @@ func TestLeaseOptionFile(t *testing.T) {
 		{"mariadb-admin", []string{"mariadb-admin", "ping"}, "mysqld is alive"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			cmd := exec.Command(tc.args[0], tc.args[1:]...)
+			client := mariadbtest.Client(tc.args[0])
+			cmd := exec.Command(client, tc.args[1:]...)
 			// Only MYSQL_HOME: the option file alone must be enough.
 			cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "MYSQL_HOME=" + filepath.Dir(l.OptionFile)}
 			out, err := cmd.CombinedOutput()
@@ -60,7 +62,7 @@ func TestLeaseOptionFile(t *testing.T) {
 				t.Fatalf("%s with MYSQL_HOME only: %v\n%s\nwant %q", strings.Join(tc.args, " "), err, out, tc.want)
 			}
 			// And the whole environment a shell gets from `pristine lease`.
-			cmd = exec.Command(tc.args[0], tc.args[1:]...)
+			cmd = exec.Command(client, tc.args[1:]...)
 			cmd.Env = clientEnv(t, l)
 			out, err = cmd.CombinedOutput()
 			if err != nil || !strings.Contains(string(out), tc.want) {

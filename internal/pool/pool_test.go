@@ -286,8 +286,12 @@ func testReleaseUnchanged(t *testing.T, st *template.Builder, m *catalog.Meta) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := conn.ExecContext(ctx, "CREATE TEMPORARY TABLE tmp (x INT) ENGINE=MEMORY"); err != nil {
-		t.Fatal(err)
+	// MySQL counts CREATE TEMPORARY TABLE with CREATE TABLE (MariaDB
+	// apart): there a temporary table makes the release a reset.
+	if st.Binary().Flavor != mariadb.MySQL {
+		if _, err := conn.ExecContext(ctx, "CREATE TEMPORARY TABLE tmp (x INT) ENGINE=MEMORY"); err != nil {
+			t.Fatal(err)
+		}
 	}
 	var n int
 	if err := conn.QueryRowContext(ctx, "SELECT COUNT(*) FROM (SELECT v, COUNT(*) FROM canary GROUP BY v ORDER BY 2) x").Scan(&n); err != nil {
@@ -383,6 +387,10 @@ func TestKeepAndHolderExit(t *testing.T) {
 func TestReleaseUnchangedCatchesFiles(t *testing.T) { onBackends(t, testReleaseUnchangedCatchesFiles) }
 
 func testReleaseUnchangedCatchesFiles(t *testing.T, st *template.Builder, m *catalog.Meta) {
+	if st.Binary().Flavor == mariadb.MySQL {
+		// The attack needs a server that opens a table from files alone.
+		t.Skip("MySQL keeps table definitions in its data dictionary (no .frm, no db.opt): planted files are not tables there; the file comparison is the same code and is tested on MariaDB")
+	}
 	p, err := pool.Up(context.Background(), st.Catalog(), st.Binary(), m, pool.Options{Size: 2, Profile: mariadb.DefaultProfile()})
 	if err != nil {
 		t.Fatal(err)

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pristinedb/pristine/internal/mariadb"
 	"github.com/pristinedb/pristine/internal/quote"
 )
 
@@ -193,18 +194,17 @@ func xaPending(ctx context.Context, conn querier) (int, error) {
 	return n, nil
 }
 
-// sessionWritesQuery sums, for the connection that runs it, the counters
-// of writeMarkQuery but the InnoDB log sequence number (which is the
-// server's, not a session's).
-var sessionWritesQuery = strings.Replace(strings.Replace(writeMarkQuery, "GLOBAL_STATUS", "SESSION_STATUS", 1), "'INNODB_LSN_CURRENT',", "", 1)
-
-// sessionWrites reads sessionWritesQuery on conn.
+// sessionWrites sums, for the connection conn, the write counters but the
+// InnoDB log sequence number (which is the server's, not a session's).
 func sessionWrites(ctx context.Context, conn querier) (int64, error) {
-	var n sql.NullInt64
-	if err := conn.QueryRowContext(ctx, sessionWritesQuery).Scan(&n); err != nil {
+	status, mysql, err := readStatus(ctx, conn, "SESSION")
+	if err != nil {
 		return 0, fmt.Errorf("read the admin session's write counters: %w", err)
 	}
-	return n.Int64, nil
+	delete(status, mariadb.MariaDB.LSNStatus())
+	delete(status, mariadb.MySQL.LSNStatus())
+	n, err := sumWrites(status, mysql)
+	return int64(n), err
 }
 
 // lessCounters is mark with d taken off its write counters.

@@ -24,6 +24,7 @@ import (
 	"github.com/go-sql-driver/mysql"
 
 	"github.com/pristinedb/pristine/internal/mariadb"
+	"github.com/pristinedb/pristine/internal/mariadb/mariadbtest"
 	"github.com/pristinedb/pristine/internal/pool"
 	"github.com/pristinedb/pristine/internal/template"
 )
@@ -117,7 +118,7 @@ func TestSecurityOtherLocalUser(t *testing.T) {
 		t.Skip("needs root: another local user is played by setpriv --reuid=65534")
 	}
 	st, m, _, l := securityPool(t)
-	client := []string{"mariadb", "--no-defaults", "--connect-timeout=10", "-N", "-e", "SELECT CURRENT_USER()"}
+	client := []string{mariadbtest.Client("mariadb"), "--no-defaults", "--connect-timeout=10", "-N", "-e", "SELECT CURRENT_USER()"}
 	port := strconv.Itoa(l.Port)
 	data := filepath.Join(pool.Dir(st.Catalog(), m), fmt.Sprintf("%03d", l.Slot), "data")
 	for _, c := range []struct {
@@ -231,7 +232,7 @@ func TestSecurityLeaseAccount(t *testing.T) {
 	// Each probe would succeed with the privilege it lacks; it must fail
 	// with a privilege error, not for another reason. The destructive ones
 	// come last.
-	for _, c := range []struct{ name, q string }{
+	probes := []struct{ name, q string }{
 		{"dumpfile outside", "SELECT 'x' INTO DUMPFILE '" + outside + "'"},
 		{"outfile outside", "SELECT * FROM canary INTO OUTFILE '" + outside + ".out'"},
 		{"load data infile", "LOAD DATA INFILE '/etc/passwd' INTO TABLE probe_lines"},
@@ -249,7 +250,27 @@ func TestSecurityLeaseAccount(t *testing.T) {
 		{"kill the admin", fmt.Sprintf("KILL %d", adminID)},
 		{"drop mysql", "DROP DATABASE mysql"},
 		{"shutdown", "SHUTDOWN"},
-	} {
+	}
+	if st.Binary().Flavor == mariadb.MySQL {
+		// MySQL's spellings, and its dynamic privileges (none of which a
+		// lease holds): each needs one a lease must not have.
+		for i, c := range probes {
+			switch c.name {
+			case "install soname":
+				probes[i].q = "INSTALL PLUGIN blackhole SONAME 'ha_blackhole.so'"
+			case "set password for root":
+				probes[i].q = "SET PASSWORD FOR 'root'@'localhost' = 'owned'"
+			}
+		}
+		probes = append(probes[:len(probes)-3:len(probes)-3], append([]struct{ name, q string }{
+			{"write mysql.user", "UPDATE mysql.user SET authentication_string = '' WHERE User = 'root'"},
+			{"grant itself SYSTEM_USER", "GRANT SYSTEM_USER ON *.* TO CURRENT_USER()"},
+			{"grant itself SET_ANY_DEFINER", "GRANT SET_ANY_DEFINER ON *.* TO CURRENT_USER()"},
+			{"clone the data directory out", "CLONE LOCAL DATA DIRECTORY = '" + outside + ".clone'"},
+			{"persist a global", "SET PERSIST read_only=1"},
+		}, probes[len(probes)-3:]...)...)
+	}
+	for _, c := range probes {
 		t.Run(c.name, func(t *testing.T) {
 			_, err := db.Exec(c.q)
 			if err == nil {

@@ -281,7 +281,11 @@ func (b *Builder) finishBuild(ctx context.Context, in *mariadb.Instance, db *sql
 	if err := in.Stop(ctx, 10*time.Minute); err != nil {
 		return err
 	}
-	// Read-only to every server from now on: slots clone it.
+	// Every clone a server of its own (MySQL's auto.cnf), and read-only
+	// to every server from now on: slots clone it.
+	if err := b.bin.ForgetIdentity(in.Config.Datadir); err != nil {
+		return err
+	}
 	return b.seal(in.Config.Datadir)
 }
 

@@ -41,9 +41,15 @@ func copySchema(ctx context.Context, db *sql.DB, datadir, name string, k int) ([
 		return nil, err
 	}
 	defer conn.Close()
-	var charset, collation, comment string
-	if err := conn.QueryRowContext(ctx, "SELECT DEFAULT_CHARACTER_SET_NAME, DEFAULT_COLLATION_NAME, SCHEMA_COMMENT FROM information_schema.SCHEMATA WHERE SCHEMA_NAME=?", name).Scan(&charset, &collation, &comment); err != nil {
+	charset, collation, comment, err := schemaDefaults(ctx, conn, name)
+	if err != nil {
 		return nil, fmt.Errorf("read schema %s: %w", name, err)
+	}
+	// A database comment is MariaDB's (MySQL has neither the column nor
+	// the clause).
+	commentClause := ""
+	if comment != "" {
+		commentClause = " COMMENT " + quote.String(comment)
 	}
 	tables, creates, err := ShowCreateTables(ctx, conn, name)
 	if err != nil {
@@ -62,7 +68,7 @@ func copySchema(ctx context.Context, db *sql.DB, datadir, name string, k int) ([
 	for i := 2; i <= k; i++ {
 		dst := name + "_" + strconv.Itoa(i)
 		names = append(names, dst)
-		if err := exec(fmt.Sprintf("CREATE DATABASE %s CHARACTER SET %s COLLATE %s COMMENT %s", quote.Ident(dst), charset, collation, quote.String(comment))); err != nil {
+		if err := exec(fmt.Sprintf("CREATE DATABASE %s CHARACTER SET %s COLLATE %s%s", quote.Ident(dst), charset, collation, commentClause)); err != nil {
 			return nil, err
 		}
 		if err := exec("USE " + quote.Ident(dst)); err != nil {
@@ -90,6 +96,45 @@ func copySchema(ctx context.Context, db *sql.DB, datadir, name string, k int) ([
 		}
 	}
 	return names, nil
+}
+
+// schemaDefaults reads a schema's character set, collation and comment
+// (empty on MySQL, whose SCHEMATA has no SCHEMA_COMMENT) by column name.
+func schemaDefaults(ctx context.Context, conn *sql.Conn, name string) (charset, collation, comment string, err error) {
+	rows, err := conn.QueryContext(ctx, "SELECT * FROM information_schema.SCHEMATA WHERE SCHEMA_NAME=?", name)
+	if err != nil {
+		return "", "", "", err
+	}
+	defer rows.Close()
+	cols, err := rows.Columns()
+	if err != nil {
+		return "", "", "", err
+	}
+	if !rows.Next() {
+		if err := rows.Err(); err != nil {
+			return "", "", "", err
+		}
+		return "", "", "", fmt.Errorf("no schema %s", name)
+	}
+	vals := make([]sql.NullString, len(cols))
+	ptrs := make([]any, len(cols))
+	for i := range vals {
+		ptrs[i] = &vals[i]
+	}
+	if err := rows.Scan(ptrs...); err != nil {
+		return "", "", "", err
+	}
+	for i, c := range cols {
+		switch strings.ToUpper(c) {
+		case "DEFAULT_CHARACTER_SET_NAME":
+			charset = vals[i].String
+		case "DEFAULT_COLLATION_NAME":
+			collation = vals[i].String
+		case "SCHEMA_COMMENT":
+			comment = vals[i].String
+		}
+	}
+	return charset, collation, comment, rows.Err()
 }
 
 // exportCopy holds FLUSH TABLES ... FOR EXPORT on the source tables while

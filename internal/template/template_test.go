@@ -10,6 +10,7 @@ import (
 
 	"github.com/pristinedb/pristine/internal/catalog"
 	"github.com/pristinedb/pristine/internal/mariadb"
+	"github.com/pristinedb/pristine/internal/mariadb/mariadbtest"
 	"github.com/pristinedb/pristine/internal/template"
 	"github.com/pristinedb/pristine/internal/template/templatetest"
 )
@@ -95,7 +96,7 @@ func TestBuildFailureNamesLineAndLeavesNothing(t *testing.T) {
 func TestInitCmdGetsEnvironment(t *testing.T) {
 	st := templatetest.NewBuilder(t, "auto")
 	out := filepath.Join(t.TempDir(), "env.txt")
-	cmd := `env | grep -E '^(DATABASE_URL|MYSQL_[A-Z_]+)=' | sort > ` + out + ` && mariadb --no-defaults -h"$MYSQL_HOST" -P"$MYSQL_PORT" -u"$MYSQL_USER" "$MYSQL_DATABASE" -e 'CREATE TABLE migrated (id INT PRIMARY KEY)'`
+	cmd := `env | grep -E '^(DATABASE_URL|MYSQL_[A-Z_]+)=' | sort > ` + out + ` && ` + mariadbtest.Client("mariadb") + ` --no-defaults -h"$MYSQL_HOST" -P"$MYSQL_PORT" -u"$MYSQL_USER" "$MYSQL_DATABASE" -e 'CREATE TABLE migrated (id INT PRIMARY KEY)'`
 	m, _, err := st.Build(context.Background(), template.BuildOptions{Name: "mig", InitCmd: cmd, Profile: mariadb.DefaultProfile()})
 	if err != nil {
 		t.Fatal(err)

@@ -124,11 +124,17 @@ func (r *reader) show(o *object, q string, skip ...string) error {
 }
 
 func (r *reader) databases() error {
-	return r.query("SELECT SCHEMA_NAME, DEFAULT_CHARACTER_SET_NAME, DEFAULT_COLLATION_NAME, SCHEMA_COMMENT FROM information_schema.SCHEMATA WHERE SCHEMA_NAME IN "+r.in, func(_, row []string) error {
-		o := r.add("database", row[0], "")
-		o.set("character set", row[1])
-		o.set("collation", row[2])
-		o.set("comment", row[3])
+	// SELECT *: MySQL's SCHEMATA has no SCHEMA_COMMENT (a database
+	// comment is MariaDB's), and each flavour adds its own columns.
+	return r.query("SELECT * FROM information_schema.SCHEMATA WHERE SCHEMA_NAME IN "+r.in, func(cols, row []string) error {
+		v := map[string]string{}
+		for i, c := range cols {
+			v[strings.ToUpper(c)] = row[i]
+		}
+		o := r.add("database", v["SCHEMA_NAME"], "")
+		o.set("character set", v["DEFAULT_CHARACTER_SET_NAME"])
+		o.set("collation", v["DEFAULT_COLLATION_NAME"])
+		o.set("comment", v["SCHEMA_COMMENT"])
 		return nil
 	})
 }

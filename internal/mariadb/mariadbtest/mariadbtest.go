@@ -30,9 +30,20 @@ func Binary(t testing.TB) *mariadb.Binary {
 	t.Helper()
 	b, err := mariadb.FindBinary(context.Background())
 	if err != nil {
-		t.Skipf("no database server to test against: %v", err)
+		noServer(t, err)
 	}
 	return b
+}
+
+// noServer skips a test that has no server to run against, or fails it in
+// the server matrix (scripts/servers.sh sets PRISTINE_SERVER_MATRIX),
+// where a missing server is the failure.
+func noServer(t testing.TB, err error) {
+	t.Helper()
+	if m := os.Getenv("PRISTINE_SERVER_MATRIX"); m != "" {
+		t.Fatalf("server matrix %s: no database server to test against: %v", m, err)
+	}
+	t.Skipf("no database server to test against: %v", err)
 }
 
 // base initialises one empty data directory per test process; every Start
@@ -67,7 +78,7 @@ func base(t testing.TB) (string, *mariadb.Binary) {
 		}
 	})
 	if baseErr != nil {
-		t.Skipf("no database server to test against: %v", baseErr)
+		noServer(t, baseErr)
 	}
 	return baseDir, baseBin
 }
@@ -177,4 +188,22 @@ func Exec(t testing.TB, db *sql.DB, stmts ...string) {
 			t.Fatalf("%s: %v", q, err)
 		}
 	}
+}
+
+// mysqlClients are MySQL's names of MariaDB's client programs.
+var mysqlClients = map[string]string{"mariadb": "mysql", "mariadb-dump": "mysqldump", "mariadb-admin": "mysqladmin"}
+
+// Client names the client program installed for a MariaDB name (mariadb,
+// mariadb-dump, mariadb-admin): MySQL's (mysql, mysqldump, mysqladmin) when
+// only those are on PATH, as in the MySQL root of scripts/servers.sh.
+func Client(name string) string {
+	if _, err := exec.LookPath(name); err == nil {
+		return name
+	}
+	if alt, ok := mysqlClients[name]; ok {
+		if _, err := exec.LookPath(alt); err == nil {
+			return alt
+		}
+	}
+	return name
 }

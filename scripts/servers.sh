@@ -1,0 +1,257 @@
+#!/usr/bin/env bash
+# The server matrix (issue 21): runs pristine's server-facing Go tests and
+# its core flow inside Debian roots that carry other servers than the
+# machine's own MariaDB:
+#
+#   mariadb-11.8  Debian 13 "trixie": mariadb-server, mariadb-client, mariadb-backup
+#   mysql-9.7     Debian unstable "sid": mysql-server-core, mysql-client-core
+#
+# Usage (as root):
+#   bash scripts/servers.sh                 every server, every package below
+#   bash scripts/servers.sh mysql-9.7       one server
+#   bash scripts/servers.sh --build-only    build or refresh the roots, run nothing
+#   SERVERS_PACKAGES="./internal/mariadb" SERVERS_RUN='TestStart' bash scripts/servers.sh
+#
+# A root is made once with debootstrap --variant=minbase and the machine's
+# apt configuration (its proxy and validity settings; the Debian mirror of
+# its sources), then cached under $PRISTINE_SERVER_ROOTS (default
+# /var/cache/pristine-server-roots), outside the checkout. Each run refreshes
+# the root's package lists and rebuilds it from scratch when a listed
+# package has a newer version than the one installed. A root that cannot be
+# built (no network, a package gone) fails the run: nothing is skipped.
+#
+# The tests are compiled on the host (go test -c, no cgo, so the binaries
+# run on any newer glibc), copied with bin/pristine into the root, and run
+# there by chroot with /proc mounted and a private tmpfs on /dev/shm; the
+# server is the only one installed in the root and is named by
+# PRISTINE_MARIADBD. Every mount is undone and every server of the run is
+# gone when the script exits, whatever happens.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+repo="$PWD"
+
+ROOTS="${PRISTINE_SERVER_ROOTS:-/var/cache/pristine-server-roots}"
+# The server-facing packages: the server driver, template builds, the pool.
+PACKAGES="${SERVERS_PACKAGES:-./internal/mariadb ./internal/template ./internal/pool}"
+RUN="${SERVERS_RUN:-}"
+TIMEOUT="${SERVERS_TIMEOUT:-12m}"
+
+# server -> suite, packages, server binary.
+declare -A SUITE=([mariadb-11.8]=trixie [mysql-9.7]=sid)
+declare -A PKGS=([mariadb-11.8]="mariadb-server mariadb-client mariadb-backup" [mysql-9.7]="mysql-server-core mysql-client-core")
+declare -A SERVERD=([mariadb-11.8]=/usr/sbin/mariadbd [mysql-9.7]=/usr/sbin/mysqld)
+# What --version must say: the flavour and the major.minor the matrix is for.
+declare -A WANT=([mariadb-11.8]="Ver 11\.8\..*MariaDB" [mysql-9.7]="Ver 9\.7\.")
+ALL=(mariadb-11.8 mysql-9.7)
+
+log() { echo "servers: $*"; }
+die() { echo "servers: FAILED: $*" >&2; exit 1; }
+
+[ "$(id -u)" -eq 0 ] || die "run as root: debootstrap and chroot need it (sudo bash $0)"
+
+build_only=0
+servers=()
+for a in "$@"; do
+  case "$a" in
+    --build-only) build_only=1 ;;
+    mariadb-11.8|mysql-9.7) servers+=("$a") ;;
+    *) die "unknown argument $a: want --build-only and/or server names (${ALL[*]})" ;;
+  esac
+done
+[ ${#servers[@]} -gt 0 ] || servers=("${ALL[@]}")
+
+# shellcheck source=lib/apt.sh
+source scripts/lib/apt.sh
+
+# One run at a time per cache: two runs would rebuild or mount the same
+# root under each other.
+mkdir -p "$ROOTS"
+exec 9>"$ROOTS/.lock"
+if ! flock -n 9; then
+  log "another scripts/servers.sh uses $ROOTS; waiting for it"
+  flock 9
+fi
+
+# --- mounts: every one this run makes is listed, and undone at exit ---
+MOUNTS=()
+WORK=""
+cleanup() {
+  local rc=$? i m
+  # The tests stop their servers; a killed test may not have: stop what
+  # still runs inside a root of this run (by its pid, found by its root).
+  for m in "${MOUNTS[@]}"; do
+    local r="${m%/proc}"
+    [ "$r" != "$m" ] || continue
+    for p in /proc/[0-9]*; do
+      [ "$(readlink "$p/root" 2>/dev/null)" = "$r" ] && kill -9 "${p#/proc/}" 2>/dev/null || true
+    done
+  done
+  for ((i = ${#MOUNTS[@]} - 1; i >= 0; i--)); do
+    umount "${MOUNTS[$i]}" 2>/dev/null || umount -l "${MOUNTS[$i]}" 2>/dev/null || echo "servers: could not unmount ${MOUNTS[$i]}" >&2
+  done
+  [ -z "$WORK" ] || rm -rf "$WORK"
+  exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+mount_in() { # mount_in ROOT: /proc and a private /dev/shm
+  local r="$1"
+  mountpoint -q "$r/proc" || { mount -t proc proc "$r/proc"; MOUNTS+=("$r/proc"); }
+  mkdir -p "$r/dev/shm"
+  mountpoint -q "$r/dev/shm" || { mount -t tmpfs -o size=8g,mode=1777 tmpfs "$r/dev/shm"; MOUNTS+=("$r/dev/shm"); }
+}
+unmount_all() {
+  local i
+  for ((i = ${#MOUNTS[@]} - 1; i >= 0; i--)); do umount "${MOUNTS[$i]}" 2>/dev/null || umount -l "${MOUNTS[$i]}"; done
+  MOUNTS=()
+}
+
+# --- roots ---
+# The machine's apt settings (proxies, Check-Valid-Until and the like), not
+# its Docker or desktop hooks.
+copy_apt_conf() {
+  local r="$1" f
+  for f in /etc/apt/apt.conf.d/*; do
+    case "$(basename "$f")" in docker-*|20packagekit|50appstream|01autoremove|02autoremove-*) ;; *) cp "$f" "$r/etc/apt/apt.conf.d/" ;; esac
+  done
+  [ -f /etc/apt/apt.conf ] && cp /etc/apt/apt.conf "$r/etc/apt/" || true
+  cp /etc/resolv.conf "$r/etc/resolv.conf" 2>/dev/null || true
+}
+
+in_root() { local r="$1"; shift; chroot "$r" /usr/bin/env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin DEBIAN_FRONTEND=noninteractive LANG=C.UTF-8 "$@"; }
+
+installed_versions() { # ROOT PKGS...: "pkg=version" lines of what is installed
+  local r="$1"; shift
+  in_root "$r" dpkg-query -W -f='${Package}=${Version}\n' "$@" 2>/dev/null | sort
+}
+candidate_versions() { # ROOT PKGS...: "pkg=version" lines apt would install now
+  local r="$1" p; shift
+  for p in "$@"; do
+    echo "$p=$(in_root "$r" apt-cache policy "$p" | awk '/Candidate:/ { print $2 }')"
+  done | sort
+}
+
+build_root() { # build_root SERVER: a fresh root at $ROOTS/SERVER
+  local s="$1" suite="${SUITE[$1]}" r="$ROOTS/$1" new="$ROOTS/$1.new" mirror blog
+  mirror="$(debian_uri /etc/apt)"; mirror="${mirror:-http://deb.debian.org/debian}"
+  blog="$ROOTS/$s.build.log"
+  command -v debootstrap >/dev/null || apt_step "apt-get install: debootstrap (for the server matrix)" apt-get install -y --no-install-recommends debootstrap
+  log "$s: building a Debian $suite root at $r from $mirror (debootstrap, then ${PKGS[$s]}; a few minutes; log: $blog)"
+  rm -rf --one-file-system "$new"
+  mkdir -p "$ROOTS"
+  chmod 0755 "$ROOTS"
+  if ! debootstrap --variant=minbase "$suite" "$new" "$mirror" >"$blog" 2>&1; then
+    tail -20 "$blog" >&2
+    rm -rf --one-file-system "$new"
+    die "$s: debootstrap $suite from $mirror failed (no network, or the mirror lacks $suite): see $blog"
+  fi
+  copy_apt_conf "$new"
+  echo "deb $mirror $suite main" >"$new/etc/apt/sources.list"
+  chmod 0755 "$new"
+  # No package may start a service in the root (a system server would
+  # only take memory and a port): pristine starts its own.
+  printf '#!/bin/sh\nexit 101\n' >"$new/usr/sbin/policy-rc.d"
+  chmod 0755 "$new/usr/sbin/policy-rc.d"
+  mount -t proc proc "$new/proc"
+  local rc=0
+  { in_root "$new" apt-get update -q && in_root "$new" apt-get install -y -q --no-install-recommends ${PKGS[$s]} ca-certificates; } >>"$blog" 2>&1 || rc=$?
+  umount "$new/proc"
+  if [ "$rc" -ne 0 ]; then
+    tail -20 "$blog" >&2
+    rm -rf --one-file-system "$new"
+    die "$s: apt-get install ${PKGS[$s]} in the $suite root failed: see $blog"
+  fi
+  # The servers' account, as install-deps makes it on the host.
+  in_root "$new" sh -c 'id -u pristine >/dev/null 2>&1 || useradd --system --user-group --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin pristine'
+  installed_versions "$new" ${PKGS[$s]} >"$new/.pristine-versions"
+  rm -rf --one-file-system "$r"
+  mv "$new" "$r"
+  log "$s: root ready: $(tr '\n' ' ' <"$r/.pristine-versions")"
+}
+
+# ensure_root SERVER: the cached root, refreshed when Debian has newer
+# packages; built when missing.
+ensure_root() {
+  local s="$1" r="$ROOTS/$1"
+  if [ ! -f "$r/.pristine-versions" ]; then
+    build_root "$s"
+    return
+  fi
+  copy_apt_conf "$r"
+  if ! in_root "$r" apt-get update -q >"$ROOTS/$s.update.log" 2>&1; then
+    # The cached root still has a whole server: use it, and say so.
+    echo "servers: WARNING: $s: apt-get update in the cached root failed (see $ROOTS/$s.update.log); testing the cached $(tr '\n' ' ' <"$r/.pristine-versions")" >&2
+    return
+  fi
+  local want have
+  want="$(candidate_versions "$r" ${PKGS[$s]})"
+  have="$(cat "$r/.pristine-versions")"
+  if [ "$want" != "$have" ]; then
+    log "$s: Debian's packages changed ($(echo "$have" | tr '\n' ' ') -> $(echo "$want" | tr '\n' ' ')): rebuilding the root"
+    build_root "$s"
+    return
+  fi
+  log "$s: cached root $r is current ($(echo "$have" | tr '\n' ' '))"
+}
+
+for s in "${servers[@]}"; do ensure_root "$s"; done
+if [ "$build_only" -eq 1 ]; then exit 0; fi
+
+# --- the test binaries, built once on the host ---
+GO="$(cat .go-path 2>/dev/null || command -v go)"
+export GOTOOLCHAIN="${GOTOOLCHAIN:-auto}"
+WORK="$(mktemp -d /tmp/pristine-servers-XXXXXX)"
+log "compiling the test binaries of $PACKAGES and bin/pristine on the host"
+CGO_ENABLED=0 "$GO" build -trimpath -o "$WORK/pristine" ./cmd/pristine
+tests=()
+for p in $PACKAGES; do
+  name="$(echo "${p#./}" | tr '/' '-').test"
+  CGO_ENABLED=0 "$GO" test -c -o "$WORK/$name" "$p"
+  # A package may hold no tests: go test -c then writes nothing.
+  [ -f "$WORK/$name" ] && tests+=("$p=$name")
+done
+
+failed=()
+for s in "${servers[@]}"; do
+  r="$ROOTS/$s"
+  mount_in "$r"
+  ver="$(in_root "$r" "${SERVERD[$s]}" --no-defaults --version 2>&1)" || die "$s: ${SERVERD[$s]} --version failed in $r: $ver"
+  echo "$ver" | grep -Eq "${WANT[$s]}" || die "$s: the root's server is not the one this matrix tests: $ver"
+  log "$s: $ver"
+  rm -rf "$r/opt/pristine-test"
+  mkdir -p "$r/opt/pristine-test" "$r/usr/local/bin"
+  cp "$WORK/pristine" "$r/usr/local/bin/pristine"
+  # The checkout's files (testdata, and the sources that tests which read
+  # the module itself parse), each test binary in its package's directory.
+  tar -C "$repo" --exclude=./.git --exclude=./.venv --exclude=./artifacts --exclude=./bin --exclude=node_modules --exclude=vendor -cf - . |
+    tar -C "$r/opt/pristine-test" -xf -
+  for t in "${tests[@]}"; do
+    p="${t%%=*}"; bin="${t#*=}"
+    cp "$WORK/$bin" "$r/opt/pristine-test/${p#./}/"
+  done
+  for t in "${tests[@]}"; do
+    p="${t%%=*}"; bin="${t#*=}"
+    log "$s: go test $p (in the $s root)"
+    args=(-test.count=1 -test.timeout "$TIMEOUT")
+    [ -z "$RUN" ] || args+=(-test.run "$RUN")
+    [ -z "${SERVERS_VERBOSE:-}" ] || args+=(-test.v)
+    if chroot "$r" /usr/bin/env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin LANG=C.UTF-8 \
+        HOME=/root TMPDIR=/tmp PRISTINE_MARIADBD="${SERVERD[$s]}" PRISTINE_BIN=/usr/local/bin/pristine \
+        PRISTINE_SERVER_MATRIX="$s" \
+        sh -c 'cd "$1" && shift && exec "$@"' sh "/opt/pristine-test/${p#./}" "./$bin" "${args[@]}"; then
+      log "$s: ok $p"
+    else
+      failed+=("$s $p")
+      log "$s: FAIL $p"
+    fi
+  done
+  rm -rf "$r/opt/pristine-test"
+  unmount_all
+done
+
+if [ ${#failed[@]} -gt 0 ]; then
+  printf 'servers: FAILED: %s\n' "${failed[@]}" >&2
+  exit 1
+fi
+log "every package passed in: ${servers[*]}"
