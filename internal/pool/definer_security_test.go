@@ -170,6 +170,7 @@ func checkLoot(t *testing.T, admin *sql.DB, l *pool.Lease) []string {
 // default-definer view order_totals, then through the root view, the
 // root function and procedure and the build account's view.
 func TestSecurityDefinerGadgetView(t *testing.T) {
+	mariadbtest.SkipOnMySQL(t, "the definer pass has no MySQL flavour yet (issue 21): MySQL templates keep their definers and record a warning")
 	st, _, l := gadgetPool(t)
 	admin := slotAdmin(t, st, l)
 	db := open(t, l)
@@ -242,6 +243,7 @@ func TestSecurityDefinerGadgetView(t *testing.T) {
 // WITH CHECK OPTION in place of the table the default-definer trigger
 // writes.
 func TestSecurityDefinerGadgetTrigger(t *testing.T) {
+	mariadbtest.SkipOnMySQL(t, "the definer pass has no MySQL flavour yet (issue 21): MySQL templates keep their definers and record a warning")
 	st, _, l := gadgetPool(t)
 	admin := slotAdmin(t, st, l)
 	db := open(t, l)
@@ -272,6 +274,7 @@ func TestSecurityDefinerGadgetTrigger(t *testing.T) {
 // DEFINER; the DEFINERs of the template's own accounts have no global
 // privilege, and no role they can set has one.
 func TestSecurityDefinerOwner(t *testing.T) {
+	mariadbtest.SkipOnMySQL(t, "the definer pass has no MySQL flavour yet (issue 21): MySQL templates keep their definers and record a warning")
 	st, m, l := gadgetPool(t)
 	admin := slotAdmin(t, st, l)
 	grants := func(who string) []string {
@@ -353,6 +356,7 @@ func TestSecurityDefinerOwner(t *testing.T) {
 // routines run, the event fires, and a reduced DEFINER's view still reads
 // (its global SELECT became SELECT on every database).
 func TestSecurityDefinerObjectsStillWork(t *testing.T) {
+	mariadbtest.SkipOnMySQL(t, "the definer pass has no MySQL flavour yet (issue 21): MySQL templates keep their definers and record a warning")
 	st, _, l := gadgetPool(t)
 	admin := slotAdmin(t, st, l)
 	db := open(t, l)
@@ -428,6 +432,7 @@ func contains(xs []string, x string) bool {
 // reporting account has global privileges: the capture keeps their names,
 // the build re-owns or reduces them.
 func TestSecurityDefinerGadgetCapture(t *testing.T) {
+	mariadbtest.SkipOnMySQL(t, "the definer pass has no MySQL flavour yet (issue 21): MySQL templates keep their definers and record a warning")
 	src := mariadbtest.Start(t)
 	sdb := mariadbtest.Open(t, src, "")
 	mariadbtest.Exec(t, sdb,

@@ -25,6 +25,7 @@ import (
 	"github.com/pristinedb/pristine/internal/catalog"
 	"github.com/pristinedb/pristine/internal/dsn"
 	"github.com/pristinedb/pristine/internal/mariadb"
+	"github.com/pristinedb/pristine/internal/mariadb/mariadbtest"
 	"github.com/pristinedb/pristine/internal/pool"
 	"github.com/pristinedb/pristine/internal/svcuser"
 	"github.com/pristinedb/pristine/internal/template"
@@ -182,7 +183,14 @@ func TestSecuritySlotRootWritesOnlyItsSlot(t *testing.T) {
 func slotAttacks(t *testing.T, st *template.Builder, m *catalog.Meta, a, b *pool.Lease) {
 	tdata := st.Catalog().DataDir(m.Hash)
 	bdata := slotData(st, m, b)
-	bAria, err := os.ReadFile(filepath.Join(bdata, "aria_log_control"))
+	// A file the engine needs: MariaDB's aria_log_control; on MySQL (no
+	// Aria) the data dictionary's mysql.ibd in the template and seed, and
+	// the live slot's auto.cnf, which its server wrote and never rewrites.
+	tctl, bctl := "aria_log_control", "aria_log_control"
+	if st.Binary().Flavor == mariadb.MySQL {
+		tctl, bctl = "mysql.ibd", "auto.cnf"
+	}
+	bAria, err := os.ReadFile(filepath.Join(bdata, bctl))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -191,8 +199,8 @@ func slotAttacks(t *testing.T, st *template.Builder, m *catalog.Meta, a, b *pool
 		{"into the template", filepath.Join(tdata, m.Databases[0], "x.txt")},
 		{"into the template's top", filepath.Join(tdata, "x.txt")},
 		{"into another slot", filepath.Join(bdata, m.Databases[0], "x.txt")},
-		{"onto the template's aria_log_control", filepath.Join(tdata, "aria_log_control")},
-		{"onto another slot's aria_log_control", filepath.Join(bdata, "aria_log_control")},
+		{"onto the template's " + tctl, filepath.Join(tdata, tctl)},
+		{"onto another slot's " + bctl, filepath.Join(bdata, bctl)},
 	}
 	// On btrfs a slot's clone is a snapshot of its seed, which belongs to
 	// the slot's own id: only root's seeds directory keeps the slot out.
@@ -200,7 +208,7 @@ func slotAttacks(t *testing.T, st *template.Builder, m *catalog.Meta, a, b *pool
 	if _, err := os.Stat(seed); err == nil {
 		targets = append(targets,
 			struct{ name, target string }{"into its own seed", filepath.Join(seed, m.Databases[0], "x.txt")},
-			struct{ name, target string }{"onto its own seed's aria_log_control", filepath.Join(seed, "aria_log_control")})
+			struct{ name, target string }{"onto its own seed's " + tctl, filepath.Join(seed, tctl)})
 	} else if st.Catalog().Backend().Name() == "btrfs" {
 		t.Errorf("no seed for slot %d on btrfs: %v", a.Slot, err)
 	}
@@ -225,8 +233,8 @@ func slotAttacks(t *testing.T, st *template.Builder, m *catalog.Meta, a, b *pool
 	if err := plantLog(root, own); err != nil {
 		t.Errorf("root of a slot cannot log into its own clone: %v", err)
 	}
-	if got, err := os.ReadFile(filepath.Join(bdata, "aria_log_control")); err != nil || !bytes.Equal(got, bAria) {
-		t.Errorf("the other slot's aria_log_control changed (err %v)", err)
+	if got, err := os.ReadFile(filepath.Join(bdata, bctl)); err != nil || !bytes.Equal(got, bAria) {
+		t.Errorf("the other slot's %s changed (err %v)", bctl, err)
 	}
 	var n int
 	if err := open(t, b).QueryRow("SELECT COUNT(*) FROM canary").Scan(&n); err != nil {
@@ -397,8 +405,12 @@ func TestSecurityBuildServerCannotWriteTemplates(t *testing.T) {
 // ... Operation not permitted").
 func TestSlotIDKeepsDDL(t *testing.T) {
 	needRoot(t)
-	const ddlSchema = schema + `CREATE TABLE my (id INT PRIMARY KEY, v INT) ENGINE=MyISAM;
-CREATE TABLE ar (id INT PRIMARY KEY, v INT) ENGINE=Aria;
+	aria := "Aria"
+	if mariadbtest.Binary(t).Flavor == mariadb.MySQL {
+		aria = "MyISAM" // MySQL has no Aria
+	}
+	ddlSchema := schema + `CREATE TABLE my (id INT PRIMARY KEY, v INT) ENGINE=MyISAM;
+CREATE TABLE ar (id INT PRIMARY KEY, v INT) ENGINE=` + aria + `;
 INSERT INTO my VALUES (1, 1); INSERT INTO ar VALUES (1, 1);
 CREATE VIEW v1 AS SELECT id, v FROM canary;
 CREATE TRIGGER tr1 BEFORE INSERT ON my FOR EACH ROW SET NEW.v = NEW.v + 1;

@@ -16,6 +16,7 @@ import (
 	"github.com/pristinedb/pristine/internal/archive"
 	"github.com/pristinedb/pristine/internal/dsn"
 	"github.com/pristinedb/pristine/internal/mariadb"
+	"github.com/pristinedb/pristine/internal/mariadb/mariadbtest"
 	"github.com/pristinedb/pristine/internal/template"
 	"github.com/pristinedb/pristine/internal/template/templatetest"
 )
@@ -24,6 +25,7 @@ import (
 // an older pristine, or crafted) is re-owned at import, before any server
 // serves it: no clone runs a view, trigger, routine or event as root.
 func TestImportReownsDefiners(t *testing.T) {
+	mariadbtest.SkipOnMySQL(t, "the definer pass has no MySQL flavour yet (issue 21): MySQL templates keep their definers and record a warning")
 	ctx := context.Background()
 	src := templatetest.NewBuilder(t, "auto")
 	m := templatetest.Build(t, src, "app", schema+`CREATE VIEW v AS SELECT * FROM parent;
@@ -122,6 +124,7 @@ CREATE EVENT e ON SCHEDULE EVERY 1 HOUR DO DELETE FROM parent WHERE 0;
 // the connection is killed before the pass, so nothing it does after can
 // leave an object running as root in the template.
 func TestSessionReownsAndCutsTheClient(t *testing.T) {
+	mariadbtest.SkipOnMySQL(t, "the definer pass has no MySQL flavour yet (issue 21): MySQL templates keep their definers and record a warning")
 	ctx := context.Background()
 	st := templatetest.NewBuilder(t, "auto")
 	ss, _, err := st.Begin(ctx, template.BuildOptions{Name: "api", Key: "sha256:definers", Profile: mariadb.DefaultProfile()})
@@ -193,6 +196,7 @@ func TestSessionReownsAndCutsTheClient(t *testing.T) {
 // template secured here and imported elsewhere has nothing left to
 // re-own or reduce.
 func TestImportOfASecuredTemplateChangesNothing(t *testing.T) {
+	mariadbtest.SkipOnMySQL(t, "the definer pass has no MySQL flavour yet (issue 21): MySQL templates keep their definers and record a warning")
 	src := templatetest.NewBuilder(t, "auto")
 	m := templatetest.Build(t, src, "app", schema+`CREATE VIEW v AS SELECT * FROM parent;
 CREATE USER rep@'%';
