@@ -21,6 +21,7 @@ import (
 // tag, not under the probed key's (which would hand runners that probed the
 // older position a template of a later one under its name).
 func TestCachedCaptureRekeyedIsPushedUnderItsKey(t *testing.T) {
+	mariadbtest.SkipOnMySQL(t, "the change marker is MariaDB's @@gtid_binlog_pos; MySQL sources have none yet (issue 21)")
 	reg := startRegistry(t, registryOpts{})
 	st := templatetest.NewBuilder(t, "auto")
 	bin := mariadbtest.Binary(t)

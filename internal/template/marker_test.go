@@ -61,6 +61,7 @@ func TestTemplateFiledUnderTheMarkerOfItsData(t *testing.T) {
 }
 
 func testFiledUnderMarker(t *testing.T, method string) {
+	mariadbtest.SkipOnMySQL(t, "the change marker is MariaDB's @@gtid_binlog_pos; MySQL sources have none yet (issue 21)")
 	st := templatetest.NewBuilder(t, "auto")
 	in, db := binlogSource(t)
 	opt := template.BuildOptions{Name: "g", Profile: mariadb.DefaultProfile(), Server: template.ServerSource{DSN: sourceURL(in), Method: method}}
