@@ -115,3 +115,46 @@ func testFiledUnderMarker(t *testing.T, method string) {
 			built, m2.Hash[:12], m1.Hash[:12])
 	}
 }
+
+// TestRekeyedCaptureMeetsItsTemplate: two builds probed at the same
+// position, the source moved on before either snapshot: the first is
+// filed under the snapshot's position, the second finds it there and
+// throws its own copy away, leaving one template and no build directory.
+func TestRekeyedCaptureMeetsItsTemplate(t *testing.T) {
+	mariadbtest.SkipOnMySQL(t, "the change marker is MariaDB's @@gtid_binlog_pos; MySQL sources have none yet (issue 21)")
+	st := templatetest.NewBuilder(t, "auto")
+	in, db := binlogSource(t)
+	ctx := context.Background()
+	opt := template.BuildOptions{Name: "g", Profile: mariadb.DefaultProfile(), Server: template.ServerSource{DSN: sourceURL(in), Method: "logical"}}
+	p1, err := st.Plan(ctx, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p1.Close()
+	p2, err := st.Plan(ctx, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p2.Close()
+	if p1.Hash != p2.Hash {
+		t.Fatalf("two probes of an unchanged source: keys %s and %s", p1.Hash[:12], p2.Hash[:12])
+	}
+	mariadbtest.Exec(t, db, "INSERT INTO g.t VALUES (2)")
+	m1, built, err := p1.Build(ctx)
+	if err != nil || !built || m1.Hash == p1.Hash {
+		t.Fatalf("first build: built=%v err=%v re-keyed=%v; want built under the snapshot's position", built, err, m1 != nil && m1.Hash != p1.Hash)
+	}
+	m2, built, err := p2.Build(ctx)
+	if err != nil || built || m2.Hash != m1.Hash {
+		t.Fatalf("second build of the same position: built=%v err=%v same=%v; want the first one's template", built, err, m2 != nil && m2.Hash == m1.Hash)
+	}
+	if list, _ := st.Catalog().List(); len(list) != 1 {
+		t.Errorf("templates after both builds: %d, want 1", len(list))
+	}
+	ents, _ := os.ReadDir(filepath.Join(st.Catalog().Root().Data(), "templates"))
+	for _, e := range ents {
+		if strings.HasPrefix(e.Name(), ".build-") || e.Name() == "."+p1.Hash+".lock" {
+			t.Errorf("left behind: templates/%s", e.Name())
+		}
+	}
+}
