@@ -127,7 +127,7 @@ func runBench(ctx context.Context, g *Globals, f BenchFlags) error {
 		}
 		return capturebench.Markdown(os.Stdout, rep)
 	case f.FirstBuild:
-		st, err := g.openStore(ctx, "auto")
+		st, err := g.openBuilder(ctx, "auto")
 		if err != nil {
 			return err
 		}
@@ -162,7 +162,7 @@ func runBench(ctx context.Context, g *Globals, f BenchFlags) error {
 		return err
 	}
 	opt.Log = log
-	st, err := g.openStore(ctx, "auto")
+	st, err := g.openBuilder(ctx, "auto")
 	if err != nil {
 		return err
 	}

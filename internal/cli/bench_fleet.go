@@ -26,7 +26,7 @@ step runs --runs times after a warm-up; medians are reported. Run it on a
 root whose data is on btrfs (pristine scratch up).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			st, err := g.openStore(cmd.Context(), "auto")
+			st, err := g.openBuilder(cmd.Context(), "auto")
 			if err != nil {
 				return err
 			}

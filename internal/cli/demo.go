@@ -94,7 +94,7 @@ func RunDemo(ctx context.Context, g *Globals, f DemoFlags) (*bench.DemoResult, e
 			}()
 		}
 	}
-	st, err := g.openStore(ctx, "auto")
+	st, err := g.openBuilder(ctx, "auto")
 	if err != nil {
 		return nil, err
 	}

@@ -250,7 +250,7 @@ func newPoolDownCmd(g *Globals) *cobra.Command {
 // onlyTemplate is the name of the root's only template, the default of
 // `pool up`; with none or several it says what to do.
 func (g *Globals) onlyTemplate(ctx context.Context) (string, error) {
-	st, err := g.openStore(ctx, "auto")
+	st, err := g.openBuilder(ctx, "auto")
 	if err != nil {
 		return "", err
 	}

@@ -76,7 +76,7 @@ func scratchUpMoving(ctx context.Context, g *Globals, root *rootdir.Root, opt sc
 	if err != nil {
 		return nil, kept(err)
 	}
-	st, err := g.openStore(ctx, "auto")
+	st, err := g.openBuilder(ctx, "auto")
 	if err != nil {
 		return nil, kept(err)
 	}

@@ -67,7 +67,7 @@ daemon that "pool up" started, "pristine dashboard" prints such a URL.`,
 
 // RunServe runs the daemon until ctx ends or it is asked to stop.
 func RunServe(ctx context.Context, g *Globals, f ServeFlags) error {
-	st, err := g.openStore(ctx, f.Backend)
+	st, err := g.openBuilder(ctx, f.Backend)
 	if err != nil {
 		return err
 	}

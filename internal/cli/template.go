@@ -14,6 +14,7 @@ import (
 	"github.com/pristinedb/pristine/internal/archive"
 	"github.com/pristinedb/pristine/internal/capture"
 	"github.com/pristinedb/pristine/internal/catalog"
+	"github.com/pristinedb/pristine/internal/oci"
 	"github.com/pristinedb/pristine/internal/pool"
 	"github.com/pristinedb/pristine/internal/server"
 	"github.com/pristinedb/pristine/internal/template"
@@ -22,8 +23,9 @@ import (
 
 func init() { register(newTemplateCmd) }
 
-// openStore opens the template store of the root, on the named backend.
-func (g *Globals) openStore(ctx context.Context, backend string) (*template.Builder, error) {
+// openBuilder opens the template builder of the root: its catalog on the
+// named backend, the installed server and the global build settings.
+func (g *Globals) openBuilder(ctx context.Context, backend string) (*template.Builder, error) {
 	root, err := g.openRoot()
 	if err != nil {
 		return nil, err
@@ -143,19 +145,29 @@ func RunTemplateBuild(ctx context.Context, g *Globals, f BuildFlags) (*catalog.M
 		}
 		f.Server.Password = pw
 	}
-	st, err := g.openStore(ctx, f.Backend)
+	st, err := g.openBuilder(ctx, f.Backend)
 	if err != nil {
 		return nil, false, err
 	}
 	if err := f.setProfile(); err != nil {
 		return nil, false, err
 	}
+	if f.Cache.Repo != "" && f.FromSQL == "-" {
+		return nil, false, oci.ErrCacheStdin // before stdin is read
+	}
+	// The one build pipeline: the key is computed (and a live source
+	// probed) once, here, and the plan handed on.
+	plan, err := st.Plan(ctx, f.BuildOptions)
+	if err != nil {
+		return nil, false, err
+	}
+	defer plan.Close()
 	var m *catalog.Meta
 	var built bool
 	if f.Cache.Repo != "" {
-		m, built, err = runCachedBuild(ctx, g, st, f)
+		m, built, err = runCachedBuild(ctx, g, plan, f)
 	} else {
-		m, built, err = st.Build(ctx, f.BuildOptions)
+		m, built, err = plan.Build(ctx)
 	}
 	if err != nil || !built {
 		return m, built, err
@@ -169,7 +181,7 @@ func newTemplateLsCmd(g *Globals) *cobra.Command {
 		Short: "list templates",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			st, err := g.openStore(cmd.Context(), "auto")
+			st, err := g.openBuilder(cmd.Context(), "auto")
 			if err != nil {
 				return err
 			}
@@ -199,7 +211,7 @@ func newTemplateRmCmd(g *Globals) *cobra.Command {
   pristine template rm 5d0c1f3e9a41   # one build, by hash`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			st, err := g.openStore(cmd.Context(), "auto")
+			st, err := g.openBuilder(cmd.Context(), "auto")
 			if err != nil {
 				return err
 			}
@@ -232,7 +244,7 @@ func newTemplateGCCmd(g *Globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			st, err := g.openStore(cmd.Context(), "auto")
+			st, err := g.openBuilder(cmd.Context(), "auto")
 			if err != nil {
 				return err
 			}
@@ -263,7 +275,7 @@ func newTemplateExportCmd(g *Globals) *cobra.Command {
 			if isTerminal(os.Stdout) {
 				return fmt.Errorf("%w: export writes an archive to stdout: redirect it, e.g. pristine template export %s > %s.prsa", errUsage, args[0], args[0])
 			}
-			st, err := g.openStore(cmd.Context(), "auto")
+			st, err := g.openBuilder(cmd.Context(), "auto")
 			if err != nil {
 				return err
 			}
@@ -299,7 +311,7 @@ template build, which builds for itself (docs/security.md). Importing the same
 archive again finds it already here.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			st, err := g.openStore(cmd.Context(), "auto")
+			st, err := g.openBuilder(cmd.Context(), "auto")
 			if err != nil {
 				return err
 			}

@@ -67,9 +67,9 @@ func RunTemplateKey(ctx context.Context, g *Globals, f BuildFlags) (string, erro
 	if err := f.setProfile(); err != nil {
 		return "", err
 	}
-	st, err := g.openStore(ctx, "auto")
+	st, err := g.openBuilder(ctx, "auto")
 	if err != nil {
 		return "", err
 	}
-	return st.Hash(f.BuildOptions)
+	return st.Hash(ctx, f.BuildOptions)
 }

@@ -44,7 +44,7 @@ helpers), or PRISTINE_REGISTRY_USERNAME and PRISTINE_REGISTRY_PASSWORD, or
 PRISTINE_REGISTRY_TOKEN.`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			st, err := g.openStore(cmd.Context(), "auto")
+			st, err := g.openBuilder(cmd.Context(), "auto")
 			if err != nil {
 				return err
 			}
@@ -100,7 +100,7 @@ share builds across a fleet, use template build --cache REPO, which trusts
 REPO to answer for content keys (docs/security.md).`,
 		Args: cobra.RangeArgs(1, 2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			st, err := g.openStore(cmd.Context(), "auto")
+			st, err := g.openBuilder(cmd.Context(), "auto")
 			if err != nil {
 				return err
 			}
@@ -143,9 +143,9 @@ func addCacheFlags(fl *pflag.FlagSet, c *cacheFlags) {
 }
 
 // runCachedBuild is `template build --cache REPO`.
-func runCachedBuild(ctx context.Context, g *Globals, st *template.Builder, f BuildFlags) (*catalog.Meta, bool, error) {
+func runCachedBuild(ctx context.Context, g *Globals, plan *template.Plan, f BuildFlags) (*catalog.Meta, bool, error) {
 	g.remoteLog(&f.Cache.Remote)
-	m, outcome, err := oci.CachedBuild(ctx, st, f.BuildOptions, f.Cache.CacheOptions)
+	m, outcome, err := oci.CachedBuild(ctx, plan, f.Cache.CacheOptions)
 	if err != nil {
 		return nil, false, err
 	}

@@ -80,7 +80,7 @@ func RunVerify(ctx context.Context, g *Globals, source, target string, f VerifyF
 		return nil, fmt.Errorf("%w: %v", errUsage, err)
 	}
 	op := verify.Opener{
-		Builder: func(ctx context.Context) (*template.Builder, error) { return g.openStore(ctx, "auto") },
+		Builder: func(ctx context.Context) (*template.Builder, error) { return g.openBuilder(ctx, "auto") },
 		Lease:   func(ctx context.Context, id string) (string, string, string, error) { return findLease(ctx, g, id) },
 		Admin: func() (string, error) {
 			root, err := g.openRoot()

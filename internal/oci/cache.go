@@ -55,23 +55,24 @@ func (c *CacheOptions) defaults() {
 	}
 }
 
-// CachedBuild returns the template opt describes: from the store, else
+// ErrCacheStdin is CachedBuild's answer for SQL from standard input; check
+// for it before reading stdin (template.Builder.Plan spools it).
+var ErrCacheStdin = errors.New("template build --cache: SQL from stdin cannot be looked up before it is read: write it to a file and pass --from-sql FILE")
+
+// CachedBuild returns the template p describes: from the store, else
 // from the repository c.Repo (tag ContentTag), else built here and pushed.
+// p carries the content key, computed once by template.Builder.Plan; a
+// capture that is re-keyed while it builds (its source moved on) is pushed
+// under the tag of the key it is filed under.
 // Runners that miss the cache together build once: one takes the lease in
 // the registry, the others wait for its push (or build themselves after
 // c.Wait, or when its lease goes stale). A failed push is reported through
 // c.Log and does not fail the build.
-func CachedBuild(ctx context.Context, st *template.Builder, opt template.BuildOptions, c CacheOptions) (*catalog.Meta, Outcome, error) {
-	if err := catalog.ValidName(opt.Name); err != nil {
-		return nil, "", err
+func CachedBuild(ctx context.Context, p *template.Plan, c CacheOptions) (*catalog.Meta, Outcome, error) {
+	if p.FromStdin() {
+		return nil, "", ErrCacheStdin
 	}
-	if opt.FromSQL == "-" {
-		return nil, "", errors.New("template build --cache: SQL from stdin cannot be looked up before it is read: write it to a file and pass --from-sql FILE")
-	}
-	hash, err := st.Hash(opt)
-	if err != nil {
-		return nil, "", err
-	}
+	st, opt, hash := p.Builder(), p.Opt, p.Hash
 	if m := localByHash(st, hash); m != nil && !opt.Rebuild {
 		return m, FromStore, nil
 	}
@@ -87,7 +88,7 @@ func CachedBuild(ctx context.Context, st *template.Builder, opt template.BuildOp
 		// A cache entry that cannot be pulled (damaged, or the registry went
 		// away) must not fail the build: build here, and push a good copy.
 		e.c.logf("warning: template %s: the cached copy could not be pulled (%v); building here", opt.Name, err)
-		m, err = e.buildAndPush(ctx, st, opt)
+		m, err = e.buildAndPush(ctx, p)
 		return m, BuiltHere, err
 	}
 	if !opt.Rebuild {
@@ -110,7 +111,7 @@ func CachedBuild(ctx context.Context, st *template.Builder, opt template.BuildOp
 				lk.Unlock(ctx)
 				return pull()
 			}
-			m, err := e.buildAndPush(ctx, st, opt)
+			m, err := e.buildAndPush(ctx, p)
 			lk.Unlock(ctx)
 			return m, BuiltHere, err
 		}
@@ -128,7 +129,7 @@ func CachedBuild(ctx context.Context, st *template.Builder, opt template.BuildOp
 		}
 		if time.Now().After(deadline) {
 			e.c.logf("template %s: waited %s for %s; building here", opt.Name, e.c.Wait, waiting)
-			m, err := e.buildAndPush(ctx, st, opt)
+			m, err := e.buildAndPush(ctx, p)
 			return m, BuiltHere, err
 		}
 	}
@@ -136,12 +137,20 @@ func CachedBuild(ctx context.Context, st *template.Builder, opt template.BuildOp
 
 // buildAndPush builds the template and pushes it; a failed push is a
 // warning (a runner without write access still gets its template).
-func (e *Entry) buildAndPush(ctx context.Context, st *template.Builder, opt template.BuildOptions) (*catalog.Meta, error) {
-	m, _, err := st.Build(ctx, opt)
+func (e *Entry) buildAndPush(ctx context.Context, p *template.Plan) (*catalog.Meta, error) {
+	m, _, err := p.Build(ctx)
 	if err != nil {
 		return nil, err
 	}
-	e.Push(ctx, st, m)
+	to := e
+	if m.Hash != e.hash {
+		// Re-keyed: the entry of the key it is filed under.
+		if to, err = e.c.Entry(m.Name, m.Hash); err != nil {
+			e.c.logf("warning: template %s built but not cached: %v", m.Name, err)
+			return m, nil
+		}
+	}
+	_ = to.Push(ctx, p.Builder(), m)
 	return m, nil
 }
 

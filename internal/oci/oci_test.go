@@ -365,7 +365,7 @@ func TestTamperedBlobRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := CacheOptions{Remote: reg.remote(), Repo: repo, Settle: 100 * time.Millisecond, Poll: 100 * time.Millisecond}
-	got, o, err := CachedBuild(ctx, b, template.BuildOptions{Name: "tamper", FromSQL: in, Profile: mariadb.DefaultProfile()}, c)
+	got, o, err := cachedBuild(ctx, b, template.BuildOptions{Name: "tamper", FromSQL: in, Profile: mariadb.DefaultProfile()}, c)
 	if err != nil || o != BuiltHere || got.Hash != m.Hash {
 		t.Fatalf("build --cache over a damaged entry: %v %s (hash %v), want built here as %s", err, o, got, m.Hash)
 	}
@@ -404,7 +404,7 @@ func TestCachedBuildOnceAcrossRunners(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			metas[i], outcomes[i], errs[i] = CachedBuild(ctx, stores[i], opt, c)
+			metas[i], outcomes[i], errs[i] = cachedBuild(ctx, stores[i], opt, c)
 		}()
 	}
 	wg.Wait()
@@ -425,7 +425,7 @@ func TestCachedBuildOnceAcrossRunners(t *testing.T) {
 	if built != 1 {
 		t.Fatalf("outcomes %v: want the template built once across %d runners", outcomes, runners)
 	}
-	if _, o, err := CachedBuild(ctx, stores[0], opt, c); err != nil || o != FromStore {
+	if _, o, err := cachedBuild(ctx, stores[0], opt, c); err != nil || o != FromStore {
 		t.Fatalf("third build on a runner that has it: %s, %v, want local", o, err)
 	}
 	verifySame(t, stores[0], stores[1], "fleet")
@@ -458,7 +458,7 @@ func TestCachedBuildTakesOverOrStopsWaiting(t *testing.T) {
 			if c.renew {
 				co.TTL, co.Wait = time.Hour, time.Second
 			}
-			hash, err := st.Hash(opt)
+			hash, err := st.Hash(ctx, opt)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -478,10 +478,21 @@ func TestCachedBuildTakesOverOrStopsWaiting(t *testing.T) {
 				stop := other.keep(ctx)
 				defer stop()
 			}
-			m, o, err := CachedBuild(ctx, st, opt, co)
+			m, o, err := cachedBuild(ctx, st, opt, co)
 			if err != nil || o != BuiltHere || m.Hash != hash {
 				t.Fatalf("build behind a %s: %v %s, want built here", c.name, err, o)
 			}
 		})
 	}
+}
+
+// cachedBuild plans the build as the command line does, then runs
+// CachedBuild on the plan.
+func cachedBuild(ctx context.Context, st *template.Builder, opt template.BuildOptions, c CacheOptions) (*catalog.Meta, Outcome, error) {
+	p, err := st.Plan(ctx, opt)
+	if err != nil {
+		return nil, "", err
+	}
+	defer p.Close()
+	return CachedBuild(ctx, p, c)
 }

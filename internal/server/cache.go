@@ -88,21 +88,17 @@ func (c *Cache) options(repo string, log func(string, ...any)) (oci.CacheOptions
 // cachedBegin is the fleet-cache part of POST /v1/templates. It answers
 // the request itself (done) when the template came from the registry, when
 // another runner is building it, or on an error; otherwise the caller
-// begins a build session as usual, holding lock (nil when this daemon
-// builds without the lease, after waiting too long) and pushing to entry
-// when the session finishes.
-func (s *Server) cachedBegin(w http.ResponseWriter, r *http.Request, req TemplateRequest, opt template.BuildOptions) (entry *oci.Entry, lock *oci.Lock, done bool) {
+// begins a build session from plan (whose key the entry answers for) as
+// usual, holding lock (nil when this daemon builds without the lease,
+// after waiting too long) and pushing to entry when the session finishes.
+func (s *Server) cachedBegin(w http.ResponseWriter, r *http.Request, req TemplateRequest, plan *template.Plan) (entry *oci.Entry, lock *oci.Lock, done bool) {
 	logf := func(format string, args ...any) { s.log.Info(fmt.Sprintf(format, args...), "cache", req.Cache) }
 	copt, err := s.Cache.options(req.Cache, logf)
 	if err != nil {
 		fail(w, err)
 		return nil, nil, true
 	}
-	hash, err := s.builder.Hash(opt)
-	if err != nil {
-		fail(w, fmt.Errorf("%w: %v", errBadRequest, err))
-		return nil, nil, true
-	}
+	opt, hash := plan.Opt, plan.Hash
 	if _, err := s.cat.Get(hash); err == nil || s.building(hash) {
 		return nil, nil, false // here already, or being built here: as without a cache
 	}

@@ -96,15 +96,23 @@ func (s *Server) beginTemplate(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	opt := template.BuildOptions{Name: req.Name, Key: req.Key, Database: req.Database, DBsPerSlot: req.DBsPerSlot, Profile: mariadb.DefaultProfile()}
+	// The key is computed once, here; the fleet cache and the session
+	// take the plan.
+	plan, err := s.builder.Plan(r.Context(), opt)
+	if err != nil {
+		fail(w, fmt.Errorf("%w: %v", errBadRequest, err))
+		return
+	}
+	defer plan.Close()
 	var entry *oci.Entry
 	var lock *oci.Lock
 	if req.Cache != "" {
 		var done bool
-		if entry, lock, done = s.cachedBegin(w, r, req, opt); done {
+		if entry, lock, done = s.cachedBegin(w, r, req, plan); done {
 			return
 		}
 	}
-	sess, m, err := s.builder.Begin(context.WithoutCancel(r.Context()), opt)
+	sess, m, err := plan.Begin(context.WithoutCancel(r.Context()))
 	if err != nil || m != nil {
 		if lock != nil {
 			lock.Unlock(context.WithoutCancel(r.Context()))

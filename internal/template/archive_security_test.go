@@ -224,7 +224,7 @@ func TestImportCannotClaimAKey(t *testing.T) {
 	st := templatetest.NewBuilder(t, "auto")
 	in := writeFile(t, t.TempDir(), "victim.sql", "CREATE TABLE t (v VARCHAR(20)); INSERT INTO t VALUES ('victim');\n")
 	opt := template.BuildOptions{Name: "victim", FromSQL: in, Profile: mariadb.DefaultProfile()}
-	key, err := st.Hash(opt)
+	key, err := st.Hash(context.Background(), opt)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -47,24 +47,19 @@ type BuildOptions struct {
 	Server ServerSource
 }
 
+// somethingToBuild fails for options that name no input.
+func (o *BuildOptions) somethingToBuild() error {
+	if o.FromSQL == "" && o.InitCmd == "" && o.Server.DSN == "" {
+		return errors.New("template build: nothing to build from: pass --from-sql PATH, --init-cmd CMD, or both")
+	}
+	return nil
+}
+
 func (o *BuildOptions) database() string {
 	if o.Database != "" {
 		return o.Database
 	}
 	return regexp.MustCompile(`[^A-Za-z0-9_]`).ReplaceAllString(o.Name, "_")
-}
-
-// Hash computes the content key of a build without building it (see
-// catalog.Key). Input from stdin must have been spooled to a file first; a
-// capture from a live server connects to it to read its identity and
-// change marker.
-func (b *Builder) Hash(opt BuildOptions) (string, error) {
-	if opt.Server.DSN != "" {
-		return b.serverHash(opt)
-	}
-	in := b.inputs(opt)
-	in.FromSQL = opt.FromSQL
-	return catalog.Key(in)
 }
 
 // inputs are the content key's inputs common to every kind of build.
@@ -75,29 +70,27 @@ func (b *Builder) inputs(opt BuildOptions) catalog.Inputs {
 
 // Build makes the template opt describes, or returns the one already built
 // from the same inputs (built is then false). A failed build leaves nothing
-// behind: no data directory, no server, no meta.json.
-func (b *Builder) Build(ctx context.Context, opt BuildOptions) (m *catalog.Meta, built bool, err error) {
+// behind: no data directory, no server, no meta.json. It is Plan, then
+// Plan.Build: callers that look the key up elsewhere first (a fleet cache)
+// make the plan themselves and pass it on.
+func (b *Builder) Build(ctx context.Context, opt BuildOptions) (*catalog.Meta, bool, error) {
 	if err := catalog.ValidName(opt.Name); err != nil {
 		return nil, false, err
 	}
-	if opt.FromSQL == "" && opt.InitCmd == "" && opt.Server.DSN == "" {
-		return nil, false, errors.New("template build: nothing to build from: pass --from-sql PATH, --init-cmd CMD, or both")
+	if err := opt.somethingToBuild(); err != nil {
+		return nil, false, err
 	}
-	if opt.DBsPerSlot < 1 {
-		opt.DBsPerSlot = 1
-	}
-	if opt.FromSQL == "-" {
-		spooled, cleanup, err := b.spoolStdin()
-		if err != nil {
-			return nil, false, err
-		}
-		defer cleanup()
-		opt.FromSQL = spooled
-	}
-	hash, err := b.Hash(opt)
+	p, err := b.Plan(ctx, opt)
 	if err != nil {
 		return nil, false, err
 	}
+	defer p.Close()
+	return p.Build(ctx)
+}
+
+// build is Plan.Build: the template under p.Hash, built unless it exists.
+func (b *Builder) build(ctx context.Context, p *Plan) (m *catalog.Meta, built bool, err error) {
+	opt, hash := p.Opt, p.Hash
 	if m, err := b.cat.Load(hash); err == nil && !opt.Rebuild && catalog.CheckSecured(m) == nil {
 		return m, false, nil
 	}
@@ -135,8 +128,10 @@ func (b *Builder) Build(ctx context.Context, opt BuildOptions) (m *catalog.Meta,
 		m.Inputs = []string{opt.FromSQL}
 	}
 	build := b.buildData
-	if opt.Server.DSN != "" {
-		build = b.buildFromServer
+	if p.live != nil {
+		build = func(ctx context.Context, dir string, opt BuildOptions, m *catalog.Meta) error {
+			return b.buildFromServer(ctx, dir, opt, m, p.live)
+		}
 	}
 	if err := build(ctx, dir, opt, m); err != nil {
 		return nil, false, fmt.Errorf("template build %s: %w", opt.Name, err)
@@ -144,10 +139,50 @@ func (b *Builder) Build(ctx context.Context, opt BuildOptions) (m *catalog.Meta,
 	if err := b.settle(dir); err != nil {
 		return nil, false, fmt.Errorf("template build %s: %w", opt.Name, err)
 	}
+	if m.Hash != hash {
+		// Re-keyed (rekey): filed under the key of the data it holds.
+		done, have, err := b.takeRekeyed(dir, m)
+		if err != nil {
+			return nil, false, err
+		}
+		if have != nil {
+			b.cat.RemoveLock(hash)
+			return have, false, nil
+		}
+		defer done()
+		defer b.cat.RemoveLock(hash) // nothing is filed under the probed key
+	}
 	if err := b.publish(dir, m, start); err != nil {
 		return nil, false, err
 	}
 	return m, true, nil
+}
+
+// takeRekeyed takes the lock of a re-keyed build's new key. When a
+// template is filed under that key already, the build is thrown away and
+// that template returned: it holds the same position of the source.
+func (b *Builder) takeRekeyed(dir string, m *catalog.Meta) (unlock func(), have *catalog.Meta, err error) {
+	unlock, err = b.cat.TryLock(m.Hash)
+	if err != nil {
+		return nil, nil, err
+	}
+	if unlock == nil {
+		return nil, nil, errRekeyBusy(m.Name, m.Hash)
+	}
+	if old, err := b.cat.Load(m.Hash); err == nil && catalog.CheckSecured(old) == nil {
+		unlock()
+		if err := b.discard(dir); err != nil {
+			return nil, nil, err
+		}
+		b.progress("template %s of that position is here already (%s): using it", old.Name, old.Hash[:12])
+		return nil, old, nil
+	} else if err == nil {
+		if err := b.cat.RemoveLocked(old); err != nil {
+			unlock()
+			return nil, nil, err
+		}
+	}
+	return unlock, nil, nil
 }
 
 // publish stamps a finished build and publishes it in the catalog: from

@@ -100,20 +100,9 @@ func (b *Builder) openSource(ctx context.Context, opt *BuildOptions) (*liveSourc
 	return ls, nil
 }
 
-// serverHash is the content key of a template captured from a live
-// server (catalog.Live): the source is probed for its identity, databases,
-// method and change marker.
-func (b *Builder) serverHash(opt BuildOptions) (string, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	ls, err := b.openSource(ctx, &opt)
-	if err != nil {
-		return "", err
-	}
-	defer ls.src.Close()
-	return b.hashLive(opt, ls), nil
-}
-
+// hashLive is the content key of a template captured from a live server
+// (catalog.Live): the probed source's identity, databases, method and
+// change marker.
 func (b *Builder) hashLive(opt BuildOptions, ls *liveSource) string {
 	in := b.inputs(opt)
 	in.Live = &catalog.Live{Source: ls.src.Identity(), Databases: ls.src.Databases, Method: ls.method,
@@ -127,12 +116,11 @@ func (b *Builder) hashLive(opt BuildOptions, ls *liveSource) string {
 // copy; then the server is started with the build profile, the lease
 // account made, the init command run and the server stopped cleanly with
 // innodb_fast_shutdown=0, exactly as for SQL input.
-func (b *Builder) buildFromServer(ctx context.Context, dir string, opt BuildOptions, m *catalog.Meta) error {
-	ls, err := b.openSource(ctx, &opt)
-	if err != nil {
-		return err
-	}
-	defer ls.src.Close()
+//
+// ls is the source as Plan probed it: its marker is the key's. When the
+// capture's snapshot holds a later position, the template is re-keyed to
+// it (rekey) before anything is filed.
+func (b *Builder) buildFromServer(ctx context.Context, dir string, opt BuildOptions, m *catalog.Meta, ls *liveSource) error {
 	src := ls.src
 	b.progress("capturing %s, databases %s, by %s capture (%s)", src.Name(), strings.Join(src.Databases, ","), ls.method, ls.reason)
 	if src.GTID != "" {
@@ -159,6 +147,7 @@ func (b *Builder) buildFromServer(ctx context.Context, dir string, opt BuildOpti
 		}
 		counters = st.Counters
 		b.progress("copied and prepared %s in %.1fs", units.Bytes(st.Bytes), st.Elapsed.Seconds())
+		b.rekey(opt, ls, st.GTID, m)
 		// The copy's accounts are the source's: secure them on a private
 		// start without grant tables before it is ever served on TCP.
 		if err := b.secure(ctx, data, mariadb.BuildProfile(opt.Profile), nil); err != nil {
@@ -218,6 +207,7 @@ func (b *Builder) buildFromServer(ctx context.Context, dir string, opt BuildOpti
 			return fmt.Errorf("capture %s: %w", src.Name(), err)
 		}
 		b.progress("captured %d rows (%s) of %d tables, %d objects, %d accounts in %.1fs", st.Rows, units.Bytes(st.Bytes), st.Tables, st.Objects, st.Accounts, st.Elapsed.Seconds())
+		b.rekey(opt, ls, st.GTID, m)
 		// Root at other hosts and anonymous accounts the copy brought
 		// along go (or are locked when they are DEFINERs).
 		if err := mariadb.SecureAccounts(ctx, db, b.cat.Admin(), false); err != nil {

@@ -1,6 +1,7 @@
 package template
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"testing"
@@ -43,7 +44,7 @@ func TestHashPinned(t *testing.T) {
 		{BuildOptions{Name: "mig", InitCmd: "make migrate", Watch: []string{"watch.txt", "sql"}, Profile: mariadb.Profile{LogFileSize: 48 << 20}}, "f9f5c48cdd57222b5bfcd8beb36b57a3401b61581c03ac0b82104afd84172004"},
 		{BuildOptions{Name: "cli.ent-1", Key: "sha256:abc", Profile: p}, "8a70632b8520fedd4dd7605b67dfa998ffcd754f7f9e06fd29267b5fb37eec67"},
 	} {
-		got, err := b.Hash(tc.opt)
+		got, err := b.Hash(context.Background(), tc.opt)
 		if err != nil {
 			t.Fatal(err)
 		}

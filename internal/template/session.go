@@ -35,17 +35,18 @@ type Session struct {
 // Begin starts a build session for opt (Name, Key, Database, DBsPerSlot,
 // Profile). When the template exists already it returns it and no session;
 // when another builder holds it, ErrBuilding.
+// It is Plan, then Plan.Begin.
 func (b *Builder) Begin(ctx context.Context, opt BuildOptions) (*Session, *catalog.Meta, error) {
-	if err := catalog.ValidName(opt.Name); err != nil {
-		return nil, nil, err
-	}
-	if opt.DBsPerSlot < 1 {
-		opt.DBsPerSlot = 1
-	}
-	hash, err := b.Hash(opt)
+	p, err := b.Plan(ctx, opt)
 	if err != nil {
 		return nil, nil, err
 	}
+	defer p.Close()
+	return p.Begin(ctx)
+}
+
+// begin is Plan.Begin: a session for opt under its key hash.
+func (b *Builder) begin(ctx context.Context, opt BuildOptions, hash string) (*Session, *catalog.Meta, error) {
 	if m, err := b.cat.Load(hash); err == nil && catalog.CheckSecured(m) == nil {
 		return nil, m, nil
 	}

@@ -40,12 +40,12 @@ func TestTimezoneTables(t *testing.T) {
 	if got := convert("tz"); got != "2020-07-01 14:00:00" {
 		t.Errorf("CONVERT_TZ to Europe/Paris with time zone tables: %q, want 2020-07-01 14:00:00", got)
 	}
-	hash, err := st.Hash(template.BuildOptions{Name: "tz", InitCmd: "true", Profile: mariadb.DefaultProfile()})
+	hash, err := st.Hash(context.Background(), template.BuildOptions{Name: "tz", InitCmd: "true", Profile: mariadb.DefaultProfile()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	st.NoTimezones = true
-	if h, err := st.Hash(template.BuildOptions{Name: "tz", InitCmd: "true", Profile: mariadb.DefaultProfile()}); err != nil || h == hash {
+	if h, err := st.Hash(context.Background(), template.BuildOptions{Name: "tz", InitCmd: "true", Profile: mariadb.DefaultProfile()}); err != nil || h == hash {
 		t.Errorf("a template's hash with NoTimezones: %s, %v; without: %s: it must differ", h, err, hash)
 	}
 	if got := convert("notz"); got != "NULL" {
