@@ -67,6 +67,16 @@ type Lease struct {
 	PIDStart string `json:"pid_start,omitempty"`
 	// Clone names the clone of the slot the lease was handed out on.
 	Clone string `json:"clone,omitempty"`
+	// CA is the PEM certificate of the CA that issued the slot server's
+	// certificate, when the slot is reachable over the network (`serve
+	// --slot-address`): connect with TLS, verifying the server's
+	// certificate against CA and its name against Host. Empty: a
+	// loopback slot, no TLS. The Go client registers it for the DSN's
+	// tls parameter.
+	CA string `json:"ca,omitempty"`
+	// Group is the holder group the lease counts against (`serve
+	// --max-leases-per-group`).
+	Group string `json:"group,omitempty"`
 }
 
 // MarshalJSON encodes the lease, with DSN, URL and Env left empty unless
