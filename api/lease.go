@@ -1,6 +1,8 @@
 package api
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"time"
 )
@@ -113,4 +115,12 @@ type ErrorBody struct {
 func (l Lease) WithCredentials() Lease {
 	l.Password = Reveal(l.Password.Value())
 	return l
+}
+
+// TLSConfigName is the name under which a client registers the TLS
+// configuration of a lease with CA caPEM and host (the DSN's tls
+// parameter names it): the same CA and host always give the same name.
+func TLSConfigName(caPEM, host string) string {
+	h := sha256.Sum256([]byte(caPEM + "\x00" + host))
+	return "pristine-" + hex.EncodeToString(h[:8])
 }

@@ -1,14 +1,14 @@
 package client
 
 import (
+	"crypto/tls"
+	"crypto/x509"
 	"fmt"
 	"sync"
 
 	"github.com/go-sql-driver/mysql"
 
 	"github.com/pristinedb/pristine/api"
-	"github.com/pristinedb/pristine/internal/dsn"
-	"github.com/pristinedb/pristine/internal/tlsca"
 )
 
 // registered are the TLS configurations registered with the driver, by name.
@@ -34,14 +34,15 @@ func RegisterLeaseTLS(l *api.Lease) error {
 	if l.CA == "" {
 		return nil
 	}
-	name := dsn.TLSName(l.CA, l.Host)
+	name := api.TLSConfigName(l.CA, l.Host)
 	if _, ok := registered.Load(name); ok {
 		return nil
 	}
-	cfg, err := tlsca.ClientConfig([]byte(l.CA), l.Host)
-	if err != nil {
-		return fmt.Errorf("lease %s: %w", l.ID, err)
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM([]byte(l.CA)) {
+		return fmt.Errorf("lease %s: its CA is not a PEM certificate", l.ID)
 	}
+	cfg := &tls.Config{RootCAs: pool, ServerName: l.Host, MinVersion: tls.VersionTLS12}
 	if err := mysql.RegisterTLSConfig(name, cfg); err != nil {
 		return fmt.Errorf("lease %s: register its TLS configuration: %w", l.ID, err)
 	}

@@ -1,8 +1,6 @@
 package dsn
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"net"
 	"net/url"
 	"strconv"
@@ -23,20 +21,12 @@ func TCP(port int, user, password, database string) string {
 // TCPAt is a go-sql-driver/mysql DSN for host:port; tlsName, when set,
 // names the TLS configuration the client registers for it
 // (mysql.RegisterTLSConfig; the Go client does it for every lease that
-// carries a CA, under TLSName).
+// carries a CA, under api.TLSConfigName).
 func TCPAt(host string, port int, user, password, database, tlsName string) string {
 	c := mysql.NewConfig()
 	c.User, c.Passwd, c.Net, c.Addr, c.DBName = user, password, "tcp", net.JoinHostPort(host, strconv.Itoa(port)), database
 	c.TLSConfig = tlsName
 	return c.FormatDSN()
-}
-
-// TLSName is the name of the TLS configuration of a lease whose server
-// presents a certificate of the CA caPEM for host: the same CA and host
-// always give the same name, so a client registers it once.
-func TLSName(caPEM, host string) string {
-	h := sha256.Sum256([]byte(caPEM + "\x00" + host))
-	return "pristine-" + hex.EncodeToString(h[:8])
 }
 
 func driverDSN(network, addr, user, password, database string) string {

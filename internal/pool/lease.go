@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"time"
 
+	"github.com/pristinedb/pristine/api"
 	"github.com/pristinedb/pristine/internal/dsn"
 )
 
@@ -70,7 +71,7 @@ func (l *Lease) fill(s *slot, u *unit, n *Network) {
 	tlsName := ""
 	if n.tls() {
 		l.CA = string(n.TLS.CA)
-		tlsName = dsn.TLSName(l.CA, l.Host)
+		tlsName = api.TLSConfigName(l.CA, l.Host)
 	}
 	l.DSN = dsn.TCPAt(l.Host, l.Port, l.User, l.Password, db, tlsName)
 	l.URL = dsn.URLAt(l.Host, l.Port, l.User, l.Password, db)

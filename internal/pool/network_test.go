@@ -4,9 +4,9 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"net"
 	"os"
 	"slices"
-	"net"
 	"strconv"
 	"strings"
 	"testing"
@@ -14,6 +14,7 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 
+	"github.com/pristinedb/pristine/api"
 	"github.com/pristinedb/pristine/internal/dsn"
 	"github.com/pristinedb/pristine/internal/mariadb"
 	"github.com/pristinedb/pristine/internal/pool"
@@ -72,7 +73,7 @@ func TestSlotTLS(t *testing.T) {
 	if !strings.Contains(l.CA, "BEGIN CERTIFICATE") || l.Host != "127.0.0.1" {
 		t.Fatalf("lease lacks its CA or host: host %q, CA %q", l.Host, l.CA)
 	}
-	name := dsn.TLSName(l.CA, l.Host)
+	name := api.TLSConfigName(l.CA, l.Host)
 	if !strings.Contains(l.DSN, "tls="+name) {
 		t.Fatalf("DSN %q does not name the TLS configuration %s", l.DSN, name)
 	}
