@@ -279,3 +279,34 @@ func (c *Client) TrustCA(caPEM []byte) error {
 	c.hc = &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}}
 	return nil
 }
+
+// Remote tells whether the client talks to its daemon over TCP: its
+// process is then not one the daemon can watch (the daemon ignores a
+// remote holder's PID), and only a lease's TTL reclaims it. A holder on
+// another machine keeps a short TTL and renews it (Heartbeat), so a
+// killed holder's leases come back within one TTL.
+func (c *Client) Remote() bool { return c.socket == "" }
+
+// Heartbeat extends lease id to ttl from now, every ttl/3, until ctx ends
+// (the holder released the lease) or the lease is gone; onError, when
+// set, is told each failed extension.
+func (c *Client) Heartbeat(ctx context.Context, id string, ttl time.Duration, onError func(error)) {
+	t := time.NewTicker(max(ttl/3, 100*time.Millisecond))
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if _, err := c.Extend(ctx, id, ttl); err != nil && ctx.Err() == nil {
+			var ae *APIError
+			if errors.As(err, &ae) && (ae.Status == http.StatusNotFound || ae.Status == http.StatusGone) {
+				return
+			}
+			if onError != nil {
+				onError(err)
+			}
+		}
+	}
+}
