@@ -40,6 +40,7 @@ type ServeFlags struct {
 type NetFlags struct {
 	SlotAddress  string // address slot servers listen on
 	Advertise    string // host leases and the API's certificate name
+	SlotTLS      bool   // TLS on loopback slots too
 	TLSCert      string // the API's certificate over TCP
 	TLSKey       string
 	InsecureHTTP bool   // plain HTTP on a non-loopback --listen, on purpose
@@ -77,6 +78,7 @@ daemon that "pool up" started, "pristine dashboard" prints such a URL.`,
 	cmd.Flags().DurationVar(&f.Cache.Wait, "cache-wait", server.DefaultCacheWait, "longest wait for another machine's build of a cached template before building here")
 	cmd.Flags().StringVar(&f.Net.SlotAddress, "slot-address", "", "address the slot servers listen on, e.g. the pod IP (default loopback); any other address serves TLS with a certificate of the root's CA (<root>/tls/ca.pem)")
 	cmd.Flags().StringVar(&f.Net.Advertise, "advertise", "", "host name or address leases tell clients to connect to, named in the certificates (default: --slot-address)")
+	cmd.Flags().BoolVar(&f.Net.SlotTLS, "slot-tls", false, "serve TLS on loopback slots too (always on for any other --slot-address)")
 	cmd.Flags().StringVar(&f.Net.TLSCert, "tls-cert", "", "PEM certificate of the API over TCP (default for a non-loopback --listen: one the root's CA issues)")
 	cmd.Flags().StringVar(&f.Net.TLSKey, "tls-key", "", "PEM key of --tls-cert")
 	cmd.Flags().BoolVar(&f.Net.InsecureHTTP, "insecure-http", false, "serve plain HTTP on a non-loopback --listen (the token crosses the network in clear)")
@@ -100,7 +102,7 @@ func RunServe(ctx context.Context, g *Globals, f ServeFlags) error {
 		return err
 	}
 	defer ln.Close()
-	network, err := server.SlotNetwork(root, f.Net.SlotAddress, f.Net.Advertise)
+	network, err := server.SlotNetwork(root, f.Net.SlotAddress, f.Net.Advertise, f.Net.SlotTLS)
 	if err != nil {
 		return err
 	}

@@ -24,10 +24,13 @@ import (
 // hold at most --max-leases-per-group leases at once.
 
 // SlotNetwork is the pool.Network of `serve --slot-address bind
-// --advertise host`: nil for loopback (the default); for any other
-// address, TLS with a certificate the root's CA issues for the advertised
-// host (and the bind address).
-func SlotNetwork(root *rootdir.Root, bind, advertise string) (*pool.Network, error) {
+// --advertise host [--slot-tls]`: nil for loopback (the default); for any
+// other address, or with forceTLS, TLS with a certificate the root's CA
+// issues for the advertised host (and the bind address).
+func SlotNetwork(root *rootdir.Root, bind, advertise string, forceTLS bool) (*pool.Network, error) {
+	if bind == "" && forceTLS {
+		bind = "127.0.0.1"
+	}
 	if bind == "" {
 		if advertise != "" && !pool.IsLoopback(advertise) {
 			return nil, fmt.Errorf("--advertise %s without --slot-address: slots listen on loopback, which %s cannot reach; pass --slot-address ADDR (the address other machines reach this one at)", advertise, advertise)
@@ -44,7 +47,7 @@ func SlotNetwork(root *rootdir.Root, bind, advertise string) (*pool.Network, err
 		}
 		n.Advertise = bind
 	}
-	if pool.IsLoopback(bind) {
+	if pool.IsLoopback(bind) && !forceTLS {
 		return n, nil
 	}
 	ca, err := tlsca.Load(root.Path)
