@@ -43,9 +43,10 @@ type NetFlags struct {
 	SlotTLS      bool   // TLS on loopback slots too
 	TLSCert      string // the API's certificate over TCP
 	TLSKey       string
-	InsecureHTTP bool   // plain HTTP on a non-loopback --listen, on purpose
-	GroupTokens  string // file of GROUP TOKEN lines
-	MaxPerGroup  int    // leases one holder group may hold at once
+	TLSNames     []string // more names in the API's certificate
+	InsecureHTTP bool     // plain HTTP on a non-loopback --listen, on purpose
+	GroupTokens  string   // file of GROUP TOKEN lines
+	MaxPerGroup  int      // leases one holder group may hold at once
 }
 
 func newServeCmd(g *Globals) *cobra.Command {
@@ -81,6 +82,7 @@ daemon that "pool up" started, "pristine dashboard" prints such a URL.`,
 	cmd.Flags().BoolVar(&f.Net.SlotTLS, "slot-tls", false, "serve TLS on loopback slots too (always on for any other --slot-address)")
 	cmd.Flags().StringVar(&f.Net.TLSCert, "tls-cert", "", "PEM certificate of the API over TCP (default for a non-loopback --listen: one the root's CA issues)")
 	cmd.Flags().StringVar(&f.Net.TLSKey, "tls-key", "", "PEM key of --tls-cert")
+	cmd.Flags().StringArrayVar(&f.Net.TLSNames, "tls-name", nil, "another host name clients reach the API by, put in the certificate the root's CA issues (repeatable), e.g. a Service's DNS name")
 	cmd.Flags().BoolVar(&f.Net.InsecureHTTP, "insecure-http", false, "serve plain HTTP on a non-loopback --listen (the token crosses the network in clear)")
 	cmd.Flags().StringVar(&f.Net.GroupTokens, "group-tokens", "", "file of GROUP TOKEN lines (0600): each token places its holders in its group, for --max-leases-per-group")
 	cmd.Flags().IntVar(&f.Net.MaxPerGroup, "max-leases-per-group", 0, "leases one holder group may hold at once (0: no cap); the group is its token's (--group-tokens), else the Pristine-Group header, else \"default\"")
@@ -109,7 +111,7 @@ func RunServe(ctx context.Context, g *Globals, f ServeFlags) error {
 	var tcp net.Listener
 	scheme := "http"
 	if f.Listen != "" {
-		tlsConf, err := server.APITLS(root, f.Listen, f.Net.TLSCert, f.Net.TLSKey, f.Net.Advertise, f.Net.InsecureHTTP)
+		tlsConf, err := server.APITLS(root, f.Listen, f.Net.TLSCert, f.Net.TLSKey, f.Net.Advertise, f.Net.TLSNames, f.Net.InsecureHTTP)
 		if err != nil {
 			return err
 		}

@@ -68,10 +68,11 @@ func SlotNetwork(root *rootdir.Root, bind, advertise string, forceTLS bool) (*po
 
 // APITLS is the TLS configuration of the API over TCP on addr: the
 // certificate and key files given, or else, for an address that is not
-// loopback, one the root's CA issues for the listen address and the
-// advertised host (clients trust <root>/tls/ca.pem). Nil: plain HTTP,
-// allowed on loopback, and elsewhere only with insecure.
-func APITLS(root *rootdir.Root, addr, certFile, keyFile, advertise string, insecure bool) (*tls.Config, error) {
+// loopback, one the root's CA issues for the listen address, the
+// advertised host and names (e.g. a Kubernetes Service's DNS name);
+// clients trust <root>/tls/ca.pem. Nil: plain HTTP, allowed on loopback,
+// and elsewhere only with insecure.
+func APITLS(root *rootdir.Root, addr, certFile, keyFile, advertise string, names []string, insecure bool) (*tls.Config, error) {
 	if (certFile == "") != (keyFile == "") {
 		return nil, errors.New("--tls-cert and --tls-key go together: give both, or neither (the root's CA then issues the API's certificate)")
 	}
@@ -96,6 +97,7 @@ func APITLS(root *rootdir.Root, addr, certFile, keyFile, advertise string, insec
 	if advertise != "" {
 		hosts = append(hosts, advertise)
 	}
+	hosts = append(hosts, names...)
 	if ip := net.ParseIP(host); ip == nil || !ip.IsUnspecified() {
 		if host != advertise {
 			hosts = append(hosts, host)
