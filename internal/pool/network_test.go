@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -133,6 +135,28 @@ func TestSlotTLS(t *testing.T) {
 	// The admin account, with the root's admin secret and with TLS.
 	if err := connectWith(l, "root", admin, name); err == nil || !strings.Contains(err.Error(), "Access denied") {
 		t.Errorf("admin over TCP with TLS: %v, want access denied", err)
+	}
+	// The lease's option file: MariaDB's own client connects over TCP with
+	// TLS, the certificate verified against the CA file beside it.
+	if l.OptionFile == "" {
+		t.Fatal("the lease has no option file")
+	}
+	out, err := exec.Command("mariadb", "--defaults-extra-file="+l.OptionFile, "-N", "-e", "SHOW SESSION STATUS LIKE 'Ssl_cipher'").CombinedOutput()
+	if err != nil || len(strings.Fields(string(out))) != 2 {
+		t.Errorf("mariadb with the lease's option file: %v: %s", err, out)
+	}
+	text, _ := os.ReadFile(l.OptionFile)
+	// The same file naming localhost (over TCP, the same server), which
+	// the certificate lacks: the client refuses it.
+	wrong := filepath.Join(filepath.Dir(l.OptionFile), "wrong.cnf")
+	os.WriteFile(wrong, []byte(strings.Replace(string(text), `host="127.0.0.1"`, `host="localhost"`, 1)), 0o600)
+	if out, err := exec.Command("mariadb", "--defaults-extra-file="+wrong, "-N", "-e", "SELECT 1").CombinedOutput(); err == nil || !strings.Contains(string(out), "certificate") {
+		t.Errorf("mariadb with the option file naming localhost: %v: %s, want a certificate error", err, out)
+	}
+	for _, want := range []string{"ssl-ca=", "[client-mariadb]\nssl-verify-server-cert", "host=\"127.0.0.1\"", "protocol=TCP"} {
+		if !strings.Contains(string(text), want) {
+			t.Errorf("the option file lacks %s:\n%s", want, text)
+		}
 	}
 	// The slot server gets one tmpdir, its clone's (slotArgs), and the
 	// address and TLS options of its network.

@@ -31,10 +31,10 @@ func optionFileText(l *Lease) string {
 	} else {
 		// A slot reachable over the network: TCP with TLS, the server's
 		// certificate verified against the lease's CA (ca.pem beside
-		// this file) and its name. MariaDB's clients read
-		// ssl-verify-server-cert, MySQL's ssl-mode; loose- makes each
-		// ignore the other's.
-		fmt.Fprintf(&b, "[client]\nuser=%s\npassword=%s\nhost=%s\nport=%s\nprotocol=TCP\nssl-ca=%s\nloose-ssl-verify-server-cert\nloose-ssl-mode=VERIFY_IDENTITY\n",
+		// this file). MariaDB's clients also check its name
+		// (ssl-verify-server-cert, in the group only they read); MySQL's
+		// verify the CA (ssl-ca without ssl-mode means VERIFY_CA).
+		fmt.Fprintf(&b, "[client]\nuser=%s\npassword=%s\nhost=%s\nport=%s\nprotocol=TCP\nssl-ca=%s\n[client-mariadb]\nssl-verify-server-cert\n",
 			optionValue(l.User), optionValue(l.Password), optionValue(l.Host), strconv.Itoa(l.Port), optionValue(filepath.Join(filepath.Dir(l.OptionFile), "ca.pem")))
 	}
 	for _, group := range []string{"mysql", "mariadb-client"} {
