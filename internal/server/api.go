@@ -351,6 +351,7 @@ func (s *Server) lease(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), wait)
 	defer cancel()
 	l, err := p.Lease(ctx, pool.LeaseOptions{Holder: req.Holder, TTL: ttl, PID: req.PID, Group: group})
+	unreserve() // held now (or failed): counted among the group's leases
 	if err != nil {
 		fail(w, err)
 		return

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"strings"
+	"sync"
 
 	"github.com/pristinedb/pristine/internal/mariadb"
 	"github.com/pristinedb/pristine/internal/pool"
@@ -209,10 +210,13 @@ func (s *Server) reserveGroup(group string) (release func(), err error) {
 		return nil, fmt.Errorf("%w: group %s holds %d leases (with %d requests in progress) and the daemon's cap is %d per group (serve --max-leases-per-group %d): release one first", errOverCap, group, held, s.groupPending[group], s.MaxLeasesPerGroup, s.MaxLeasesPerGroup)
 	}
 	s.groupPending[group]++
+	var once sync.Once
 	return func() {
-		s.groupMu.Lock()
-		s.groupPending[group]--
-		s.groupMu.Unlock()
+		once.Do(func() {
+			s.groupMu.Lock()
+			s.groupPending[group]--
+			s.groupMu.Unlock()
+		})
 	}, nil
 }
 
