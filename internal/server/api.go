@@ -388,6 +388,9 @@ func (s *Server) listLeases(w http.ResponseWriter, r *http.Request) {
 	for _, n := range s.poolNames() {
 		if p, err := s.pool(n); err == nil {
 			for _, l := range p.Leases() {
+				if g, ok := tokenGroup(r); ok && l.Group != g {
+					continue // a runner lists its own group's leases
+				}
 				out = append(out, leaseOut(l))
 			}
 		}

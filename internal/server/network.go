@@ -233,10 +233,16 @@ func remotePeer(r *http.Request) bool {
 	return ip != nil && !ip.IsLoopback()
 }
 
+// tokenGroup is the group of a request's group token, if it came with one.
+func tokenGroup(r *http.Request) (string, bool) {
+	g, ok := r.Context().Value(groupKey{}).(string)
+	return g, ok
+}
+
 // ownGroup refuses a group token's holder a lease of another group: a
 // runner sees, extends, keeps and releases its own leases only.
 func ownGroup(r *http.Request, p *pool.Pool, id string) error {
-	g, ok := r.Context().Value(groupKey{}).(string)
+	g, ok := tokenGroup(r)
 	if !ok {
 		return nil
 	}

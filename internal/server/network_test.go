@@ -76,6 +76,9 @@ func TestLeaseCapPerGroup(t *testing.T) {
 			t.Errorf("runner-b %s %s of runner-a's lease: %d %s, want 404", c.method, c.path, code, body)
 		}
 	}
+	if code, body := as(tokB, "", "GET", "/v1/leases", ""); code != 200 || strings.Contains(body, idA) || !strings.Contains(body, "runner-b") {
+		t.Errorf("runner-b's list of leases: %d %s, want its own only", code, body)
+	}
 	if code, _ := as(tokB, "", "DELETE", "/v1/pools/app", ""); code != http.StatusForbidden {
 		t.Errorf("runner-b bringing the pool down: %d, want 403", code)
 	}
