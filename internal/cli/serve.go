@@ -58,9 +58,17 @@ func newServeCmd(g *Globals) *cobra.Command {
 on <root>/pristine.sock. With --listen it also serves loopback TCP, where every request
 needs the bearer token kept in <root>/token, and the live dashboard at /: serve prints
 a URL with a one-time login to open it. Prometheus metrics are at /metrics. For the
-daemon that "pool up" started, "pristine dashboard" prints such a URL.`,
+daemon that "pool up" started, "pristine dashboard" prints such a URL.
+
+A pool node other machines use (docs/fleet.md): --slot-address puts the slots on an
+address of this host and --advertise names the host leases tell clients; off loopback
+every slot serves TLS with a certificate of the root's CA (<root>/tls/ca.pem, handed
+out with every lease), lease accounts require TLS, and the API over a non-loopback
+--listen serves HTTPS. --max-leases-per-group caps each runner group (--group-tokens).`,
 		Example: `  pristine serve --listen 127.0.0.1:7878      # then open the URL it prints
-  pristine serve --max-memory 16G`,
+  pristine serve --max-memory 16G
+  pristine serve --listen 10.0.0.5:7878 --allow-remote --slot-address 10.0.0.5 \
+      --group-tokens /etc/pristine/group-tokens --max-leases-per-group 16`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return RunServe(cmd.Context(), g, f)
