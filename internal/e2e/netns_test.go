@@ -67,8 +67,14 @@ func newNetns(t *testing.T) netnsSet {
 			exec.Command("ip", "netns", "del", ns).Run() // its veth ends go with it
 		}
 	})
+	// A root that may not make network namespaces (an unprivileged
+	// container) cannot run the test: say so and skip.
+	if out, err := exec.Command("ip", "netns", "add", n.pool).CombinedOutput(); err != nil {
+		t.Skipf("cannot make a network namespace here (ip netns add: %v: %s): the network-namespace test needs CAP_SYS_ADMIN and /run/netns", err, strings.TrimSpace(string(out)))
+	}
+	ip("netns", "add", n.runner)
+	ip("netns", "add", n.other)
 	for _, ns := range []string{n.pool, n.runner, n.other} {
-		ip("netns", "add", ns)
 		ip("-n", ns, "link", "set", "lo", "up")
 	}
 	ip("-n", n.pool, "link", "add", "to-runner", "type", "veth", "peer", "name", "to-pool", "netns", n.runner)
