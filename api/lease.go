@@ -1,6 +1,8 @@
 package api
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"time"
 )
@@ -67,6 +69,16 @@ type Lease struct {
 	PIDStart string `json:"pid_start,omitempty"`
 	// Clone names the clone of the slot the lease was handed out on.
 	Clone string `json:"clone,omitempty"`
+	// CA is the PEM certificate of the CA that issued the slot server's
+	// certificate, when the slot is reachable over the network (`serve
+	// --slot-address`): connect with TLS, verifying the server's
+	// certificate against CA and its name against Host. Empty: a
+	// loopback slot, no TLS. The Go client registers it for the DSN's
+	// tls parameter.
+	CA string `json:"ca,omitempty"`
+	// Group is the holder group the lease counts against (`serve
+	// --max-leases-per-group`).
+	Group string `json:"group,omitempty"`
 }
 
 // MarshalJSON encodes the lease, with DSN, URL and Env left empty unless
@@ -103,4 +115,12 @@ type ErrorBody struct {
 func (l Lease) WithCredentials() Lease {
 	l.Password = Reveal(l.Password.Value())
 	return l
+}
+
+// TLSConfigName is the name under which a client registers the TLS
+// configuration of a lease with CA caPEM and host (the DSN's tls
+// parameter names it): the same CA and host always give the same name.
+func TLSConfigName(caPEM, host string) string {
+	h := sha256.Sum256([]byte(caPEM + "\x00" + host))
+	return "pristine-" + hex.EncodeToString(h[:8])
 }

@@ -9,6 +9,8 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -30,6 +32,10 @@ type Client struct {
 	socket string // the unix socket, or "" over TCP
 	base   string // "http://pristine" over the socket, "http://ADDR" over TCP
 	token  string // the bearer token over TCP
+	// Group, when set, names the holder group of this client's leases
+	// (the Pristine-Group header), for a daemon with
+	// --max-leases-per-group; a group token's group cannot be changed.
+	Group string
 	// Notify, when set, is told what the client did that its caller did
 	// not ask for in so many words (EnsurePool grew a pool); nil writes
 	// it to standard error.
@@ -69,9 +75,10 @@ func New(socket string) *Client {
 	return &Client{hc: &http.Client{Transport: tr}, socket: socket, base: "http://pristine"}
 }
 
-// NewTCP returns a client for a daemon serving loopback TCP (`pristine
-// serve --listen ADDR`); token is the one kept in <root>/token. addr is
-// HOST:PORT or an http:// URL.
+// NewTCP returns a client for a daemon serving TCP (`pristine serve
+// --listen ADDR`); token is the one kept in <root>/token (or a
+// --group-tokens token). addr is HOST:PORT or an http:// or https:// URL;
+// for https with the root's own CA, call TrustCA.
 func NewTCP(addr, token string) *Client {
 	base := strings.TrimSuffix(addr, "/")
 	if !strings.Contains(base, "://") {
@@ -120,6 +127,9 @@ func (c *Client) roundTrip(ctx context.Context, method, path string, body any) (
 	req.Header.Set("Content-Type", "application/json")
 	if c.token != "" {
 		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
+	if c.Group != "" {
+		req.Header.Set("Pristine-Group", c.Group)
 	}
 	resp, err := c.hc.Do(req)
 	if err != nil {
@@ -214,7 +224,7 @@ func (c *Client) Pool(ctx context.Context, template string) (*api.PoolStatus, er
 // Lease acquires a pristine database.
 func (c *Client) Lease(ctx context.Context, req api.LeaseRequest) (*api.Lease, error) {
 	var l api.Lease
-	return &l, c.do(ctx, "POST", "/v1/leases", req, &l)
+	return withTLS(&l, c.do(ctx, "POST", "/v1/leases", req, &l))
 }
 
 // Release returns a lease. Unchanged asks pristine to check that nothing
@@ -231,20 +241,20 @@ func (c *Client) Release(ctx context.Context, id string, unchanged bool) (*api.R
 // GetLease returns one lease with its credentials.
 func (c *Client) GetLease(ctx context.Context, id string) (*api.Lease, error) {
 	var l api.Lease
-	return &l, c.do(ctx, "GET", "/v1/leases/"+url.PathEscape(id), nil, &l)
+	return withTLS(&l, c.do(ctx, "GET", "/v1/leases/"+url.PathEscape(id), nil, &l))
 }
 
 // Keep holds a lease for debugging: it is not reclaimed or reset until
 // released.
 func (c *Client) Keep(ctx context.Context, id string) (*api.Lease, error) {
 	var l api.Lease
-	return &l, c.do(ctx, "POST", "/v1/leases/"+url.PathEscape(id)+"/keep", nil, &l)
+	return withTLS(&l, c.do(ctx, "POST", "/v1/leases/"+url.PathEscape(id)+"/keep", nil, &l))
 }
 
 // Extend gives a lease ttl more from now.
 func (c *Client) Extend(ctx context.Context, id string, ttl time.Duration) (*api.Lease, error) {
 	var l api.Lease
-	return &l, c.do(ctx, "POST", "/v1/leases/"+url.PathEscape(id)+"/extend", api.ExtendRequest{TTL: ttl.Seconds()}, &l)
+	return withTLS(&l, c.do(ctx, "POST", "/v1/leases/"+url.PathEscape(id)+"/extend", api.ExtendRequest{TTL: ttl.Seconds()}, &l))
 }
 
 // Leases lists the leases held now (without credentials).
@@ -256,4 +266,47 @@ func (c *Client) Leases(ctx context.Context) ([]api.Lease, error) {
 // Shutdown asks the daemon to bring every pool down and exit.
 func (c *Client) Shutdown(ctx context.Context) error {
 	return c.do(ctx, "POST", "/v1/shutdown", nil, nil)
+}
+
+// TrustCA makes the client verify the daemon's certificate (https) against
+// the CA certificates of caPEM only, e.g. the <root>/tls/ca.pem of the
+// daemon's root (a Kubernetes Secret hands it to test pods).
+func (c *Client) TrustCA(caPEM []byte) error {
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(caPEM) {
+		return errors.New("trust CA: no PEM certificate in it: give the ca.pem of the daemon's root (PRISTINE_CA_FILE)")
+	}
+	c.hc = &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}}
+	return nil
+}
+
+// Remote tells whether the client talks to its daemon over TCP: its
+// process is then not one the daemon can watch (the daemon ignores a
+// remote holder's PID), and only a lease's TTL reclaims it. A holder on
+// another machine keeps a short TTL and renews it (Heartbeat), so a
+// killed holder's leases come back within one TTL.
+func (c *Client) Remote() bool { return c.socket == "" }
+
+// Heartbeat extends lease id to ttl from now, every ttl/3, until ctx ends
+// (the holder released the lease) or the lease is gone; onError, when
+// set, is told each failed extension.
+func (c *Client) Heartbeat(ctx context.Context, id string, ttl time.Duration, onError func(error)) {
+	t := time.NewTicker(max(ttl/3, 100*time.Millisecond))
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if _, err := c.Extend(ctx, id, ttl); err != nil && ctx.Err() == nil {
+			var ae *APIError
+			if errors.As(err, &ae) && (ae.Status == http.StatusNotFound || ae.Status == http.StatusGone) {
+				return
+			}
+			if onError != nil {
+				onError(err)
+			}
+		}
+	}
 }

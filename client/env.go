@@ -11,7 +11,8 @@ import (
 
 // FromEnv returns a client for the daemon the environment names:
 // PRISTINE_URL (with PRISTINE_TOKEN, or the token file of PRISTINE_ROOT)
-// for loopback TCP, else the unix socket of PRISTINE_ROOT, else the socket
+// for TCP, https verified against PRISTINE_CA_FILE when set, leases in
+// the holder group PRISTINE_GROUP when set, else the unix socket of PRISTINE_ROOT, else the socket
 // of the default root (/var/lib/pristine for root, ~/.local/share/pristine
 // otherwise). It does not contact the daemon.
 func FromEnv() (*Client, error) {
@@ -26,7 +27,18 @@ func FromEnv() (*Client, error) {
 			}
 			tok = strings.TrimSpace(string(b))
 		}
-		return NewTCP(u, tok), nil
+		c := NewTCP(u, tok)
+		c.Group = os.Getenv("PRISTINE_GROUP")
+		if f := os.Getenv("PRISTINE_CA_FILE"); f != "" {
+			b, err := os.ReadFile(f)
+			if err != nil {
+				return nil, fmt.Errorf("PRISTINE_CA_FILE: %w: copy the daemon root's tls/ca.pem here", err)
+			}
+			if err := c.TrustCA(b); err != nil {
+				return nil, err
+			}
+		}
+		return c, nil
 	}
 	return New(filepath.Join(root, "pristine.sock")), nil
 }

@@ -151,16 +151,34 @@ func New(t testing.TB, opts ...Option) *DB {
 	if err != nil {
 		t.Fatalf("pristinetest: %v", err)
 	}
+	ttl := o.ttl
+	if ttl == 0 && o.client.Remote() {
+		// A daemon on another machine cannot watch this process: a short
+		// TTL, renewed while the test runs, reclaims the lease within a
+		// minute of a killed run.
+		ttl = RemoteTTL
+	}
 	l, err := o.client.LeaseWait(ctx, api.LeaseRequest{Template: o.name, Holder: t.Name(),
-		TTL: o.ttl.Seconds(), Wait: o.wait.Seconds(), PID: os.Getpid()})
+		TTL: ttl.Seconds(), Wait: o.wait.Seconds(), PID: os.Getpid()})
 	if err != nil {
 		t.Fatalf("pristinetest: lease a database of %s: %v", o.name, err)
+	}
+	stopBeat := func() {}
+	if o.client.Remote() {
+		bctx, cancel := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			o.client.Heartbeat(bctx, l.ID, ttl, func(err error) { t.Logf("pristinetest: renew lease %s: %v", l.ID, err) })
+		}()
+		stopBeat = func() { cancel(); <-done }
 	}
 	db, err := sql.Open("mysql", l.DSN)
 	if err != nil {
 		t.Fatalf("pristinetest: open %s: %v", l.Database, err)
 	}
 	t.Cleanup(func() {
+		stopBeat()
 		db.Close()
 		cctx := context.Background()
 		if o.keep && t.Failed() {
@@ -178,6 +196,11 @@ func New(t testing.TB, opts ...Option) *DB {
 	})
 	return &DB{DB: db, Lease: l}
 }
+
+// RemoteTTL is a lease's time to live when the daemon is on another
+// machine (PRISTINE_URL): the lease is renewed every third of it while
+// the test runs.
+const RemoteTTL = time.Minute
 
 func (o *config) key() (string, error) {
 	if len(o.files) == 0 && len(o.extra) == 0 {

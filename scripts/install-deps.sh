@@ -34,6 +34,8 @@ pkgs+=(openjdk-17-jdk-headless maven)
 pkgs+=(curl coreutils)
 # scripts/servers.sh (issue 21): Debian roots of MariaDB 11.8 and MySQL 9.7.
 pkgs+=(debootstrap)
+# internal/e2e's network-namespace test (issue 26): ip netns and veth pairs.
+pkgs+=(iproute2)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -34,6 +34,8 @@ export interface Mysql2Options {
   user: string;
   password: string;
   database: string;
+  /** TLS verified against the lease's CA, for a slot reachable over the network. */
+  ssl?: { ca: string; rejectUnauthorized: boolean; verifyIdentity: boolean };
 }
 
 /** A leased database. Its password is not enumerable: printing the lease does not show it. */
@@ -55,12 +57,16 @@ export class Lease {
   readonly expires: string;
   readonly kept: boolean;
   readonly pid: number;
-  /** Options for mysql2 (also knex's `connection`). */
+  /** The CA certificate (PEM) of a slot reachable over the network; '' for a loopback slot. */
+  readonly ca: string;
+  /** mysql2's ssl options for `ca`: the certificate verified against it; the host name too when `host` is a name, not an IP address. */
+  tls(): { ca: string; rejectUnauthorized: boolean; verifyIdentity: boolean };
+  /** Options for mysql2 (also knex's `connection`); with TLS verified against `ca` when it is set. */
   mysql2(): Mysql2Options;
   /** A knex config: `knex(lease.knex())`. */
   knex(client?: string): { client: string; connection: Mysql2Options };
   /** TypeORM DataSource options: `new DataSource({ ...lease.typeorm(), entities })`. */
-  typeorm(type?: 'mysql' | 'mariadb'): { type: 'mysql' | 'mariadb'; host: string; port: number; username: string; password: string; database: string };
+  typeorm(type?: 'mysql' | 'mariadb'): { type: 'mysql' | 'mariadb'; host: string; port: number; username: string; password: string; database: string; ssl?: { ca: string; rejectUnauthorized: boolean; verifyIdentity: boolean } };
   /** A mariadb command line that opens this database. */
   mysqlCommand(): string;
 }

@@ -25,8 +25,11 @@ func discovery(t *testing.T) *httptest.Server {
 		"/apis/apps/v1": `{"kind":"APIResourceList","groupVersion":"apps/v1","resources":[
 {"name":"daemonsets","singularName":"daemonset","namespaced":true,"kind":"DaemonSet","verbs":["create","get","list","patch"]},
 {"name":"statefulsets","singularName":"statefulset","namespaced":true,"kind":"StatefulSet","verbs":["create","get","list","patch"]}]}`,
-		"/api":  `{"kind":"APIVersions","versions":["v1"],"serverAddressByClientCIDRs":[]}`,
-		"/apis": `{"kind":"APIGroupList","apiVersion":"v1","groups":[{"name":"apps","versions":[{"groupVersion":"apps/v1","version":"v1"}],"preferredVersion":{"groupVersion":"apps/v1","version":"v1"}}]}`,
+		"/apis/networking.k8s.io/v1": `{"kind":"APIResourceList","groupVersion":"networking.k8s.io/v1","resources":[
+{"name":"networkpolicies","singularName":"networkpolicy","namespaced":true,"kind":"NetworkPolicy","verbs":["create","get","list","patch"]}]}`,
+		"/api": `{"kind":"APIVersions","versions":["v1"],"serverAddressByClientCIDRs":[]}`,
+		"/apis": `{"kind":"APIGroupList","apiVersion":"v1","groups":[{"name":"apps","versions":[{"groupVersion":"apps/v1","version":"v1"}],"preferredVersion":{"groupVersion":"apps/v1","version":"v1"}},
+{"name":"networking.k8s.io","versions":[{"groupVersion":"networking.k8s.io/v1","version":"v1"}],"preferredVersion":{"groupVersion":"networking.k8s.io/v1","version":"v1"}}]}`,
 	}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
@@ -39,6 +42,29 @@ func discovery(t *testing.T) *httptest.Server {
 	}))
 	t.Cleanup(srv.Close)
 	return srv
+}
+
+// TestServeFlagsExist: every flag of `pristine serve` the manifests pass
+// is one serve defines.
+func TestServeFlagsExist(t *testing.T) {
+	src, err := os.ReadFile("../../internal/cli/serve.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, _ := filepath.Glob("*.yaml")
+	for _, f := range files {
+		text, _ := os.ReadFile(f)
+		for _, line := range strings.Split(string(text), "\n") {
+			arg, ok := strings.CutPrefix(strings.TrimSpace(line), "- --")
+			if !ok {
+				continue
+			}
+			name, _, _ := strings.Cut(arg, "=")
+			if !strings.Contains(string(src), `"`+name+`"`) {
+				t.Errorf("%s passes --%s, which pristine serve does not define", f, name)
+			}
+		}
+	}
 }
 
 func TestManifestsDryRun(t *testing.T) {
@@ -73,6 +99,18 @@ current-context: test
 			}
 			if !strings.Contains(string(out), "daemonset") && !strings.Contains(string(out), "statefulset") {
 				t.Fatalf("kubectl applied no workload from %s:\n%s", f, out)
+			}
+			if !strings.Contains(string(out), "networkpolicy") {
+				t.Errorf("%s has no NetworkPolicy: only test pods may reach the slots:\n%s", f, out)
+			}
+			// The pool node on the network (docs/fleet.md): slots on the
+			// pod's IP, named by the leases, TLS from the Secret's CA.
+			text, _ := os.ReadFile(f)
+			for _, want := range []string{"fieldPath: status.podIP", "--slot-address=$(POD_IP)", "--advertise=$(POD_IP)",
+				"--listen=$(POD_IP):7878", "secretName: pristine-node", "/tls/ca-key.pem", "--group-tokens=", "--max-leases-per-group=", "endPort: 65535"} {
+				if !strings.Contains(string(text), want) {
+					t.Errorf("%s lacks %q", f, want)
+				}
 			}
 		})
 	}

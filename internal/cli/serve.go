@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -32,6 +33,20 @@ type ServeFlags struct {
 	MaxWaiters   int
 	ShrinkAfter  time.Duration
 	Cache        server.Cache
+	Net          NetFlags
+}
+
+// NetFlags make the daemon a pool node other machines use (docs/fleet.md).
+type NetFlags struct {
+	SlotAddress  string // address slot servers listen on
+	Advertise    string // host leases and the API's certificate name
+	SlotTLS      bool   // TLS on loopback slots too
+	TLSCert      string // the API's certificate over TCP
+	TLSKey       string
+	TLSNames     []string // more names in the API's certificate
+	InsecureHTTP bool     // plain HTTP on a non-loopback --listen, on purpose
+	GroupTokens  string   // file of GROUP TOKEN lines
+	MaxPerGroup  int      // leases one holder group may hold at once
 }
 
 func newServeCmd(g *Globals) *cobra.Command {
@@ -43,9 +58,17 @@ func newServeCmd(g *Globals) *cobra.Command {
 on <root>/pristine.sock. With --listen it also serves loopback TCP, where every request
 needs the bearer token kept in <root>/token, and the live dashboard at /: serve prints
 a URL with a one-time login to open it. Prometheus metrics are at /metrics. For the
-daemon that "pool up" started, "pristine dashboard" prints such a URL.`,
+daemon that "pool up" started, "pristine dashboard" prints such a URL.
+
+A pool node other machines use (docs/fleet.md): --slot-address puts the slots on an
+address of this host and --advertise names the host leases tell clients; off loopback
+every slot serves TLS with a certificate of the root's CA (<root>/tls/ca.pem, handed
+out with every lease), lease accounts require TLS, and the API over a non-loopback
+--listen serves HTTPS. --max-leases-per-group caps each runner group (--group-tokens).`,
 		Example: `  pristine serve --listen 127.0.0.1:7878      # then open the URL it prints
-  pristine serve --max-memory 16G`,
+  pristine serve --max-memory 16G
+  pristine serve --listen 10.0.0.5:7878 --allow-remote --slot-address 10.0.0.5 \
+      --group-tokens /etc/pristine/group-tokens --max-leases-per-group 16`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return RunServe(cmd.Context(), g, f)
@@ -62,6 +85,15 @@ daemon that "pool up" started, "pristine dashboard" prints such a URL.`,
 	cmd.Flags().StringArrayVar(&f.Cache.Allow, "allow-cache", nil, "OCI repository (or prefix) template requests may name as their fleet cache, e.g. ghcr.io/acme/templates; http://HOST/REPO for a plain-HTTP registry on loopback (repeatable; also $"+server.EnvAllowCache+")")
 	cmd.Flags().StringVar(&f.Cache.CAFile, "cache-ca-file", "", "PEM file of certificate authorities to trust for the cache registries")
 	cmd.Flags().DurationVar(&f.Cache.Wait, "cache-wait", server.DefaultCacheWait, "longest wait for another machine's build of a cached template before building here")
+	cmd.Flags().StringVar(&f.Net.SlotAddress, "slot-address", "", "address the slot servers listen on, e.g. the pod IP (default loopback); any other address serves TLS with a certificate of the root's CA (<root>/tls/ca.pem)")
+	cmd.Flags().StringVar(&f.Net.Advertise, "advertise", "", "host name or address leases tell clients to connect to, named in the certificates (default: --slot-address)")
+	cmd.Flags().BoolVar(&f.Net.SlotTLS, "slot-tls", false, "serve TLS on loopback slots too (always on for any other --slot-address)")
+	cmd.Flags().StringVar(&f.Net.TLSCert, "tls-cert", "", "PEM certificate of the API over TCP (default for a non-loopback --listen: one the root's CA issues)")
+	cmd.Flags().StringVar(&f.Net.TLSKey, "tls-key", "", "PEM key of --tls-cert")
+	cmd.Flags().StringArrayVar(&f.Net.TLSNames, "tls-name", nil, "another host name clients reach the API by, put in the certificate the root's CA issues (repeatable), e.g. a Service's DNS name")
+	cmd.Flags().BoolVar(&f.Net.InsecureHTTP, "insecure-http", false, "serve plain HTTP on a non-loopback --listen (the token crosses the network in clear)")
+	cmd.Flags().StringVar(&f.Net.GroupTokens, "group-tokens", "", "file of GROUP TOKEN lines (0600): each token places its holders in its group, for --max-leases-per-group")
+	cmd.Flags().IntVar(&f.Net.MaxPerGroup, "max-leases-per-group", 0, "leases one holder group may hold at once (0: no cap); the group is its token's (--group-tokens), else the Pristine-Group header, else \"default\"")
 	return cmd
 }
 
@@ -80,16 +112,35 @@ func RunServe(ctx context.Context, g *Globals, f ServeFlags) error {
 		return err
 	}
 	defer ln.Close()
+	network, err := server.SlotNetwork(root, f.Net.SlotAddress, f.Net.Advertise, f.Net.SlotTLS)
+	if err != nil {
+		return err
+	}
 	var tcp net.Listener
+	scheme := "http"
 	if f.Listen != "" {
+		tlsConf, err := server.APITLS(root, f.Listen, f.Net.TLSCert, f.Net.TLSKey, f.Net.Advertise, f.Net.TLSNames, f.Net.InsecureHTTP)
+		if err != nil {
+			return err
+		}
 		if tcp, err = server.ListenTCP(f.Listen, f.AllowRemote); err != nil {
 			return err
 		}
 		defer tcp.Close()
+		if tlsConf != nil {
+			tcp, scheme = tls.NewListener(tcp, tlsConf), "https"
+		}
 	}
 	srv, err := server.New(ctx, root, st, log)
 	if err != nil {
 		return err
+	}
+	srv.Network = network
+	srv.MaxLeasesPerGroup = f.Net.MaxPerGroup
+	if f.Net.GroupTokens != "" {
+		if srv.GroupTokens, err = server.LoadGroupTokens(f.Net.GroupTokens); err != nil {
+			return err
+		}
 	}
 	srv.ExitWhenIdle = f.ExitWhenIdle
 	srv.MaxWaiters = f.MaxWaiters
@@ -111,8 +162,8 @@ func RunServe(ctx context.Context, g *Globals, f ServeFlags) error {
 			return err
 		}
 		// Clients' tests read the address from this line's start: keep it.
-		fmt.Fprintf(os.Stderr, "pristine: serving http://%s/?login=%s (the dashboard, with a one-time login valid %s; API clients send the token in %s)\n",
-			tcp.Addr(), srv.NewLogin(), server.LoginTTL, server.TokenFile(root))
+		fmt.Fprintf(os.Stderr, "pristine: serving %s://%s/?login=%s (the dashboard, with a one-time login valid %s; API clients send the token in %s)\n",
+			scheme, tcp.Addr(), srv.NewLogin(), server.LoginTTL, server.TokenFile(root))
 	}
 	return srv.Serve(ctx, ln, tcp)
 }

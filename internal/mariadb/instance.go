@@ -24,7 +24,14 @@ import (
 type Config struct {
 	Datadir string // an initialised data directory
 	RunDir  string // socket, pid file and error log go here (short path: sockets are limited to 107 bytes)
-	Port    int    // loopback TCP port; 0 picks a free one
+	Port    int    // TCP port; 0 picks a free one
+	// BindAddress is the address the server listens on; empty means
+	// 127.0.0.1 (loopback only).
+	BindAddress string
+	// TLS, when set, makes the server present a certificate and refuse
+	// TCP connections without TLS (require_secure_transport; the unix
+	// socket is unaffected).
+	TLS     *TLS
 	Profile Profile
 	// Extra are additional server options, e.g. "--skip-grant-tables".
 	Extra []string
@@ -81,8 +88,11 @@ func Start(b *Binary, cfg Config) (*Instance, error) {
 	if err := prepareDirs(acct, cfg); err != nil {
 		return nil, err
 	}
+	if cfg.BindAddress == "" {
+		cfg.BindAddress = "127.0.0.1"
+	}
 	if cfg.Port == 0 {
-		p, err := FreePort()
+		p, err := FreePortOn(cfg.BindAddress)
 		if err != nil {
 			return nil, err
 		}
@@ -93,12 +103,22 @@ func Start(b *Binary, cfg Config) (*Instance, error) {
 		"--socket=" + cfg.Socket(),
 		"--pid-file=" + cfg.PIDFile(),
 		"--log-error=" + cfg.ErrorLog(),
-		"--tmpdir=" + cfg.RunDir,
-		"--bind-address=127.0.0.1",
+		"--bind-address=" + cfg.BindAddress,
 		"--port=" + strconv.Itoa(cfg.Port),
 		"--secure-file-priv=" + cfg.FilesDir(),
 		// No DATA/INDEX DIRECTORY outside the data directory.
 		"--loose-skip-symbolic-links",
+	}
+	if !hasOption(cfg.Extra, "--tmpdir=") {
+		// A caller's own tmpdir (a slot's, in its clone) replaces this one.
+		args = append(args, "--tmpdir="+cfg.RunDir)
+	}
+	if cfg.TLS != nil {
+		tlsArgs, err := cfg.TLS.install(acct, cfg.RunDir)
+		if err != nil {
+			return nil, err
+		}
+		args = append(args, tlsArgs...)
 	}
 	args = append(args, cfg.Profile.args(b.Flavor)...)
 	args = append(args, cfg.Extra...)
@@ -252,6 +272,17 @@ func (in *Instance) Kill() {
 	<-in.done
 }
 
+// hasOption tells whether args hold an option starting with prefix
+// (e.g. "--tmpdir=").
+func hasOption(args []string, prefix string) bool {
+	for _, a := range args {
+		if strings.HasPrefix(a, prefix) {
+			return true
+		}
+	}
+	return false
+}
+
 // account is who the server runs as.
 func (c Config) account() (svcuser.Account, error) {
 	if c.Account != nil {
@@ -261,10 +292,13 @@ func (c Config) account() (svcuser.Account, error) {
 }
 
 // FreePort asks the kernel for a free loopback TCP port.
-func FreePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+func FreePort() (int, error) { return FreePortOn("127.0.0.1") }
+
+// FreePortOn asks the kernel for a free TCP port on address addr.
+func FreePortOn(addr string) (int, error) {
+	l, err := net.Listen("tcp", net.JoinHostPort(addr, "0"))
 	if err != nil {
-		return 0, fmt.Errorf("find a free loopback port: %w", err)
+		return 0, fmt.Errorf("find a free TCP port on %s: %w", addr, err)
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port, nil

@@ -55,10 +55,18 @@ func newAccount(ctx context.Context, admin querier, db string, units int) (accou
 	shared := units > 1
 	a := account{user: "lease_" + randomHex(6), password: randomHex(16)}
 	var maxConn int
-	if err := admin.QueryRowContext(ctx, "SELECT @@GLOBAL.max_connections").Scan(&maxConn); err != nil {
+	var secure bool
+	if err := admin.QueryRowContext(ctx, "SELECT @@GLOBAL.max_connections, @@GLOBAL.require_secure_transport").Scan(&maxConn, &secure); err != nil {
 		return account{}, fmt.Errorf("create lease account: read max_connections: %w", err)
 	}
-	qs := []string{"CREATE USER " + quote.Account(a.user, "%") + " IDENTIFIED BY " + quote.String(a.password) +
+	// A server reachable from other machines requires TLS of every TCP
+	// connection (mariadb.TLS); the lease account requires it as well,
+	// whatever the server's options become (docs/security.md, "Network").
+	require := ""
+	if secure {
+		require = " REQUIRE SSL"
+	}
+	qs := []string{"CREATE USER " + quote.Account(a.user, "%") + " IDENTIFIED BY " + quote.String(a.password) + require +
 		fmt.Sprintf(" WITH MAX_USER_CONNECTIONS %d", leaseConnections(maxConn, units))}
 	for _, g := range LeaseGrants(db, shared) {
 		qs = append(qs, "GRANT "+g+" TO "+quote.Account(a.user, "%"))

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"time"
 
+	"github.com/pristinedb/pristine/api"
 	"github.com/pristinedb/pristine/internal/dsn"
 )
 
@@ -39,6 +40,14 @@ type Lease struct {
 	// Clone names the clone of the slot the lease was handed out on; a
 	// restarted daemon restores the lease only onto that same clone.
 	Clone string `json:"clone,omitempty"`
+	// CA is the PEM certificate of the CA that issued the slot server's
+	// certificate, for a pool reachable over the network (Network): the
+	// holder connects with TLS and verifies the server's name (Host)
+	// against it. Empty: a loopback pool, no TLS.
+	CA string `json:"ca,omitempty"`
+	// Group is the holder group the lease counts against (the daemon's
+	// --max-leases-per-group).
+	Group string `json:"group,omitempty"`
 	// restored leases came back after a daemon restart: their slot's
 	// marks were taken after the holder's writes, so they cannot be
 	// released as unchanged.
@@ -53,12 +62,18 @@ func newLeaseID() string {
 	return hex.EncodeToString(b)
 }
 
-// fill sets the connection fields of a lease for a slot's unit.
-func (l *Lease) fill(s *slot, u *unit) {
+// fill sets the connection fields of a lease for a slot's unit; n is the
+// pool's Network (nil: loopback).
+func (l *Lease) fill(s *slot, u *unit, n *Network) {
 	db := u.db
-	l.Host, l.Port, l.Socket, l.Clone = "127.0.0.1", s.port, s.srv.Socket(), s.clone
+	l.Host, l.Port, l.Socket, l.Clone = n.host(), s.port, s.srv.Socket(), s.clone
 	l.User, l.Password, l.Database = u.acct.user, u.acct.password, db
-	l.DSN = dsn.TCP(l.Port, l.User, l.Password, db)
-	l.URL = dsn.URL(l.Port, l.User, l.Password, db)
-	l.Env = dsn.Env(l.Port, l.Socket, l.User, l.Password, db)
+	tlsName := ""
+	if n.tls() {
+		l.CA = string(n.TLS.CA)
+		tlsName = api.TLSConfigName(l.CA, l.Host)
+	}
+	l.DSN = dsn.TCPAt(l.Host, l.Port, l.User, l.Password, db, tlsName)
+	l.URL = dsn.URLAt(l.Host, l.Port, l.User, l.Password, db)
+	l.Env = dsn.EnvAt(l.Host, l.Port, l.Socket, l.User, l.Password, db)
 }

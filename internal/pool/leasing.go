@@ -20,6 +20,9 @@ type LeaseOptions struct {
 	// PID, when set, is the holder's process on this host: the lease is
 	// reclaimed when it exits.
 	PID int
+	// Group is the holder group the lease counts against (the daemon's
+	// per-group cap); recorded in the lease.
+	Group string
 }
 
 // ReleaseMode says what the holder did with a lease.
@@ -97,14 +100,14 @@ func (p *Pool) Lease(ctx context.Context, opt LeaseOptions) (*Lease, error) {
 			if u < 0 || !s.srv.Running() {
 				continue // a dead server is replaced by watch
 			}
-			l := &Lease{ID: newLeaseID(), Template: p.Meta.Name, Slot: s.idx, Holder: opt.Holder, PID: opt.PID, Created: time.Now().UTC()}
+			l := &Lease{ID: newLeaseID(), Template: p.Meta.Name, Slot: s.idx, Holder: opt.Holder, PID: opt.PID, Group: opt.Group, Created: time.Now().UTC()}
 			if opt.TTL > 0 {
 				l.Expires = l.Created.Add(opt.TTL)
 			}
 			if opt.PID > 0 {
 				l.PIDStart = procStart(opt.PID)
 			}
-			l.fill(s, &s.units[u])
+			l.fill(s, &s.units[u], p.opt.Network)
 			l.OptionFile = filepath.Join(p.optionDir(l.ID), "my.cnf")
 			l.Env = append(l.Env, "MYSQL_HOME="+p.optionDir(l.ID))
 			if s.state == Ready {

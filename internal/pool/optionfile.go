@@ -26,7 +26,17 @@ func (p *Pool) optionDir(id string) string {
 func optionFileText(l *Lease) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# pristine lease %s (template %s, slot %d): removed when the lease ends\n", l.ID, l.Template, l.Slot)
-	fmt.Fprintf(&b, "[client]\nuser=%s\npassword=%s\nsocket=%s\nport=%s\n", optionValue(l.User), optionValue(l.Password), optionValue(l.Socket), strconv.Itoa(l.Port))
+	if l.CA == "" {
+		fmt.Fprintf(&b, "[client]\nuser=%s\npassword=%s\nsocket=%s\nport=%s\n", optionValue(l.User), optionValue(l.Password), optionValue(l.Socket), strconv.Itoa(l.Port))
+	} else {
+		// A slot reachable over the network: TCP with TLS, the server's
+		// certificate verified against the lease's CA (ca.pem beside
+		// this file). MariaDB's clients also check its name
+		// (ssl-verify-server-cert, in the group only they read); MySQL's
+		// verify the CA (ssl-ca without ssl-mode means VERIFY_CA).
+		fmt.Fprintf(&b, "[client]\nuser=%s\npassword=%s\nhost=%s\nport=%s\nprotocol=TCP\nssl-ca=%s\n[client-mariadb]\nssl-verify-server-cert\n",
+			optionValue(l.User), optionValue(l.Password), optionValue(l.Host), strconv.Itoa(l.Port), optionValue(filepath.Join(filepath.Dir(l.OptionFile), "ca.pem")))
+	}
 	for _, group := range []string{"mysql", "mariadb-client"} {
 		fmt.Fprintf(&b, "[%s]\ndatabase=%s\n", group, optionValue(l.Database))
 	}
@@ -48,6 +58,11 @@ func (p *Pool) writeOptionFile(l *Lease) error {
 			return fmt.Errorf("lease %s: option file: %w", l.ID, err)
 		}
 		if err := os.MkdirAll(dir, 0o700); err != nil { // the first lease of the pool
+			return fmt.Errorf("lease %s: option file: %w", l.ID, err)
+		}
+	}
+	if l.CA != "" {
+		if err := os.WriteFile(filepath.Join(dir, "ca.pem"), []byte(l.CA), 0o600); err != nil {
 			return fmt.Errorf("lease %s: option file: %w", l.ID, err)
 		}
 	}

@@ -76,6 +76,9 @@ type Options struct {
 	// usable, each slot server's memory in all (memLimit; memcg.go).
 	// 0: the server's defaults, which a lease can raise without bound.
 	SlotMemory int64
+	// Network, when set, makes the slots reachable from other machines
+	// (network.go); nil: loopback only.
+	Network *Network
 }
 
 // Errors callers map to messages, exit codes and HTTP statuses.
@@ -583,7 +586,7 @@ func (p *Pool) bootServer(ctx context.Context, s *slot) (*booted, error) {
 	}
 	for try := 0; try < 3; try++ {
 		var in *mariadb.Instance
-		in, err = mariadb.Start(p.bin, mariadb.Config{Datadir: data, RunDir: s.run, Port: port, Profile: p.opt.Profile, AdminPassword: p.cat.Admin(), Extra: extra, Account: &id.Account})
+		in, err = mariadb.Start(p.bin, mariadb.Config{Datadir: data, RunDir: s.run, Port: port, BindAddress: p.opt.Network.bind(), TLS: p.opt.Network.serverTLS(), Profile: p.opt.Profile, AdminPassword: p.cat.Admin(), Extra: extra, Account: &id.Account})
 		if err != nil {
 			break
 		}
@@ -707,7 +710,7 @@ func (p *Pool) publish(s *slot, gen uint64, b *booted) error {
 			units[i].spent = units[i].spent || restoring
 			continue
 		}
-		l.fill(s, &s.units[i])
+		l.fill(s, &s.units[i], p.opt.Network)
 		p.leases[l.ID] = l
 		p.record(l)
 		to, why = Leased, "restarted on its clone with its leases"

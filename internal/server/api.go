@@ -114,6 +114,8 @@ func statusOf(err error) int {
 		code = http.StatusConflict
 	case errors.Is(err, pool.ErrLeaseTimeout), errors.Is(err, pool.ErrClosed), errors.Is(err, errComingUp):
 		code = http.StatusServiceUnavailable
+	case errors.Is(err, errOverCap):
+		code = http.StatusTooManyRequests
 	case errors.Is(err, pool.ErrNoRoom):
 		code = http.StatusInsufficientStorage
 	}
@@ -308,11 +310,25 @@ func (s *Server) lease(w http.ResponseWriter, r *http.Request) {
 		fail(w, err)
 		return
 	}
+	group, err := groupOf(r)
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	if remotePeer(r) {
+		req.PID = 0 // a process of another host: the TTL reclaims its leases
+	}
 	leave, ok := s.enterWaiter(w)
 	if !ok {
 		return
 	}
 	defer leave()
+	unreserve, err := s.reserveGroup(group)
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	defer unreserve()
 	p, err := s.pool(req.Template)
 	if err != nil {
 		fail(w, err)
@@ -334,7 +350,8 @@ func (s *Server) lease(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), wait)
 	defer cancel()
-	l, err := p.Lease(ctx, pool.LeaseOptions{Holder: req.Holder, TTL: ttl, PID: req.PID})
+	l, err := p.Lease(ctx, pool.LeaseOptions{Holder: req.Holder, TTL: ttl, PID: req.PID, Group: group})
+	unreserve() // held now (or failed): counted among the group's leases
 	if err != nil {
 		fail(w, err)
 		return
@@ -371,6 +388,9 @@ func (s *Server) listLeases(w http.ResponseWriter, r *http.Request) {
 	for _, n := range s.poolNames() {
 		if p, err := s.pool(n); err == nil {
 			for _, l := range p.Leases() {
+				if g, ok := tokenGroup(r); ok && l.Group != g {
+					continue // a runner lists its own group's leases
+				}
 				out = append(out, leaseOut(l))
 			}
 		}
@@ -411,6 +431,10 @@ func (s *Server) getLease(w http.ResponseWriter, r *http.Request) {
 		fail(w, err)
 		return
 	}
+	if err := ownGroup(r, p, r.PathValue("id")); err != nil {
+		fail(w, err)
+		return
+	}
 	l, _ := p.Get(r.PathValue("id"))
 	writeJSON(w, 200, leaseFor(l))
 }
@@ -431,6 +455,10 @@ func (s *Server) release(w http.ResponseWriter, r *http.Request) {
 		fail(w, err)
 		return
 	}
+	if err := ownGroup(r, p, id); err != nil {
+		fail(w, err)
+		return
+	}
 	reset, err := p.Release(r.Context(), id, mode)
 	if err != nil {
 		fail(w, err)
@@ -443,6 +471,10 @@ func (s *Server) release(w http.ResponseWriter, r *http.Request) {
 func (s *Server) keep(w http.ResponseWriter, r *http.Request) {
 	p, err := s.findLease(r.PathValue("id"))
 	if err != nil {
+		fail(w, err)
+		return
+	}
+	if err := ownGroup(r, p, r.PathValue("id")); err != nil {
 		fail(w, err)
 		return
 	}
@@ -471,6 +503,10 @@ func (s *Server) extend(w http.ResponseWriter, r *http.Request) {
 	}
 	p, err := s.findLease(r.PathValue("id"))
 	if err != nil {
+		fail(w, err)
+		return
+	}
+	if err := ownGroup(r, p, r.PathValue("id")); err != nil {
 		fail(w, err)
 		return
 	}

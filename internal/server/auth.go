@@ -75,6 +75,15 @@ func (s *Server) requireToken(next http.Handler) http.Handler {
 		if h, found := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); found && ok(h) {
 			next.ServeHTTP(w, r)
 			return
+		} else if found {
+			if g, isGroup := s.groupToken(h); isGroup {
+				if !groupMayCall(r) {
+					writeJSON(w, http.StatusForbidden, ErrorBody{Error: "a group token (group " + g + ") may lease, release and build, not bring pools down or stop the daemon: ask the node's operator"})
+					return
+				}
+				next.ServeHTTP(w, withGroup(r, g))
+				return
+			}
 		}
 		if c, err := r.Cookie(tokenCookie); err == nil && ok(c.Value) {
 			next.ServeHTTP(w, r)
@@ -83,4 +92,28 @@ func (s *Server) requireToken(next http.Handler) http.Handler {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="pristine"`)
 		writeJSON(w, http.StatusUnauthorized, ErrorBody{Error: "missing or wrong token: send Authorization: Bearer TOKEN (the token is in " + TokenFile(s.root) + " on the daemon's host), or open the one-time URL `pristine dashboard` prints"})
 	})
+}
+
+// groupToken finds the group of a --group-tokens token, in constant time
+// per token.
+func (s *Server) groupToken(got string) (string, bool) {
+	group, found := "", false
+	for tok, g := range s.GroupTokens {
+		if subtle.ConstantTimeCompare([]byte(got), []byte(tok)) == 1 {
+			group, found = g, true
+		}
+	}
+	return group, found
+}
+
+// groupMayCall tells whether a group token's holder (a runner) may make
+// request r: everything but bringing pools down and stopping the daemon.
+func groupMayCall(r *http.Request) bool {
+	switch {
+	case r.URL.Path == "/v1/shutdown":
+		return false
+	case r.Method == http.MethodDelete && strings.HasPrefix(r.URL.Path, "/v1/pools/"):
+		return false
+	}
+	return true
 }

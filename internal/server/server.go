@@ -51,6 +51,17 @@ type Server struct {
 	// DefaultShrinkAfter.
 	ShrinkAfter time.Duration
 	growMu      sync.Mutex
+	// Network makes the slots of every pool reachable from other
+	// machines (SlotNetwork); nil: loopback.
+	Network *pool.Network
+	// GroupTokens are tokens other than Token, each placing its holder
+	// in a group (LoadGroupTokens): token -> group.
+	GroupTokens map[string]string
+	// MaxLeasesPerGroup caps the leases one holder group holds at once
+	// (0: no cap); one more request is answered 429 naming the cap.
+	MaxLeasesPerGroup int
+	groupMu           sync.Mutex
+	groupPending      map[string]int
 	// Cache says which fleet caches template requests may name.
 	Cache    Cache
 	caches   caches
@@ -158,7 +169,7 @@ func (s *Server) poolOptions(rec state.Pool, restore []pool.Lease) pool.Options 
 	}
 	return pool.Options{Size: rec.Size, Slots: rec.Slots, Profile: prof, Parallel: rec.Parallel, Journal: s.state, Restore: restore,
 		Observe: s.metrics.observe, Log: s.log, Event: s.metrics.event, SlotDisk: max(rec.SlotDisk, 0),
-		SlotMemory: max(rec.SlotMemory, 0)}
+		SlotMemory: max(rec.SlotMemory, 0), Network: s.Network}
 }
 
 // removeStalePools removes clone directories no live pool owns.

@@ -17,7 +17,7 @@ func leaseOut(l pool.Lease) api.Lease {
 	return api.Lease{ID: l.ID, Template: l.Template, Slot: l.Slot, Holder: l.Holder, Host: l.Host, Port: l.Port,
 		Socket: l.Socket, User: l.User, Password: api.Hidden(l.Password), Database: l.Database, DSN: l.DSN, URL: l.URL,
 		Created: l.Created, Expires: l.Expires, Env: l.Env, OptionFile: l.OptionFile, Kept: l.Kept,
-		PID: l.PID, PIDStart: l.PIDStart, Clone: l.Clone}
+		PID: l.PID, PIDStart: l.PIDStart, Clone: l.Clone, CA: l.CA, Group: l.Group}
 }
 
 // StatusOut is a pool's status on the wire.

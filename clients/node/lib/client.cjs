@@ -3,6 +3,7 @@
 // loopback TCP with a bearer token. Zero dependencies: node:http only.
 
 const http = require('node:http');
+const net = require('node:net');
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
@@ -71,11 +72,28 @@ class Lease {
     this.expires = d.expires || '';
     this.kept = Boolean(d.kept);
     this.pid = Number(d.pid || 0);
+    // The CA certificate (PEM) of a slot reachable over the network
+    // (`pristine serve --slot-address`); '' for a loopback slot.
+    this.ca = d.ca || '';
   }
 
-  /** Options for mysql2's createConnection/createPool (and knex's `connection`). */
+  /**
+   * Options for mysql2's createConnection/createPool (and knex's
+   * `connection`); a lease with a CA adds TLS verified against it, and
+   * the host name too when the lease names a host by name (mysql2 cannot
+   * check an IP address: it hands Node no name to check, and Node then
+   * checks "localhost"). The CA is the pool node's own, so a certificate
+   * it signed is one of that node's slots.
+   */
   mysql2() {
-    return { host: this.host, port: this.port, user: this.user, password: this.password, database: this.database };
+    const o = { host: this.host, port: this.port, user: this.user, password: this.password, database: this.database };
+    if (this.ca) o.ssl = this.tls();
+    return o;
+  }
+
+  /** mysql2's ssl options for this lease's CA (see mysql2()). */
+  tls() {
+    return { ca: this.ca, rejectUnauthorized: true, verifyIdentity: !net.isIP(this.host) };
   }
 
   /** A knex config: `knex(lease.knex())`. */
@@ -85,7 +103,9 @@ class Lease {
 
   /** TypeORM DataSource options: `new DataSource({...lease.typeorm(), entities})`. */
   typeorm(type = 'mysql') {
-    return { type, host: this.host, port: this.port, username: this.user, password: this.password, database: this.database };
+    const o = { type, host: this.host, port: this.port, username: this.user, password: this.password, database: this.database };
+    if (this.ca) o.ssl = this.tls();
+    return o;
   }
 
   /** A mariadb client command line that opens this database. */

@@ -25,13 +25,13 @@ export function skipReason() {
   return 'mariadbd is not installed: run scripts/install-deps.sh';
 }
 
-export async function startDaemon() {
+export async function startDaemon(args = []) {
   const base = fs.mkdtempSync(path.join(fs.existsSync('/dev/shm') ? '/dev/shm' : os.tmpdir(), 'pristine-node-test-'));
   // A root pristine runs its servers as the account pristine, which must
   // pass through this directory to the root inside.
   fs.chmodSync(base, 0o711);
   const root = path.join(base, 'root');
-  const proc = spawn(pristineBin(), ['serve', '--root', root, '--listen', '127.0.0.1:0'], { stdio: ['ignore', 'ignore', 'pipe'] });
+  const proc = spawn(pristineBin(), ['serve', '--root', root, '--listen', '127.0.0.1:0', ...args], { stdio: ['ignore', 'ignore', 'pipe'] });
   const log = [];
   const addr = await new Promise((resolve, reject) => {
     const rl = readline.createInterface({ input: proc.stderr });

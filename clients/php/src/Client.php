@@ -17,6 +17,10 @@ final class Client
         private readonly ?string $socket,
         private readonly string $base,
         private readonly ?string $token,
+        /** https: the CA file to verify the daemon against (the root's tls/ca.pem). */
+        private readonly ?string $caFile = null,
+        /** The holder group of this client's leases (Pristine-Group); a group token fixes it. */
+        private readonly ?string $group = null,
     ) {
     }
 
@@ -26,11 +30,14 @@ final class Client
         return new self($socket, 'http://pristine', null);
     }
 
-    /** A client of a daemon serving loopback TCP (`pristine serve --listen ADDR`). */
-    public static function tcp(string $url, string $token): self
+    /**
+     * A client of a daemon serving TCP (`pristine serve --listen ADDR`);
+     * for https with the root's own CA, $caFile is its tls/ca.pem.
+     */
+    public static function tcp(string $url, string $token, ?string $caFile = null, ?string $group = null): self
     {
         $url = str_contains($url, '://') ? $url : 'http://' . $url;
-        return new self(null, rtrim($url, '/'), $token);
+        return new self(null, rtrim($url, '/'), $token, $caFile, $group);
     }
 
     /** $PRISTINE_ROOT, else /var/lib/pristine for root, else ~/.local/share/pristine. */
@@ -59,7 +66,7 @@ final class Client
                     throw new PristineException("PRISTINE_URL is set but PRISTINE_TOKEN is not, and $file cannot be read: set PRISTINE_TOKEN to the token in $file on the daemon's host");
                 }
             }
-            return self::tcp($url, trim($token));
+            return self::tcp($url, trim($token), getenv('PRISTINE_CA_FILE') ?: null, getenv('PRISTINE_GROUP') ?: null);
         }
         return self::unix(self::defaultRoot() . '/pristine.sock');
     }
@@ -83,9 +90,15 @@ final class Client
         if ($this->token !== null) {
             $headers[] = 'Authorization: Bearer ' . $this->token;
         }
+        if ($this->group !== null) {
+            $headers[] = 'Pristine-Group: ' . $this->group;
+        }
         $opts = [CURLOPT_CUSTOMREQUEST => $method, CURLOPT_RETURNTRANSFER => true, CURLOPT_HTTPHEADER => $headers];
         if ($this->socket !== null) {
             $opts[CURLOPT_UNIX_SOCKET_PATH] = $this->socket;
+        }
+        if ($this->caFile !== null) {
+            $opts[CURLOPT_CAINFO] = $this->caFile;
         }
         if ($body !== null) {
             $opts[CURLOPT_POSTFIELDS] = json_encode($body, JSON_THROW_ON_ERROR);
@@ -176,10 +189,16 @@ final class Client
         if ($this->token !== null) {
             $headers[] = 'Authorization: Bearer ' . $this->token;
         }
+        if ($this->group !== null) {
+            $headers[] = 'Pristine-Group: ' . $this->group;
+        }
         $opts = [CURLOPT_POST => true, CURLOPT_RETURNTRANSFER => true, CURLOPT_HTTPHEADER => $headers,
             CURLOPT_POSTFIELDS => json_encode(['template' => $template, 'size' => $size], JSON_THROW_ON_ERROR)];
         if ($this->socket !== null) {
             $opts[CURLOPT_UNIX_SOCKET_PATH] = $this->socket;
+        }
+        if ($this->caFile !== null) {
+            $opts[CURLOPT_CAINFO] = $this->caFile;
         }
         curl_setopt_array($ch, $opts);
         $raw = curl_exec($ch);

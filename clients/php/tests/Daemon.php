@@ -21,8 +21,11 @@ final class Daemon
     {
     }
 
-    /** @param array<string,string> $env added to the daemon's environment */
-    public static function start(array $env = []): self
+    /**
+     * @param array<string,string> $env added to the daemon's environment
+     * @param list<string> $args added to its flags
+     */
+    public static function start(array $env = [], array $args = []): self
     {
         if (!is_executable('/usr/sbin/mariadbd')) {
             throw new \PHPUnit\Framework\SkippedTestError('mariadbd is not installed: run scripts/install-deps.sh');
@@ -35,7 +38,7 @@ final class Daemon
         // pristine's servers (the account pristine, when run as root) pass through it.
         chmod($base, 0711);
         $d = new self($base, "$base/root");
-        $d->proc = proc_open([$bin, 'serve', '--root', $d->root, '--listen', '127.0.0.1:0'], [1 => ['file', '/dev/null', 'w'], 2 => ['pipe', 'w']], $pipes, null, $env + getenv());
+        $d->proc = proc_open([$bin, 'serve', '--root', $d->root, '--listen', '127.0.0.1:0', ...$args], [1 => ['file', '/dev/null', 'w'], 2 => ['pipe', 'w']], $pipes, null, $env + getenv());
         $d->stderr = $pipes[2];
         while (($line = fgets($d->stderr)) !== false) {
             if (preg_match('#^pristine: serving http://([^/]+)/#', $line, $m)) {

@@ -20,9 +20,10 @@ class TestDaemon
     @instance ||= new.tap(&:start)
   end
 
-  # +env+ is added to the daemon's environment.
-  def initialize(env = {})
+  # +env+ is added to the daemon's environment, +args+ to its flags.
+  def initialize(env = {}, args = [])
     @env = env
+    @args = args
   end
 
   def start
@@ -36,7 +37,7 @@ class TestDaemon
     File.chmod(0o711, @base)
     @root = File.join(@base, "root")
     r, w = IO.pipe
-    @pid = Process.spawn(@env, bin, "serve", "--root", @root, "--listen", "127.0.0.1:0", out: File::NULL, err: w)
+    @pid = Process.spawn(@env, bin, "serve", "--root", @root, "--listen", "127.0.0.1:0", *@args, out: File::NULL, err: w)
     w.close
     @log = +""
     while (line = r.gets)

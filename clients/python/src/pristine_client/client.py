@@ -1,9 +1,12 @@
-"""HTTP/JSON client of a pristine daemon, over its unix socket or loopback TCP."""
+"""HTTP/JSON client of a pristine daemon, over its unix socket or TCP (https with the root's CA)."""
 
+import hashlib
 import http.client
 import json
 import os
 import socket
+import ssl
+import tempfile
 import time
 import urllib.parse
 from dataclasses import dataclass, field
@@ -75,6 +78,10 @@ class Lease:
     slot: int = 0
     kept: bool = False
     pid: int = 0
+    # The CA certificate (PEM) of a slot reachable over the network (`pristine
+    # serve --slot-address`): connect with TLS and verify the server against
+    # it and its host name. Empty for a loopback slot.
+    ca: str = ""
 
     @classmethod
     def from_json(cls, d: Dict[str, Any]) -> "Lease":
@@ -83,16 +90,35 @@ class Lease:
                    port=int(d.get("port", 0)), socket=d.get("socket", ""), user=d.get("user", ""),
                    password=d.get("password", ""), database=d.get("database", ""), dsn=d.get("dsn", ""),
                    url=d.get("url", ""), env=env, slot=int(d.get("slot", 0)), kept=bool(d.get("kept")),
-                   pid=int(d.get("pid") or 0))
+                   pid=int(d.get("pid") or 0), ca=d.get("ca") or "")
+
+    def ca_file(self) -> str:
+        """A file holding the lease's CA certificate (written once per CA,
+        0600, in the temporary directory), or "" for a loopback lease."""
+        if not self.ca:
+            return ""
+        path = os.path.join(tempfile.gettempdir(),
+                            f"pristine-ca-{os.getuid()}-{hashlib.sha256(self.ca.encode()).hexdigest()[:16]}.pem")
+        if not os.path.exists(path):
+            fd, tmp = tempfile.mkstemp(prefix="pristine-ca-", dir=os.path.dirname(path))
+            with os.fdopen(fd, "w") as f:
+                f.write(self.ca)
+            os.replace(tmp, path)
+        return path
 
     def connect_kwargs(self) -> Dict[str, Any]:
-        """Keyword arguments for PyMySQL's or mysqlclient's connect()."""
-        return {"host": self.host, "port": self.port, "user": self.user,
-                "password": self.password, "database": self.database}
+        """Keyword arguments for PyMySQL's connect(); a lease with a CA adds
+        TLS verified against it, with the host name checked."""
+        kw: Dict[str, Any] = {"host": self.host, "port": self.port, "user": self.user,
+                              "password": self.password, "database": self.database}
+        if self.ca:
+            kw.update(ssl_ca=self.ca_file(), ssl_verify_cert=True, ssl_verify_identity=True)
+        return kw
 
     def mysql_command(self) -> str:
         """A mariadb client command line that opens this database."""
-        return f"mariadb -h{self.host} -P{self.port} -u{self.user} -p{self.password} {self.database}"
+        tls = f" --ssl-ca={self.ca_file()} --ssl-verify-server-cert" if self.ca else ""
+        return f"mariadb -h{self.host} -P{self.port} -u{self.user} -p{self.password}{tls} {self.database}"
 
 
 class Client:
@@ -103,13 +129,20 @@ class Client:
     """
 
     def __init__(self, socket: Optional[str] = None, url: Optional[str] = None,
-                 token: Optional[str] = None, timeout: Optional[float] = None):
+                 token: Optional[str] = None, timeout: Optional[float] = None,
+                 ca_file: Optional[str] = None, group: Optional[str] = None):
         if not socket and not url:
             socket = os.path.join(default_root(), "pristine.sock")
         self.socket = socket
         self.url = url.rstrip("/") if url else None
         self.token = token
         self.timeout = timeout
+        # https://: verify the daemon against this CA (the daemon root's
+        # tls/ca.pem) instead of the system's.
+        self.ca_file = ca_file
+        # The holder group of this client's leases (Pristine-Group), for a
+        # daemon with --max-leases-per-group; a group token fixes it.
+        self.group = group
 
     @classmethod
     def from_env(cls) -> "Client":
@@ -126,7 +159,8 @@ class Client:
                 except OSError as e:
                     raise PristineError(f"PRISTINE_URL is set but PRISTINE_TOKEN is not, and {path}: {e.strerror}: "
                                         f"set PRISTINE_TOKEN to the token in {path} on the daemon's host") from e
-            return cls(url=url, token=token)
+            return cls(url=url, token=token, ca_file=os.environ.get("PRISTINE_CA_FILE") or None,
+                       group=os.environ.get("PRISTINE_GROUP") or None)
         return cls(socket=os.path.join(default_root(), "pristine.sock"))
 
     def where(self) -> str:
@@ -135,6 +169,9 @@ class Client:
     def _connection(self, timeout: Optional[float]) -> http.client.HTTPConnection:
         if self.url:
             u = urllib.parse.urlsplit(self.url if "://" in self.url else "http://" + self.url)
+            if u.scheme == "https":
+                ctx = ssl.create_default_context(cafile=self.ca_file)
+                return http.client.HTTPSConnection(u.hostname, u.port or 443, timeout=timeout, context=ctx)
             return http.client.HTTPConnection(u.hostname, u.port or 80, timeout=timeout)
         return _UnixConnection(self.socket, timeout)
 
@@ -145,6 +182,8 @@ class Client:
         headers = {"Content-Type": "application/json"}
         if self.token:
             headers["Authorization"] = "Bearer " + self.token
+        if self.group:
+            headers["Pristine-Group"] = self.group
         data = json.dumps(body).encode() if body is not None else None
         try:
             conn.request(method, path, body=data, headers=headers)
@@ -213,6 +252,8 @@ class Client:
         headers = {"Content-Type": "application/json"}
         if self.token:
             headers["Authorization"] = "Bearer " + self.token
+        if self.group:
+            headers["Pristine-Group"] = self.group
         try:
             conn.request("POST", "/v1/pools", body=json.dumps({"template": template, "size": size}).encode(),
                          headers=headers)

@@ -413,9 +413,15 @@ class DatabaseCreation(MySQLCreation):
         lease = self._clone(suffix)
         if lease is None:
             return super().get_test_db_clone_settings(suffix)
-        sock = lease.socket if lease.socket and os.path.exists(lease.socket) else ""
-        return {**self.connection.settings_dict, "HOST": sock or lease.host, "PORT": str(lease.port),
-                "USER": lease.user, "PASSWORD": lease.password, "NAME": lease.database}
+        sock = lease.socket if lease.socket and os.path.exists(lease.socket) and not lease.ca else ""
+        settings = {**self.connection.settings_dict, "HOST": sock or lease.host, "PORT": str(lease.port),
+                    "USER": lease.user, "PASSWORD": lease.password, "NAME": lease.database}
+        if lease.ca:
+            # A slot over the network: TLS verified against the lease's CA
+            # (PyMySQL also checks the host name; mysqlclient reads "ca").
+            settings["OPTIONS"] = {**settings.get("OPTIONS", {}),
+                                   "ssl": {"ca": lease.ca_file(), "check_hostname": True}}
+        return settings
 
     # --- teardown ---
 

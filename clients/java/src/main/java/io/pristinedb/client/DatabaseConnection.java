@@ -65,10 +65,57 @@ public interface DatabaseConnection {
         return jdbcUrl(Driver.detect());
     }
 
-    /** The JDBC URL for driver (no credentials in it: give {@link #user()} and {@link #password()}). */
+    /**
+     * The CA certificate (PEM) of a slot reachable over the network
+     * ({@code pristine serve --slot-address}); empty for a loopback slot.
+     */
+    default String ca() {
+        return "";
+    }
+
+    /**
+     * A file holding {@link #ca()} (written once per CA, 0600, in the
+     * temporary directory), or "" when there is none.
+     */
+    default String caFile() {
+        String pem = ca();
+        if (pem == null || pem.isEmpty()) {
+            return "";
+        }
+        try {
+            byte[] h = java.security.MessageDigest.getInstance("SHA-256").digest(pem.getBytes(java.nio.charset.StandardCharsets.UTF_8));
+            String name = "pristine-ca-" + java.util.HexFormat.of().formatHex(h, 0, 8) + ".pem";
+            java.nio.file.Path path = java.nio.file.Path.of(System.getProperty("java.io.tmpdir"), name);
+            if (!java.nio.file.Files.exists(path)) {
+                java.nio.file.Path tmp = java.nio.file.Files.createTempFile(path.getParent(), "pristine-ca-", ".tmp");
+                java.nio.file.Files.writeString(tmp, pem);
+                java.nio.file.Files.move(tmp, path, java.nio.file.StandardCopyOption.REPLACE_EXISTING, java.nio.file.StandardCopyOption.ATOMIC_MOVE);
+            }
+            return path.toString();
+        } catch (java.io.IOException | java.security.NoSuchAlgorithmException e) {
+            throw new IllegalStateException("write the lease's CA certificate to a file: " + e, e);
+        }
+    }
+
+    /**
+     * The JDBC URL for driver (no credentials in it: give {@link #user()} and
+     * {@link #password()}). A slot with a CA gets TLS verified against it and
+     * the host name (mariadb-java-client's sslMode=verify-full with the CA as
+     * serverSslCert); mysql-connector-j needs a trust store instead, which
+     * pristine does not make: it is refused, naming the fix.
+     */
     default String jdbcUrl(Driver driver) {
         String host = host() == null || host().isEmpty() ? "127.0.0.1" : host();
         String base = "//" + host + ":" + port() + "/" + database();
+        if (ca() != null && !ca().isEmpty()) {
+            if (driver == Driver.MYSQL) {
+                throw new IllegalStateException("this database serves TLS with pristine's own CA, which mysql-connector-j reads only from a trust store: "
+                        + "use mariadb-java-client, or import " + caFile() + " into a trust store and add sslMode=VERIFY_IDENTITY&trustCertificateKeyStoreUrl=file:STORE to the URL");
+            }
+            // The driver reads the option's value as is (no percent-decoding):
+            // the file's name is plain (caFile).
+            return "jdbc:mariadb:" + base + "?sslMode=verify-full&serverSslCert=" + caFile();
+        }
         return switch (driver) {
             case MARIADB -> "jdbc:mariadb:" + base;
             // A loopback server without TLS; MySQL 8+'s caching_sha2_password then needs the key exchange.
@@ -88,7 +135,8 @@ public interface DatabaseConnection {
 
     /** A mariadb client command line that opens this database (it carries the password). */
     default String mysqlCommand() {
-        return "mariadb -h" + host() + " -P" + port() + " -u" + user() + " -p" + password() + " " + database();
+        String tls = ca() == null || ca().isEmpty() ? "" : " --ssl-ca=" + caFile() + " --ssl-verify-server-cert";
+        return "mariadb -h" + host() + " -P" + port() + " -u" + user() + " -p" + password() + tls + " " + database();
     }
 
     /** A DataSource over DriverManager. */

@@ -27,7 +27,9 @@ public record Lease(
         @JsonProperty("env") List<String> env,
         @JsonProperty("kept") boolean kept,
         @JsonProperty("pid") long pid,
-        @JsonProperty("clone") String cloneId) implements DatabaseConnection {
+        @JsonProperty("clone") String cloneId,
+        /** The CA certificate (PEM) of a slot reachable over the network; "" or null for a loopback slot. */
+        @JsonProperty("ca") String ca) implements DatabaseConnection {
 
     @Override
     public String toString() {

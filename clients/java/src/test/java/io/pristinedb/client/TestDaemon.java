@@ -64,10 +64,17 @@ public final class TestDaemon {
     }
 
     static TestDaemon start() {
+        return start(new String[0]);
+    }
+
+    /** A daemon of its own with more flags, e.g. --slot-tls; stop it when done. */
+    static TestDaemon start(String... args) {
         try {
             Path base = Files.createTempDirectory(Path.of("/dev/shm"), "pristine-java-test-");
             Files.setPosixFilePermissions(base, PosixFilePermissions.fromString("rwx--x--x"));
-            Process p = new ProcessBuilder(binary().toString(), "serve", "--root", base.resolve("root").toString(), "--listen", "127.0.0.1:0")
+            java.util.List<String> cmd = new java.util.ArrayList<>(java.util.List.of(binary().toString(), "serve", "--root", base.resolve("root").toString(), "--listen", "127.0.0.1:0"));
+            cmd.addAll(java.util.List.of(args));
+            Process p = new ProcessBuilder(cmd)
                     .redirectOutput(ProcessBuilder.Redirect.DISCARD)
                     .start();
             BufferedReader err = new BufferedReader(new InputStreamReader(p.getErrorStream(), StandardCharsets.UTF_8));
