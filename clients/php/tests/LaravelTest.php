@@ -97,4 +97,59 @@ final class LaravelTest extends TestCase
         $this->assertSame(0, $code, $out);
         $this->assertSame(['laravel_parity' => 2, 'laravel_parity-far' => 2], self::templates());
     }
+
+    /** @param array<string,mixed> $options */
+    private static function key(array $options = []): string
+    {
+        exec('php ' . escapeshellarg(self::$app . '/key.php') . ' ' . escapeshellarg((string) json_encode((object) $options)) . ' 2>&1', $out, $code);
+        self::assertSame(0, $code, implode("\n", $out));
+        return trim(implode("\n", $out));
+    }
+
+    /** @return iterable<string,array{0:string,1:?string,2:?string,3:array<string,mixed>,4:bool}> file, text replaced, replacement (null: a new file; same: touch), options, whether the key changes */
+    public static function keyInputs(): iterable
+    {
+        $m = 'database/migrations/2024_01_01_000000_create_notes_table.php';
+        $db = 'config/database.php';
+        yield 'a migration edited' => [$m, "string('author')", "string('author', 100)", [], true];
+        yield 'a migration added' => ['database/migrations/2024_01_02_000000_more.php', null, "<?php\n", [], true];
+        yield 'a seeder edited' => ['database/seeders/DatabaseSeeder.php', "'seeded'", "'seeded2'", [], true];
+        yield 'a connection\'s collation' => [$db, "'utf8mb4_unicode_ci'", "'utf8mb4_bin'", [], true];
+        yield 'a connection\'s table prefix' => [$db, "'prefix' => ''", "'prefix' => 'x_'", [], true];
+        yield 'the default connection' => [$db, "'default' => 'mysql'", "'default' => 'other'", [], true];
+        yield 'the migrations table' => [$db, "'migrations' => 'migrations'", "'migrations' => 'migrations_log'", [], true];
+        yield 'a connection\'s database' => [$db, "'parity_other'", "'parity_other2'", [], true];
+        yield 'two servers become one' => [$db, "'127.0.0.2', 'port' => '3307'", "'127.0.0.1', 'port' => '3306'", [], true];
+        yield 'the build command' => [$m, null, '', ['migrate' => 'php artisan migrate --force'], true];
+        yield 'the connections served' => [$m, null, '', ['connections' => ['mysql', 'other']], true];
+        yield 'a migration touched' => [$m, null, '', [], false];
+        yield 'the password' => [$db, "'password' => ''", "'password' => 'secret'", [], false];
+        yield 'the far server\'s address' => [$db, "'127.0.0.2', 'port' => '3307'", "'127.0.0.3', 'port' => '3308'", [], false];
+    }
+
+    /**
+     * @dataProvider keyInputs
+     * @param array<string,mixed> $options
+     */
+    public function testTheKeySeesEveryInputAndNothingElse(string $file, ?string $from, ?string $to, array $options, bool $changes): void
+    {
+        $before = self::key();
+        $path = self::$app . '/' . $file;
+        $orig = is_file($path) ? (string) file_get_contents($path) : null;
+        try {
+            if ($orig === null) {
+                file_put_contents($path, (string) $to);
+            } elseif ($from !== null) {
+                $this->assertStringContainsString($from, $orig);
+                file_put_contents($path, str_replace($from, (string) $to, $orig));
+            } else {
+                touch($path, time() + 60);
+            }
+            $after = self::key($options);
+        } finally {
+            $orig === null ? unlink($path) : file_put_contents($path, $orig);
+        }
+        $changes ? $this->assertNotSame($before, $after) : $this->assertSame($before, $after);
+        $this->assertSame($before, self::key(), 'the key did not come back with the inputs');
+    }
 }

@@ -85,24 +85,16 @@ final class PristineParallelTesting
     public static function register(array $options = []): void
     {
         $template = (string) ($options['template'] ?? 'laravel');
-        $connections = array_values(array_map('strval', (array) ($options['connections'] ?? [config('database.default')])));
-        $files = $options['files'] ?? array_values(array_filter(
-            [base_path('database/migrations'), base_path('database/seeders'), base_path('database/schema')],
-            'file_exists',
-        ));
         $migrate = isset($options['migrate']) ? (string) $options['migrate'] : null;
         $poolSize = (int) ($options['poolSize'] ?? 8);
+        $connections = self::connections($options);
         if (self::$original === []) {
             foreach ($connections as $c) {
-                $cfg = config("database.connections.$c");
-                if (!is_array($cfg)) {
-                    throw new \InvalidArgumentException("pristine: connection \"$c\" is not in config/database.php: name configured connections in the connections option");
-                }
-                self::$original[$c] = $cfg;
+                self::$original[$c] = (array) config("database.connections.$c");
             }
             self::$groups = self::groups($template, $connections);
         }
-        $key = ContentKey::of($files, self::keyExtra($connections, $migrate));
+        $key = self::contentKey($options);
         // Called with a worker's token (1..N), $ensure grows the pools to at
         // least N: the run's processes are never more than the pool.
         self::$ensure = $ensure = static function (int $token = 0) use ($key, $migrate, $poolSize): Client {
@@ -133,6 +125,38 @@ final class PristineParallelTesting
     }
 
     /**
+     * The content key of the templates register($options) uses: the files
+     * (`files`, default database/migrations, database/seeders and
+     * database/schema where they exist) and keyExtra().
+     *
+     * @param array<string,mixed> $options as register() takes them
+     */
+    public static function contentKey(array $options = []): string
+    {
+        $files = $options['files'] ?? array_values(array_filter(
+            [base_path('database/migrations'), base_path('database/seeders'), base_path('database/schema')],
+            'file_exists',
+        ));
+        $migrate = isset($options['migrate']) ? (string) $options['migrate'] : null;
+        return ContentKey::of($files, self::keyExtra(self::connections($options), $migrate));
+    }
+
+    /**
+     * @param array<string,mixed> $options
+     * @return list<string>
+     */
+    private static function connections(array $options): array
+    {
+        $connections = array_values(array_map('strval', (array) ($options['connections'] ?? [config('database.default')])));
+        foreach ($connections as $c) {
+            if (!is_array(config("database.connections.$c"))) {
+                throw new \InvalidArgumentException("pristine: connection \"$c\" is not in config/database.php: name configured connections in the connections option");
+            }
+        }
+        return $connections;
+    }
+
+    /**
      * The connections grouped by the server their configuration names, in
      * the order given; the first group's template is $template, the others'
      * $template-<their first connection>.
@@ -144,7 +168,7 @@ final class PristineParallelTesting
     {
         $by = [];
         foreach ($connections as $c) {
-            $cfg = self::$original[$c];
+            $cfg = self::$original[$c] ?? (array) config("database.connections.$c");
             if (($cfg['driver'] ?? 'mysql') !== 'mysql' && ($cfg['driver'] ?? '') !== 'mariadb') {
                 throw new \InvalidArgumentException("pristine: connection \"$c\" has driver \"{$cfg['driver']}\": pristine serves MariaDB and MySQL connections only");
             }
