@@ -80,7 +80,7 @@ final class PristineParallelTesting
     private static string $holder = '';
 
     /**
-     * @param array<string,mixed> $options template, connections, files, migrate, poolSize
+     * @param array<string,mixed> $options template, connections (or one connection), files, migrate, poolSize
      */
     public static function register(array $options = []): void
     {
@@ -147,7 +147,8 @@ final class PristineParallelTesting
      */
     private static function connections(array $options): array
     {
-        $connections = array_values(array_map('strval', (array) ($options['connections'] ?? [config('database.default')])));
+        $connections = array_values(array_map('strval', (array) ($options['connections']
+            ?? [$options['connection'] ?? config('database.default')])));
         foreach ($connections as $c) {
             if (!is_array(config("database.connections.$c"))) {
                 throw new \InvalidArgumentException("pristine: connection \"$c\" is not in config/database.php: name configured connections in the connections option");
