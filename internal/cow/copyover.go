@@ -15,6 +15,8 @@ import (
 // btrfs, reflinks on XFS), and only what the build changed is written
 // into it: files base lacks are copied, files that differ are rewritten
 // where their 64 KiB blocks differ (holes punched where src has holes),
+// and zeros are never written (a 4 KiB block of zeros is left a hole:
+// half of a new InnoDB table's file is),
 // files and directories src lacks are removed, and every entry gets src's
 // owner, mode and times. The result holds src's bytes exactly, as
 // CopyIn's does, at a fraction of the writes: a schema's build leaves most
@@ -149,7 +151,7 @@ func overFile(src, dst string, f *treeEntry) error {
 	dp := join(dst, f.rel)
 	var dst0 unix.Stat_t
 	if err := unix.Lstat(dp, &dst0); err != nil || dst0.Mode&unix.S_IFMT != unix.S_IFREG {
-		return cloneFile(src, dst, f, copyData, nil)
+		return cloneFile(src, dst, f, sparseData, nil)
 	}
 	sp := join(src, f.rel)
 	sfd, err := unix.Open(sp, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
@@ -218,8 +220,8 @@ func overData(dfd, sfd int, size, dsize int64) error {
 				same = bytes.Equal(sbuf[:n], dbuf[:n])
 			}
 			if !same {
-				if _, err := unix.Pwrite(dfd, sbuf[:n], o); err != nil {
-					return fmt.Errorf("write: %w", err)
+				if err := writeNonZero(dfd, sbuf[:n], o, dsize); err != nil {
+					return err
 				}
 			}
 		}
@@ -227,6 +229,42 @@ func overData(dfd, sfd int, size, dsize int64) error {
 	}
 	if err := unix.Ftruncate(dfd, size); err != nil {
 		return fmt.Errorf("truncate: %w", err)
+	}
+	return nil
+}
+
+// sparseData is copyData that leaves the 4 KiB blocks of zeros holes: it
+// fills the new, empty file dfd with the size bytes of sfd.
+func sparseData(dfd, sfd int, size int64) error {
+	return overData(dfd, sfd, size, 0)
+}
+
+// zeroBlock is the unit of zeros writeNonZero leaves unwritten.
+const zeroBlock = 4 << 10
+
+var zeros = make([]byte, overBlock)
+
+// writeNonZero writes b at off of fd but for its 4 KiB blocks of zeros,
+// which become holes: punched where fd has data (below dsize), left as
+// they are above it (a hole already, or past the end).
+func writeNonZero(fd int, b []byte, off, dsize int64) error {
+	for i := 0; i < len(b); {
+		j := i
+		zero := bytes.Equal(b[i:min(i+zeroBlock, len(b))], zeros[:min(zeroBlock, len(b)-i)])
+		for j < len(b) && bytes.Equal(b[j:min(j+zeroBlock, len(b))], zeros[:min(zeroBlock, len(b)-j)]) == zero {
+			j = min(j+zeroBlock, len(b))
+		}
+		at := off + int64(i)
+		if zero {
+			if at < dsize {
+				if err := punch(fd, at, min(off+int64(j), dsize)-at); err != nil {
+					return err
+				}
+			}
+		} else if _, err := unix.Pwrite(fd, b[i:j], at); err != nil {
+			return fmt.Errorf("write: %w", err)
+		}
+		i = j
 	}
 	return nil
 }

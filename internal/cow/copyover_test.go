@@ -47,6 +47,10 @@ func TestCopyInOver(t *testing.T) {
 		_, err = unix.Pwrite(sfd, []byte("new"), 8<<20)
 		must(err)
 		unix.Close(sfd)
+		// Zeros written over data, and a new file of data, zeros, data.
+		writeAt(t, filepath.Join(src, "ibdata1"), string(make([]byte, 3*4096+100)), 100000)
+		mixed := append(append(bytes.Repeat([]byte("page"), 5000), make([]byte, 70000)...), bytes.Repeat([]byte("tail"), 3000)...)
+		must(os.WriteFile(filepath.Join(src, "db1", "mixed.ibd"), mixed, 0o660))
 		// Files and directories added and removed, a mode and a link changed.
 		must(os.MkdirAll(filepath.Join(src, "db2", "deep"), 0o750))
 		must(os.WriteFile(filepath.Join(src, "db2", "deep", "t2.ibd"), bytes.Repeat([]byte("ibd"), 70000), 0o660))
