@@ -31,8 +31,9 @@ use Pristine\Pristine;
  *       \Pristine\Laravel\PristineParallelTesting::register();
  *   }
  *
- * then run `php artisan test --parallel --without-databases` (pristine
- * provides the databases). Tests keep Laravel's own traits.
+ * then run `php artisan test --parallel` (pristine provides the
+ * databases: in a worker, Laravel's own test database setup steps aside as
+ * with --without-databases). Tests keep Laravel's own traits.
  *
  * Three rules (docs/clients.md, "PHP: Laravel"):
  *
@@ -121,6 +122,10 @@ final class PristineParallelTesting
         // the schema build (see PristineFreshCommand).
         if (getenv('LARAVEL_PARALLEL_TESTING') && Pristine::processesSeen() > 0) {
             app()->extend('command.migrate.fresh', static fn () => new PristineFreshCommand());
+            // pristine provides the worker's databases: Laravel's own
+            // TestDatabases (which would create {db}_test_{token} on the
+            // configured server) steps aside, as with --without-databases.
+            $_SERVER['LARAVEL_PARALLEL_TESTING_WITHOUT_DATABASES'] = 1;
         }
     }
 
