@@ -426,10 +426,12 @@ final class PristineParallelTesting
             if (!self::$dirty[$i]) {
                 continue;
             }
+            // The old lease goes first: with a pool as big as the run's
+            // workers, one more slot per worker may not be there.
             $client = Client::fromEnv();
-            $old = self::$leases[$i];
+            $client->release(self::$leases[$i]->id);
+            unset(self::$leases[$i]);
             self::$leases[$i] = $client->lease($g['template'], self::$holder, 120, getmypid(), 0, Pristine::processesSeen());
-            $client->release($old->id);
             self::$dirty[$i] = false;
         }
         self::pointAll();
