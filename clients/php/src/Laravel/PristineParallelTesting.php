@@ -89,6 +89,9 @@ final class PristineParallelTesting
         $migrate = isset($options['migrate']) ? (string) $options['migrate'] : null;
         $poolSize = (int) ($options['poolSize'] ?? 8);
         $connections = self::connections($options);
+        if ($migrate !== null && count($connections) > 1) {
+            throw new \InvalidArgumentException('pristine: the migrate option runs a command that sees one server (DB_*), but connections names ' . count($connections) . ': leave migrate out, so Laravel\'s own migrate runs with every connection pointed at its template');
+        }
         if (self::$original === []) {
             foreach ($connections as $c) {
                 self::$original[$c] = (array) config("database.connections.$c");
