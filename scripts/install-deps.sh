@@ -14,8 +14,9 @@ pkgs=(mariadb-server mariadb-client mariadb-backup mydumper btrfs-progs xfsprogs
 pkgs+=(tzdata)
 # clients/php and examples/php (issue 8): PHP with PDO MySQL and curl, and Debian's PHPUnit.
 pkgs+=(php-cli php-mysql php-curl phpunit)
-# examples/laravel: Debian's Laravel 8 (with Illuminate\Testing\ParallelTesting).
-pkgs+=(php-laravel-framework)
+# examples/laravel: Debian's Laravel 8 (with Illuminate\Testing\ParallelTesting); Mockery, which
+# Laravel's RefreshDatabase and DatabaseMigrations need for their artisan calls (clients/php LaravelTest).
+pkgs+=(php-laravel-framework php-mockery)
 # clients/ruby and examples/rails (issue 24): Ruby with Debian's Rails 6.1 and mysql2 (rubygems.org is not needed).
 pkgs+=(ruby ruby-rails ruby-mysql2)
 # clients/node and examples/node-* (issue 24): Node 20 and npm (Debian's, unless a Node with npm is

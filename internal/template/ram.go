@@ -54,6 +54,10 @@ type RAMOptions struct {
 // the data directory dir/data.
 type ramStage struct {
 	dir string
+	// base is the data directory in the store the build began as a copy
+	// of: settle starts the template from a clone of it and writes only
+	// what the build changed (cow.CopyInOver).
+	base string
 }
 
 func (s *ramStage) data() string { return filepath.Join(s.dir, "data") }
@@ -185,6 +189,7 @@ func (b *Builder) stageData(dir string, base string, opt BuildOptions, hash stri
 	if err != nil {
 		return "", nil, err
 	}
+	st.base = base
 	b.idMu.Lock()
 	if b.ram == nil {
 		b.ram = map[string]*ramStage{}
@@ -241,7 +246,7 @@ func (b *Builder) settle(dir string) error {
 		return nil
 	}
 	b.progress("moving the data directory into the store")
-	if err := cow.CopyIn(b.cat.Backend(), st.data(), filepath.Join(dir, "data")); err != nil {
+	if err := cow.CopyInOver(b.cat.Backend(), st.base, st.data(), filepath.Join(dir, "data")); err != nil {
 		return fmt.Errorf("move the finished build into the store: %w", err)
 	}
 	return b.dropRAM(dir)

@@ -76,3 +76,97 @@ def test_plugin_reports_a_missing_daemon(pytester, monkeypatch, tmp_path):
     result = pytester.runpytest_subprocess()
     result.assert_outcomes(errors=1)
     result.stdout.fnmatch_lines(["*no pristine daemon is running on *pristine.sock: start one with `pristine pool up` or `pristine serve`*"])
+
+
+PARITY_CONFTEST = '''
+import pymysql
+
+
+def _q(kw, *sql):
+    with pymysql.connect(autocommit=True, **kw) as db, db.cursor() as c:
+        for s in sql:
+            c.execute(s)
+        return c.fetchall()
+
+
+def pytest_pristine_build(conn, config):
+    # The schema, and nothing this process or the tests rely on.
+    _q(dict(host=conn["host"], port=conn["port"], user=conn["user"], password=conn["password"],
+            database=conn["database"]),
+       "CREATE TABLE canary (id INT PRIMARY KEY, v VARCHAR(20))", "INSERT INTO canary VALUES (1, 'pristine')",
+       "CREATE TABLE fixtures (v VARCHAR(20))")
+    with open("builds.log", "a") as f:
+        f.write("built\\n")
+    return True
+
+
+def pytest_pristine_ready(config, hash):
+    config.pristine_ready = getattr(config, "pristine_ready", []) + [hash]
+
+
+def pytest_pristine_setup(lease, config):
+    _q(lease.connect_kwargs(), "INSERT INTO fixtures VALUES ('from setup')")
+'''
+
+PARITY_TESTS = '''
+import pymysql
+import pytest
+
+
+def q(lease, sql):
+    with pymysql.connect(autocommit=True, **lease.connect_kwargs()) as db, db.cursor() as c:
+        c.execute(sql)
+        return c.fetchall()
+
+
+@pytest.mark.parametrize("i", range(4))
+def test_a_test_database(pristine_db, request, i):
+    assert len(request.config.pristine_ready) == 1, "pytest_pristine_ready ran %r times in this process" % request.config.pristine_ready
+    assert q(pristine_db, "SELECT v FROM fixtures") == (("from setup",),)
+    assert q(pristine_db, "SELECT v FROM canary") == (("pristine",),)
+    q(pristine_db, "INSERT INTO fixtures VALUES ('test %d')" % i)
+
+
+def test_a_worker_database(pristine_worker_db, request):
+    assert len(request.config.pristine_ready) == 1
+    assert q(pristine_worker_db, "SELECT v FROM fixtures") == (("from setup",),)
+'''
+
+
+def _outcomes(xml_path):
+    import xml.etree.ElementTree as ET
+    out = {}
+    for tc in ET.parse(xml_path).iter("testcase"):
+        state = "passed"
+        for kind in ("failure", "error", "skipped"):
+            if tc.find(kind) is not None:
+                state = kind
+        out[f"{tc.get('classname')}::{tc.get('name')}"] = state
+    return out
+
+
+def test_plugin_parity_building_and_reusing_runs(pytester, in_root):
+    """Parity by construction: the run that builds the template and the run
+    that reuses it give every test the same outcome, since what is not the
+    schema runs in every process of every run (pytest_pristine_ready,
+    pytest_pristine_setup)."""
+    pytester.makeini("""
+[pytest]
+pristine_template = pyparity
+pristine_files = conftest.py
+pristine_pool_size = 3
+""")
+    pytester.makeconftest(PARITY_CONFTEST)
+    pytester.makepyfile(test_parity=PARITY_TESTS)
+    built = pytester.runpytest_subprocess("-n", "2", "--junitxml=built.xml")
+    built.assert_outcomes(passed=5)
+    assert (pytester.path / "builds.log").read_text() == "built\n"
+    reused = pytester.runpytest_subprocess("-n", "2", "--junitxml=reused.xml")
+    assert (pytester.path / "builds.log").read_text() == "built\n", "the second run built the template again"
+    first, second = _outcomes(pytester.path / "built.xml"), _outcomes(pytester.path / "reused.xml")
+    assert len(first) == 5 and set(first.values()) == {"passed"}, first
+    assert first == second, "per-test outcomes differ between the building and the reusing run"
+    reused.assert_outcomes(passed=5)
+    c = in_root.client
+    assert c.leases() == []
+    c.pool_down("pyparity")

@@ -12,6 +12,16 @@ or implement the hook pytest_pristine_build(conn) in a conftest.py to build
 the template in Python. With pytest-xdist every worker asks for the same
 template: one builds it, the others wait. Each lease names its worker
 process, so a worker that is killed has its leases reclaimed.
+
+Parity by construction: a run that builds the template and one that
+reuses it must give the same outcomes. The build (pristine_migrate,
+pytest_pristine_build) runs in one process of one run, so it builds the
+schema and nothing else; what a stock setup does besides building the
+schema goes in two hooks that run in every process of every run, the
+building one included, the same way: pytest_pristine_ready(config, hash)
+once per process when the template is ready, and
+pytest_pristine_setup(lease, config) on every database handed out, before
+the test sees it.
 """
 
 import os
@@ -28,7 +38,24 @@ class _Hooks:
     def pytest_pristine_build(self, conn, config):
         """Build the template: run migrations and fixtures against the
         template server conn describes (host, port, socket, user, password,
-        database, dsn, url, env). Return True when done."""
+        database, dsn, url, env). Return True when done. It runs once
+        across processes and runs: build the schema here and nothing that
+        this process or the tests rely on (pytest_pristine_ready and
+        pytest_pristine_setup are for that)."""
+
+    def pytest_pristine_ready(self, config, hash):
+        """The template is ready (built by this process, another, or an
+        earlier run): called once per process, in every process, before
+        its first database is handed out. The place for process-side work
+        a stock setup does besides building the schema (registering
+        adapters, warming caches, reading the schema's version)."""
+
+    def pytest_pristine_setup(self, lease, config):
+        """A database was leased for a test (pristine_db) or a worker
+        (pristine_worker_db): called on every one, in the process that uses
+        it, before the test sees it. The place for per-database work a
+        stock setup does after migrating (loading fixtures that are not
+        part of the template, per-run settings)."""
 
 
 def pytest_addhooks(pluginmanager):
@@ -90,8 +117,18 @@ class PristineSetup:
 
         t = ensure_template(self.client, self.name, key, build, database=cfg.getini("pristine_database") or None)
         ensure_pool(self.client, self.name, t["hash"], self.pool_size())
+        cfg.hook.pytest_pristine_ready(config=cfg, hash=t["hash"])
         self.hash = t["hash"]
         return self.hash
+
+    def setup(self, lease: Lease):
+        """Runs the pytest_pristine_setup hooks on a new lease; a failing
+        one releases it and fails the test."""
+        try:
+            self.config.hook.pytest_pristine_setup(lease=lease, config=self.config)
+        except BaseException:
+            self.client.release(lease.id)
+            raise
 
     def lease(self, holder: str) -> Lease:
         return self.client.lease(self.name, holder=holder, wait=self.wait, pid=os.getpid())
@@ -135,6 +172,7 @@ def pristine_db(request, pristine_template) -> Lease:
         lease = s.lease(request.node.nodeid)
     except PristineError as e:
         pytest.fail(f"pristine: lease a database of {s.name}: {e}", pytrace=False)
+    s.setup(lease)
     request.node._pristine_lease = lease
     yield lease
     failed = getattr(request.node, "_pristine_failed", False)
@@ -154,6 +192,7 @@ def pristine_worker_db(request, pristine_template) -> Lease:
         lease = s.lease(f"pytest worker {worker}")
     except PristineError as e:
         pytest.fail(f"pristine: lease a database of {s.name}: {e}", pytrace=False)
+    s.setup(lease)
     yield lease
     msg = s.done(lease, request.session.testsfailed > 0)
     if msg:

@@ -10,12 +10,11 @@ class AppServiceProvider extends ServiceProvider
     public function boot(): void
     {
         // Each parallel test process gets a pristine database of its own;
-        // the migrations run once, into the template.
+        // the migrations run once (Laravel's own `migrate`, in the runner
+        // process), into the template.
         if ($this->app->runningUnitTests()) {
             PristineParallelTesting::register([
                 'template' => 'laravel_example',
-                'migrate' => 'php artisan migrate --force',
-                'files' => [base_path('database/migrations')],
                 'poolSize' => (int) env('PRISTINE_POOL_SIZE', 4),
             ]);
         }
