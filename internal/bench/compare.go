@@ -13,9 +13,10 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 
-	"github.com/pristinedb/pristine/internal/bench/stats"
 	"github.com/pristinedb/pristine/internal/catalog"
 	"github.com/pristinedb/pristine/internal/demo"
+	"github.com/pristinedb/pristine/internal/mariadb"
+	"github.com/pristinedb/pristine/internal/stats"
 	"github.com/pristinedb/pristine/internal/template"
 	"github.com/pristinedb/pristine/internal/units"
 )
@@ -38,14 +39,14 @@ type Workload struct {
 	Demo demo.Options `json:"demo"`
 }
 
-// Workloads are the named workloads of `pristine bench --workload`.
+// Workloads are the named workloads of `pristine-bench bench --workload`.
 var Workloads = map[string]Workload{
 	"demo":      {Name: "demo", Demo: demo.Options{}},
 	"demo10":    {Name: "demo10", Demo: demo.Options{Scale: 10}},
 	"tables30k": {Name: "tables30k", Demo: demo.Options{Tables: 30000}},
 }
 
-// CompareOptions shape `pristine bench`.
+// CompareOptions shape `pristine-bench bench`.
 type CompareOptions struct {
 	Workloads []Workload
 	Methods   []string // default AllMethods
@@ -110,7 +111,7 @@ type WorkloadInfo struct {
 	BuildSeconds float64 `json:"build_seconds"`
 }
 
-// Report is everything one `pristine bench` run measured.
+// Report is everything one `pristine-bench bench` run measured.
 type Report struct {
 	Machine   Machine        `json:"machine"`
 	Started   time.Time      `json:"started"`
@@ -283,6 +284,9 @@ func (r *runner) removeTemplate(m *catalog.Meta) {
 		r.say("remove template %s: %v", m.Name, err)
 	}
 }
+
+// profileFor is the server profile of the benchmarks' templates.
+func profileFor(*template.Builder) mariadb.Profile { return mariadb.DefaultProfile() }
 
 // writeWorkloadSQL writes the demo schema generator's SQL for opt to path.
 func writeWorkloadSQL(path string, opt demo.Options) error {

@@ -11,8 +11,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/pristinedb/pristine/internal/bench/stats"
 	"github.com/pristinedb/pristine/internal/quote"
+	"github.com/pristinedb/pristine/internal/stats"
 
 	"github.com/pristinedb/pristine/client"
 	"github.com/pristinedb/pristine/internal/mariadb"

@@ -19,8 +19,6 @@ import (
 	"github.com/pristinedb/pristine/internal/state"
 )
 
-func init() { register(newServeCmd) }
-
 // ServeFlags are the flags of `pristine serve`.
 type ServeFlags struct {
 	Backend      string
@@ -72,7 +70,7 @@ func RunServe(ctx context.Context, g *Globals, f ServeFlags) error {
 		return err
 	}
 	st.Progress = nil
-	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
+	log := slog.New(slog.NewTextHandler(g.IO.Err, nil))
 	st.Catalog().Log = log.With("component", "templates")
 	root := st.Catalog().Root()
 	ln, err := server.Listen(root)
@@ -111,7 +109,7 @@ func RunServe(ctx context.Context, g *Globals, f ServeFlags) error {
 			return err
 		}
 		// Clients' tests read the address from this line's start: keep it.
-		fmt.Fprintf(os.Stderr, "pristine: serving http://%s/?login=%s (the dashboard, with a one-time login valid %s; API clients send the token in %s)\n",
+		fmt.Fprintf(g.IO.Err, "pristine: serving http://%s/?login=%s (the dashboard, with a one-time login valid %s; API clients send the token in %s)\n",
 			tcp.Addr(), srv.NewLogin(), server.LoginTTL, server.TokenFile(root))
 	}
 	return srv.Serve(ctx, ln, tcp)
@@ -125,6 +123,7 @@ func (g *Globals) daemon(ctx context.Context, start bool) (*client.Client, *root
 		return nil, nil, err
 	}
 	c := client.New(server.SocketPath(root))
+	c.Notify = func(msg string) { g.stderrf("pristine: %s", msg) }
 	err = c.Health(ctx)
 	if err == nil || !errors.Is(err, client.ErrNoDaemon) {
 		return c, root, err
@@ -152,7 +151,7 @@ func (g *Globals) daemon(ctx context.Context, start bool) (*client.Client, *root
 // builds (--no-timezones, --no-ram-build, --ram-dir, --ram-budget) are
 // passed on.
 func spawnDaemon(root *rootdir.Root, g *Globals) error {
-	exe, err := os.Executable()
+	exe, err := PristineExe()
 	if err != nil {
 		return fmt.Errorf("start daemon: %w", err)
 	}
