@@ -15,6 +15,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/pristinedb/pristine/api"
 	"github.com/pristinedb/pristine/internal/server"
 )
 
@@ -49,7 +50,7 @@ func RunDashboard(ctx context.Context, g *Globals, listen string, ready func(url
 	if err != nil {
 		return err
 	}
-	sock := server.SocketPath(root)
+	sock := api.SocketPath(root.Path)
 	ln, err := server.ListenTCP(listen, false)
 	if err != nil {
 		return err

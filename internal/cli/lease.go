@@ -12,11 +12,10 @@ import (
 
 	"github.com/pristinedb/pristine/api"
 	"github.com/pristinedb/pristine/internal/quote"
-	"github.com/pristinedb/pristine/internal/server"
 )
 
 func newLeaseCmd(g *Globals) *cobra.Command {
-	var req server.LeaseRequest
+	var req api.LeaseRequest
 	var ttl, wait time.Duration
 	cmd := &cobra.Command{
 		Use:   "lease [--template NAME]",
@@ -161,7 +160,7 @@ func newLeaseLsCmd(g *Globals) *cobra.Command {
 }
 
 // RunLease asks the daemon for a lease.
-func RunLease(ctx context.Context, g *Globals, req server.LeaseRequest) (*api.Lease, error) {
+func RunLease(ctx context.Context, g *Globals, req api.LeaseRequest) (*api.Lease, error) {
 	c, _, err := g.daemon(ctx, false)
 	if err != nil {
 		return nil, err

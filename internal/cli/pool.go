@@ -10,7 +10,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/pristinedb/pristine/api"
-	"github.com/pristinedb/pristine/internal/server"
 )
 
 func newPoolCmd(g *Globals) *cobra.Command {
@@ -72,7 +71,7 @@ func RunPoolUp(ctx context.Context, g *Globals, f PoolUpFlags) (*api.PoolStatus,
 		}
 		f.Template = name
 	}
-	req := server.PoolRequest{Template: f.Template, Size: f.Size, Parallel: f.Parallel}
+	req := api.PoolRequest{Template: f.Template, Size: f.Size, Parallel: f.Parallel}
 	if f.BufferPool != "" {
 		n, err := parseBytes(f.BufferPool)
 		if err != nil {

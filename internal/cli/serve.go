@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/pristinedb/pristine/api"
 	"github.com/pristinedb/pristine/client"
 	"github.com/pristinedb/pristine/internal/rootdir"
 	"github.com/pristinedb/pristine/internal/server"
@@ -122,7 +123,7 @@ func (g *Globals) daemon(ctx context.Context, start bool) (*client.Client, *root
 	if err != nil {
 		return nil, nil, err
 	}
-	c := client.New(server.SocketPath(root))
+	c := client.New(api.SocketPath(root.Path))
 	c.Notify = func(msg string) { g.stderrf("pristine: %s", msg) }
 	err = c.Health(ctx)
 	if err == nil || !errors.Is(err, client.ErrNoDaemon) {
@@ -133,7 +134,7 @@ func (g *Globals) daemon(ctx context.Context, start bool) (*client.Client, *root
 	if !start && !state.HasPools(root.Path) {
 		return c, root, err
 	}
-	if err := spawnDaemon(root, g); err != nil {
+	if err := startDaemon(root, g); err != nil {
 		return nil, nil, err
 	}
 	deadline := time.Now().Add(30 * time.Second)
@@ -145,6 +146,10 @@ func (g *Globals) daemon(ctx context.Context, start bool) (*client.Client, *root
 	}
 	return nil, nil, fmt.Errorf("the daemon did not start within 30s: see %s/serve.log (%v)", root.Path, err)
 }
+
+// startDaemon is spawnDaemon; tests replace it so that no command they
+// run starts a daemon process.
+var startDaemon = spawnDaemon
 
 // spawnDaemon starts `pristine serve --exit-when-idle` detached from this
 // process, logging to serve.log under the root; the flags of g that shape

@@ -13,7 +13,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/pristinedb/pristine/api"
-	"github.com/pristinedb/pristine/internal/server"
 )
 
 func newSQLCmd(g *Globals) *cobra.Command {
@@ -71,7 +70,7 @@ func RunSQL(ctx context.Context, g *Globals, id, template string, args []string)
 		}
 	}
 	if l == nil {
-		req := server.LeaseRequest{Template: template, Holder: "pristine sql", PID: os.Getpid(), TTL: (8 * time.Hour).Seconds(), Wait: time.Minute.Seconds()}
+		req := api.LeaseRequest{Template: template, Holder: "pristine sql", PID: os.Getpid(), TTL: (8 * time.Hour).Seconds(), Wait: time.Minute.Seconds()}
 		if l, err = c.Lease(ctx, req); err != nil {
 			return err
 		}

@@ -15,7 +15,6 @@ import (
 	"github.com/pristinedb/pristine/internal/capture"
 	"github.com/pristinedb/pristine/internal/catalog"
 	"github.com/pristinedb/pristine/internal/pool"
-	"github.com/pristinedb/pristine/internal/server"
 	"github.com/pristinedb/pristine/internal/template"
 	"github.com/pristinedb/pristine/internal/units"
 )
@@ -87,7 +86,7 @@ MYSQL_USER, MYSQL_PWD and MYSQL_DATABASE set for the template server.`,
 				return err
 			}
 			if g.JSON {
-				return g.printJSON(map[string]any{"template": server.TemplateOut(m), "built": built})
+				return g.printJSON(map[string]any{"template": m.API(), "built": built})
 			}
 			verb := "built"
 			if !built {
@@ -176,7 +175,7 @@ func newTemplateLsCmd(g *Globals) *cobra.Command {
 				return err
 			}
 			if g.JSON {
-				return g.printJSON(server.TemplatesOut(all))
+				return g.printJSON(catalog.APIList(all))
 			}
 			tw := tabwriter.NewWriter(g.IO.Out, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "NAME\tHASH\tSIZE\tDATABASES\tBACKEND\tBUILT\tLAST USED")
@@ -236,7 +235,7 @@ func newTemplateGCCmd(g *Globals) *cobra.Command {
 			}
 			removed, err := st.Catalog().GC(limit, inUse(st))
 			if g.JSON {
-				_ = g.printJSON(map[string]any{"removed": server.TemplatesOut(removed)})
+				_ = g.printJSON(map[string]any{"removed": catalog.APIList(removed)})
 			} else {
 				for _, m := range removed {
 					fmt.Fprintf(g.IO.Out, "removed template %s (%s, %s)\n", m.Name, m.Hash[:12], units.Bytes(m.Bytes))
@@ -319,7 +318,7 @@ archive again finds it already here.`,
 				return err
 			}
 			if g.JSON {
-				return g.printJSON(map[string]any{"template": server.TemplateOut(m), "imported": added})
+				return g.printJSON(map[string]any{"template": m.API(), "imported": added})
 			}
 			verb := "imported"
 			if !added {

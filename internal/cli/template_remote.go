@@ -11,7 +11,6 @@ import (
 
 	"github.com/pristinedb/pristine/internal/catalog"
 	"github.com/pristinedb/pristine/internal/oci"
-	"github.com/pristinedb/pristine/internal/server"
 	"github.com/pristinedb/pristine/internal/template"
 	"github.com/pristinedb/pristine/internal/units"
 )
@@ -115,7 +114,7 @@ REPO to answer for content keys (docs/security.md).`,
 				return err
 			}
 			if g.JSON {
-				return g.printJSON(map[string]any{"template": server.TemplateOut(m), "pull": stats})
+				return g.printJSON(map[string]any{"template": m.API(), "pull": stats})
 			}
 			if stats.Present {
 				fmt.Fprintf(g.IO.Out, "template %s already here: %s (%s)\n", m.Name, m.Hash[:12], units.Bytes(m.Bytes))

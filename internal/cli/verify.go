@@ -6,8 +6,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/pristinedb/pristine/api"
 	"github.com/pristinedb/pristine/client"
-	"github.com/pristinedb/pristine/internal/server"
 	"github.com/pristinedb/pristine/internal/template"
 	"github.com/pristinedb/pristine/internal/verify"
 )
@@ -111,7 +111,7 @@ func findLease(ctx context.Context, g *Globals, id string) (socket, database, la
 	if err != nil {
 		return "", "", "", err
 	}
-	leases, err := client.New(server.SocketPath(root)).Leases(ctx)
+	leases, err := client.New(api.SocketPath(root.Path)).Leases(ctx)
 	if err != nil {
 		return "", "", "", err
 	}
