@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -11,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pristinedb/pristine/client"
+	"github.com/pristinedb/pristine/internal/pool"
 	"github.com/pristinedb/pristine/internal/rootdir"
 )
 
@@ -127,12 +130,12 @@ func TestCommandsBadInputAndNoDaemon(t *testing.T) {
 		{[]string{"serve", "extra"}, ExitBadInput, "unknown command"},
 		{[]string{"serve", "--max-waiters", "x"}, ExitBadInput, "invalid argument"},
 		// The benchmarks' old names say where they went.
-		{[]string{"bench", "--workload", "demo"}, ExitBadInput, "run `pristine-bench bench --root "+root+" --workload demo`"},
-		{[]string{"soak", "--clients", "2"}, ExitBadInput, "run `pristine-bench soak --root "+root+" --clients 2`"},
-		{[]string{"bench-fleet"}, ExitBadInput, "run `pristine-bench bench-fleet --root "+root+"`"},
-		{[]string{"bench-archive", "--runs", "1"}, ExitBadInput, "run `pristine-bench bench-archive --root "+root+" --runs 1`"},
-		{[]string{"bench-capture"}, ExitBadInput, "run `pristine-bench bench-capture --root "+root+"`"},
-		{[]string{"bench", "--first-build"}, ExitBadInput, "run `pristine-bench bench --root "+root+" --first-build`"},
+		{[]string{"bench", "--workload", "demo"}, ExitBadInput, "run `pristine-bench bench --root " + root + " --workload demo`"},
+		{[]string{"soak", "--clients", "2"}, ExitBadInput, "run `pristine-bench soak --root " + root + " --clients 2`"},
+		{[]string{"bench-fleet"}, ExitBadInput, "run `pristine-bench bench-fleet --root " + root + "`"},
+		{[]string{"bench-archive", "--runs", "1"}, ExitBadInput, "run `pristine-bench bench-archive --root " + root + " --runs 1`"},
+		{[]string{"bench-capture"}, ExitBadInput, "run `pristine-bench bench-capture --root " + root + "`"},
+		{[]string{"bench", "--first-build"}, ExitBadInput, "run `pristine-bench bench --root " + root + " --first-build`"},
 	} {
 		t.Run(strings.Join(c.args, " "), func(t *testing.T) {
 			r := pristine(t, root, "", c.args...)
@@ -266,6 +269,14 @@ func TestExitCodeTable(t *testing.T) {
 		{errors.New("boom"), ExitFailed},
 		{ErrUsage, ExitBadInput},
 		{context.Canceled, ExitInterrupted},
+		{fmt.Errorf("%w on /r/pristine.sock: start one", client.ErrNoDaemon), ExitNoDaemon},
+		{fmt.Errorf("lease: %w", pool.ErrLeaseTimeout), ExitNoFreeDB},
+		{fmt.Errorf("%w: 9 slots need 9 GiB", pool.ErrNoRoom), ExitDoesNotFit},
+		{&client.APIError{Status: 400, Message: "size must be from 1 to 4096"}, ExitBadInput},
+		{&client.APIError{Status: 507, Message: "pool does not fit"}, ExitDoesNotFit},
+		{&client.APIError{Status: 503, Message: "lease app: no slot became free in time (1m)"}, ExitNoFreeDB},
+		{&client.APIError{Status: 503, Message: "pool is shutting down"}, ExitFailed},
+		{errors.New("unknown flag: --x"), ExitBadInput},
 	} {
 		if got := ExitCode(c.err); got != c.want {
 			t.Errorf("ExitCode(%v) = %d, want %d", c.err, got, c.want)
