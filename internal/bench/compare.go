@@ -1,3 +1,16 @@
+// Package bench measures ways of getting pristine database copies on the
+// machine it runs on, always beside a baseline run in the same invocation:
+// the method comparison (`pristine-bench bench`), the service section and
+// the soak, with their markdown, JSON and PNG charts and the generator of
+// docs/benchmarks.md.
+//
+// Every measurement lives under internal/bench (archivebench, buildbench,
+// capturebench, ocibench; benchcli is pristine-bench's command tree) and
+// only pristine-bench imports it (imports_test.go checks that no core
+// package, and not pristine's own command tree, does). What `pristine demo`
+// shares with the service section (a pool cycle through the daemon, slot
+// memory, the dump|load baseline) is in internal/demorun. Servers start
+// through internal/mariadb like every other server pristine starts.
 package bench
 
 import (

@@ -23,8 +23,8 @@ const (
 	ExitInterrupted = 130 // Ctrl-C or SIGTERM: the command stopped what it started and exited
 )
 
-// exitCodesHelp is the table as `pristine --help` prints it.
-const exitCodesHelp = `
+// ExitCodesHelp is the table as `pristine --help` (and pristine-bench's) prints it.
+const ExitCodesHelp = `
 Exit codes:
   0    done
   1    failed (the message names the cause and the fix)

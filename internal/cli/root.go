@@ -74,7 +74,7 @@ func NewRoot(io Stdio) *cobra.Command {
 	root.SetOut(g.IO.Out)
 	root.SetErr(g.IO.Err)
 	root.SetIn(g.IO.In)
-	root.SetUsageTemplate(root.UsageTemplate() + exitCodesHelp)
+	root.SetUsageTemplate(root.UsageTemplate() + ExitCodesHelp)
 	return root
 }
 

@@ -35,6 +35,7 @@ binary or a daemon.`,
 	root.SetOut(g.IO.Out)
 	root.SetErr(g.IO.Err)
 	root.SetIn(g.IO.In)
+	root.SetUsageTemplate(root.UsageTemplate() + cli.ExitCodesHelp)
 	return root
 }
 
