@@ -68,6 +68,20 @@ func TestCommandsAgainstADaemon(t *testing.T) {
 	if r := pristine(t, root, "", "template", "build", "app", "--from-sql", sqlFile); r.code != 0 || !strings.Contains(r.out, "template app built") {
 		t.Fatalf("template build: exit %d, stdout %q, stderr %q", r.code, r.out, r.err)
 	}
+	// The template moves to another root through export and import.
+	if r := pristine(t, root, "", "template", "ls"); r.code != 0 || !strings.Contains(r.out, "app") {
+		t.Fatalf("template ls: exit %d, stdout %q, stderr %q", r.code, r.out, r.err)
+	}
+	exp := pristine(t, root, "", "template", "export", "app")
+	if exp.code != 0 || len(exp.out) == 0 || !strings.Contains(exp.err, "exported template app") {
+		t.Fatalf("template export: exit %d, %d bytes out, stderr %q", exp.code, len(exp.out), exp.err)
+	}
+	other := filepath.Join(mariadbtest.TestDir(t), "root")
+	for _, verb := range []string{"imported", "already here"} {
+		if r := pristine(t, other, exp.out, "template", "import", "-"); r.code != 0 || !strings.Contains(r.out, "template app "+verb) {
+			t.Fatalf("template import: exit %d, stdout %q, stderr %q; want %q", r.code, r.out, r.err, verb)
+		}
+	}
 	inProcessDaemon(t, root)
 	defer pristine(t, root, "", "pool", "down", "--all")
 

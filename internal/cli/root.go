@@ -115,9 +115,6 @@ func ExecuteContext(ctx context.Context, root *cobra.Command, args []string) int
 	}
 	var exitErr *exec.ExitError
 	if !errors.As(err, &exitErr) { // the command ran said why it failed
-		if isFlagError(err) {
-			err = fmt.Errorf("%w: %v", ErrUsage, err)
-		}
 		fmt.Fprintf(root.ErrOrStderr(), "%s: %v\n", root.Name(), err)
 	}
 	return ExitCode(err)
