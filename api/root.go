@@ -21,3 +21,6 @@ func DefaultRoot() string {
 	}
 	return filepath.Join(os.TempDir(), fmt.Sprintf("pristine-%d", os.Geteuid()))
 }
+
+// SocketPath is the daemon's unix socket in root: root/pristine.sock.
+func SocketPath(root string) string { return filepath.Join(root, "pristine.sock") }

@@ -20,7 +20,7 @@ const module = "github.com/pristinedb/pristine"
 func notInTable(pkg string) bool {
 	rel := strings.TrimPrefix(pkg, module+"/")
 	switch {
-	case rel == "cmd/pristine", rel == "internal/e2e", rel == "scripts", rel == "docs",
+	case rel == "cmd/pristine", rel == "cmd/pristine-bench", rel == "internal/e2e", rel == "scripts", rel == "docs",
 		strings.HasPrefix(rel, "examples/"), strings.HasPrefix(rel, "docs/"),
 		strings.HasSuffix(rel, "test"): // mariadbtest, templatetest, but not pristinetest
 		return rel != "pristinetest"

@@ -30,6 +30,7 @@ fi
 command -v mydumper >/dev/null || { echo "bench.sh: mydumper not found: apt-get install mydumper" >&2; exit 1; }
 bash scripts/build.sh
 P=(bin/pristine --root "$ROOT")
+B=(bin/pristine-bench --root "$ROOT") # the benchmarks live in their own binary
 trap '"${P[@]}" scratch down >/dev/null 2>&1 || true' EXIT
 echo "bench.sh: load average $(cut -d' ' -f1-3 /proc/loadavg), $(awk '/MemAvailable/ {printf "%.1f GiB", $2/1048576}' /proc/meminfo) available" >&2
 
@@ -38,7 +39,7 @@ run() { # run FS OUT ARGS...: one bench on a fresh scratch filesystem
 	shift 2
 	"${P[@]}" scratch down >/dev/null 2>&1 || true
 	"${P[@]}" scratch up --size "$SIZE" --fs "$fs" --dir "$SCRATCH_DIR" >&2
-	"${P[@]}" bench --verbose --max-time "$MAX_TIME" --out "docs/bench/$out" "$@" ${BENCH_ARGS:-} >/dev/null
+	"${B[@]}" bench --verbose --max-time "$MAX_TIME" --out "docs/bench/$out" "$@" ${BENCH_ARGS:-} >/dev/null
 	"${P[@]}" scratch down >&2
 }
 
@@ -51,6 +52,6 @@ if [ "${EATMYDATA:-1}" = 1 ] && ls /usr/lib/*/libeatmydata.so* >/dev/null 2>&1; 
 fi
 list="docs/bench/btrfs/bench.json,docs/bench/xfs/bench.json"
 for f in "${EAT[@]}"; do list="$list,$f"; done
-"${P[@]}" bench --render "$list" >docs/benchmarks.md.tmp
+"${B[@]}" bench --render "$list" >docs/benchmarks.md.tmp
 mv docs/benchmarks.md.tmp docs/benchmarks.md
 echo "bench.sh: wrote docs/benchmarks.md" >&2

@@ -1,3 +1,16 @@
+// Package bench measures ways of getting pristine database copies on the
+// machine it runs on, always beside a baseline run in the same invocation:
+// the method comparison (`pristine-bench bench`), the service section and
+// the soak, with their markdown, JSON and PNG charts and the generator of
+// docs/benchmarks.md.
+//
+// Every measurement lives under internal/bench (archivebench, buildbench,
+// capturebench, ocibench; benchcli is pristine-bench's command tree) and
+// only pristine-bench imports it (imports_test.go checks that no core
+// package, and not pristine's own command tree, does). What `pristine demo`
+// shares with the service section (a pool cycle through the daemon, slot
+// memory, the dump|load baseline) is in internal/demorun. Servers start
+// through internal/mariadb like every other server pristine starts.
 package bench
 
 import (
@@ -13,9 +26,10 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 
-	"github.com/pristinedb/pristine/internal/bench/stats"
 	"github.com/pristinedb/pristine/internal/catalog"
 	"github.com/pristinedb/pristine/internal/demo"
+	"github.com/pristinedb/pristine/internal/mariadb"
+	"github.com/pristinedb/pristine/internal/stats"
 	"github.com/pristinedb/pristine/internal/template"
 	"github.com/pristinedb/pristine/internal/units"
 )
@@ -38,14 +52,14 @@ type Workload struct {
 	Demo demo.Options `json:"demo"`
 }
 
-// Workloads are the named workloads of `pristine bench --workload`.
+// Workloads are the named workloads of `pristine-bench bench --workload`.
 var Workloads = map[string]Workload{
 	"demo":      {Name: "demo", Demo: demo.Options{}},
 	"demo10":    {Name: "demo10", Demo: demo.Options{Scale: 10}},
 	"tables30k": {Name: "tables30k", Demo: demo.Options{Tables: 30000}},
 }
 
-// CompareOptions shape `pristine bench`.
+// CompareOptions shape `pristine-bench bench`.
 type CompareOptions struct {
 	Workloads []Workload
 	Methods   []string // default AllMethods
@@ -110,7 +124,7 @@ type WorkloadInfo struct {
 	BuildSeconds float64 `json:"build_seconds"`
 }
 
-// Report is everything one `pristine bench` run measured.
+// Report is everything one `pristine-bench bench` run measured.
 type Report struct {
 	Machine   Machine        `json:"machine"`
 	Started   time.Time      `json:"started"`
@@ -190,7 +204,7 @@ type runner struct {
 
 func (r *runner) say(format string, args ...any) {
 	if r.opt.Log != nil {
-		fmt.Fprintf(r.opt.Log, "pristine bench: "+format+"\n", args...)
+		fmt.Fprintf(r.opt.Log, "pristine-bench bench: "+format+"\n", args...)
 	}
 }
 
@@ -283,6 +297,9 @@ func (r *runner) removeTemplate(m *catalog.Meta) {
 		r.say("remove template %s: %v", m.Name, err)
 	}
 }
+
+// profileFor is the server profile of the benchmarks' templates.
+func profileFor(*template.Builder) mariadb.Profile { return mariadb.DefaultProfile() }
 
 // writeWorkloadSQL writes the demo schema generator's SQL for opt to path.
 func writeWorkloadSQL(path string, opt demo.Options) error {

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pristinedb/pristine/internal/demorun"
 	"github.com/pristinedb/pristine/internal/quote"
 
 	"github.com/pristinedb/pristine/internal/demo"
@@ -264,7 +265,7 @@ func TestDumpLoadStopsWhenCancelled(t *testing.T) {
 	defer srv.Close()
 	cctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
 	defer cancel()
-	if _, err := dumpLoad(cctx, srv.Inst, m.Database(), "copy1", nil); err == nil {
+	if _, err := demorun.DumpLoadEnv(cctx, srv.Inst, m.Database(), "copy1", nil); err == nil {
 		t.Fatal("a copy cancelled after 100 ms succeeded; want an error")
 	}
 }

@@ -13,7 +13,6 @@ import (
 	"github.com/pristinedb/pristine/internal/catalog"
 	"github.com/pristinedb/pristine/internal/sysmem"
 
-	"github.com/pristinedb/pristine/internal/mariadb"
 	"github.com/pristinedb/pristine/internal/template"
 	"github.com/pristinedb/pristine/internal/units"
 )
@@ -293,17 +292,4 @@ func eatEnv(on bool) []string {
 		return nil
 	}
 	return append(os.Environ(), "LD_PRELOAD="+lib)
-}
-
-// adminEnv adds the server's admin password to a client's environment
-// (nil: the inherited one) as MYSQL_PWD, which the mariadb clients,
-// mydumper and myloader read; argv would show it to every local user.
-func adminEnv(env []string, in *mariadb.Instance) []string {
-	if in.Config.AdminPassword == "" {
-		return env
-	}
-	if env == nil {
-		env = os.Environ()
-	}
-	return append(env, "MYSQL_PWD="+in.Config.AdminPassword)
 }

@@ -15,7 +15,7 @@ import (
 func Document(w io.Writer, reps []*Report, paths []string) error {
 	fmt.Fprint(w, `# Benchmarks
 
-Every figure on this page comes from a run of `+"`pristine bench`"+` and was
+Every figure on this page comes from a run of `+"`pristine-bench bench`"+` and was
 written by `+"`bash scripts/bench.sh`"+`, which regenerates the whole page; nothing
 here is edited by hand. Time is wall time from a built template to N usable
 copies, one-time setup included (starting the source server, mydumper's dump,
@@ -40,9 +40,9 @@ filesystems, not a byte-for-byte copy (the disk column tells which). The XFS
 run is a separate invocation on a fresh scratch filesystem.
 
 Other benchmarks: template capture from a live server against mariadb-dump,
-mydumper and mariadb-backup is in [capture.md](capture.md) (`+"`pristine bench --capture`"+`,
-the same as `+"`pristine bench-capture`"+`); pack and unpack against mbstream
-are measured by `+"`pristine bench --archive`"+` (`+"`pristine bench-archive`"+`), see
+mydumper and mariadb-backup is in [capture.md](capture.md) (`+"`pristine-bench bench --capture`"+`,
+the same as `+"`pristine-bench bench-capture`"+`); pack and unpack against mbstream
+are measured by `+"`pristine-bench bench --archive`"+` (`+"`pristine-bench bench-archive`"+`), see
 [archive-format.md](archive-format.md).
 
 `)

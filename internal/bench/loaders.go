@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strconv"
 
+	"github.com/pristinedb/pristine/internal/demorun"
 	"github.com/pristinedb/pristine/internal/template"
 )
 
@@ -28,7 +29,7 @@ func (d *dumpLoader) setup(_ context.Context, srv *template.Running, _ string) e
 }
 
 func (d *dumpLoader) copy(ctx context.Context, i int) error {
-	_, err := dumpLoad(ctx, d.srv.Inst, d.srv.Meta.Database(), "copy"+strconv.Itoa(i), eatEnv(d.eat))
+	_, err := demorun.DumpLoadEnv(ctx, d.srv.Inst, d.srv.Meta.Database(), "copy"+strconv.Itoa(i), eatEnv(d.eat))
 	return err
 }
 
@@ -50,7 +51,7 @@ func (l *myLoader) setup(ctx context.Context, srv *template.Running, scratch str
 	cmd := exec.CommandContext(ctx, "mydumper", "--socket="+srv.Inst.Config.Socket(), "--user=root",
 		"--database="+srv.Meta.Database(), "--outputdir="+l.dir, "--threads="+strconv.Itoa(l.workers),
 		"--trx-consistency-only")
-	cmd.Env = adminEnv(eatEnv(l.eat), srv.Inst)
+	cmd.Env = demorun.AdminEnv(eatEnv(l.eat), srv.Inst)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("mydumper: %v: %s (install it: apt-get install mydumper)", err, lastLine(out))
 	}
@@ -61,7 +62,7 @@ func (l *myLoader) copy(ctx context.Context, i int) error {
 	cmd := exec.CommandContext(ctx, "myloader", "--socket="+l.srv.Inst.Config.Socket(), "--user=root",
 		"--directory="+l.dir, "--source-db="+l.srv.Meta.Database(), "--database=copy"+strconv.Itoa(i),
 		"--threads="+strconv.Itoa(l.workers))
-	cmd.Env = adminEnv(eatEnv(l.eat), l.srv.Inst)
+	cmd.Env = demorun.AdminEnv(eatEnv(l.eat), l.srv.Inst)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("myloader: %v: %s", err, lastLine(out))
 	}

@@ -7,7 +7,7 @@ import (
 	"runtime"
 	"strings"
 
-	"github.com/pristinedb/pristine/internal/bench/stats"
+	"github.com/pristinedb/pristine/internal/stats"
 	"github.com/pristinedb/pristine/internal/sysmem"
 
 	"golang.org/x/sys/unix"

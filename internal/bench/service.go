@@ -9,8 +9,9 @@ import (
 	"time"
 
 	"github.com/pristinedb/pristine/api"
-	"github.com/pristinedb/pristine/internal/bench/stats"
 	"github.com/pristinedb/pristine/internal/catalog"
+	"github.com/pristinedb/pristine/internal/demorun"
+	"github.com/pristinedb/pristine/internal/stats"
 	"github.com/pristinedb/pristine/internal/sysmem"
 
 	"github.com/pristinedb/pristine/client"
@@ -43,7 +44,7 @@ type ServiceRow struct {
 	PSSMeanMB float64 `json:"pss_mean_mb"`
 	// Runs are the pool-ups PoolUpSeconds is the median of, each with
 	// the resets of every slot at once that followed it.
-	Runs []PoolRun `json:"runs,omitempty"`
+	Runs []demorun.PoolRun `json:"runs,omitempty"`
 	// AllResetP99MS is the median over Runs of the reset p99 when every
 	// slot is released at once.
 	AllResetP99MS float64 `json:"all_reset_p99_ms,omitempty"`
@@ -130,7 +131,7 @@ func (r *runner) serviceTemplate(ctx context.Context, c *client.Client, scale fl
 				state = "cold"
 			}
 			r.say("service %s: %d slots through the daemon, run %d of %d (%s, load average %s)", w.Name, row.Slots, i+1, r.opt.ServiceRuns, state, stats.LoadAverage())
-			settle(ctx, r.store)
+			demorun.Settle(ctx, r.store)
 			run, err := r.serviceRun(ctx, c, m.Name, &row, i == 0)
 			if err != nil {
 				return fail(err)
@@ -163,7 +164,7 @@ func (r *runner) serviceTemplate(ctx context.Context, c *client.Client, scale fl
 		if _, err := c.Release(ctx, l.ID, false); err != nil {
 			return fail(err)
 		}
-		if err := waitReady(ctx, c, m.Name, 2); err != nil {
+		if err := demorun.WaitReady(ctx, c, m.Name, 2); err != nil {
 			return fail(err)
 		}
 		time.Sleep(100 * time.Millisecond)
@@ -197,7 +198,7 @@ func (r *runner) dumpLoadBeside(ctx context.Context, row *ServiceRow, m *catalog
 		return
 	}
 	r.say("service: timing one copy by mariadb-dump | mariadb")
-	d, err := DumpLoadOnce(ctx, r.store, m)
+	d, err := demorun.DumpLoadOnce(ctx, r.store, m)
 	if err != nil {
 		row.Error = "dump|load: " + err.Error()
 		return
@@ -208,19 +209,19 @@ func (r *runner) dumpLoadBeside(ctx context.Context, row *ServiceRow, m *catalog
 	}
 }
 
-// serviceRun is one pool-up of the service section (poolRun). The first
+// serviceRun is one pool-up of the service section (demorun.PoolCycle). The first
 // run fills the lease and memory figures of row.
-func (r *runner) serviceRun(ctx context.Context, c *client.Client, name string, row *ServiceRow, first bool) (*PoolRun, error) {
+func (r *runner) serviceRun(ctx context.Context, c *client.Client, name string, row *ServiceRow, first bool) (*demorun.PoolRun, error) {
 	var leased func([]*api.Lease, []float64) error
 	if first {
 		leased = func(_ []*api.Lease, waits []float64) error {
 			row.Leases = len(waits)
 			row.LeaseP50MS, row.LeaseP99MS = stats.Quantile(waits, 0.5), stats.Quantile(waits, 0.99)
-			row.RSSMeanMB, row.RSSMaxMB, row.PSSMeanMB = slotMemory(ctx, c, name)
+			row.RSSMeanMB, row.RSSMaxMB, row.PSSMeanMB = demorun.SlotMemory(ctx, c, name)
 			return nil
 		}
 	}
-	run, err := poolRun(ctx, c, name, row.Slots, "bench", leased)
+	run, err := demorun.PoolCycle(ctx, c, name, row.Slots, "bench", leased)
 	if err != nil {
 		return nil, err
 	}

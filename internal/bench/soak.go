@@ -11,8 +11,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/pristinedb/pristine/internal/bench/stats"
 	"github.com/pristinedb/pristine/internal/quote"
+	"github.com/pristinedb/pristine/internal/stats"
 
 	"github.com/pristinedb/pristine/client"
 	"github.com/pristinedb/pristine/internal/mariadb"
@@ -58,7 +58,7 @@ type SoakResult struct {
 func Soak(ctx context.Context, c *client.Client, root *rootdir.Root, opt SoakOptions) (*SoakResult, error) {
 	say := func(format string, args ...any) {
 		if opt.Log != nil {
-			fmt.Fprintf(opt.Log, "pristine soak: "+format+"\n", args...)
+			fmt.Fprintf(opt.Log, "pristine-bench soak: "+format+"\n", args...)
 		}
 	}
 	res := &SoakResult{Template: opt.Template, Clients: opt.Clients, HoldMS: float64(opt.Hold.Microseconds()) / 1000}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"database/sql"
-	"encoding/hex"
 	"fmt"
 	"regexp"
 
@@ -43,7 +42,7 @@ func unusableCreate(create string) (string, error) {
 	if loc == nil {
 		return "", fmt.Errorf("unexpected SHOW CREATE USER output %q", abbrevText(s, 60))
 	}
-	return s[:loc[1]] + " IDENTIFIED BY '" + randomSecret() + "'" + s[loc[1]:], nil
+	return s[:loc[1]] + " IDENTIFIED BY '" + rand.Text() + "'" + s[loc[1]:], nil
 }
 
 // resetPasswords gives each account (not a role) a random password on db,
@@ -56,7 +55,7 @@ func resetPasswords(ctx context.Context, db *sql.DB, accts []Account) error {
 			continue
 		}
 		var hash string
-		if err := db.QueryRowContext(ctx, "SELECT PASSWORD('"+randomSecret()+"')").Scan(&hash); err != nil {
+		if err := db.QueryRowContext(ctx, "SELECT PASSWORD('"+rand.Text()+"')").Scan(&hash); err != nil {
 			return fmt.Errorf("make a random password for %s: %w", a.Grantee(), err)
 		}
 		q := "UPDATE mysql.global_priv SET Priv = JSON_SET(JSON_REMOVE(Priv, '$.auth_or'), '$.plugin', 'mysql_native_password', '$.authentication_string', " +
@@ -66,15 +65,6 @@ func resetPasswords(ctx context.Context, db *sql.DB, accts []Account) error {
 		}
 	}
 	return nil
-}
-
-// randomSecret is 32 random hex digits: a password nobody is told.
-func randomSecret() string {
-	b := make([]byte, 16)
-	if _, err := rand.Read(b); err != nil {
-		panic(err) // crypto/rand does not fail on Linux
-	}
-	return hex.EncodeToString(b)
 }
 
 func abbrevText(s string, n int) string {

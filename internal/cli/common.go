@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"encoding/json"
 	"fmt"
 	"os"
 
@@ -20,29 +19,17 @@ func (g *Globals) openRoot() (*rootdir.Root, error) {
 	return rootdir.Open(p)
 }
 
-// printJSON writes v to stdout as indented JSON.
-func printJSON(v any) error {
-	enc := json.NewEncoder(os.Stdout)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
-}
-
 // isTerminal reports whether f is a terminal; progress is shown only there.
 func isTerminal(f *os.File) bool {
 	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
 	return err == nil
 }
 
-// stderrf prints a line to stderr.
-func stderrf(format string, args ...any) {
-	fmt.Fprintf(os.Stderr, format+"\n", args...)
-}
-
 // parseBytes reads a size flag such as 8G; a bad one is a usage error.
 func parseBytes(s string) (int64, error) {
 	n, err := units.Parse(s)
 	if err != nil {
-		return 0, fmt.Errorf("%w: %v", errUsage, err)
+		return 0, fmt.Errorf("%w: %v", ErrUsage, err)
 	}
 	return n, nil
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/subtle"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"net"
@@ -16,10 +15,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/pristinedb/pristine/api"
 	"github.com/pristinedb/pristine/internal/server"
 )
-
-func init() { register(newDashboardCmd) }
 
 func newDashboardCmd(g *Globals) *cobra.Command {
 	var listen string
@@ -35,8 +33,8 @@ a session cookie, and the URL stops working. It runs until Ctrl-C. The daemon th
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return RunDashboard(cmd.Context(), g, listen, func(u string) {
-				fmt.Println(u)
-				stderrf("pristine dashboard: open the URL above (one-time login); Ctrl-C stops the dashboard, not the daemon")
+				fmt.Fprintln(g.IO.Out, u)
+				g.stderrf("pristine dashboard: open the URL above (one-time login); Ctrl-C stops the dashboard, not the daemon")
 			})
 		},
 	}
@@ -52,13 +50,13 @@ func RunDashboard(ctx context.Context, g *Globals, listen string, ready func(url
 	if err != nil {
 		return err
 	}
-	sock := server.SocketPath(root)
+	sock := api.SocketPath(root.Path)
 	ln, err := server.ListenTCP(listen, false)
 	if err != nil {
 		return err
 	}
 	defer ln.Close()
-	d := &dashboardProxy{login: newSecret(16), session: newSecret(24)}
+	d := &dashboardProxy{login: rand.Text(), session: rand.Text()}
 	d.proxy = &httputil.ReverseProxy{
 		Rewrite: func(r *httputil.ProxyRequest) {
 			r.SetURL(&url.URL{Scheme: "http", Host: "pristine"})
@@ -120,12 +118,4 @@ func (d *dashboardProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	http.Error(w, "not logged in: the one-time URL that `pristine dashboard` printed was used already; run it again for a new one", http.StatusUnauthorized)
-}
-
-func newSecret(n int) string {
-	b := make([]byte, n)
-	if _, err := rand.Read(b); err != nil {
-		panic(err)
-	}
-	return hex.EncodeToString(b)
 }

@@ -9,13 +9,11 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/pristinedb/pristine/internal/bench"
 	"github.com/pristinedb/pristine/internal/cow"
+	"github.com/pristinedb/pristine/internal/demorun"
 	"github.com/pristinedb/pristine/internal/scratch"
 	"strings"
 )
-
-func init() { register(newDemoCmd) }
 
 // DemoFlags are the flags of `pristine demo`.
 type DemoFlags struct {
@@ -39,9 +37,9 @@ func newDemoCmd(g *Globals) *cobra.Command {
 				return err
 			}
 			if g.JSON {
-				return printJSON(res)
+				return g.printJSON(res)
 			}
-			printDemo(os.Stdout, res)
+			printDemo(g.IO.Out, res)
 			return nil
 		},
 	}
@@ -57,7 +55,7 @@ func newDemoCmd(g *Globals) *cobra.Command {
 // RunDemo runs the main job. When the root's filesystem cannot clone
 // cheaply and pristine runs as root, it makes a RAM-backed btrfs scratch
 // filesystem first and removes it afterwards.
-func RunDemo(ctx context.Context, g *Globals, f DemoFlags) (*bench.DemoResult, error) {
+func RunDemo(ctx context.Context, g *Globals, f DemoFlags) (*demorun.DemoResult, error) {
 	root, err := g.openRoot()
 	if err != nil {
 		return nil, err
@@ -69,7 +67,7 @@ func RunDemo(ctx context.Context, g *Globals, f DemoFlags) (*bench.DemoResult, e
 		// demo runs on a root of its own beside it.
 		if left, err := scratch.DataEntries(root); err == nil && len(left) > 0 {
 			demoRoot := root.Path + "-demo"
-			stderrf("pristine demo: %s holds templates; running the demo on its own root, %s", root.Data(), demoRoot)
+			g.stderrf("pristine demo: %s holds templates; running the demo on its own root, %s", root.Data(), demoRoot)
 			g2 := *g
 			g2.Root = demoRoot
 			g, root = &g2, nil
@@ -81,7 +79,7 @@ func RunDemo(ctx context.Context, g *Globals, f DemoFlags) (*bench.DemoResult, e
 		if err != nil {
 			return nil, err
 		}
-		stderrf("pristine demo: %s cannot reflink; making a %s RAM-backed btrfs scratch filesystem", root.Data(), f.ScratchSize)
+		g.stderrf("pristine demo: %s cannot reflink; making a %s RAM-backed btrfs scratch filesystem", root.Data(), f.ScratchSize)
 		if _, err := scratch.Up(ctx, root, scratch.Options{Size: size, FS: "btrfs"}); err != nil {
 			return nil, err
 		}
@@ -89,7 +87,7 @@ func RunDemo(ctx context.Context, g *Globals, f DemoFlags) (*bench.DemoResult, e
 		if !f.Keep {
 			defer func() {
 				if err := scratch.Down(context.Background(), root); err != nil {
-					stderrf("pristine demo: scratch down: %v", err)
+					g.stderrf("pristine demo: scratch down: %v", err)
 				}
 			}()
 		}
@@ -98,10 +96,10 @@ func RunDemo(ctx context.Context, g *Globals, f DemoFlags) (*bench.DemoResult, e
 	if err != nil {
 		return nil, err
 	}
-	return bench.Demo(ctx, st, bench.DemoOptions{Slots: f.Slots, Scale: f.Scale, Runs: f.Runs, FreshScratch: fresh, Baseline: !f.NoBaseline, Log: os.Stderr})
+	return demorun.Demo(ctx, st, demorun.DemoOptions{Slots: f.Slots, Scale: f.Scale, Runs: f.Runs, FreshScratch: fresh, Baseline: !f.NoBaseline, Log: g.IO.Err})
 }
 
-func printDemo(w io.Writer, r *bench.DemoResult) {
+func printDemo(w io.Writer, r *demorun.DemoResult) {
 	// MariaDB's versions name it ("10.11.19-MariaDB-..."), MySQL's do not.
 	server, baseline := "MariaDB", "mariadb-dump \\| mariadb"
 	if !strings.Contains(r.Server, "MariaDB") {

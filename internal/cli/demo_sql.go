@@ -2,14 +2,11 @@ package cli
 
 import (
 	"fmt"
-	"os"
 
 	"github.com/spf13/cobra"
 
 	"github.com/pristinedb/pristine/internal/demo"
 )
-
-func init() { register(newDemoSQLCmd) }
 
 func newDemoSQLCmd(g *Globals) *cobra.Command {
 	var opt demo.Options
@@ -26,9 +23,9 @@ database:
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if opt.Scale <= 0 || opt.Tables < 1 {
-				return fmt.Errorf("%w: --scale must be positive and --tables at least 1", errUsage)
+				return fmt.Errorf("%w: --scale must be positive and --tables at least 1", ErrUsage)
 			}
-			return demo.Write(os.Stdout, opt)
+			return demo.Write(g.IO.Out, opt)
 		},
 	}
 	cmd.Flags().Float64Var(&opt.Scale, "scale", 1, "multiply every table's row count by this")

@@ -12,13 +12,10 @@ import (
 
 	"github.com/pristinedb/pristine/api"
 	"github.com/pristinedb/pristine/internal/quote"
-	"github.com/pristinedb/pristine/internal/server"
 )
 
-func init() { register(newLeaseCmd); register(newReleaseCmd) }
-
 func newLeaseCmd(g *Globals) *cobra.Command {
-	var req server.LeaseRequest
+	var req api.LeaseRequest
 	var ttl, wait time.Duration
 	cmd := &cobra.Command{
 		Use:   "lease [--template NAME]",
@@ -31,23 +28,23 @@ func newLeaseCmd(g *Globals) *cobra.Command {
 			l, err := RunLease(cmd.Context(), g, req)
 			if err != nil {
 				if g.JSON { // a script reading stdout gets JSON either way
-					_ = printJSON(map[string]string{"error": err.Error()})
+					_ = g.printJSON(map[string]string{"error": err.Error()})
 				}
 				return err
 			}
 			if g.JSON { // to the holder: with the credentials
-				return printJSON(l.WithCredentials())
+				return g.printJSON(l.WithCredentials())
 			}
-			fmt.Fprintf(os.Stderr, "lease %s: slot %d of %s (release with `pristine release %s`)\n", l.ID, l.Slot, l.Template, l.ID)
+			fmt.Fprintf(g.IO.Err, "lease %s: slot %d of %s (release with `pristine release %s`)\n", l.ID, l.Slot, l.Template, l.ID)
 			if l.OptionFile != "" {
-				fmt.Fprintf(os.Stderr, "  mariadb (mysql), mariadb-dump %s (mysqldump) and mariadb-admin (mysqladmin) now connect to it with no flags (MYSQL_HOME=%s); or: pristine sql\n", l.Database, filepath.Dir(l.OptionFile))
+				fmt.Fprintf(g.IO.Err, "  mariadb (mysql), mariadb-dump %s (mysqldump) and mariadb-admin (mysqladmin) now connect to it with no flags (MYSQL_HOME=%s); or: pristine sql\n", l.Database, filepath.Dir(l.OptionFile))
 			}
 			// Shell syntax, so `eval "$(pristine lease)"` sets the variables.
-			fmt.Printf("export PRISTINE_LEASE=%s\n", quote.Shell(l.ID))
-			fmt.Printf("export DSN=%s\n", quote.Shell(l.DSN))
+			fmt.Fprintf(g.IO.Out, "export PRISTINE_LEASE=%s\n", quote.Shell(l.ID))
+			fmt.Fprintf(g.IO.Out, "export DSN=%s\n", quote.Shell(l.DSN))
 			for _, e := range l.Env {
 				k, v, _ := strings.Cut(e, "=")
-				fmt.Printf("export %s=%s\n", k, quote.Shell(v))
+				fmt.Fprintf(g.IO.Out, "export %s=%s\n", k, quote.Shell(v))
 			}
 			return nil
 		},
@@ -76,9 +73,9 @@ func newLeaseKeepCmd(g *Globals) *cobra.Command {
 				return err
 			}
 			if g.JSON { // to the holder: with the credentials
-				return printJSON(l.WithCredentials())
+				return g.printJSON(l.WithCredentials())
 			}
-			fmt.Printf("lease %s kept: %s (release it with `pristine release %s`)\n", l.ID, l.URL, l.ID)
+			fmt.Fprintf(g.IO.Out, "lease %s kept: %s (release it with `pristine release %s`)\n", l.ID, l.URL, l.ID)
 			return nil
 		},
 	}
@@ -100,9 +97,9 @@ func newLeaseExtendCmd(g *Globals) *cobra.Command {
 				return err
 			}
 			if g.JSON { // to the holder: with the credentials
-				return printJSON(l.WithCredentials())
+				return g.printJSON(l.WithCredentials())
 			}
-			fmt.Printf("lease %s now expires at %s\n", l.ID, l.Expires.Local().Format(time.DateTime))
+			fmt.Fprintf(g.IO.Out, "lease %s now expires at %s\n", l.ID, l.Expires.Local().Format(time.DateTime))
 			return nil
 		},
 	}
@@ -125,9 +122,9 @@ func newLeaseShowCmd(g *Globals) *cobra.Command {
 				return err
 			}
 			if g.JSON { // to the holder: with the credentials
-				return printJSON(l.WithCredentials())
+				return g.printJSON(l.WithCredentials())
 			}
-			fmt.Printf("lease %s: slot %d of %s, port %d, socket %s\n%s\n", l.ID, l.Slot, l.Template, l.Port, l.Socket, l.URL)
+			fmt.Fprintf(g.IO.Out, "lease %s: slot %d of %s, port %d, socket %s\n%s\n", l.ID, l.Slot, l.Template, l.Port, l.Socket, l.URL)
 			return nil
 		},
 	}
@@ -148,14 +145,14 @@ func newLeaseLsCmd(g *Globals) *cobra.Command {
 				return err
 			}
 			if g.JSON {
-				return printJSON(ls)
+				return g.printJSON(ls)
 			}
 			for _, l := range ls {
 				exp := "never"
 				if !l.Expires.IsZero() {
 					exp = l.Expires.Local().Format(time.TimeOnly)
 				}
-				fmt.Printf("%s  %-12s slot %-4d port %-5d holder %-20s expires %s kept=%v\n", l.ID, l.Template, l.Slot, l.Port, l.Holder, exp, l.Kept)
+				fmt.Fprintf(g.IO.Out, "%s  %-12s slot %-4d port %-5d holder %-20s expires %s kept=%v\n", l.ID, l.Template, l.Slot, l.Port, l.Holder, exp, l.Kept)
 			}
 			return nil
 		},
@@ -163,7 +160,7 @@ func newLeaseLsCmd(g *Globals) *cobra.Command {
 }
 
 // RunLease asks the daemon for a lease.
-func RunLease(ctx context.Context, g *Globals, req server.LeaseRequest) (*api.Lease, error) {
+func RunLease(ctx context.Context, g *Globals, req api.LeaseRequest) (*api.Lease, error) {
 	c, _, err := g.daemon(ctx, false)
 	if err != nil {
 		return nil, err
@@ -193,13 +190,13 @@ func newReleaseCmd(g *Globals) *cobra.Command {
 				return err
 			}
 			if g.JSON {
-				return printJSON(res)
+				return g.printJSON(res)
 			}
 			what := "reset in the background"
 			if !res.Reset {
 				what = "unchanged, handed out again without a reset"
 			}
-			fmt.Fprintf(os.Stderr, "released %s: %s\n", args[0], what)
+			fmt.Fprintf(g.IO.Err, "released %s: %s\n", args[0], what)
 			return nil
 		},
 	}

@@ -15,11 +15,6 @@ import (
 	"github.com/pristinedb/pristine/internal/xbstream"
 )
 
-func init() {
-	register(newPackCmd)
-	register(newUnpackCmd)
-}
-
 func newPackCmd(g *Globals) *cobra.Command {
 	var opts archive.PackOptions
 	cmd := &cobra.Command{
@@ -32,24 +27,24 @@ cache to the pipe without a copy. DIR must not change while it is packed:
 pack a stopped data directory.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if isTerminal(os.Stdout) {
-				return fmt.Errorf("%w: refusing to write an archive to a terminal; redirect stdout to a file or pipe", errUsage)
+			if g.OutIsTerminal() {
+				return fmt.Errorf("%w: refusing to write an archive to a terminal; redirect stdout to a file or pipe", ErrUsage)
 			}
-			if isTerminal(os.Stderr) {
-				opts.Progress = os.Stderr
+			if g.ErrIsTerminal() {
+				opts.Progress = g.IO.Err
 			}
-			st, err := archive.Pack(cmd.Context(), args[0], os.Stdout, opts)
+			st, err := archive.Pack(cmd.Context(), args[0], g.IO.Out, opts)
 			if err != nil {
 				return err
 			}
 			if g.JSON {
-				return json.NewEncoder(os.Stderr).Encode(st)
+				return json.NewEncoder(g.IO.Err).Encode(st)
 			}
-			if isTerminal(os.Stderr) {
-				fmt.Fprintf(os.Stderr, "packed %d files, %s of data into %s in %.2fs\n", st.Files, units.Bytes(st.DataBytes), units.Bytes(st.ArchiveBytes), st.Elapsed.Seconds())
+			if g.ErrIsTerminal() {
+				fmt.Fprintf(g.IO.Err, "packed %d files, %s of data into %s in %.2fs\n", st.Files, units.Bytes(st.DataBytes), units.Bytes(st.ArchiveBytes), st.Elapsed.Seconds())
 			}
 			for _, s := range st.Skipped {
-				fmt.Fprintf(os.Stderr, "pristine: skipped %s (not a file, directory or symlink)\n", s)
+				fmt.Fprintf(g.IO.Err, "pristine: skipped %s (not a file, directory or symlink)\n", s)
 			}
 			return nil
 		},
@@ -94,9 +89,9 @@ headers checks only record headers (which lets pipes be spliced).`,
 			case "headers":
 				opts.Verify = archive.VerifyHeaders
 			default:
-				return fmt.Errorf("%w: --verify must be auto, all or headers", errUsage)
+				return fmt.Errorf("%w: --verify must be auto, all or headers", ErrUsage)
 			}
-			in := os.Stdin
+			in := g.IO.In
 			if args[0] != "-" {
 				f, err := os.Open(args[0])
 				if err != nil {
@@ -105,8 +100,8 @@ headers checks only record headers (which lets pipes be spliced).`,
 				defer f.Close()
 				in = f
 			}
-			if isTerminal(os.Stderr) {
-				opts.Progress = os.Stderr
+			if g.ErrIsTerminal() {
+				opts.Progress = g.IO.Err
 			}
 			return runUnpack(cmd, g, in, args[1], format, opts, !anyXbstream)
 		},
@@ -123,15 +118,18 @@ headers checks only record headers (which lets pipes be spliced).`,
 
 // runUnpack detects the format and calls the matching extractor.
 // backup requires an xbstream to be a whole mariadb-backup backup.
-func runUnpack(cmd *cobra.Command, g *Globals, in *os.File, dir, format string, opts archive.UnpackOptions, backup bool) error {
-	var r io.Reader = in
+func runUnpack(cmd *cobra.Command, g *Globals, in io.Reader, dir, format string, opts archive.UnpackOptions, backup bool) error {
+	r := in
 	if format == "auto" {
 		var head [8]byte
-		if fi, err := in.Stat(); err == nil && fi.Mode().IsRegular() {
-			n, _ := in.ReadAt(head[:], 0)
+		f, isFile := in.(*os.File)
+		if fi, err := statOf(f, isFile); err == nil && fi.Mode().IsRegular() {
+			n, _ := f.ReadAt(head[:], 0)
 			format = detect(head[:n])
 		} else {
-			archive.GrowPipe(in)
+			if isFile {
+				archive.GrowPipe(f)
+			}
 			n, _ := io.ReadFull(in, head[:])
 			format = detect(head[:n])
 			r = io.MultiReader(bytes.NewReader(head[:n]), in)
@@ -156,15 +154,15 @@ func runUnpack(cmd *cobra.Command, g *Globals, in *os.File, dir, format string, 
 		st = s
 		line = fmt.Sprintf("extracted %d files, %s in %.3fs", s.Files, units.Bytes(s.DataBytes), s.Elapsed.Seconds())
 	default:
-		return fmt.Errorf("%w: unknown archive format %q: use --format pristine or --format xbstream", errUsage, format)
+		return fmt.Errorf("%w: unknown archive format %q: use --format pristine or --format xbstream", ErrUsage, format)
 	}
 	if err != nil {
 		return err
 	}
 	if g.JSON {
-		return json.NewEncoder(os.Stdout).Encode(st)
+		return json.NewEncoder(g.IO.Out).Encode(st)
 	}
-	fmt.Println(line)
+	fmt.Fprintln(g.IO.Out, line)
 	return nil
 }
 
@@ -176,4 +174,12 @@ func detect(head []byte) string {
 		return "xbstream"
 	}
 	return "unknown"
+}
+
+// statOf is f.Stat() for an input that is a file, an error otherwise.
+func statOf(f *os.File, isFile bool) (os.FileInfo, error) {
+	if !isFile {
+		return nil, os.ErrInvalid
+	}
+	return f.Stat()
 }

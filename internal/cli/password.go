@@ -33,7 +33,7 @@ type PasswordFlags struct {
 // visible in the process list: pristine overwrites it in its own argv at
 // once (as the mysql client does) and warns. It returns "" when the URL's
 // own password (or none) is to be used.
-func sourcePassword(raw string, pf PasswordFlags) (string, error) {
+func (g *Globals) sourcePassword(raw string, pf PasswordFlags) (string, error) {
 	cfg, err := dsn.Parse(raw)
 	if err != nil {
 		return "", fmt.Errorf("--from-server: %w", err)
@@ -46,16 +46,16 @@ func sourcePassword(raw string, pf PasswordFlags) (string, error) {
 		}
 	}
 	if n > 1 {
-		return "", fmt.Errorf("%w: give the source's password one way: in the URL, --password-file or --password-prompt", errUsage)
+		return "", fmt.Errorf("%w: give the source's password one way: in the URL, --password-file or --password-prompt", ErrUsage)
 	}
 	switch {
 	case inURL:
 		scrubArgv(raw)
-		stderrf("pristine: warning: the password in --from-server was visible to every local user in the process list (/proc/PID/cmdline) "+
+		g.stderrf("pristine: warning: the password in --from-server was visible to every local user in the process list (/proc/PID/cmdline) "+
 			"until pristine overwrote it, and stays in your shell history: use $%s, --password-file or --password-prompt", EnvSourcePassword)
 		return "", nil
 	case pf.File != "":
-		return readPasswordFile(pf.File)
+		return readPasswordFile(pf.File, g.stderrf)
 	case pf.Prompt:
 		return promptPassword(fmt.Sprintf("password for %s: ", dsn.Redacted(cfg)))
 	}
@@ -69,14 +69,14 @@ func sourcePassword(raw string, pf PasswordFlags) (string, error) {
 
 // readPasswordFile reads a password from the first line of a file; it
 // warns when others may read the file.
-func readPasswordFile(path string) (string, error) {
+func readPasswordFile(path string, warnf func(string, ...any)) (string, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return "", fmt.Errorf("--password-file: %w", err)
 	}
 	defer f.Close()
 	if st, err := f.Stat(); err == nil && st.Mode().Perm()&0o077 != 0 {
-		stderrf("pristine: warning: --password-file %s has mode %04o: other users may read it (chmod 600 %s)", path, st.Mode().Perm(), path)
+		warnf("pristine: warning: --password-file %s has mode %04o: other users may read it (chmod 600 %s)", path, st.Mode().Perm(), path)
 	}
 	line, err := bufio.NewReader(f).ReadString('\n')
 	if err != nil && line == "" {

@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"fmt"
-	"os"
 	"sort"
 	"strings"
 	"time"
@@ -11,10 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/pristinedb/pristine/api"
-	"github.com/pristinedb/pristine/internal/server"
 )
-
-func init() { register(newPoolCmd) }
 
 func newPoolCmd(g *Globals) *cobra.Command {
 	cmd := &cobra.Command{Use: "pool", Short: "bring pools of thin-clone servers up and down"}
@@ -46,14 +42,14 @@ func newPoolUpCmd(g *Globals) *cobra.Command {
 				return err
 			}
 			if g.JSON {
-				return printJSON(st)
+				return g.printJSON(st)
 			}
 			if n := st.States["starting"]; n > 0 {
 				// A pool that was up already, grown to --size.
-				fmt.Printf("pool %s: grown to %d slots, %d of them starting (the ones beyond %d go again after the daemon's --shrink-after idle)\n", st.Template, st.Size, n, st.Base)
+				fmt.Fprintf(g.IO.Out, "pool %s: grown to %d slots, %d of them starting (the ones beyond %d go again after the daemon's --shrink-after idle)\n", st.Template, st.Size, n, st.Base)
 				return nil
 			}
-			fmt.Printf("pool %s: %d slots ready in %.2fs (%s backend)\n", st.Template, st.Size, st.Stats.UpSeconds, st.Backend)
+			fmt.Fprintf(g.IO.Out, "pool %s: %d slots ready in %.2fs (%s backend)\n", st.Template, st.Size, st.Stats.UpSeconds, st.Backend)
 			return nil
 		},
 	}
@@ -75,7 +71,7 @@ func RunPoolUp(ctx context.Context, g *Globals, f PoolUpFlags) (*api.PoolStatus,
 		}
 		f.Template = name
 	}
-	req := server.PoolRequest{Template: f.Template, Size: f.Size, Parallel: f.Parallel}
+	req := api.PoolRequest{Template: f.Template, Size: f.Size, Parallel: f.Parallel}
 	if f.BufferPool != "" {
 		n, err := parseBytes(f.BufferPool)
 		if err != nil {
@@ -107,15 +103,15 @@ func RunPoolUp(ctx context.Context, g *Globals, f PoolUpFlags) (*api.PoolStatus,
 	if err != nil {
 		return nil, err
 	}
-	tty := isTerminal(os.Stderr)
+	tty := g.ErrIsTerminal()
 	start := time.Now()
 	st, err := c.PoolUp(ctx, req, func(ready, total int) {
 		if tty {
-			fmt.Fprintf(os.Stderr, "\rpristine: %d/%d slots ready (%.1fs)", ready, total, time.Since(start).Seconds())
+			fmt.Fprintf(g.IO.Err, "\rpristine: %d/%d slots ready (%.1fs)", ready, total, time.Since(start).Seconds())
 		}
 	})
 	if tty {
-		fmt.Fprintln(os.Stderr)
+		fmt.Fprintln(g.IO.Err)
 	}
 	return st, err
 }
@@ -161,13 +157,13 @@ func newPoolStatusCmd(g *Globals) *cobra.Command {
 				if all == nil {
 					all = []api.PoolStatus{}
 				}
-				return printJSON(all)
+				return g.printJSON(all)
 			}
 			if len(all) == 0 {
-				fmt.Println("no pools are up: start one with `pristine pool up --template NAME --size N`")
+				fmt.Fprintln(g.IO.Out, "no pools are up: start one with `pristine pool up --template NAME --size N`")
 			}
 			for _, st := range all {
-				printPoolStatus(st)
+				g.printPoolStatus(st)
 			}
 			return nil
 		},
@@ -177,24 +173,24 @@ func newPoolStatusCmd(g *Globals) *cobra.Command {
 	return cmd
 }
 
-func printPoolStatus(st api.PoolStatus) {
+func (g *Globals) printPoolStatus(st api.PoolStatus) {
 	states := make([]string, 0, len(st.States))
 	for s, n := range st.States {
 		states = append(states, fmt.Sprintf("%s=%d", s, n))
 	}
 	sort.Strings(states)
-	fmt.Printf("pool %s (%s): %d slots x %d db, %s backend; %v; %d leased\n", st.Template, st.Hash[:12], st.Size, st.DBsPerSlot, st.Backend, states, st.Leased)
+	fmt.Fprintf(g.IO.Out, "pool %s (%s): %d slots x %d db, %s backend; %v; %d leased\n", st.Template, st.Hash[:12], st.Size, st.DBsPerSlot, st.Backend, states, st.Leased)
 	if st.DiskCap != "" {
-		fmt.Printf("  disk cap: %s\n", st.DiskCap)
+		fmt.Fprintf(g.IO.Out, "  disk cap: %s\n", st.DiskCap)
 	}
-	fmt.Printf("  leases %d (expired %d), replaced %d; lease wait p50 %.2f ms p99 %.2f ms; reset p50 %.0f ms p99 %.0f ms\n",
+	fmt.Fprintf(g.IO.Out, "  leases %d (expired %d), replaced %d; lease wait p50 %.2f ms p99 %.2f ms; reset p50 %.0f ms p99 %.0f ms\n",
 		st.Stats.Leases, st.Stats.Expired, st.Stats.Replaced, st.WaitP50MS, st.WaitP99MS, st.ResetP50MS, st.ResetP99MS)
 	for _, s := range st.Slots {
 		line := fmt.Sprintf("  slot %3d  %-9s port %d pid %d", s.Slot, s.State, s.Port, s.PID)
 		if s.Error != "" {
 			line += "  " + s.Error
 		}
-		fmt.Println(line)
+		fmt.Fprintln(g.IO.Out, line)
 	}
 }
 
@@ -217,7 +213,7 @@ func newPoolDownCmd(g *Globals) *cobra.Command {
 					return err
 				}
 				if !g.JSON {
-					fmt.Println("daemon stopping; every pool is going down")
+					fmt.Fprintln(g.IO.Out, "daemon stopping; every pool is going down")
 				}
 				return nil
 			}
@@ -227,7 +223,7 @@ func newPoolDownCmd(g *Globals) *cobra.Command {
 					return err
 				}
 				if len(ps) != 1 {
-					return fmt.Errorf("%w: %d pools are up: name one with --template, or use --all", errUsage, len(ps))
+					return fmt.Errorf("%w: %d pools are up: name one with --template, or use --all", ErrUsage, len(ps))
 				}
 				name = ps[0].Template
 			}
@@ -236,9 +232,9 @@ func newPoolDownCmd(g *Globals) *cobra.Command {
 				return err
 			}
 			if g.JSON {
-				return printJSON(st)
+				return g.printJSON(st)
 			}
-			fmt.Printf("pool %s down: %d slots stopped and removed\n", st.Template, st.Size)
+			fmt.Fprintf(g.IO.Out, "pool %s down: %d slots stopped and removed\n", st.Template, st.Size)
 			return nil
 		},
 	}
@@ -270,9 +266,9 @@ func (g *Globals) onlyTemplate(ctx context.Context) (string, error) {
 	case 1:
 		return list[0], nil
 	case 0:
-		return "", fmt.Errorf("%w: no template on %s yet: build one with `pristine template build NAME --from-sql FILE`", errUsage, st.Catalog().Root().Data())
+		return "", fmt.Errorf("%w: no template on %s yet: build one with `pristine template build NAME --from-sql FILE`", ErrUsage, st.Catalog().Root().Data())
 	default:
 		sort.Strings(list)
-		return "", fmt.Errorf("%w: %d templates (%s): name one with --template", errUsage, len(list), strings.Join(list, ", "))
+		return "", fmt.Errorf("%w: %d templates (%s): name one with --template", ErrUsage, len(list), strings.Join(list, ", "))
 	}
 }

@@ -12,8 +12,6 @@ import (
 	"github.com/pristinedb/pristine/internal/scratch"
 )
 
-func init() { register(newScratchCmd) }
-
 func newScratchCmd(g *Globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "scratch",
@@ -48,8 +46,8 @@ func newScratchUpCmd(g *Globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if isTerminal(os.Stderr) {
-				stderrf("scratch: making a %s %s filesystem in %s", scratch.FormatSize(n), fsOrDefault(opt.FS), dirOrDefault(opt.Dir))
+			if g.ErrIsTerminal() {
+				g.stderrf("scratch: making a %s %s filesystem in %s", scratch.FormatSize(n), fsOrDefault(opt.FS), dirOrDefault(opt.Dir))
 			}
 			up := scratch.Up
 			if move {
@@ -96,15 +94,15 @@ func newScratchDownCmd(g *Globals) *cobra.Command {
 				return err
 			}
 			if g.JSON {
-				return printJSON(map[string]any{"down": true, "removed_image": before.Image, "unmounted": before.Up})
+				return g.printJSON(map[string]any{"down": true, "removed_image": before.Image, "unmounted": before.Up})
 			}
 			switch {
 			case before.Image == "":
-				fmt.Println("scratch: nothing to take down")
+				fmt.Fprintln(g.IO.Out, "scratch: nothing to take down")
 			case before.Up:
-				fmt.Printf("scratch: unmounted %s and deleted %s\n", before.Mount, before.Image)
+				fmt.Fprintf(g.IO.Out, "scratch: unmounted %s and deleted %s\n", before.Mount, before.Image)
 			default:
-				fmt.Printf("scratch: cleaned up the leftovers of %s\n", before.Image)
+				fmt.Fprintf(g.IO.Out, "scratch: cleaned up the leftovers of %s\n", before.Image)
 			}
 			return nil
 		},
@@ -133,10 +131,10 @@ func newScratchStatusCmd(g *Globals) *cobra.Command {
 // printScratch prints a scratch filesystem's Info as JSON or one line.
 func printScratch(g *Globals, info *scratch.Info) error {
 	if info.Warning != "" {
-		stderrf("pristine: warning: %s", info.Warning)
+		g.stderrf("pristine: warning: %s", info.Warning)
 	}
 	if g.JSON {
-		return printJSON(info)
+		return g.printJSON(info)
 	}
 	switch {
 	case info.Up:
@@ -144,13 +142,13 @@ func printScratch(g *Globals, info *scratch.Info) error {
 		if info.AlreadyUp {
 			note = " (already up)"
 		}
-		fmt.Printf("scratch: %s of %s at %s on %s, image %s; %s used, %s free, %s of RAM%s\n",
+		fmt.Fprintf(g.IO.Out, "scratch: %s of %s at %s on %s, image %s; %s used, %s free, %s of RAM%s\n",
 			info.FS, scratch.FormatSize(info.Size), info.Mount, info.Loop, info.Image,
 			scratch.FormatSize(info.Used), scratch.FormatSize(info.Avail), scratch.FormatSize(info.Memory), note)
 	case info.Stale:
-		fmt.Printf("scratch: recorded (%s) but not mounted; run \"pristine scratch down\" to clean up\n", info.Image)
+		fmt.Fprintf(g.IO.Out, "scratch: recorded (%s) but not mounted; run \"pristine scratch down\" to clean up\n", info.Image)
 	default:
-		fmt.Printf("scratch: not up; %s is a plain directory on the root's filesystem\n", info.Mount)
+		fmt.Fprintf(g.IO.Out, "scratch: not up; %s is a plain directory on the root's filesystem\n", info.Mount)
 	}
 	return nil
 }

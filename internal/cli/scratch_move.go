@@ -42,7 +42,7 @@ func scratchUpMoving(ctx context.Context, g *Globals, root *rootdir.Root, opt sc
 	var files []string
 	for _, m := range all {
 		f := filepath.Join(moving, m.Hash+".prsa")
-		stderrf("pristine: scratch up --move: saving template %s (%s, %s) to %s", m.Name, m.Hash[:12], units.Bytes(m.Bytes), f)
+		g.stderrf("pristine: scratch up --move: saving template %s (%s, %s) to %s", m.Name, m.Hash[:12], units.Bytes(m.Bytes), f)
 		if err := exportTo(ctx, old, m, f); err != nil {
 			os.RemoveAll(moving)
 			return nil, fmt.Errorf("scratch up --move: %w (nothing was changed)", err)
@@ -92,7 +92,7 @@ func scratchUpMoving(ctx context.Context, g *Globals, root *rootdir.Root, opt sc
 		if err != nil {
 			return nil, kept(err)
 		}
-		stderrf("pristine: scratch up --move: template %s (%s) is on the scratch filesystem, %s backend", m.Name, m.Hash[:12], m.Backend)
+		g.stderrf("pristine: scratch up --move: template %s (%s) is on the scratch filesystem, %s backend", m.Name, m.Hash[:12], m.Backend)
 		os.Remove(f)
 		files[i] = ""
 	}

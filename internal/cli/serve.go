@@ -14,13 +14,12 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/pristinedb/pristine/api"
 	"github.com/pristinedb/pristine/client"
 	"github.com/pristinedb/pristine/internal/rootdir"
 	"github.com/pristinedb/pristine/internal/server"
 	"github.com/pristinedb/pristine/internal/state"
 )
-
-func init() { register(newServeCmd) }
 
 // ServeFlags are the flags of `pristine serve`.
 type ServeFlags struct {
@@ -104,7 +103,7 @@ func RunServe(ctx context.Context, g *Globals, f ServeFlags) error {
 		return err
 	}
 	st.Progress = nil
-	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
+	log := slog.New(slog.NewTextHandler(g.IO.Err, nil))
 	st.Catalog().Log = log.With("component", "templates")
 	root := st.Catalog().Root()
 	ln, err := server.Listen(root)
@@ -162,7 +161,7 @@ func RunServe(ctx context.Context, g *Globals, f ServeFlags) error {
 			return err
 		}
 		// Clients' tests read the address from this line's start: keep it.
-		fmt.Fprintf(os.Stderr, "pristine: serving %s://%s/?login=%s (the dashboard, with a one-time login valid %s; API clients send the token in %s)\n",
+		fmt.Fprintf(g.IO.Err, "pristine: serving %s://%s/?login=%s (the dashboard, with a one-time login valid %s; API clients send the token in %s)\n",
 			scheme, tcp.Addr(), srv.NewLogin(), server.LoginTTL, server.TokenFile(root))
 	}
 	return srv.Serve(ctx, ln, tcp)
@@ -175,7 +174,8 @@ func (g *Globals) daemon(ctx context.Context, start bool) (*client.Client, *root
 	if err != nil {
 		return nil, nil, err
 	}
-	c := client.New(server.SocketPath(root))
+	c := client.New(api.SocketPath(root.Path))
+	c.Notify = func(msg string) { g.stderrf("pristine: %s", msg) }
 	err = c.Health(ctx)
 	if err == nil || !errors.Is(err, client.ErrNoDaemon) {
 		return c, root, err
@@ -185,7 +185,7 @@ func (g *Globals) daemon(ctx context.Context, start bool) (*client.Client, *root
 	if !start && !state.HasPools(root.Path) {
 		return c, root, err
 	}
-	if err := spawnDaemon(root, g); err != nil {
+	if err := startDaemon(root, g); err != nil {
 		return nil, nil, err
 	}
 	deadline := time.Now().Add(30 * time.Second)
@@ -198,12 +198,16 @@ func (g *Globals) daemon(ctx context.Context, start bool) (*client.Client, *root
 	return nil, nil, fmt.Errorf("the daemon did not start within 30s: see %s/serve.log (%v)", root.Path, err)
 }
 
+// startDaemon is spawnDaemon; tests replace it so that no command they
+// run starts a daemon process.
+var startDaemon = spawnDaemon
+
 // spawnDaemon starts `pristine serve --exit-when-idle` detached from this
 // process, logging to serve.log under the root; the flags of g that shape
 // builds (--no-timezones, --no-ram-build, --ram-dir, --ram-budget) are
 // passed on.
 func spawnDaemon(root *rootdir.Root, g *Globals) error {
-	exe, err := os.Executable()
+	exe, err := PristineExe()
 	if err != nil {
 		return fmt.Errorf("start daemon: %w", err)
 	}

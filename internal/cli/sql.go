@@ -13,10 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/pristinedb/pristine/api"
-	"github.com/pristinedb/pristine/internal/server"
 )
-
-func init() { register(newSQLCmd) }
 
 func newSQLCmd(g *Globals) *cobra.Command {
 	var template string
@@ -33,7 +30,7 @@ the client exits. Arguments after -- go to mariadb.`,
 			id, extra := "", args
 			if dash := cmd.ArgsLenAtDash(); dash != 0 && len(args) > 0 {
 				if dash > 1 || (dash < 0 && len(args) > 1) {
-					return fmt.Errorf("%w: pristine sql takes one LEASE; put mariadb's arguments after --", errUsage)
+					return fmt.Errorf("%w: pristine sql takes one LEASE; put mariadb's arguments after --", ErrUsage)
 				}
 				id, extra = args[0], args[1:]
 			}
@@ -63,7 +60,7 @@ func RunSQL(ctx context.Context, g *Globals, id, template string, args []string)
 		// The lease of `eval "$(pristine lease)"`, unless it was released.
 		if env := os.Getenv("PRISTINE_LEASE"); env != "" {
 			if l, err = c.GetLease(ctx, env); err != nil {
-				stderrf("pristine sql: $PRISTINE_LEASE (%s) is not held any more (%v); using a fresh lease", env, err)
+				g.stderrf("pristine sql: $PRISTINE_LEASE (%s) is not held any more (%v); using a fresh lease", env, err)
 				l = nil
 			}
 		}
@@ -73,14 +70,14 @@ func RunSQL(ctx context.Context, g *Globals, id, template string, args []string)
 		}
 	}
 	if l == nil {
-		req := server.LeaseRequest{Template: template, Holder: "pristine sql", PID: os.Getpid(), TTL: (8 * time.Hour).Seconds(), Wait: time.Minute.Seconds()}
+		req := api.LeaseRequest{Template: template, Holder: "pristine sql", PID: os.Getpid(), TTL: (8 * time.Hour).Seconds(), Wait: time.Minute.Seconds()}
 		if l, err = c.Lease(ctx, req); err != nil {
 			return err
 		}
-		stderrf("pristine sql: lease %s of %s, released when mariadb exits", l.ID, l.Template)
+		g.stderrf("pristine sql: lease %s of %s, released when mariadb exits", l.ID, l.Template)
 		defer func() {
 			if _, err := c.Release(context.Background(), l.ID, false); err != nil {
-				stderrf("pristine sql: release %s: %v", l.ID, err)
+				g.stderrf("pristine sql: release %s: %v", l.ID, err)
 			}
 		}()
 	}
@@ -88,7 +85,7 @@ func RunSQL(ctx context.Context, g *Globals, id, template string, args []string)
 		return fmt.Errorf("pristine sql: lease %s has no option file: its daemon is older than this pristine; restart it (pristine pool down, pool up)", l.ID)
 	}
 	run := exec.Command(client, append([]string{"--defaults-extra-file=" + l.OptionFile}, args...)...)
-	run.Stdin, run.Stdout, run.Stderr = os.Stdin, os.Stdout, os.Stderr
+	run.Stdin, run.Stdout, run.Stderr = g.IO.In, g.IO.Out, g.IO.Err
 	run.Env = leaseEnv(os.Environ(), l)
 	// Ctrl-C belongs to the client (it cancels the running query); this
 	// process waits for it either way and then releases the lease.

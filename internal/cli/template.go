@@ -16,12 +16,9 @@ import (
 	"github.com/pristinedb/pristine/internal/catalog"
 	"github.com/pristinedb/pristine/internal/oci"
 	"github.com/pristinedb/pristine/internal/pool"
-	"github.com/pristinedb/pristine/internal/server"
 	"github.com/pristinedb/pristine/internal/template"
 	"github.com/pristinedb/pristine/internal/units"
 )
-
-func init() { register(newTemplateCmd) }
 
 // openBuilder opens the template builder of the root: its catalog on the
 // named backend, the installed server and the global build settings.
@@ -38,11 +35,11 @@ func (g *Globals) openBuilder(ctx context.Context, backend string) (*template.Bu
 	st.RAM = template.RAMOptions{Off: g.NoRAMBuild, Dir: g.RAMDir}
 	if g.RAMBudget != "" {
 		if st.RAM.Budget, err = units.Parse(g.RAMBudget); err != nil || st.RAM.Budget <= 0 {
-			return nil, fmt.Errorf("%w: --ram-budget %q: want a size such as 512M or 4G", errUsage, g.RAMBudget)
+			return nil, fmt.Errorf("%w: --ram-budget %q: want a size such as 512M or 4G", ErrUsage, g.RAMBudget)
 		}
 	}
-	if !g.JSON || isTerminal(os.Stderr) {
-		st.Progress = func(format string, args ...any) { stderrf("pristine: "+format, args...) }
+	if !g.JSON || g.ErrIsTerminal() {
+		st.Progress = func(format string, args ...any) { g.stderrf("pristine: "+format, args...) }
 	}
 	return st, nil
 }
@@ -91,13 +88,13 @@ MYSQL_USER, MYSQL_PWD and MYSQL_DATABASE set for the template server.`,
 				return err
 			}
 			if g.JSON {
-				return printJSON(map[string]any{"template": server.TemplateOut(m), "built": built})
+				return g.printJSON(map[string]any{"template": m.API(), "built": built})
 			}
 			verb := "built"
 			if !built {
 				verb = "up to date"
 			}
-			fmt.Printf("template %s %s: %s (%s, %.1fs to build)\n", m.Name, verb, m.Hash[:12], units.Bytes(m.Bytes), m.BuildSeconds)
+			fmt.Fprintf(g.IO.Out, "template %s %s: %s (%s, %.1fs to build)\n", m.Name, verb, m.Hash[:12], units.Bytes(m.Bytes), m.BuildSeconds)
 			return nil
 		},
 	}
@@ -136,10 +133,10 @@ func RunTemplateBuild(ctx context.Context, g *Globals, f BuildFlags) (*catalog.M
 	if f.Server.DSN != "" {
 		// First of all, so a password in the URL leaves argv at once.
 		f.Server.DSN = strings.Clone(f.Server.DSN) // argv is scrubbed in sourcePassword
-		if isTerminal(os.Stderr) {
-			f.Server.Meter = os.Stderr
+		if g.ErrIsTerminal() {
+			f.Server.Meter = g.IO.Err
 		}
-		pw, err := sourcePassword(f.Server.DSN, f.Password)
+		pw, err := g.sourcePassword(f.Server.DSN, f.Password)
 		if err != nil {
 			return nil, false, err
 		}
@@ -172,7 +169,7 @@ func RunTemplateBuild(ctx context.Context, g *Globals, f BuildFlags) (*catalog.M
 	if err != nil || !built {
 		return m, built, err
 	}
-	return m, built, supersede(st, m)
+	return m, built, g.supersede(st, m)
 }
 
 func newTemplateLsCmd(g *Globals) *cobra.Command {
@@ -190,9 +187,9 @@ func newTemplateLsCmd(g *Globals) *cobra.Command {
 				return err
 			}
 			if g.JSON {
-				return printJSON(server.TemplatesOut(all))
+				return g.printJSON(catalog.APIList(all))
 			}
-			tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
+			tw := tabwriter.NewWriter(g.IO.Out, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "NAME\tHASH\tSIZE\tDATABASES\tBACKEND\tBUILT\tLAST USED")
 			for _, m := range all {
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\n", lsName(m, all), m.Hash[:12], units.Bytes(m.Bytes), len(m.Databases), m.Backend,
@@ -224,8 +221,8 @@ func newTemplateRmCmd(g *Globals) *cobra.Command {
 					return err
 				}
 				if !g.JSON {
-					fmt.Printf("removed template %s (%s, %s)\n", m.Name, m.Hash[:12], units.Bytes(m.Bytes))
-					noteOlderBuilds(st, m.Name)
+					fmt.Fprintf(g.IO.Out, "removed template %s (%s, %s)\n", m.Name, m.Hash[:12], units.Bytes(m.Bytes))
+					g.noteOlderBuilds(st, m.Name)
 				}
 			}
 			return nil
@@ -250,10 +247,10 @@ func newTemplateGCCmd(g *Globals) *cobra.Command {
 			}
 			removed, err := st.Catalog().GC(limit, inUse(st))
 			if g.JSON {
-				_ = printJSON(map[string]any{"removed": server.TemplatesOut(removed)})
+				_ = g.printJSON(map[string]any{"removed": catalog.APIList(removed)})
 			} else {
 				for _, m := range removed {
-					fmt.Printf("removed template %s (%s, %s)\n", m.Name, m.Hash[:12], units.Bytes(m.Bytes))
+					fmt.Fprintf(g.IO.Out, "removed template %s (%s, %s)\n", m.Name, m.Hash[:12], units.Bytes(m.Bytes))
 				}
 			}
 			return err
@@ -272,8 +269,8 @@ func newTemplateExportCmd(g *Globals) *cobra.Command {
 		Example: `  pristine template export app > app.prsa    # then, on the other runner: pristine template import app.prsa`,
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if isTerminal(os.Stdout) {
-				return fmt.Errorf("%w: export writes an archive to stdout: redirect it, e.g. pristine template export %s > %s.prsa", errUsage, args[0], args[0])
+			if g.OutIsTerminal() {
+				return fmt.Errorf("%w: export writes an archive to stdout: redirect it, e.g. pristine template export %s > %s.prsa", ErrUsage, args[0], args[0])
 			}
 			st, err := g.openBuilder(cmd.Context(), "auto")
 			if err != nil {
@@ -283,14 +280,14 @@ func newTemplateExportCmd(g *Globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if isTerminal(os.Stderr) {
-				opt.Progress = os.Stderr
+			if g.ErrIsTerminal() {
+				opt.Progress = g.IO.Err
 			}
-			stats, err := st.Export(cmd.Context(), m, os.Stdout, opt)
+			stats, err := st.Export(cmd.Context(), m, g.IO.Out, opt)
 			if err != nil {
 				return err
 			}
-			stderrf("pristine: exported template %s (%s): %s in %.2fs", m.Name, m.Hash[:12], units.Bytes(stats.ArchiveBytes), stats.Elapsed.Seconds())
+			g.stderrf("pristine: exported template %s (%s): %s in %.2fs", m.Name, m.Hash[:12], units.Bytes(stats.ArchiveBytes), stats.Elapsed.Seconds())
 			return nil
 		},
 	}
@@ -315,29 +312,31 @@ archive again finds it already here.`,
 			if err != nil {
 				return err
 			}
-			in := os.Stdin
+			in := g.IO.In
 			if args[0] != "-" {
-				if in, err = os.Open(args[0]); err != nil {
+				f, err := os.Open(args[0])
+				if err != nil {
 					return fmt.Errorf("import template: %w", err)
 				}
-				defer in.Close()
+				defer f.Close()
+				in = f
 			}
 			var opt archive.UnpackOptions
-			if isTerminal(os.Stderr) {
-				opt.Progress = os.Stderr
+			if g.ErrIsTerminal() {
+				opt.Progress = g.IO.Err
 			}
 			m, added, err := st.Import(cmd.Context(), in, opt)
 			if err != nil {
 				return err
 			}
 			if g.JSON {
-				return printJSON(map[string]any{"template": server.TemplateOut(m), "imported": added})
+				return g.printJSON(map[string]any{"template": m.API(), "imported": added})
 			}
 			verb := "imported"
 			if !added {
 				verb = "already here"
 			}
-			fmt.Printf("template %s %s: %s (%s)\n", m.Name, verb, m.Hash[:12], units.Bytes(m.Bytes))
+			fmt.Fprintf(g.IO.Out, "template %s %s: %s (%s)\n", m.Name, verb, m.Hash[:12], units.Bytes(m.Bytes))
 			return nil
 		},
 	}

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"fmt"
-	"os"
 	"strings"
 
 	"github.com/pristinedb/pristine/internal/catalog"
@@ -12,13 +11,13 @@ import (
 // supersede removes the older builds of a freshly built template's name,
 // so a name means one template; a build a pool still uses is kept, and the
 // user is told which and how to remove it.
-func supersede(st *template.Builder, m *catalog.Meta) error {
+func (g *Globals) supersede(st *template.Builder, m *catalog.Meta) error {
 	removed, kept, err := st.Catalog().Supersede(m, inUse(st))
 	for _, old := range removed {
-		stderrf("pristine: template %s %s replaces %s, which was removed", m.Name, m.Hash[:12], old.Hash[:12])
+		g.stderrf("pristine: template %s %s replaces %s, which was removed", m.Name, m.Hash[:12], old.Hash[:12])
 	}
 	for _, old := range kept {
-		stderrf("pristine: template %s %s is newer than %s, which a pool still uses: `pristine pool down --template %s`, then `pristine template rm %s`",
+		g.stderrf("pristine: template %s %s is newer than %s, which a pool still uses: `pristine pool down --template %s`, then `pristine template rm %s`",
 			m.Name, m.Hash[:12], old.Hash[:12], m.Name, old.Hash[:12])
 	}
 	if err == nil {
@@ -40,11 +39,11 @@ func lsName(m *catalog.Meta, all []*catalog.Meta) string {
 
 // noteOlderBuilds tells the user, after `template rm NAME`, which builds of
 // the name remain (the name now means the newest of them).
-func noteOlderBuilds(st *template.Builder, name string) {
+func (g *Globals) noteOlderBuilds(st *template.Builder, name string) {
 	left, err := st.Catalog().Builds(name)
 	if err != nil || len(left) == 0 {
 		if _, err := st.Catalog().PruneBases(); err != nil {
-			fmt.Fprintf(os.Stderr, "pristine: %v\n", err)
+			fmt.Fprintf(g.IO.Err, "pristine: %v\n", err)
 		}
 		return
 	}
@@ -52,5 +51,5 @@ func noteOlderBuilds(st *template.Builder, name string) {
 	for i, m := range left {
 		hashes[i] = m.Hash[:12]
 	}
-	stderrf("pristine: %d other build(s) of %s remain: %s (%s now names %s)", len(left), name, strings.Join(hashes, ", "), name, hashes[0])
+	g.stderrf("pristine: %d other build(s) of %s remain: %s (%s now names %s)", len(left), name, strings.Join(hashes, ", "), name, hashes[0])
 }

@@ -22,7 +22,7 @@ func (f *BuildFlags) setProfile() error {
 	}
 	opts, err := mariadb.MergeOptions(f.Profile.Options, f.ServerOptions)
 	if err != nil {
-		return fmt.Errorf("%w: %v", errUsage, err)
+		return fmt.Errorf("%w: %v", ErrUsage, err)
 	}
 	f.Profile.Options = opts
 	return nil
@@ -46,9 +46,9 @@ profile and the server options. A CI job keys its cache of "template export" by 
 				return err
 			}
 			if g.JSON {
-				return printJSON(map[string]string{"name": f.Name, "key": key})
+				return g.printJSON(map[string]string{"name": f.Name, "key": key})
 			}
-			fmt.Println(key)
+			fmt.Fprintln(g.IO.Out, key)
 			return nil
 		},
 	}
@@ -59,10 +59,10 @@ profile and the server options. A CI job keys its cache of "template export" by 
 // RunTemplateKey computes the content key of a build without building.
 func RunTemplateKey(ctx context.Context, g *Globals, f BuildFlags) (string, error) {
 	if f.FromSQL == "-" {
-		return "", fmt.Errorf("%w: template key cannot read standard input; save the SQL to a file and pass its path", errUsage)
+		return "", fmt.Errorf("%w: template key cannot read standard input; save the SQL to a file and pass its path", ErrUsage)
 	}
 	if f.FromSQL == "" && f.InitCmd == "" {
-		return "", fmt.Errorf("%w: nothing to key: pass --from-sql PATH, --init-cmd CMD, or both, as for template build", errUsage)
+		return "", fmt.Errorf("%w: nothing to key: pass --from-sql PATH, --init-cmd CMD, or both, as for template build", ErrUsage)
 	}
 	if err := f.setProfile(); err != nil {
 		return "", err

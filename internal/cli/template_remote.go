@@ -4,7 +4,6 @@ import (
 	"context"
 
 	"fmt"
-	"os"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -12,7 +11,6 @@ import (
 
 	"github.com/pristinedb/pristine/internal/catalog"
 	"github.com/pristinedb/pristine/internal/oci"
-	"github.com/pristinedb/pristine/internal/server"
 	"github.com/pristinedb/pristine/internal/template"
 	"github.com/pristinedb/pristine/internal/units"
 )
@@ -25,8 +23,8 @@ func remoteFlags(fl *pflag.FlagSet, r *oci.Remote) {
 }
 
 func (g *Globals) remoteLog(r *oci.Remote) {
-	if !g.JSON || isTerminal(os.Stderr) {
-		r.Log = func(format string, args ...any) { stderrf("pristine: "+format, args...) }
+	if !g.JSON || g.ErrIsTerminal() {
+		r.Log = func(format string, args ...any) { g.stderrf("pristine: "+format, args...) }
 	}
 }
 
@@ -68,9 +66,9 @@ PRISTINE_REGISTRY_TOKEN.`,
 				return err
 			}
 			if g.JSON {
-				return printJSON(stats)
+				return g.printJSON(stats)
 			}
-			fmt.Printf("pushed template %s to %s (tags %v): %s in %d chunks, %s uploaded, %d already there, %.2fs\n",
+			fmt.Fprintf(g.IO.Out, "pushed template %s to %s (tags %v): %s in %d chunks, %s uploaded, %d already there, %.2fs\n",
 				m.Name, stats.Ref, stats.Tags, units.Bytes(stats.ArchiveBytes), stats.Chunks, units.Bytes(stats.Uploaded), stats.Skipped, stats.Elapsed.Seconds())
 			return nil
 		},
@@ -108,21 +106,21 @@ REPO to answer for content keys (docs/security.md).`,
 				opt.Name = args[1]
 			}
 			g.remoteLog(&opt.Remote)
-			if isTerminal(os.Stderr) {
-				opt.Progress = os.Stderr
+			if g.ErrIsTerminal() {
+				opt.Progress = g.IO.Err
 			}
 			m, stats, err := oci.Pull(cmd.Context(), st, args[0], opt)
 			if err != nil {
 				return err
 			}
 			if g.JSON {
-				return printJSON(map[string]any{"template": server.TemplateOut(m), "pull": stats})
+				return g.printJSON(map[string]any{"template": m.API(), "pull": stats})
 			}
 			if stats.Present {
-				fmt.Printf("template %s already here: %s (%s)\n", m.Name, m.Hash[:12], units.Bytes(m.Bytes))
+				fmt.Fprintf(g.IO.Out, "template %s already here: %s (%s)\n", m.Name, m.Hash[:12], units.Bytes(m.Bytes))
 				return nil
 			}
-			fmt.Printf("pulled template %s: %s (%s): %s downloaded in %.2fs, imported in %.2fs\n",
+			fmt.Fprintf(g.IO.Out, "pulled template %s: %s (%s): %s downloaded in %.2fs, imported in %.2fs\n",
 				m.Name, m.Hash[:12], units.Bytes(m.Bytes), units.Bytes(stats.Downloaded), stats.Download.Seconds(), stats.Import.Seconds())
 			return nil
 		},
@@ -150,7 +148,7 @@ func runCachedBuild(ctx context.Context, g *Globals, plan *template.Plan, f Buil
 		return nil, false, err
 	}
 	if outcome == oci.FromRegistry {
-		stderrf("pristine: template %s pulled from %s", m.Name, f.Cache.Repo)
+		g.stderrf("pristine: template %s pulled from %s", m.Name, f.Cache.Repo)
 	}
 	return m, outcome == oci.BuiltHere, nil
 }

@@ -3,17 +3,14 @@ package cli
 import (
 	"context"
 	"fmt"
-	"os"
 
 	"github.com/spf13/cobra"
 
+	"github.com/pristinedb/pristine/api"
 	"github.com/pristinedb/pristine/client"
-	"github.com/pristinedb/pristine/internal/server"
 	"github.com/pristinedb/pristine/internal/template"
 	"github.com/pristinedb/pristine/internal/verify"
 )
-
-func init() { register(newVerifyCmd) }
 
 // VerifyFlags are the flags of `pristine verify`.
 type VerifyFlags struct {
@@ -50,9 +47,9 @@ Exit status: 0 when the target is the source, 1 on any difference or error,
 				return err
 			}
 			if g.JSON {
-				err = printJSON(r)
+				err = g.printJSON(r)
 			} else {
-				err = verify.WriteText(os.Stdout, r)
+				err = verify.WriteText(g.IO.Out, r)
 			}
 			if err != nil {
 				return err
@@ -77,7 +74,7 @@ Exit status: 0 when the target is the source, 1 on any difference or error,
 func RunVerify(ctx context.Context, g *Globals, source, target string, f VerifyFlags) (*verify.Report, error) {
 	explicit, err := verify.ParsePairs(f.SchemaMap)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", errUsage, err)
+		return nil, fmt.Errorf("%w: %v", ErrUsage, err)
 	}
 	op := verify.Opener{
 		Builder: func(ctx context.Context) (*template.Builder, error) { return g.openBuilder(ctx, "auto") },
@@ -114,7 +111,7 @@ func findLease(ctx context.Context, g *Globals, id string) (socket, database, la
 	if err != nil {
 		return "", "", "", err
 	}
-	leases, err := client.New(server.SocketPath(root)).Leases(ctx)
+	leases, err := client.New(api.SocketPath(root.Path)).Leases(ctx)
 	if err != nil {
 		return "", "", "", err
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"database/sql"
-	"encoding/hex"
 	"fmt"
 	"strings"
 
@@ -93,14 +92,9 @@ func LockAccount(ctx context.Context, db *sql.DB, user, host string) error {
 	return nil
 }
 
-// RandomSecret is 128 random bits in hex.
-func RandomSecret() string {
-	b := make([]byte, 16)
-	if _, err := rand.Read(b); err != nil {
-		panic(err)
-	}
-	return hex.EncodeToString(b)
-}
+// RandomSecret is a password nobody is told: 128 random bits
+// (crypto/rand.Text, 26 base32 characters).
+func RandomSecret() string { return rand.Text() }
 
 // listDefiners returns the DEFINERs (user@host) of every view, routine,
 // trigger and event. information_schema.EVENTS refuses to answer while the

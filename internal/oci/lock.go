@@ -3,7 +3,6 @@ package oci
 import (
 	"context"
 	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -65,10 +64,8 @@ const (
 
 func newLease(ctx context.Context, repo *remote.Repository, tag string, ttl, settle time.Duration) (*lease, error) {
 	host, _ := os.Hostname()
-	b := make([]byte, 4)
-	_, _ = rand.Read(b)
 	l := &lease{repo: repo, tag: tag, ttl: ttl, settle: settle, seen: map[string]time.Time{},
-		holder: fmt.Sprintf("%s/%d/%s", host, os.Getpid(), hex.EncodeToString(b))}
+		holder: fmt.Sprintf("%s/%d/%s", host, os.Getpid(), rand.Text()[:8])}
 	if err := pushBlobBytes(ctx, repo, ocispec.DescriptorEmptyJSON, ocispec.DescriptorEmptyJSON.Data); err != nil {
 		return nil, err
 	}

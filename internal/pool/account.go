@@ -53,7 +53,7 @@ func openAdmin(in *mariadb.Instance) (*sql.DB, error) {
 // the slot's databases, out of its slot.
 func newAccount(ctx context.Context, admin querier, db string, units int) (account, error) {
 	shared := units > 1
-	a := account{user: "lease_" + randomHex(6), password: randomHex(16)}
+	a := account{user: "lease_" + randomHex(6), password: rand.Text()}
 	var maxConn int
 	var secure bool
 	if err := admin.QueryRowContext(ctx, "SELECT @@GLOBAL.max_connections, @@GLOBAL.require_secure_transport").Scan(&maxConn, &secure); err != nil {

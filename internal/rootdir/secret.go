@@ -2,7 +2,6 @@ package rootdir
 
 import (
 	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -24,16 +23,12 @@ func (r *Root) AdminSecret() (string, error) {
 	if s, err := readSecret(path); err == nil || !errors.Is(err, fs.ErrNotExist) {
 		return s, err
 	}
-	var b [16]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		return "", fmt.Errorf("admin secret: %w", err)
-	}
 	tmp, err := os.CreateTemp(r.Path, SecretName+".tmp*")
 	if err != nil {
 		return "", fmt.Errorf("admin secret: %w", err)
 	}
 	defer os.Remove(tmp.Name())
-	if _, err := tmp.WriteString(hex.EncodeToString(b[:]) + "\n"); err != nil {
+	if _, err := tmp.WriteString(rand.Text() + "\n"); err != nil {
 		tmp.Close()
 		return "", fmt.Errorf("admin secret: %w", err)
 	}

@@ -3,7 +3,6 @@ package server
 import (
 	"crypto/rand"
 	"crypto/subtle"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"net"
@@ -22,14 +21,10 @@ func TokenFile(root *rootdir.Root) string { return filepath.Join(root.Path, "tok
 // LoadToken reads the root's token, making one the first time.
 func LoadToken(root *rootdir.Root) (string, error) {
 	path := TokenFile(root)
-	if b, err := os.ReadFile(path); err == nil && len(strings.TrimSpace(string(b))) >= 32 {
+	if b, err := os.ReadFile(path); err == nil && len(strings.TrimSpace(string(b))) >= 26 {
 		return strings.TrimSpace(string(b)), nil
 	}
-	b := make([]byte, 24)
-	if _, err := rand.Read(b); err != nil {
-		return "", err
-	}
-	tok := hex.EncodeToString(b)
+	tok := rand.Text() // 128 bits; tokens written before (48 hex digits) still load
 	if err := os.WriteFile(path, []byte(tok+"\n"), 0o600); err != nil {
 		return "", fmt.Errorf("write token %s: %w", path, err)
 	}

@@ -139,6 +139,7 @@ func TestIdleGrownSlotsShrink(t *testing.T) {
 		`pristine_slots_grown_total{template="app"} 2`,
 		`pristine_slots_shrunk_idle_total{template="app"} 2`,
 		`pristine_pool_base_size{template="app"} 1`,
+		`pristine_slot_illegal_moves_total{template="app"} 0`,
 		`pristine_slots{state="retired",template="app"} 2`,
 	} {
 		if !strings.Contains(string(body), want) {

@@ -2,7 +2,6 @@ package server
 
 import (
 	"crypto/rand"
-	"encoding/hex"
 	"sync"
 	"time"
 )
@@ -23,11 +22,7 @@ type logins struct {
 
 // NewLogin returns a one-time login code for the dashboard on TCP.
 func (s *Server) NewLogin() string {
-	b := make([]byte, 16)
-	if _, err := rand.Read(b); err != nil {
-		panic(err)
-	}
-	code := hex.EncodeToString(b)
+	code := rand.Text()
 	s.logins.mu.Lock()
 	defer s.logins.mu.Unlock()
 	if s.logins.codes == nil {

@@ -86,6 +86,7 @@ var (
 	descRepl   = prometheus.NewDesc("pristine_slots_replaced_total", "Slots whose server died and was replaced.", []string{"template"}, nil)
 	descGrown  = prometheus.NewDesc("pristine_slots_grown_total", "Slots a pool grew by because a client needed more (lease min_size, or pool up of a larger size).", []string{"template"}, nil)
 	descShrunk = prometheus.NewDesc("pristine_slots_shrunk_idle_total", "Grown slots retired after the daemon's --shrink-after idle.", []string{"template"}, nil)
+	descIllegl = prometheus.NewDesc("pristine_slot_illegal_moves_total", "Slot moves the state machine refused: a bug in pristine (each is logged with the slot and the move); 0 in a healthy daemon.", []string{"template"}, nil)
 	descBase   = prometheus.NewDesc("pristine_pool_base_size", "The size a pool was brought up with, which idle shrinking keeps.", []string{"template"}, nil)
 	descBuild  = prometheus.NewDesc("pristine_template_build_seconds", "How long the template took to build.", []string{"template", "hash"}, nil)
 	descTBytes = prometheus.NewDesc("pristine_template_bytes", "Disk space of the template's data directory.", []string{"template", "hash"}, nil)
@@ -95,7 +96,7 @@ var (
 )
 
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descSlots, descLeased, descLeases, descReused, descReclm, descRepl, descGrown, descShrunk, descBase, descBuild, descTBytes, descMem, descDisk, descDiskF} {
+	for _, d := range []*prometheus.Desc{descSlots, descLeased, descLeases, descReused, descReclm, descRepl, descGrown, descShrunk, descIllegl, descBase, descBuild, descTBytes, descMem, descDisk, descDiskF} {
 		ch <- d
 	}
 }
@@ -119,6 +120,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(descRepl, prometheus.CounterValue, float64(st.Stats.Replaced), name)
 		ch <- prometheus.MustNewConstMetric(descGrown, prometheus.CounterValue, float64(st.Stats.Grown), name)
 		ch <- prometheus.MustNewConstMetric(descShrunk, prometheus.CounterValue, float64(st.Stats.ShrunkIdle), name)
+		ch <- prometheus.MustNewConstMetric(descIllegl, prometheus.CounterValue, float64(st.Stats.IllegalMoves), name)
 		ch <- prometheus.MustNewConstMetric(descBase, prometheus.GaugeValue, float64(st.Base), name)
 		for _, sl := range st.Slots {
 			if sl.PID > 0 {

@@ -29,7 +29,7 @@ func StatusOut(st pool.Status) api.PoolStatus {
 			HolderGone: st.Stats.HolderGone, Reused: st.Stats.Reused, JournalErrors: st.Stats.JournalErrors,
 			Replaced: st.Stats.Replaced, ResetFailures: st.Stats.ResetFailures, OverCap: st.Stats.OverCap, CapKills: st.Stats.CapKills,
 			SlotDeaths: st.Stats.SlotDeaths, LeasesLost: st.Stats.LeasesLost,
-			Grown: st.Stats.Grown, ShrunkIdle: st.Stats.ShrunkIdle}}
+			Grown: st.Stats.Grown, ShrunkIdle: st.Stats.ShrunkIdle, IllegalMoves: st.Stats.IllegalMoves}}
 	if st.States != nil {
 		out.States = make(map[string]int, len(st.States))
 		for k, n := range st.States {
@@ -43,25 +43,9 @@ func StatusOut(st pool.Status) api.PoolStatus {
 	return out
 }
 
-// TemplateOut is a template's description on the wire (and in the CLI's
-// JSON): its build account's password never goes out.
-func TemplateOut(m *catalog.Meta) *api.Template {
-	return &api.Template{Name: m.Name, Hash: m.Hash, Key: m.Key, Created: m.Created, LastUsed: m.LastUsed,
-		Server: m.Server, Flavor: m.Flavor, Backend: m.Backend, LogFileSize: m.LogFileSize,
-		ServerOptions: m.ServerOptions, Databases: m.Databases, User: m.User, Password: api.Hidden(m.Password),
-		Accounts: m.Accounts, Bytes: m.Bytes, BuildSeconds: m.BuildSeconds, Inputs: m.Inputs,
-		Warnings: m.Warnings, InitCmd: m.InitCmd}
-}
+// TemplateOut is a template's description on the wire (catalog.Meta.API):
+// its build account's password never goes out.
+func TemplateOut(m *catalog.Meta) *api.Template { return m.API() }
 
-// TemplatesOut is TemplateOut of each; nil stays nil (JSON null), as
-// before the wire types had their own package.
-func TemplatesOut(all []*catalog.Meta) []*api.Template {
-	if all == nil {
-		return nil
-	}
-	out := make([]*api.Template, 0, len(all))
-	for _, m := range all {
-		out = append(out, TemplateOut(m))
-	}
-	return out
-}
+// TemplatesOut is TemplateOut of each; nil stays nil.
+func TemplatesOut(all []*catalog.Meta) []*api.Template { return catalog.APIList(all) }

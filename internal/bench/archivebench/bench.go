@@ -15,9 +15,9 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/pristinedb/pristine/internal/bench/stats"
 	"github.com/pristinedb/pristine/internal/mariadb"
 	"github.com/pristinedb/pristine/internal/quote"
+	"github.com/pristinedb/pristine/internal/stats"
 	"github.com/pristinedb/pristine/internal/xbstream"
 )
 

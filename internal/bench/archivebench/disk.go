@@ -7,8 +7,8 @@ import (
 	"os/exec"
 	"path/filepath"
 
-	"github.com/pristinedb/pristine/internal/bench/stats"
 	"github.com/pristinedb/pristine/internal/quote"
+	"github.com/pristinedb/pristine/internal/stats"
 	"golang.org/x/sys/unix"
 )
 

@@ -2,7 +2,7 @@
 // against the usual tools, on the same source and machine: mariadb-dump |
 // mariadb, mydumper | myloader, mariadb-backup | mbstream + prepare, and
 // pristine's logical (LOAD DATA and INSERT) and physical capture
-// (`pristine bench-capture`). Pristine's times are whole template builds:
+// (`pristine-bench bench-capture`). Pristine's times are whole template builds:
 // capture, server start, lease account, clean slow shutdown.
 package capturebench
 
@@ -18,11 +18,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/pristinedb/pristine/internal/bench/stats"
 	"github.com/pristinedb/pristine/internal/catalog"
 	"github.com/pristinedb/pristine/internal/demo"
 	"github.com/pristinedb/pristine/internal/mariadb"
 	"github.com/pristinedb/pristine/internal/rootdir"
+	"github.com/pristinedb/pristine/internal/stats"
 	"github.com/pristinedb/pristine/internal/template"
 )
 

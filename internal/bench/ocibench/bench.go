@@ -1,5 +1,5 @@
 // Package ocibench measures `template push` and `template pull` through a
-// registry on loopback (`pristine bench-fleet`): push and pull of the demo
+// registry on loopback (`pristine-bench bench-fleet`): push and pull of the demo
 // template, and pull plus one server ready on a clone of demo10 against
 // reading the same blobs with cat plus the same server start.
 package ocibench
@@ -21,12 +21,12 @@ import (
 	"golang.org/x/sync/errgroup"
 	"golang.org/x/sys/unix"
 
-	"github.com/pristinedb/pristine/internal/bench/stats"
 	"github.com/pristinedb/pristine/internal/catalog"
 	"github.com/pristinedb/pristine/internal/demo"
 	"github.com/pristinedb/pristine/internal/mariadb"
 	"github.com/pristinedb/pristine/internal/oci"
 	"github.com/pristinedb/pristine/internal/oci/localregistry"
+	"github.com/pristinedb/pristine/internal/stats"
 	"github.com/pristinedb/pristine/internal/template"
 )
 

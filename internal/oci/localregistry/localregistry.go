@@ -1,5 +1,5 @@
 // Package localregistry runs Debian's docker-registry (distribution 2.8) on
-// a free loopback port, for the registry tests and `pristine bench-fleet`.
+// a free loopback port, for the registry tests and `pristine-bench bench-fleet`.
 // It never uses the system service: the binary runs with a config file of
 // its own, and Kill stops exactly the process Start started.
 package localregistry

@@ -1,19 +1,18 @@
-package cli
+package benchcli
 
 import (
 	"fmt"
-	"os"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/pristinedb/pristine/internal/cli"
+
 	"github.com/pristinedb/pristine/internal/bench"
 )
 
-func init() { register(newSoakCmd) }
-
-func newSoakCmd(g *Globals) *cobra.Command {
-	opt := bench.SoakOptions{Log: os.Stderr}
+func newSoakCmd(g *cli.Globals) *cobra.Command {
+	opt := bench.SoakOptions{Log: g.IO.Err}
 	cmd := &cobra.Command{
 		Use:   "soak --template NAME",
 		Short: "concurrent clients run lease -> check canary -> write -> release cycles through the daemon",
@@ -24,7 +23,7 @@ second and lease waits, and, when it brought the pool up itself, that no server 
 file is left after the pool goes down. Exit status 1 on any non-pristine lease.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, root, err := g.daemon(cmd.Context(), true)
+			c, root, err := g.Daemon(cmd.Context(), true)
 			if err != nil {
 				return err
 			}
@@ -33,12 +32,12 @@ file is left after the pool goes down. Exit status 1 on any non-pristine lease.`
 				return err
 			}
 			if g.JSON {
-				if err := printJSON(res); err != nil {
+				if err := g.PrintJSON(res); err != nil {
 					return err
 				}
 			} else {
-				fmt.Printf("| clients | cycles | pool | hold | leases/s | lease wait p50 / p99 / max | reset p50 / p99 | not pristine | errors | left behind |\n|---|---|---|---|---|---|---|---|---|---|\n")
-				fmt.Printf("| %d | %d | %d | %.0f ms | %.1f | %.2f / %.2f / %.1f ms | %.0f / %.0f ms | %d | %d | servers %v, files %v |\n",
+				fmt.Fprintf(g.IO.Out, "| clients | cycles | pool | hold | leases/s | lease wait p50 / p99 / max | reset p50 / p99 | not pristine | errors | left behind |\n|---|---|---|---|---|---|---|---|---|---|\n")
+				fmt.Fprintf(g.IO.Out, "| %d | %d | %d | %.0f ms | %.1f | %.2f / %.2f / %.1f ms | %.0f / %.0f ms | %d | %d | servers %v, files %v |\n",
 					res.Clients, res.Cycles, res.PoolSize, res.HoldMS, res.LeasesPerSec, res.LeaseP50MS, res.LeaseP99MS, res.LeaseMaxMS,
 					res.ResetP50MS, res.ResetP99MS, res.NotPristine, res.Errors, len(res.LeftServers), res.LeftPoolFiles)
 			}

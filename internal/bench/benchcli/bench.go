@@ -1,10 +1,9 @@
-package cli
+package benchcli
 
 import (
 	"context"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -12,15 +11,15 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/pristinedb/pristine/internal/cli"
+
 	"github.com/pristinedb/pristine/internal/bench"
 	"github.com/pristinedb/pristine/internal/bench/archivebench"
 	"github.com/pristinedb/pristine/internal/bench/buildbench"
 	"github.com/pristinedb/pristine/internal/bench/capturebench"
 )
 
-func init() { register(newBenchCmd) }
-
-// BenchFlags are the flags of `pristine bench`.
+// BenchFlags are the flags of `pristine-bench bench`.
 type BenchFlags struct {
 	Workloads   string
 	Methods     string
@@ -47,7 +46,7 @@ type BenchFlags struct {
 	BuildRuns   int
 }
 
-func newBenchCmd(g *Globals) *cobra.Command {
+func newBenchCmd(g *cli.Globals) *cobra.Command {
 	var f BenchFlags
 	cmd := &cobra.Command{
 		Use:   "bench",
@@ -64,7 +63,7 @@ single resets of a 100 MB and a ~2 GB template.
 
 --out DIR writes bench.json, bench.md and PNG charts; --render a.json,b.json
 prints docs/benchmarks.md from saved runs. --archive and --capture run
-pristine bench-archive and bench-capture instead; --first-build times first
+pristine-bench bench-archive and bench-capture instead; --first-build times first
 template builds (create + migrate) against a stock mariadbd on tmpfs.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -90,22 +89,22 @@ template builds (create + migrate) against a stock mariadbd on tmpfs.`,
 	fl.StringVar(&f.Out, "out", "", "write bench.json, bench.md and the charts to this directory")
 	fl.StringVar(&f.Render, "render", "", "print docs/benchmarks.md from saved bench.json files (comma-separated) and measure nothing")
 	fl.BoolVar(&f.Verbose, "verbose", false, "show progress on stderr even when it is not a terminal")
-	fl.BoolVar(&f.Archive, "archive", false, "run pristine bench-archive (pack/unpack) instead")
+	fl.BoolVar(&f.Archive, "archive", false, "run pristine-bench bench-archive (pack/unpack) instead")
 	fl.BoolVar(&f.FirstBuild, "first-build", false, "measure first template builds (the demo schema, a DDL-heavy migration set) against a stock mariadbd on tmpfs instead; --scale scales the demo data")
 	fl.IntVar(&f.Migrations, "migrations", 300, "models of the --first-build migration set (a CREATE TABLE and three ALTERs each)")
 	fl.IntVar(&f.BuildRuns, "build-runs", 3, "timed runs of each --first-build row; the median is reported")
-	fl.BoolVar(&f.Capture, "capture", false, "run pristine bench-capture (template capture from a live server) instead")
+	fl.BoolVar(&f.Capture, "capture", false, "run pristine-bench bench-capture (template capture from a live server) instead")
 	return cmd
 }
 
-func runBench(ctx context.Context, g *Globals, f BenchFlags) error {
+func runBench(ctx context.Context, g *cli.Globals, f BenchFlags) error {
 	var log io.Writer
-	if f.Verbose || isTerminal(os.Stderr) {
-		log = os.Stderr
+	if f.Verbose || g.ErrIsTerminal() {
+		log = g.IO.Err
 	}
 	switch {
 	case f.Archive:
-		exe, err := os.Executable()
+		exe, err := cli.PristineExe()
 		if err != nil {
 			return fmt.Errorf("bench --archive: %w", err)
 		}
@@ -114,20 +113,20 @@ func runBench(ctx context.Context, g *Globals, f BenchFlags) error {
 			return err
 		}
 		if g.JSON {
-			return printJSON(rep)
+			return g.PrintJSON(rep)
 		}
-		return archivebench.Markdown(os.Stdout, rep)
+		return archivebench.Markdown(g.IO.Out, rep)
 	case f.Capture:
 		rep, err := capturebench.Run(ctx, capturebench.Options{Dir: "/dev/shm", FKScale: 1, DemoScale: 1, Runs: 1, Workers: f.Workers, Log: log})
 		if err != nil {
 			return err
 		}
 		if g.JSON {
-			return printJSON(rep)
+			return g.PrintJSON(rep)
 		}
-		return capturebench.Markdown(os.Stdout, rep)
+		return capturebench.Markdown(g.IO.Out, rep)
 	case f.FirstBuild:
-		st, err := g.openBuilder(ctx, "auto")
+		st, err := g.OpenBuilder(ctx)
 		if err != nil {
 			return err
 		}
@@ -139,9 +138,9 @@ func runBench(ctx context.Context, g *Globals, f BenchFlags) error {
 			return err
 		}
 		if g.JSON {
-			return printJSON(rep)
+			return g.PrintJSON(rep)
 		}
-		return buildbench.Markdown(os.Stdout, rep)
+		return buildbench.Markdown(g.IO.Out, rep)
 	case f.Render != "":
 		var reps []*bench.Report
 		var paths []string
@@ -155,14 +154,14 @@ func runBench(ctx context.Context, g *Globals, f BenchFlags) error {
 			}
 			reps, paths = append(reps, rep), append(paths, p)
 		}
-		return bench.Document(os.Stdout, reps, paths)
+		return bench.Document(g.IO.Out, reps, paths)
 	}
 	opt, err := f.options()
 	if err != nil {
 		return err
 	}
 	opt.Log = log
-	st, err := g.openBuilder(ctx, "auto")
+	st, err := g.OpenBuilder(ctx)
 	if err != nil {
 		return err
 	}
@@ -179,9 +178,9 @@ func runBench(ctx context.Context, g *Globals, f BenchFlags) error {
 		return err
 	}
 	if g.JSON {
-		return printJSON(rep)
+		return g.PrintJSON(rep)
 	}
-	return bench.Markdown(os.Stdout, rep, nil)
+	return bench.Markdown(g.IO.Out, rep, nil)
 }
 
 // options turns the flags into bench options.
@@ -191,7 +190,7 @@ func (f BenchFlags) options() (bench.CompareOptions, error) {
 	for _, name := range benchList(f.Workloads) {
 		w, ok := bench.Workloads[name]
 		if !ok {
-			return opt, fmt.Errorf("%w: --workload %q: want demo, demo10 or tables30k", errUsage, name)
+			return opt, fmt.Errorf("%w: --workload %q: want demo, demo10 or tables30k", cli.ErrUsage, name)
 		}
 		if w.Demo.Tables > 0 && f.ManyTables != w.Demo.Tables {
 			w.Demo.Tables = f.ManyTables
@@ -202,7 +201,7 @@ func (f BenchFlags) options() (bench.CompareOptions, error) {
 	}
 	for _, m := range opt.Methods {
 		if !benchHas(bench.AllMethods, m) {
-			return opt, fmt.Errorf("%w: --methods %q: want some of %s", errUsage, m, strings.Join(bench.AllMethods, ","))
+			return opt, fmt.Errorf("%w: --methods %q: want some of %s", cli.ErrUsage, m, strings.Join(bench.AllMethods, ","))
 		}
 	}
 	var err error
@@ -231,7 +230,7 @@ func benchInts(flag, s string) ([]int, error) {
 	for _, p := range benchList(s) {
 		n, err := strconv.Atoi(p)
 		if err != nil || n < 1 {
-			return nil, fmt.Errorf("%w: %s %q: want positive whole numbers separated by commas, e.g. 1,10,200", errUsage, flag, s)
+			return nil, fmt.Errorf("%w: %s %q: want positive whole numbers separated by commas, e.g. 1,10,200", cli.ErrUsage, flag, s)
 		}
 		out = append(out, n)
 	}

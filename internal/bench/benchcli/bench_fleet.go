@@ -1,18 +1,17 @@
-package cli
+package benchcli
 
 import (
 	"fmt"
-	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/pristinedb/pristine/internal/cli"
+
 	"github.com/pristinedb/pristine/internal/bench/ocibench"
 )
 
-func init() { register(newBenchFleetCmd) }
-
-func newBenchFleetCmd(g *Globals) *cobra.Command {
+func newBenchFleetCmd(g *cli.Globals) *cobra.Command {
 	var opt ocibench.Options
 	var workloads string
 	cmd := &cobra.Command{
@@ -26,28 +25,28 @@ step runs --runs times after a warm-up; medians are reported. Run it on a
 root whose data is on btrfs (pristine scratch up).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			st, err := g.openBuilder(cmd.Context(), "auto")
+			st, err := g.OpenBuilder(cmd.Context())
 			if err != nil {
 				return err
 			}
 			st.Progress = nil
 			opt.Workloads = strings.Split(workloads, ",")
-			opt.InUse = inUse(st)
-			if isTerminal(os.Stderr) || !g.JSON {
-				opt.Log = os.Stderr
+			opt.InUse = cli.InUse(st)
+			if g.ErrIsTerminal() || !g.JSON {
+				opt.Log = g.IO.Err
 			}
 			rep, err := ocibench.Run(cmd.Context(), st, opt)
 			if err != nil {
 				return err
 			}
 			if g.JSON {
-				return printJSON(rep)
+				return g.PrintJSON(rep)
 			}
-			fmt.Printf("backend %s, server %s, registry docker-registry on 127.0.0.1 (storage on tmpfs)\n\n", rep.Backend, rep.Server)
-			fmt.Println("| workload | step | median s | runs |")
-			fmt.Println("|---|---|---:|---|")
+			fmt.Fprintf(g.IO.Out, "backend %s, server %s, registry docker-registry on 127.0.0.1 (storage on tmpfs)\n\n", rep.Backend, rep.Server)
+			fmt.Fprintln(g.IO.Out, "| workload | step | median s | runs |")
+			fmt.Fprintln(g.IO.Out, "|---|---|---:|---|")
 			for _, r := range rep.Rows {
-				fmt.Printf("| %s (%d MB archive) | %s | %.3f | %v |\n", r.Workload, r.Bytes>>20, r.Step, r.Median, fmtRuns(r.Runs))
+				fmt.Fprintf(g.IO.Out, "| %s (%d MB archive) | %s | %.3f | %v |\n", r.Workload, r.Bytes>>20, r.Step, r.Median, fmtRuns(r.Runs))
 			}
 			return nil
 		},

@@ -1,4 +1,4 @@
-package bench
+package demorun
 
 import (
 	"context"
@@ -6,8 +6,8 @@ import (
 
 	"github.com/pristinedb/pristine/api"
 	"github.com/pristinedb/pristine/client"
-	"github.com/pristinedb/pristine/internal/bench/stats"
 	"github.com/pristinedb/pristine/internal/server"
+	"github.com/pristinedb/pristine/internal/stats"
 )
 
 // PoolRun is one pool-up through the daemon, as the demo and the service
@@ -29,12 +29,12 @@ type PoolRun struct {
 	LoadAfter  string `json:"load_after"`
 }
 
-// poolRun brings the pool of template name up with n slots through the
+// PoolCycle brings the pool of template name up with n slots through the
 // daemon, leases every slot as holder, releases them all at once, waits
 // until every slot is reset and takes the pool down, also when it fails.
 // A non-nil leased is called once every slot is leased, before the
 // releases, with the leases and each one's wait in milliseconds.
-func poolRun(ctx context.Context, c *client.Client, name string, n int, holder string, leased func([]*api.Lease, []float64) error) (*PoolRun, error) {
+func PoolCycle(ctx context.Context, c *client.Client, name string, n int, holder string, leased func([]*api.Lease, []float64) error) (*PoolRun, error) {
 	run := &PoolRun{LoadBefore: stats.LoadAverage()}
 	t0 := time.Now()
 	if _, err := c.PoolUp(ctx, server.PoolRequest{Template: name, Size: n}, nil); err != nil {
@@ -69,7 +69,7 @@ func poolRun(ctx context.Context, c *client.Client, name string, n int, holder s
 			return nil, err
 		}
 	}
-	if err := waitReady(ctx, c, name, n); err != nil {
+	if err := WaitReady(ctx, c, name, n); err != nil {
 		return nil, err
 	}
 	ps, err := c.Pool(ctx, name)

@@ -1,14 +1,10 @@
-// Package bench measures ways of getting pristine database copies on the
-// machine it runs on, always beside a baseline run in the same invocation:
-// the method comparison (`pristine bench`), the demo (`pristine demo`), the
-// service section and the soak, with their markdown, JSON and PNG charts.
-//
-// Every measurement lives under internal/bench (archivebench, capturebench,
-// ocibench: `bench-archive`, `bench-capture`, `bench-fleet`; stats: medians
-// and load averages) and only internal/cli imports it (imports_test.go
-// checks that no core package does). Servers start through internal/mariadb
-// like every other server pristine starts.
-package bench
+// Package demorun runs `pristine demo`: it builds the demo template, brings
+// a pool up through an in-process daemon, leases, queries, releases and
+// times it all beside mariadb-dump | mariadb in the same run. Its pool
+// cycle, slot memory and dump|load baseline are shared with the service
+// section of `pristine-bench bench` (internal/bench), which imports this
+// package; the product binary never imports internal/bench.
+package demorun
 
 import (
 	"context"
@@ -26,11 +22,11 @@ import (
 
 	"github.com/pristinedb/pristine/api"
 	"github.com/pristinedb/pristine/client"
-	"github.com/pristinedb/pristine/internal/bench/stats"
 	"github.com/pristinedb/pristine/internal/demo"
 	"github.com/pristinedb/pristine/internal/mariadb"
 	"github.com/pristinedb/pristine/internal/pool"
 	"github.com/pristinedb/pristine/internal/server"
+	"github.com/pristinedb/pristine/internal/stats"
 	"github.com/pristinedb/pristine/internal/template"
 )
 
@@ -101,12 +97,12 @@ func Demo(ctx context.Context, store *template.Builder, opt DemoOptions) (*DemoR
 
 	// 1. The demo SQL, written by the project, then a template from it.
 	sqlPath := filepath.Join(store.Catalog().Root().Path, "tmp", "demo.sql")
-	if err := writeWorkloadSQL(sqlPath, demo.Options{Scale: opt.Scale, MySQL: store.Binary().Flavor == mariadb.MySQL}); err != nil {
+	if err := writeSQL(sqlPath, demo.Options{Scale: opt.Scale, MySQL: store.Binary().Flavor == mariadb.MySQL}); err != nil {
 		return nil, err
 	}
 	say("building template demo from %s", sqlPath)
 	t0 := time.Now()
-	m, built, err := store.Build(ctx, template.BuildOptions{Name: "demo", FromSQL: sqlPath, Profile: profileFor(store), Workers: 4})
+	m, built, err := store.Build(ctx, template.BuildOptions{Name: "demo", FromSQL: sqlPath, Profile: mariadb.DefaultProfile(), Workers: 4})
 	if err != nil {
 		return nil, err
 	}
@@ -137,7 +133,7 @@ func Demo(ctx context.Context, store *template.Builder, opt DemoOptions) (*DemoR
 		}
 		say("run %d of %d (%s): bringing up %d slots (load average %s)", i+1, opt.Runs, state, opt.Slots, stats.LoadAverage())
 		if i > 0 {
-			settle(ctx, store)
+			Settle(ctx, store)
 		}
 		run, err := demoRun(ctx, c, m.Name, opt, res, i == 0)
 		if err != nil {
@@ -189,8 +185,8 @@ func countRows(ctx context.Context, l *api.Lease) (int64, error) {
 	return n, err
 }
 
-// waitReady polls until every slot of a pool is ready again.
-func waitReady(ctx context.Context, c *client.Client, name string, size int) error {
+// WaitReady polls until every slot of a pool is ready again.
+func WaitReady(ctx context.Context, c *client.Client, name string, size int) error {
 	deadline := time.Now().Add(10 * time.Minute)
 	for time.Now().Before(deadline) {
 		ps, err := c.Pool(ctx, name)
@@ -209,17 +205,11 @@ func waitReady(ctx context.Context, c *client.Client, name string, size int) err
 	return fmt.Errorf("pool %s: slots did not all become ready again within 10 minutes", name)
 }
 
-// slotRSS reads the resident memory of every slot's server from /proc.
-func slotRSS(ctx context.Context, c *client.Client, name string) (mean, maxMB float64) {
-	mean, maxMB, _ = slotMemory(ctx, c, name)
-	return mean, maxMB
-}
-
-// slotMemory reads the resident memory (RSS, mean and max) and the
+// SlotMemory reads the resident memory (RSS, mean and max) and the
 // proportional set size (PSS, mean) of every slot's server from /proc. RSS
 // counts the server's code in every slot; PSS divides what the slots share
 // among them, so its sum is what the pool takes.
-func slotMemory(ctx context.Context, c *client.Client, name string) (mean, maxMB, pssMean float64) {
+func SlotMemory(ctx context.Context, c *client.Client, name string) (mean, maxMB, pssMean float64) {
 	ps, err := c.Pool(ctx, name)
 	if err != nil {
 		return 0, 0, 0
@@ -270,7 +260,7 @@ func procFieldKB(pid int, file, key string) int64 {
 	return 0
 }
 
-// demoRun is one pool-up of the demo (poolRun). The first run also fills
+// demoRun is one pool-up of the demo (PoolCycle). The first run also fills
 // the lease, query and memory figures of res.
 func demoRun(ctx context.Context, c *client.Client, name string, opt DemoOptions, res *DemoResult, first bool) (*PoolRun, error) {
 	var leased func([]*api.Lease, []float64) error
@@ -284,19 +274,40 @@ func demoRun(ctx context.Context, c *client.Client, name string, opt DemoOptions
 			}
 			res.QueryMS = float64(time.Since(tq).Microseconds()) / 1000
 			res.RowsInFirstTable = n
-			res.RSSMeanMB, res.RSSMaxMB, res.PSSMeanMB = slotMemory(ctx, c, name)
+			res.RSSMeanMB, res.RSSMaxMB, res.PSSMeanMB = SlotMemory(ctx, c, name)
 			return nil
 		}
 	}
-	return poolRun(ctx, c, name, opt.Slots, "demo", leased)
+	return PoolCycle(ctx, c, name, opt.Slots, "demo", leased)
 }
 
-// settle waits until btrfs has freed the space of the subvolumes a pool
+// Settle waits until btrfs has freed the space of the subvolumes a pool
 // removed (its cleaner does that in the background), so the next pool-up's
 // free-space check sees it. Other backends free at once.
-func settle(ctx context.Context, store *template.Builder) {
+func Settle(ctx context.Context, store *template.Builder) {
 	if store.Catalog().Backend().Name() != "btrfs" {
 		return
 	}
 	_ = exec.CommandContext(ctx, "btrfs", "subvolume", "sync", store.Catalog().Root().Data()).Run()
+}
+
+// writeSQL writes the demo schema generator's SQL for opt to path, whole
+// or not at all.
+func writeSQL(path string, opt demo.Options) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(filepath.Dir(path), ".demo-*.sql")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(f.Name())
+	if err := demo.Write(f, opt); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(f.Name(), path)
 }

@@ -1,6 +1,7 @@
-// Package stats holds the figures every benchmark of internal/bench
-// reports the same way: the median and quantiles of its runs, and the
-// machine's load average around them.
+// Package stats holds the figures every measurement reports the same way
+// (the benchmarks of internal/bench and `pristine demo`, internal/demorun):
+// the median and quantiles of its runs, and the machine's load average
+// around them.
 package stats
 
 import (

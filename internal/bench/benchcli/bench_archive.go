@@ -1,18 +1,16 @@
-package cli
+package benchcli
 
 import (
-	"encoding/json"
 	"fmt"
-	"os"
 
 	"github.com/spf13/cobra"
+
+	"github.com/pristinedb/pristine/internal/cli"
 
 	"github.com/pristinedb/pristine/internal/bench/archivebench"
 )
 
-func init() { register(newBenchArchiveCmd) }
-
-func newBenchArchiveCmd(g *Globals) *cobra.Command {
+func newBenchArchiveCmd(g *cli.Globals) *cobra.Command {
 	var opts archivebench.Options
 	cmd := &cobra.Command{
 		Use:   "bench-archive",
@@ -26,22 +24,22 @@ loop-mounted XFS with reflink. Each step runs --runs times after a warm-up;
 medians are reported. Everything created is removed at the end.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			exe, err := os.Executable()
+			exe, err := cli.PristineExe()
 			if err != nil {
 				return fmt.Errorf("bench-archive: %w", err)
 			}
 			opts.Exe = exe
-			if isTerminal(os.Stderr) {
-				opts.Log = os.Stderr
+			if g.ErrIsTerminal() {
+				opts.Log = g.IO.Err
 			}
 			rep, err := archivebench.Run(cmd.Context(), opts)
 			if err != nil {
 				return err
 			}
 			if g.JSON {
-				return json.NewEncoder(os.Stdout).Encode(rep)
+				return g.PrintJSON(rep)
 			}
-			return archivebench.Markdown(os.Stdout, rep)
+			return archivebench.Markdown(g.IO.Out, rep)
 		},
 	}
 	cmd.Flags().StringVar(&opts.Dir, "dir", "", "measure this data directory instead of generating one")

@@ -1,4 +1,4 @@
-package bench
+package demorun
 
 import (
 	"context"
@@ -11,8 +11,6 @@ import (
 	"github.com/pristinedb/pristine/internal/mariadb"
 	"github.com/pristinedb/pristine/internal/template"
 )
-
-func profileFor(*template.Builder) mariadb.Profile { return mariadb.DefaultProfile() }
 
 // DumpLoadOnce times one copy of the template's database by
 // `mariadb-dump | mariadb` into a new database of the same server.
@@ -29,13 +27,13 @@ func DumpLoadOnce(ctx context.Context, store *template.Builder, m *catalog.Meta)
 // `mariadb-dump --single-transaction --routines --triggers --events src |
 // mariadb dst`, the way most projects copy a test database today.
 func DumpLoad(ctx context.Context, in *mariadb.Instance, src, dst string) (time.Duration, error) {
-	return dumpLoad(ctx, in, src, dst, nil)
+	return DumpLoadEnv(ctx, in, src, dst, nil)
 }
 
-// dumpLoad is DumpLoad with the clients' environment (nil: inherited).
-func dumpLoad(ctx context.Context, in *mariadb.Instance, src, dst string, env []string) (time.Duration, error) {
+// DumpLoadEnv is DumpLoad with the clients' environment (nil: inherited).
+func DumpLoadEnv(ctx context.Context, in *mariadb.Instance, src, dst string, env []string) (time.Duration, error) {
 	sock := in.Config.Socket()
-	env = adminEnv(env, in)
+	env = AdminEnv(env, in)
 	start := time.Now()
 	client, dumper := in.Binary.Client("mariadb"), in.Binary.Client("mariadb-dump")
 	create := exec.CommandContext(ctx, client, "--no-defaults", "-uroot", "--socket="+sock, "-e", "CREATE DATABASE `"+dst+"`")
@@ -79,3 +77,15 @@ func dumpLoad(ctx context.Context, in *mariadb.Instance, src, dst string, env []
 type sink []byte
 
 func (s *sink) Write(p []byte) (int, error) { *s = append(*s, p...); return len(p), nil }
+
+// AdminEnv adds the server's admin password to a client's environment
+// (MYSQL_PWD, never argv); env nil means the inherited environment.
+func AdminEnv(env []string, in *mariadb.Instance) []string {
+	if in.Config.AdminPassword == "" {
+		return env
+	}
+	if env == nil {
+		env = os.Environ()
+	}
+	return append(env, "MYSQL_PWD="+in.Config.AdminPassword)
+}

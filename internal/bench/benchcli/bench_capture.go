@@ -1,16 +1,14 @@
-package cli
+package benchcli
 
 import (
-	"os"
-
 	"github.com/spf13/cobra"
+
+	"github.com/pristinedb/pristine/internal/cli"
 
 	"github.com/pristinedb/pristine/internal/bench/capturebench"
 )
 
-func init() { register(newBenchCaptureCmd) }
-
-func newBenchCaptureCmd(g *Globals) *cobra.Command {
+func newBenchCaptureCmd(g *cli.Globals) *cobra.Command {
 	var opts capturebench.Options
 	cmd := &cobra.Command{
 		Use:   "bench-capture",
@@ -25,17 +23,17 @@ template build.
 Prints a markdown table (or --json). Everything created is removed at the end.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if isTerminal(os.Stderr) {
-				opts.Log = os.Stderr
+			if g.ErrIsTerminal() {
+				opts.Log = g.IO.Err
 			}
 			rep, err := capturebench.Run(cmd.Context(), opts)
 			if err != nil {
 				return err
 			}
 			if g.JSON {
-				return printJSON(rep)
+				return g.PrintJSON(rep)
 			}
-			return capturebench.Markdown(os.Stdout, rep)
+			return capturebench.Markdown(g.IO.Out, rep)
 		},
 	}
 	fl := cmd.Flags()
