@@ -15,6 +15,7 @@ import (
 	"github.com/pristinedb/pristine/internal/catalog"
 	"github.com/pristinedb/pristine/internal/cow"
 	"github.com/pristinedb/pristine/internal/mariadb"
+	"golang.org/x/sync/errgroup"
 )
 
 // Options shapes a pool.
@@ -269,33 +270,20 @@ func (p *Pool) startAll(ctx context.Context) error {
 }
 
 // parallel runs f on every slot, n at a time, and returns the first error
-// (which cancels the rest).
+// (which cancels the rest), or ctx's error when ctx ended first.
 func (p *Pool) parallel(ctx context.Context, n int, f func(context.Context, *slot) error) error {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	sem := make(chan struct{}, n)
-	var (
-		wg    sync.WaitGroup
-		once  sync.Once
-		first error
-	)
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(n)
 	for _, s := range p.slots {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func(s *slot) {
-			defer wg.Done()
-			defer func() { <-sem }()
-			if ctx.Err() != nil {
-				return
+		g.Go(func() error {
+			if gctx.Err() != nil {
+				return nil // cancelled: the first error, or ctx's, is returned
 			}
-			if err := f(ctx, s); err != nil {
-				once.Do(func() { first = err; cancel() })
-			}
-		}(s)
+			return f(gctx, s)
+		})
 	}
-	wg.Wait()
-	if first == nil {
-		first = ctx.Err()
+	if err := g.Wait(); err != nil {
+		return err
 	}
-	return first
+	return ctx.Err()
 }

@@ -6,8 +6,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sync"
 	"time"
+
+	"golang.org/x/sync/errgroup"
 )
 
 // LastUsed is when the pool last handed out a lease (or came up).
@@ -87,15 +88,12 @@ func (p *Pool) Down(ctx context.Context) error {
 		close(p.stop)
 	}
 	p.wg.Wait()
-	var wg sync.WaitGroup
+	// Every slot is tried, whatever others did: each error is kept.
+	var g errgroup.Group
+	g.SetLimit(p.opt.Parallel)
 	errs := make([]error, len(p.slots))
-	sem := make(chan struct{}, p.opt.Parallel)
 	for i, s := range p.slots {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func(i int, s *slot) {
-			defer wg.Done()
-			defer func() { <-sem }()
+		g.Go(func() error {
 			p.mu.Lock()
 			srv := s.srv
 			p.mu.Unlock()
@@ -106,9 +104,10 @@ func (p *Pool) Down(ctx context.Context) error {
 			if errs[i] == nil {
 				p.releaseID(s)
 			}
-		}(i, s)
+			return nil
+		})
 	}
-	wg.Wait()
+	_ = g.Wait() // the errors are in errs
 	if p.memcg != nil {
 		p.memcg.remove(len(p.slots))
 	}
