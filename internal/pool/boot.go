@@ -218,5 +218,5 @@ func (p *Pool) watch(s *slot, srv server) {
 		return
 	}
 	p.stats.Replaced++
-	p.resetq <- s
+	p.queueReset(s)
 }

@@ -95,7 +95,7 @@ type Pool struct {
 	slots  []*slot
 	leases map[string]*Lease
 	closed bool
-	resetq chan *slot
+	resetq chan *slot    // slots to reset, each at most once (queueReset)
 	stop   chan struct{} // closed by Down
 	wg     sync.WaitGroup
 	stats  Stats
