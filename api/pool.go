@@ -56,8 +56,9 @@ type PoolStats struct {
 	// the daemon's --shrink-after idle.
 	Grown      int64 `json:"grown,omitempty"`
 	ShrunkIdle int64 `json:"shrunk_idle,omitempty"`
-	// IllegalMoves counts slot moves the pool's state machine refused: a
-	// bug in pristine, 0 in a healthy daemon.
+	// IllegalMoves counts slot moves the pool's state machine refused, and
+	// resets queued against the reset queue's rule: bugs in pristine, 0 in
+	// a healthy daemon.
 	IllegalMoves int64 `json:"illegal_moves,omitempty"`
 	// SlotDeaths counts slots whose server died, by reason.
 	SlotDeaths map[string]int64 `json:"slot_deaths,omitempty"`

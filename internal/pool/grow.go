@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"time"
+
+	"golang.org/x/sync/errgroup"
 )
 
 // MaxSlots is the most slots a pool may have, counting the ones it grew.
@@ -93,23 +95,20 @@ func (p *Pool) startGrown(slots []*slot) {
 		case <-ctx.Done():
 		}
 	}()
-	sem := make(chan struct{}, p.opt.Parallel)
-	done := make(chan struct{}, len(slots))
+	var g errgroup.Group
+	g.SetLimit(p.opt.Parallel)
 	for _, s := range slots {
-		sem <- struct{}{}
-		go func(s *slot) {
-			defer func() { <-sem; done <- struct{}{} }()
+		g.Go(func() error {
 			p.mu.Lock()
 			gen := s.gen
 			p.mu.Unlock()
 			if err := p.startSlot(ctx, s, gen); err != nil {
 				p.growFailed(s, gen, err)
 			}
-		}(s)
+			return nil // a slot that did not start is retired, the others go on
+		})
 	}
-	for range slots {
-		<-done
-	}
+	_ = g.Wait()
 }
 
 // growFailed retires a grown slot whose server did not start.

@@ -216,3 +216,85 @@ func lessCounters(mark string, d int64) (string, error) {
 	}
 	return withCounters(mark, strconv.FormatInt(n-d, 10)), nil
 }
+
+// ReleaseMode says what the holder did with a lease.
+type ReleaseMode int
+
+// The release modes.
+const (
+	// Dirty: the database may have been written; reset before reuse.
+	Dirty ReleaseMode = iota
+	// Unchanged: the holder says it wrote nothing. pristine checks the
+	// server's write counters and, when they did not move, hands the
+	// database out again at once; otherwise it resets it.
+	Unchanged
+)
+
+// Release returns a lease. A dirty (or kept, or unverifiable) database is
+// reset in the background; an unchanged one is handed out again at once.
+// It reports whether the database will be reset.
+func (p *Pool) Release(ctx context.Context, id string, mode ReleaseMode) (reset bool, err error) {
+	p.mu.Lock()
+	l, ok := p.leases[id]
+	if !ok {
+		err := p.lostErr(id)
+		p.mu.Unlock()
+		if err != nil {
+			return false, err
+		}
+		return false, fmt.Errorf("%w %q: it was released already, or belongs to another pool (see `pristine pool status`)", ErrUnknownLease, id)
+	}
+	s := p.slots[l.Slot]
+	// Only a slot with one database can be checked: with several, the
+	// server's counters mix the writes of several holders.
+	// Nor can a lease restored after a daemon restart: the marks were
+	// taken after its holder's writes.
+	if mode == Dirty || l.Kept || len(s.units) > 1 || l.restored {
+		p.releaseLocked(l)
+		p.mu.Unlock()
+		return true, nil
+	}
+	p.forget(l)
+	u := &s.units[0]
+	u.lease, u.checking = nil, true
+	srv, acct := s.srv, u.acct
+	was := check{mark: s.mark, files: s.files}
+	gen := s.gen
+	p.mu.Unlock()
+
+	fresh, now, err := srv.recycle(ctx, was, acct, u.db, slotDirs(s))
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	u.checking = false
+	if s.gen != gen || p.closed {
+		return true, nil // the slot died or the pool went down meanwhile: the check's result is dropped
+	}
+	if err != nil || !fresh.ok() {
+		if err != nil {
+			p.log.Info("release unchanged: resetting", "template", p.Meta.Name, "slot", s.idx, "lease", id, "why", err.Error())
+		}
+		p.resetIfDone(s)
+		return true, nil
+	}
+	u.acct, u.spent, s.mark, s.files = fresh, false, now.mark, now.files
+	p.stats.Reused++
+	if s.active() == 0 {
+		if err := p.move(s, Ready, "released unchanged"); err != nil {
+			return false, err
+		}
+	}
+	p.signal()
+	return false, nil
+}
+
+// releaseLocked ends a lease whose database will be reset.
+func (p *Pool) releaseLocked(l *Lease) {
+	p.forget(l)
+	s := p.slots[l.Slot]
+	for i := range s.units {
+		if s.units[i].lease == l {
+			s.units[i].lease = nil
+		}
+	}
+	p.resetIfDone(s)
+}

@@ -146,6 +146,9 @@ type slot struct {
 	err   string // last failure, for status
 	// failing is set while resets of the slot keep failing.
 	failing bool
+	// queued is set while the slot is in the reset queue (Pool.resetq;
+	// at most once: queueReset).
+	queued bool
 	// baseBlocks is what the clone's files took when the slot became
 	// ready; overCap is set once it wrote more than Options.SlotDisk.
 	baseBlocks int64

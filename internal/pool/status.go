@@ -26,8 +26,8 @@ type Stats struct {
 	// slots ShrinkIdle retired.
 	Grown      int64 `json:"grown,omitempty"`
 	ShrunkIdle int64 `json:"shrunk_idle,omitempty"`
-	// IllegalMoves counts slot moves the state machine refused (a bug;
-	// each is logged).
+	// IllegalMoves counts slot moves the state machine refused and resets
+	// queued against the queue's rule (resetworker.go): each a bug, logged.
 	IllegalMoves int64 `json:"illegal_moves,omitempty"`
 	// SlotDeaths counts slots whose server died, by reason (Reason*).
 	SlotDeaths map[string]int64 `json:"slot_deaths,omitempty"`

@@ -1,0 +1,126 @@
+package pool
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+)
+
+// LastUsed is when the pool last handed out a lease (or came up).
+func (p *Pool) LastUsed() time.Time {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.lastLease
+}
+
+// Live counts the slots that are not retired.
+func (p *Pool) Live() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.live()
+}
+
+// live is Live; the caller holds p.mu.
+func (p *Pool) live() int {
+	n := 0
+	for _, s := range p.slots {
+		if s.state != Retired {
+			n++
+		}
+	}
+	return n
+}
+
+// Shrink retires up to n ready slots (stops their servers and removes their
+// clones) and returns how many it retired. Leased slots are never touched.
+func (p *Pool) Shrink(n int) int {
+	var doomed []*slot
+	p.mu.Lock()
+	for i := len(p.slots) - 1; i >= 0 && len(doomed) < n; i-- {
+		if s := p.slots[i]; s.state == Ready && p.move(s, Retired, "shrink") == nil {
+			s.retiring = true
+			doomed = append(doomed, s)
+		}
+	}
+	p.mu.Unlock()
+	p.retire(doomed)
+	return len(doomed)
+}
+
+// retire stops the servers of slots just moved to Retired (and marked
+// retiring) and removes their clones. Nothing touches a retired slot's
+// server and clone but this; Grow starts the slot again only once it is
+// done. A slot whose clone could not be removed keeps its server id and
+// is never started again.
+func (p *Pool) retire(doomed []*slot) {
+	for _, s := range doomed {
+		p.mu.Lock()
+		srv := s.srv
+		p.mu.Unlock()
+		if srv != nil {
+			srv.kill()
+		}
+		removed := p.backend.Remove(filepath.Join(s.dir, "data")) == nil
+		if removed {
+			p.releaseID(s)
+		}
+		p.mu.Lock()
+		s.retiring = !removed
+		p.mu.Unlock()
+	}
+}
+
+// Down stops every server of the pool and removes every clone. It is safe
+// to call more than once.
+func (p *Pool) Down(ctx context.Context) error {
+	p.mu.Lock()
+	wasClosed := p.closed
+	p.closed = true
+	p.signal()
+	p.mu.Unlock()
+	if !wasClosed {
+		close(p.resetq)
+		close(p.stop)
+	}
+	p.wg.Wait()
+	// Every slot is tried, whatever others did: each error is kept.
+	var g errgroup.Group
+	g.SetLimit(p.opt.Parallel)
+	errs := make([]error, len(p.slots))
+	for i, s := range p.slots {
+		g.Go(func() error {
+			p.mu.Lock()
+			srv := s.srv
+			p.mu.Unlock()
+			if srv != nil {
+				srv.kill()
+			}
+			errs[i] = p.backend.Remove(filepath.Join(s.dir, "data"))
+			if errs[i] == nil {
+				p.releaseID(s)
+			}
+			return nil
+		})
+	}
+	_ = g.Wait() // the errors are in errs
+	if p.memcg != nil {
+		p.memcg.remove(len(p.slots))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("pool down: %w", err)
+	}
+	if err := p.cat.Root().Check(p.dir); err == nil {
+		if err := os.RemoveAll(p.dir); err != nil {
+			return fmt.Errorf("pool down: %w", err)
+		}
+	}
+	if err := p.cat.Root().Check(p.run); err == nil {
+		_ = os.RemoveAll(p.run)
+	}
+	return nil
+}
