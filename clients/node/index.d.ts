@@ -98,6 +98,11 @@ export interface LeaseRequest {
   wait?: number;
   /** The holder process: the lease is reclaimed when it exits (default: this process). */
   pid?: number;
+  /**
+   * How many slots the run uses at once: a smaller pool grows to it first, or the
+   * lease fails at once (507) when the daemon's --max-memory/--max-disk cannot hold it.
+   */
+  minSize?: number;
 }
 
 export interface LeaseSummary {
@@ -182,7 +187,7 @@ export function ensurePool(client: Client, name: string, hash: string, size: num
 export function runCommand(command: string, conn: TemplateAnswer, options?: { cwd?: string }): Promise<string>;
 export function prepare(client: Client, options: PrepareOptions): Promise<{ template: string; hash: string; key: string }>;
 /** Leases with errors that name the cause and the fix. */
-export function acquire(client: Client, req: { template: string; holder?: string; wait?: number; ttl?: number }): Promise<Lease>;
+export function acquire(client: Client, req: { template: string; holder?: string; wait?: number; ttl?: number; minSize?: number }): Promise<Lease>;
 /** Releases a lease, or keeps it when failed and keepFailed; resolves to the message to print ('' when none). */
 export function finish(client: Client, lease: Lease, options?: { failed?: boolean; keepFailed?: boolean; unchanged?: boolean }): Promise<string>;
 export function defaultRoot(): string;

@@ -256,7 +256,11 @@ class Client {
     return this.request('GET', '/v1/pools');
   }
 
-  /** Brings a pool up; resolves to its status once every slot is ready. */
+  /**
+   * Brings a pool up; resolves to its status once every slot is ready. For
+   * a smaller pool of the same template that is up, grows it to `size`: the
+   * status comes back at once, the new slots start in the background.
+   */
   async poolUp(template, size) {
     const res = await this.raw('POST', '/v1/pools', { template, size });
     if (res.status !== 200) {
@@ -286,9 +290,13 @@ class Client {
    * one and for a pool a peer is still bringing up. `pid` (default: this
    * process) is the holder process: the daemon reclaims the lease when it
    * exits. A 429 is retried after its Retry-After within the wait.
+   * `minSize` is how many slots the run uses at once: a smaller pool grows
+   * to it first, at once, or the call fails at once (507) naming the
+   * daemon's --max-memory/--max-disk when they do not fit.
    */
-  async lease({ template, holder = '', ttl = 0, wait = 60, pid = process.pid } = {}) {
+  async lease({ template, holder = '', ttl = 0, wait = 60, pid = process.pid, minSize = 0 } = {}) {
     const body = { holder, pid };
+    if (minSize > 0) body.min_size = minSize;
     if (template) body.template = template;
     if (ttl) body.ttl_seconds = ttl;
     const deadline = Date.now() + wait * 1000;

@@ -83,8 +83,12 @@ async function buildTemplate(client, name, a, build) {
 }
 
 /**
- * Makes sure a pool of template `hash` is up, bringing one of `size` slots
- * up when none is. A pool of the same name built from other files is
+ * Makes sure a pool of template `hash` is up with at least `size` slots:
+ * brings one of `size` slots up when none is, and grows a smaller one to
+ * `size` (at once: the new slots start in the background and leases wait
+ * for them; a notice goes to stderr). Growth beyond the daemon's
+ * --max-memory/--max-disk fails at once with the daemon's message, which
+ * names the limit. A pool of the same name built from other files is
  * replaced when nobody holds a lease on it, and refused otherwise. A pool a
  * peer is bringing up right now counts as up: leases wait for it.
  */
@@ -98,7 +102,10 @@ async function ensurePool(client, name, hash, size) {
     if (!(e instanceof PristineError) || e.status !== 404) throw rewrap(e, `pool ${name}: ${e.message}`);
   }
   if (st) {
-    if (st.hash === hash) return;
+    if (st.hash === hash) {
+      if ((st.size || 0) < size) await growPool(client, name, hash, st.size || 0, size);
+      return;
+    }
     if (st.leased > 0) {
       throw new PristineError(`pool ${name}: a pool of an older build of this template is up with ${st.leased} leases: ` +
         `let its tests end, or run \`pristine pool down --template ${name}\``, 409);
@@ -111,6 +118,19 @@ async function ensurePool(client, name, hash, size) {
     if (e instanceof PristineError && e.status === 409) return; // a peer brought it up first
     throw rewrap(e, `pool ${name}: ${e.message}`);
   }
+}
+
+/** Grows the pool of `name` from `have` to `size` slots and says so. */
+async function growPool(client, name, hash, have, size) {
+  let st;
+  try {
+    st = await client.poolUp(hash, size);
+  } catch (e) {
+    if (e instanceof PristineError && e.status === 409) return; // a peer grew it first
+    throw rewrap(e, `pool ${name}: grow it from ${have} to ${size} slots: ${e.message}`);
+  }
+  process.stderr.write(`pristine: pool ${name} had ${have} slots, this run needs ${size}: grew it to ${(st && st.size) || size} ` +
+    "(the extra slots go again after the daemon's --shrink-after idle)\n");
 }
 
 /** The environment a command sees for a connection's `env` list (NAME=VALUE). */
@@ -201,9 +221,9 @@ function leaseError(e, template, wait) {
  * Leases a database of `template` for `holder` (held by this process), with
  * errors that name the cause and the fix.
  */
-async function acquire(client, { template, holder = '', wait = 60, ttl = 0 }) {
+async function acquire(client, { template, holder = '', wait = 60, ttl = 0, minSize = 0 }) {
   try {
-    return await client.lease({ template, holder, wait, ttl });
+    return await client.lease({ template, holder, wait, ttl, minSize });
   } catch (e) {
     throw leaseError(e, template, wait);
   }

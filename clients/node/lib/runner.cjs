@@ -36,6 +36,9 @@ async function setupRun(options, { framework, workers, cwd }) {
     unchanged: (options.release || 'unchanged') !== 'dirty',
     wait: options.wait || 60,
     ttl: options.ttl || 0,
+    // Every lease carries it as min_size: a pool that shrank since (or
+    // another run's, smaller) grows back before a worker waits.
+    poolSize,
     setupSeconds: (Date.now() - started) / 1000,
   };
   if (client.token && !process.env.PRISTINE_TOKEN) process.env.PRISTINE_TOKEN = client.token;
@@ -98,7 +101,7 @@ class Holder {
   }
 
   async begin(holder) {
-    this.current = await acquire(this.client, { template: this.run.template, holder: `${this.run.run} ${holder}`, wait: this.run.wait, ttl: this.run.ttl });
+    this.current = await acquire(this.client, { template: this.run.template, holder: `${this.run.run} ${holder}`, wait: this.run.wait, ttl: this.run.ttl, minSize: this.run.poolSize || 0 });
     if (this.setEnv) exportEnv(this.current);
     return this.current;
   }

@@ -152,3 +152,61 @@ test('a pool of an older build with leases held is refused with the command to r
 test('a TTL out of range is the daemon\'s 400 with the range', { skip }, async () => {
   await assert.rejects(d.client.lease({ template: 'notes', ttl: 1e300 }), (e) => e.status === 400 && /ttl_seconds/.test(e.message));
 });
+
+test('a run that needs more slots than the pool has grows it: a lease\'s minSize, and ensurePool of a larger size', { skip }, async () => {
+  const p = await prepare(d.client, { template: 'grows', files: ['migrations'], keyExtra: ['grows'], migrate: MIGRATE, cwd: dir, poolSize: 1 });
+  assert.equal((await d.client.pool('grows')).size, 1);
+  const held = [await acquire(d.client, { template: 'grows', holder: 'node test a' })];
+  try {
+    // Without minSize a second lease waits for the one slot.
+    await assert.rejects(acquire(d.client, { template: 'grows', wait: 1 }), (e) => e.status === 503);
+    held.push(await acquire(d.client, { template: 'grows', holder: 'node test b', minSize: 3 }));
+    assert.equal((await d.client.pool('grows')).size, 3);
+    held.push(await acquire(d.client, { template: 'grows', holder: 'node test c' }));
+    assert.equal(new Set(held.map((l) => `${l.port}/${l.database}`)).size, 3);
+    assert.deepEqual(await rows(held[1]), ['seed']);
+    // ensurePool of a larger size grows the pool at once and says so.
+    const writes = [];
+    const orig = process.stderr.write;
+    process.stderr.write = (s, ...rest) => { writes.push(String(s)); return true; };
+    try {
+      await ensurePool(d.client, 'grows', p.hash, 4);
+    } finally {
+      process.stderr.write = orig;
+    }
+    assert.match(writes.join(''), /pristine: pool grows had 3 slots, this run needs 4: grew it to 4/);
+    held.push(await acquire(d.client, { template: 'grows', holder: 'node test d' }));
+    assert.deepEqual(await rows(held[3]), ['seed']);
+  } finally {
+    for (const l of held) await finish(d.client, l);
+  }
+  await d.client.poolDown('grows');
+});
+
+test('the Jest/Vitest run setup grows a smaller pool to the run\'s size, and its leases carry it as minSize', { skip }, async () => {
+  const { createRequire } = await import('node:module');
+  const { setupRun, Holder } = createRequire(import.meta.url)('../lib/runner.cjs');
+  const opts = { client: d.client, template: 'grows-run', files: ['migrations'], keyExtra: ['grows-run'], migrate: MIGRATE, cwd: dir };
+  await setupRun({ ...opts, poolSize: 1 }, { framework: 'jest', workers: 1, cwd: dir });
+  assert.equal((await d.client.pool('grows-run')).size, 1);
+  // A later run with 2 workers (a pool size of 4) grows it at once.
+  const run = await setupRun(opts, { framework: 'jest', workers: 2, cwd: dir });
+  assert.equal(run.poolSize, 4);
+  assert.equal((await d.client.pool('grows-run')).size, 4);
+  // The pool is taken down and brought up smaller behind the run's back:
+  // a worker's lease grows it back (min_size) instead of waiting.
+  const hash = (await d.client.pool('grows-run')).hash;
+  await d.client.poolDown('grows-run');
+  await d.client.poolUp(hash, 1);
+  run.socket = d.client.socket;
+  const holders = [new Holder(run), new Holder(run)];
+  await holders[0].begin('worker 1');
+  await holders[1].begin('worker 2');
+  try {
+    assert.equal((await d.client.pool('grows-run')).size, 4);
+    assert.notEqual(holders[0].lease.port, holders[1].lease.port);
+  } finally {
+    for (const h of holders) await h.end(false);
+  }
+  await d.client.poolDown('grows-run');
+});

@@ -129,6 +129,28 @@ class ClientTest < Minitest::Test
     assert_includes [404, 410], e.status
   end
 
+  # A run that needs more slots than the pool has grows it: a lease with
+  # min_size, and ensure_pool of a larger size (which says so on stderr).
+  def test_a_smaller_pool_grows
+    t = Pristine.ensure_template(client, "grows", key("grows")) { |conn| canary_build(conn) }
+    Pristine.ensure_pool(client, "grows", t["hash"], 1)
+    assert_equal 1, client.pool("grows")["size"].to_i
+    a = client.lease(template: "grows", holder: "ruby test a")
+    # Without min_size a second lease waits for the one slot.
+    e = assert_raises(Pristine::Error) { client.lease(template: "grows", wait: 1) }
+    assert_equal 503, e.status
+    b = client.lease(template: "grows", holder: "ruby test b", min_size: 3, wait: 60)
+    assert_equal 3, client.pool("grows")["size"].to_i
+    c = client.lease(template: "grows", holder: "ruby test c", wait: 60)
+    assert_equal 3, [a, b, c].map { |l| [l.port, l.database] }.uniq.size
+    assert_equal "pristine", canary(b)
+    _, err = capture_io { Pristine.ensure_pool(client, "grows", t["hash"], 4) }
+    assert_match(/pristine: pool grows had 3 slots, this run needs 4: grew it to 4/, err)
+    d = client.lease(template: "grows", holder: "ruby test d", wait: 60)
+    assert_equal "pristine", canary(d)
+    [a, b, c, d].each { |l| client.release(l.id) }
+  end
+
   def test_out_of_range_values_give_the_daemons_400
     e = assert_raises(Pristine::Error) { client.lease(template: "leases", ttl: 1e300, wait: 1) }
     assert_equal 400, e.status

@@ -17,6 +17,17 @@ class ActiveSupport::TestCase
 
   fixtures :all
 
+  # Which database each worker leased (its setup ran after pristine's hook),
+  # for run-parallel.sh's checks: every worker counts, even one that the
+  # others left no test to run.
+  if ENV["EXAMPLE_LOG"]
+    parallelize_setup do |i|
+      row = ActiveRecord::Base.connection.select_rows("SELECT DATABASE(), @@port").first
+      lease = Pristine::Rails.process_lease&.id if Pristine::Rails.enabled?
+      File.open(ENV["EXAMPLE_LOG"], "a") { |f| f.puts ["setup", Process.pid, lease || "-", row[1], row[0], "worker-#{i}"].join(" ") }
+    end
+  end
+
   # scripts/bench-rails.sh: how long each worker's database took (Rails' own
   # db_test-N and schema load, or pristine's lease).
   if ENV["SETUP_LOG"]

@@ -110,7 +110,9 @@ module Pristine
     end
 
     # POST /v1/pools: brings a pool up and returns its status once every slot
-    # is ready (the daemon streams progress as JSON lines).
+    # is ready (the daemon streams progress as JSON lines). For a smaller
+    # pool of the same template that is up, grows it to +size+: the status
+    # comes back at once, the new slots start in the background.
     def pool_up(template, size)
       status, _, raw = exchange("POST", "/v1/pools", { "template" => template, "size" => size }, nil)
       if status != 200
@@ -134,8 +136,12 @@ module Pristine
     # Leases a database, waiting up to +wait+ seconds for a free one (and for
     # a pool a peer is still bringing up). +pid+ (default: this process) is
     # the holder process: the daemon reclaims the lease when it exits.
-    def lease(template: nil, holder: "", wait: 60, pid: Process.pid, ttl: 0)
+    # +min_size+ is how many slots the run uses at once: a smaller pool
+    # grows to it first, at once, or the call fails at once (507) naming
+    # the daemon's --max-memory/--max-disk when they do not fit.
+    def lease(template: nil, holder: "", wait: 60, pid: Process.pid, ttl: 0, min_size: 0)
       body = { "holder" => holder, "pid" => pid }
+      body["min_size"] = min_size if min_size.positive?
       body["template"] = template if template && !template.empty?
       body["ttl_seconds"] = ttl if ttl.positive?
       deadline = now + wait

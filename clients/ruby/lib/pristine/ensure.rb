@@ -70,8 +70,12 @@ module Pristine
   end
   private_class_method :build_template
 
-  # Makes sure a pool of template +hash+ is up, bringing one of +size+ slots
-  # up when none is. A pool of the same name built from other files is
+  # Makes sure a pool of template +hash+ is up with at least +size+ slots:
+  # brings one of +size+ slots up when none is, and grows a smaller one to
+  # +size+ (at once: the new slots start in the background and leases wait
+  # for them; a notice goes to stderr). Growth beyond the daemon's
+  # --max-memory/--max-disk fails at once with the daemon's message, which
+  # names the limit. A pool of the same name built from other files is
   # replaced when nobody holds a lease on it, and refused otherwise. A pool a
   # peer is bringing up right now counts as up: leases wait for it.
   def ensure_pool(client, name, hash, size)
@@ -85,7 +89,10 @@ module Pristine
       raise if e.status != 404
     end
     if st
-      return if st["hash"] == hash
+      if st["hash"] == hash
+        grow_pool(client, name, hash, st["size"].to_i, size) if st["size"].to_i < size
+        return
+      end
 
       if st["leased"].to_i.positive?
         raise Error, "pool #{name}: a pool of an older build of this template is up with #{st['leased']} leases: " \
@@ -99,6 +106,19 @@ module Pristine
       raise Error.new("pool #{name}: #{e.message}", e.status) if e.status != 409 # 409: a peer did it first
     end
   end
+
+  def grow_pool(client, name, hash, have, size)
+    st = begin
+      client.pool_up(hash, size)
+    rescue Error => e
+      return if e.status == 409 # a peer grew it first
+
+      raise Error.new("pool #{name}: grow it from #{have} to #{size} slots: #{e.message}", e.status)
+    end
+    warn "pristine: pool #{name} had #{have} slots, this run needs #{size}: grew it to #{(st || {})['size'] || size} " \
+         "(the extra slots go again after the daemon's --shrink-after idle)"
+  end
+  private_class_method :grow_pool
 
   # The environment a migration command sees for the template server the
   # daemon's answer +conn+ describes: the daemon's env (DATABASE_URL,

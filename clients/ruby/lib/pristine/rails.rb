@@ -113,26 +113,6 @@ module Pristine
         end
         @template_hash = t["hash"]
         Pristine.ensure_pool(client, c.template, @template_hash, c.pool_size)
-        grow_pool
-      end
-
-      # A pool an earlier run brought up with fewer databases than this run
-      # needs is brought up again at this run's size when nobody holds a
-      # lease on it; otherwise this run's leases wait for free ones.
-      def grow_pool
-        st = client.pool(config.template)
-        return if st["size"].to_i >= config.pool_size
-
-        if st["leased"].to_i.positive?
-          warn "pristine: pool #{config.template} has #{st['size']} databases, fewer than the #{config.pool_size} " \
-               "this run asks for, and #{st['leased']} are leased: tests wait for free ones; bring it up again " \
-               "with `pristine pool down --template #{config.template}` when they are released"
-          return
-        end
-        client.pool_down(config.template)
-        Pristine.ensure_pool(client, config.template, @template_hash, config.pool_size)
-      rescue Error => e
-        raise unless e.status == 503 || e.status == 404 # coming up, or taken down by a peer: leases wait
       end
 
       # Runs the build command (bin/rails db:schema:load, ...) in the
@@ -169,17 +149,23 @@ module Pristine
 
         @process_lease = nil
         @failed = []
-        holder ||= "#{config.holder} pid #{Process.pid}"
+        # A worker's replacement for a kept database keeps its holder name.
+        @process_holder = nil if @process_holder_pid != Process.pid
+        @process_holder = holder if holder
+        @process_holder_pid = Process.pid
+        holder = @process_holder || "#{config.holder} pid #{Process.pid}"
         begin
-          @process_lease = lease(holder)
+          @process_lease = lease(holder, extra: kept_here)
         rescue StandardError => e
           @process_error = e
           @process_error_pid = Process.pid
           raise
         end
         @process_lease_pid = Process.pid
-        pid = Process.pid
-        at_exit { release_process! if Process.pid == pid }
+        if @at_exit_pid != Process.pid
+          @at_exit_pid = pid = Process.pid
+          at_exit { release_process! if Process.pid == pid }
+        end
         connect(@process_lease)
         @process_lease
       end
@@ -210,9 +196,35 @@ module Pristine
         connect(@process_lease) if @process_lease && @process_lease_pid == Process.pid
       end
 
-      # Notes a failed test of this process's database.
+      # A test failed on this process's database. With keep_failed the
+      # database is kept now, as that test left it (a later test of the
+      # worker would change it: fixtures are loaded again, rows committed),
+      # and the process's next test leases a fresh one. Under
+      # parallelize(with: :threads) the threads share the database, so it
+      # is kept when the process ends instead.
       def failed!(name)
-        @failed << name
+        return unless config.keep_failed
+
+        l = @process_lease
+        return unless l && @process_lease_pid == Process.pid
+
+        if threads?
+          @failed << name
+          return
+        end
+        LOCK.synchronize do
+          @process_lease = nil
+          disconnect
+          finish(l, [name])
+          @kept_count = kept_here + 1
+          @kept_pid = Process.pid
+          forget_loaded_fixtures
+        end
+      end
+
+      # How many databases this process kept so far.
+      def kept_here
+        @kept_pid == Process.pid ? @kept_count.to_i : 0
       end
 
       # The connection settings of database.yml's test database, with the
@@ -223,8 +235,12 @@ module Pristine
 
       private
 
-      def lease(holder)
-        client.lease(template: config.template, holder: holder, wait: config.wait)
+      # Every lease carries min_size, the run's pool size plus the
+      # databases this process kept: a pool that is smaller (another run's,
+      # or shrunk since) grows to it before the lease waits.
+      def lease(holder, extra: 0)
+        client.lease(template: config.template, holder: holder, wait: config.wait,
+                     min_size: config.pool_size + extra)
       rescue NoDaemonError
         raise
       rescue Error => e
@@ -251,6 +267,25 @@ module Pristine
 
       def connect(lease)
         ActiveRecord::Base.establish_connection(connection_for(lease))
+      end
+
+      # Rails loads a transactional test class's fixtures once per process
+      # and remembers it; on a fresh database they must be loaded again.
+      def forget_loaded_fixtures
+        if ActiveRecord::TestFixtures.class_variable_defined?(:@@already_loaded_fixtures)
+          ActiveRecord::TestFixtures.class_variable_get(:@@already_loaded_fixtures)&.clear
+        end
+        ActiveRecord::FixtureSet.reset_cache if ActiveRecord::FixtureSet.respond_to?(:reset_cache)
+      rescue NameError
+        nil
+      end
+
+      # parallelize(with: :threads) (or parallelize_me!): several tests of
+      # this process run at once, on one database.
+      def threads?
+        defined?(ActiveSupport::TestCase) && ActiveSupport::TestCase.test_order == :parallel &&
+          !(defined?(ActiveSupport::Testing::Parallelization) &&
+            Minitest.parallel_executor.is_a?(ActiveSupport::Testing::Parallelization))
       end
 
       def disconnect

@@ -8,6 +8,7 @@ import java.util.concurrent.ConcurrentHashMap;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.springframework.boot.test.autoconfigure.orm.jpa.DataJpaTest;
+import org.springframework.jdbc.core.ConnectionCallback;
 import org.springframework.test.annotation.Commit;
 
 /**
@@ -30,6 +31,14 @@ abstract class PristineContract extends ProductRepositoryContract {
     void onAServerOfItsOwn() {
         mine = jdbc.queryForObject("SELECT CONCAT(@@port, '/', DATABASE())", String.class);
         assertTrue(RUNNING.add(mine), "another running test uses the same database: " + mine);
+        // -Dpristine.driver=mysql (examples/run-all.sh): the test's database
+        // is reached through mysql-connector-j, not MariaDB's driver.
+        String want = System.getProperty("pristine.driver", "");
+        if (!want.isEmpty()) {
+            String driver = jdbc.execute((ConnectionCallback<String>) c -> c.getMetaData().getDriverName());
+            assertTrue(driver.toLowerCase(java.util.Locale.ROOT).startsWith(want.equals("mysql") ? "mysql connector" : "mariadb connector"),
+                    "-Dpristine.driver=" + want + " but the test's connection is " + driver);
+        }
     }
 
     @AfterEach

@@ -452,15 +452,23 @@ public final class PristineClient {
     }
 
     /**
-     * Makes sure a pool of the template hash is up under name, bringing one
-     * of size slots up when none is. A pool of the same name built from other
-     * files is replaced when nobody holds a lease on it, and refused
+     * Makes sure a pool of the template hash is up under name with at least
+     * size slots: brings one of size slots up when none is, and grows a
+     * smaller one to size (at once: the new slots start in the background and
+     * leases wait for them; a notice goes to stderr). Growth beyond the
+     * daemon's --max-memory/--max-disk fails at once with the daemon's
+     * message, which names the limit. A pool of the same name built from
+     * other files is replaced when nobody holds a lease on it, and refused
      * otherwise; a pool a peer is bringing up right now counts as up.
      */
     public void ensurePool(String name, String hash, int size) {
         try {
             JsonNode st = pool(name);
             if (hash.equals(st.path("hash").asText())) {
+                int have = st.path("size").asInt(0);
+                if (have < size) {
+                    growPool(name, hash, have, size);
+                }
                 return;
             }
             int leased = st.path("leased").asInt(0);
@@ -493,6 +501,23 @@ public final class PristineClient {
         }
     }
 
+    /** Grows the pool of name from have to size slots, and says so on stderr. */
+    private void growPool(String name, String hash, int have, int size) {
+        JsonNode st;
+        try {
+            st = poolUp(hash, size);
+        } catch (NoDaemonException e) {
+            throw e;
+        } catch (PristineException e) {
+            if (e.status() == 409) {
+                return; // a peer grew it first
+            }
+            throw e.wrap("pool " + name + ": grow it from " + have + " to " + size + " slots");
+        }
+        System.err.println("pristine: pool " + name + " had " + have + " slots, this run needs " + size + ": grew it to "
+                + st.path("size").asInt(size) + " (the extra slots go again after the daemon's --shrink-after idle)");
+    }
+
     /**
      * Acquires a lease like {@link #lease}, but also waits (up to
      * req.waitSeconds, default 60) for a pool a peer is still bringing up,
@@ -506,7 +531,7 @@ public final class PristineClient {
         long deadline = System.nanoTime() + (long) (wait * 1e9);
         while (true) {
             double left = Math.max((deadline - System.nanoTime()) / 1e9, 0.001);
-            LeaseRequest r = new LeaseRequest(req.template(), req.holder(), req.ttlSeconds(), Math.min(left, MAX_WAIT), pid);
+            LeaseRequest r = new LeaseRequest(req.template(), req.holder(), req.ttlSeconds(), Math.min(left, MAX_WAIT), pid, req.minSize());
             try {
                 return lease(r);
             } catch (PristineException e) {

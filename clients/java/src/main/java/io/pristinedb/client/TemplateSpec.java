@@ -17,7 +17,7 @@ import java.util.concurrent.ConcurrentHashMap;
  * @param extra      strings hashed into the key too (a tool's version, a command)
  * @param builder    runs the migrations against the template server
  * @param database   the template's database name, or null for pristine's default
- * @param poolSize   the size of the pool brought up when none is
+ * @param poolSize   the pool's size: brought up at it when none is, grown to it when smaller
  * @param cache      a fleet cache (OCI repository), or null for {@code $PRISTINE_CACHE}
  */
 public record TemplateSpec(String name, List<String> patterns, List<String> extra, TemplateBuilder builder,
@@ -83,11 +83,13 @@ public record TemplateSpec(String name, List<String> patterns, List<String> extr
 
     /**
      * Leases a database of the pool for holder, waiting up to waitSeconds.
-     * A timeout says what to change.
+     * The request carries poolSize as min_size: a pool that is smaller (it
+     * shrank, or another run brought it up smaller) grows to it first. A
+     * timeout says what to change.
      */
     public Lease lease(PristineClient client, String holder, double waitSeconds) {
         try {
-            return client.leaseWait(LeaseRequest.of(name, holder).withWait(waitSeconds));
+            return client.leaseWait(LeaseRequest.of(name, holder).withWait(waitSeconds).withMinSize(poolSize));
         } catch (NoDaemonException e) {
             throw e;
         } catch (PristineException e) {

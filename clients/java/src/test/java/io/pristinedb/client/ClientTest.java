@@ -217,6 +217,42 @@ class ClientTest {
         assertTrue(c.leases().stream().noneMatch(l -> l.id().equals(held.id())), "still held after release");
     }
 
+    /** A run that needs more slots than the pool has grows it: min_size on a lease, ensurePool of a larger size. */
+    @Test
+    void aSmallerPoolGrowsToWhatTheRunNeeds() throws Exception {
+        PristineClient c = d.unix();
+        TemplateSpec one = new TemplateSpec("java-grows", List.of(), List.of(uniqueKey("grows")), TemplateSpecs.command(
+                "mariadb -u\"$MYSQL_USER\" \"$MYSQL_DATABASE\" < src/test/resources/schema.sql"), null, 1, null);
+        String hash = one.ensure(c);
+        assertEquals(1, c.pool("java-grows").path("size").asInt());
+        List<Lease> held = new ArrayList<>();
+        try {
+            held.add(one.lease(c, "a", 10));
+            // Without min_size a second lease waits for the one slot.
+            PristineException e = assertThrows(PristineException.class, () -> c.leaseWait(LeaseRequest.of("java-grows", "b").withWait(1)));
+            assertEquals(503, e.status(), e.getMessage());
+            held.add(c.leaseWait(LeaseRequest.of("java-grows", "b").withWait(60).withMinSize(3)));
+            assertEquals(3, c.pool("java-grows").path("size").asInt());
+            // A spec of pool size 4 (a run with more threads) grows it on its first lease.
+            TemplateSpec four = new TemplateSpec("java-grows", one.patterns(), one.extra(), one.builder(), null, 4, null);
+            held.add(four.lease(c, "c", 60));
+            assertEquals(4, c.pool("java-grows").path("size").asInt());
+            held.add(four.lease(c, "d", 60));
+            assertEquals(4, held.stream().map(l -> l.port() + "/" + l.database()).distinct().count());
+            try (Connection conn = held.get(3).connect()) {
+                assertEquals(1, count(conn, "SELECT COUNT(*) FROM items WHERE name = 'seed'"), "a grown slot is not of the template");
+            }
+            // ensurePool of a larger size grows it too.
+            c.ensurePool("java-grows", hash, 5);
+            assertEquals(5, c.pool("java-grows").path("size").asInt());
+        } finally {
+            for (Lease l : held) {
+                c.release(l.id(), false);
+            }
+        }
+        c.poolDown("java-grows");
+    }
+
     @Test
     void errorsOutOfRangeComeWithTheDaemonsMessage() {
         PristineException e = assertThrows(PristineException.class, () -> d.unix().lease(new LeaseRequest("x", "h", 1e300, 0, 0)));
