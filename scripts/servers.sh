@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The server matrix (issue 21): runs pristine's server-facing Go tests and
 # its core flow inside Debian roots that carry other servers than the
-# machine's own MariaDB:
+# machine's own MariaDB (internal/mariadb, internal/template, internal/pool
+# in both; internal/capture and internal/verify, with MySQL's own fidelity
+# corpus, in MySQL's):
 #
 #   mariadb-11.8  Debian 13 "trixie": mariadb-server, mariadb-client, mariadb-backup
 #   mysql-9.7     Debian unstable "sid": mysql-server-core, mysql-client-core
@@ -31,7 +33,9 @@ cd "$(dirname "$0")/.."
 repo="$PWD"
 
 ROOTS="${PRISTINE_SERVER_ROOTS:-/var/cache/pristine-server-roots}"
-# The server-facing packages: the server driver, template builds, the pool.
+# The server-facing packages: the server driver, template builds, the pool;
+# and per server, those that test its own dialect (EXTRA below), unless
+# SERVERS_PACKAGES names the packages for every server.
 PACKAGES="${SERVERS_PACKAGES:-./internal/mariadb ./internal/template ./internal/pool}"
 RUN="${SERVERS_RUN:-}"
 TIMEOUT="${SERVERS_TIMEOUT:-12m}"
@@ -40,6 +44,10 @@ TIMEOUT="${SERVERS_TIMEOUT:-12m}"
 declare -A SUITE=([mariadb-11.8]=trixie [mysql-9.7]=sid)
 declare -A PKGS=([mariadb-11.8]="mariadb-server mariadb-client mariadb-backup" [mysql-9.7]="mysql-server-core mysql-client-core")
 declare -A SERVERD=([mariadb-11.8]=/usr/sbin/mariadbd [mysql-9.7]=/usr/sbin/mysqld)
+# Packages only one server runs: MySQL's capture (logical and through the
+# clone plugin) and its fidelity corpus (testdata/fidelity-mysql).
+declare -A EXTRA=([mariadb-11.8]="" [mysql-9.7]="./internal/capture ./internal/verify")
+[ -z "${SERVERS_PACKAGES:-}" ] || EXTRA=([mariadb-11.8]="" [mysql-9.7]="")
 # What --version must say: the flavour and the major.minor the matrix is for.
 declare -A WANT=([mariadb-11.8]="Ver 11\.8\..*MariaDB" [mysql-9.7]="Ver 9\.7\.")
 ALL=(mariadb-11.8 mysql-9.7)
@@ -202,10 +210,16 @@ if [ "$build_only" -eq 1 ]; then exit 0; fi
 GO="$(cat .go-path 2>/dev/null || command -v go)"
 export GOTOOLCHAIN="${GOTOOLCHAIN:-auto}"
 WORK="$(mktemp -d /tmp/pristine-servers-XXXXXX)"
-log "compiling the test binaries of $PACKAGES and bin/pristine on the host"
+all_pkgs="$PACKAGES"
+for s in "${servers[@]}"; do
+  for p in ${EXTRA[$s]}; do
+    case " $all_pkgs " in *" $p "*) ;; *) all_pkgs="$all_pkgs $p" ;; esac
+  done
+done
+log "compiling the test binaries of $all_pkgs and bin/pristine on the host"
 CGO_ENABLED=0 "$GO" build -trimpath -o "$WORK/pristine" ./cmd/pristine
 tests=()
-for p in $PACKAGES; do
+for p in $all_pkgs; do
   name="$(echo "${p#./}" | tr '/' '-').test"
   CGO_ENABLED=0 "$GO" test -c -o "$WORK/$name" "$p"
   # A package may hold no tests: go test -c then writes nothing.
@@ -232,6 +246,7 @@ for s in "${servers[@]}"; do
   done
   for t in "${tests[@]}"; do
     p="${t%%=*}"; bin="${t#*=}"
+    case " $PACKAGES ${EXTRA[$s]} " in *" $p "*) ;; *) continue ;; esac
     log "$s: go test $p (in the $s root)"
     args=(-test.count=1 -test.timeout "$TIMEOUT")
     [ -z "$RUN" ] || args+=(-test.run "$RUN")
