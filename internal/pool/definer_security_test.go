@@ -506,11 +506,10 @@ func contains(xs []string, x string) bool {
 
 // TestSecurityDefinerGadgetCapture: the same swap in a template captured
 // from a live server (logical, and physical where mariadb-backup is
-// installed), whose view and trigger the source's root made and whose
+// installed, or through MySQL's clone plugin), whose view and trigger the source's root made and whose
 // reporting account has global privileges: the capture keeps their names,
 // the build re-owns or reduces them.
 func TestSecurityDefinerGadgetCapture(t *testing.T) {
-	mariadbtest.SkipOnMySQL(t, "capture from a live MySQL server is not written yet (issue 21)")
 	src := mariadbtest.Start(t)
 	sdb := mariadbtest.Open(t, src, "")
 	mariadbtest.Exec(t, sdb,
@@ -529,12 +528,26 @@ func TestSecurityDefinerGadgetCapture(t *testing.T) {
 	)
 	for _, method := range []string{"logical", "physical"} {
 		t.Run(method, func(t *testing.T) {
-			if _, err := exec.LookPath("mariadb-backup"); err != nil && method == "physical" {
+			source := "mysql://root@localhost/?socket=" + src.Config.Socket()
+			if method == "physical" && src.Binary.Flavor == mariadb.MySQL {
+				// The clone plugin reads the source over TCP, as an
+				// account with BACKUP_ADMIN.
+				var n int
+				if err := sdb.QueryRow("SELECT COUNT(*) FROM information_schema.PLUGINS WHERE PLUGIN_NAME = 'clone' AND PLUGIN_STATUS = 'ACTIVE'").Scan(&n); err != nil {
+					t.Fatal(err)
+				}
+				if n == 0 {
+					mariadbtest.Exec(t, sdb, "INSTALL PLUGIN clone SONAME 'mysql_clone.so'")
+				}
+				mariadbtest.Exec(t, sdb, "CREATE USER IF NOT EXISTS cloner@'127.0.0.1' IDENTIFIED BY 'cloner-pw'",
+					"GRANT BACKUP_ADMIN, SELECT, SHOW VIEW, EVENT, TRIGGER, RELOAD, PROCESS, REPLICATION CLIENT ON *.* TO cloner@'127.0.0.1'")
+				source = fmt.Sprintf("mysql://cloner:cloner-pw@127.0.0.1:%d/", src.Config.Port)
+			} else if _, err := exec.LookPath("mariadb-backup"); err != nil && method == "physical" {
 				t.Skip("mariadb-backup is not installed: physical capture cannot be tested")
 			}
 			st := templatetest.NewBuilder(t, "auto")
 			m, _, err := st.Build(context.Background(), template.BuildOptions{Name: "shop", Profile: mariadb.DefaultProfile(),
-				Server: template.ServerSource{DSN: "mysql://root@localhost/?socket=" + src.Config.Socket(), Databases: []string{"shop"}, Method: method}})
+				Server: template.ServerSource{DSN: source, Databases: []string{"shop"}, Method: method}})
 			if err != nil {
 				t.Fatal(err)
 			}
