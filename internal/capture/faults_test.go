@@ -2,6 +2,7 @@ package capture_test
 
 import (
 	"context"
+	"fmt"
 	"database/sql"
 	"errors"
 	"math/rand/v2"
@@ -136,7 +137,7 @@ func TestFailuresLeaveNothing(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		_, err = srcDB.ExecContext(ctx, "KILL ?", id)
+		_, err = srcDB.ExecContext(ctx, fmt.Sprintf("KILL %d", id)) // MySQL takes no parameter in KILL
 		return err
 	}
 	var locker *sql.Conn

@@ -44,13 +44,17 @@ import (
 // testdata/fidelity-mysql for MySQL (its own features: functional and
 // multi-valued indexes, invisible columns, CHECK constraints, roles with
 // a default role), chosen by the installed server.
-var corpusDir = "../../testdata/fidelity"
+const corpusDir = "../../testdata/fidelity"
 
-// useCorpusFor picks the corpus of the installed server's dialect.
-func useCorpusFor(t *testing.T) {
+// mysqlCorpusDir is MySQL's corpus.
+const mysqlCorpusDir = "../../testdata/fidelity-mysql"
+
+// corpusFor is the corpus of the installed server's dialect.
+func corpusFor(t *testing.T) string {
 	if mariadbtest.Binary(t).Flavor == mariadb.MySQL {
-		corpusDir = "../../testdata/fidelity-mysql"
+		return mysqlCorpusDir
 	}
+	return corpusDir
 }
 
 // corpusEnv is what the cases share: one store on /dev/shm and the client.
@@ -90,7 +94,7 @@ type fidelityCase struct {
 	known     map[string][]string // the same for known differences
 }
 
-func loadCases(t *testing.T) []fidelityCase {
+func loadCases(t *testing.T, corpusDir string) []fidelityCase {
 	ents, err := os.ReadDir(corpusDir)
 	if err != nil {
 		t.Fatal(err)
@@ -136,10 +140,10 @@ func lines(t *testing.T, path string) []string {
 
 func TestFidelityCorpus(t *testing.T) {
 	e := newCorpusEnv(t)
-	useCorpusFor(t)
-	cases := loadCases(t)
+	dir := corpusFor(t)
+	cases := loadCases(t, dir)
 	if len(cases) == 0 {
-		t.Fatal("no cases in " + corpusDir)
+		t.Fatal("no cases in " + dir)
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) { e.run(t, c) })

@@ -48,7 +48,11 @@ func (r *reader) checksums(db *sql.DB, workers int) error {
 				var sum sql.NullString
 				var err error
 				if mysqlServer {
-					sum, err = rowsDigest(ctx, c, t[0], t[1])
+					if sum, err = rowsDigest(ctx, c, t[0], t[1]); err != nil {
+						errs[w] = err
+						cancel()
+						continue
+					}
 				} else {
 					err = c.QueryRowContext(ctx, "CHECKSUM TABLE "+quote.Qualified(t[0], t[1])+" EXTENDED").Scan(&name, &sum)
 				}
@@ -119,8 +123,15 @@ func rowsDigest(ctx context.Context, c *sql.Conn, schema, table string) (sql.Nul
 	if len(parts) == 0 {
 		return sql.NullString{}, fmt.Errorf("table %s has no stored columns", quote.Qualified(schema, table))
 	}
-	row := "MD5(CONCAT_WS(0x1f, " + strings.Join(parts, ", ") + "))"
+	// SHA2, not MD5: MySQL 9.7 has no MD5() (it is taken for a stored
+	// function). Two 60-bit slices of each row's hash, summed exactly
+	// (DECIMAL) and XORed.
+	row := "SHA2(CONCAT_WS(0x1f, " + strings.Join(parts, ", ") + "), 256)"
 	var sum sql.NullString
-	err = c.QueryRowContext(ctx, "SELECT CONCAT(COUNT(*), ':', COALESCE(SUM(CONV(LEFT("+row+", 15), 16, 10)), 0), ':', COALESCE(BIT_XOR(CONV(RIGHT("+row+", 15), 16, 10)), 0)) FROM "+quote.Qualified(schema, table)).Scan(&sum)
-	return sum, err
+	err = c.QueryRowContext(ctx, "SELECT CONCAT(COUNT(*), ':', COALESCE(SUM(CAST(CONV(LEFT("+row+", 15), 16, 10) AS UNSIGNED)), 0), ':', COALESCE(BIT_XOR(CAST(CONV(RIGHT("+row+", 15), 16, 10) AS UNSIGNED)), 0)) FROM "+quote.Qualified(schema, table)).Scan(&sum)
+	if err != nil {
+		// Not a value: the same error on both sides would read as equal.
+		return sum, fmt.Errorf("digest the rows of %s: %w", quote.Qualified(schema, table), err)
+	}
+	return sum, nil
 }
