@@ -2,9 +2,9 @@ package capture_test
 
 import (
 	"context"
-	"fmt"
 	"database/sql"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
