@@ -54,7 +54,8 @@ declare -A SERVERD=([mariadb-11.8]=/usr/sbin/mariadbd [mysql-9.7]=/usr/sbin/mysq
 declare -A EXTRA=([mariadb-11.8]="" [mysql-9.7]="./internal/capture ./internal/verify ./client ./pristinetest")
 [ -z "${SERVERS_PACKAGES:-}" ] || EXTRA=([mariadb-11.8]="" [mysql-9.7]="")
 # The Python client's tests each server runs after its Go packages (pytest
-# -k), unless SERVERS_PACKAGES focuses the run: on MySQL, a template built
+# -k), unless SERVERS_PACKAGES focuses the run (SERVERS_PYTEST=1 runs them
+# anyway, =0 never): on MySQL, a template built
 # through the client over the daemon's socket and TCP, leases over TCP
 # (caching_sha2_password), a write seen by release --unchanged, and a
 # killed holder's lease reclaimed.
@@ -272,7 +273,7 @@ for s in "${servers[@]}"; do
       log "$s: FAIL $p"
     fi
   done
-  if [ -n "${PYTEST_K[$s]}" ] && [ -z "${SERVERS_PACKAGES:-}" ]; then
+  if [ -n "${PYTEST_K[$s]}" ] && { [ "${SERVERS_PYTEST:-}" = 1 ] || [ -z "${SERVERS_PACKAGES:-}${SERVERS_PYTEST:-}" ]; }; then
     log "$s: pytest clients/python/tests/test_client.py -k '${PYTEST_K[$s]}' (in the $s root)"
     if chroot "$r" /usr/bin/env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin LANG=C.UTF-8 \
         HOME=/root TMPDIR=/tmp PRISTINE_MARIADBD="${SERVERD[$s]}" PRISTINE_BIN=/usr/local/bin/pristine \
