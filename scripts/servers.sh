@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # The server matrix (issue 21): runs pristine's server-facing Go tests and
 # its core flow inside Debian roots that carry other servers than the
-# machine's own MariaDB:
+# machine's own MariaDB (internal/mariadb, internal/template, internal/pool
+# in both; internal/capture, internal/verify with MySQL's own fidelity
+# corpus, the Go client, pristinetest and the Python client's core tests in
+# MySQL's):
 #
 #   mariadb-11.8  Debian 13 "trixie": mariadb-server, mariadb-client, mariadb-backup
 #   mysql-9.7     Debian unstable "sid": mysql-server-core, mysql-client-core
@@ -31,15 +34,32 @@ cd "$(dirname "$0")/.."
 repo="$PWD"
 
 ROOTS="${PRISTINE_SERVER_ROOTS:-/var/cache/pristine-server-roots}"
-# The server-facing packages: the server driver, template builds, the pool.
+# The server-facing packages: the server driver, template builds, the pool;
+# and per server, those that test its own dialect (EXTRA below), unless
+# SERVERS_PACKAGES names the packages for every server.
 PACKAGES="${SERVERS_PACKAGES:-./internal/mariadb ./internal/template ./internal/pool}"
 RUN="${SERVERS_RUN:-}"
 TIMEOUT="${SERVERS_TIMEOUT:-12m}"
 
 # server -> suite, packages, server binary.
 declare -A SUITE=([mariadb-11.8]=trixie [mysql-9.7]=sid)
-declare -A PKGS=([mariadb-11.8]="mariadb-server mariadb-client mariadb-backup" [mysql-9.7]="mysql-server-core mysql-client-core")
+# MySQL's root also has what the Python client's tests need against a MySQL
+# lease: PyMySQL, and cryptography for caching_sha2_password over TCP
+# without TLS (PyMySQL encrypts the password with the server's RSA key).
+declare -A PKGS=([mariadb-11.8]="mariadb-server mariadb-client mariadb-backup" [mysql-9.7]="mysql-server-core mysql-client-core python3-pytest python3-pymysql python3-cryptography")
 declare -A SERVERD=([mariadb-11.8]=/usr/sbin/mariadbd [mysql-9.7]=/usr/sbin/mysqld)
+# Packages only one server runs: MySQL's capture (logical and through the
+# clone plugin), its fidelity corpus (testdata/fidelity-mysql), and the Go
+# client and pristinetest against MySQL leases.
+declare -A EXTRA=([mariadb-11.8]="" [mysql-9.7]="./internal/capture ./internal/verify ./client ./pristinetest")
+[ -z "${SERVERS_PACKAGES:-}" ] || EXTRA=([mariadb-11.8]="" [mysql-9.7]="")
+# The Python client's tests each server runs after its Go packages (pytest
+# -k), unless SERVERS_PACKAGES focuses the run (SERVERS_PYTEST=1 runs them
+# anyway, =0 never): on MySQL, a template built
+# through the client over the daemon's socket and TCP, leases over TCP
+# (caching_sha2_password), a write seen by release --unchanged, and a
+# killed holder's lease reclaimed.
+declare -A PYTEST_K=([mariadb-11.8]="" [mysql-9.7]="socket_and_tcp or reclaimed")
 # What --version must say: the flavour and the major.minor the matrix is for.
 declare -A WANT=([mariadb-11.8]="Ver 11\.8\..*MariaDB" [mysql-9.7]="Ver 9\.7\.")
 ALL=(mariadb-11.8 mysql-9.7)
@@ -202,10 +222,16 @@ if [ "$build_only" -eq 1 ]; then exit 0; fi
 GO="$(cat .go-path 2>/dev/null || command -v go)"
 export GOTOOLCHAIN="${GOTOOLCHAIN:-auto}"
 WORK="$(mktemp -d /tmp/pristine-servers-XXXXXX)"
-log "compiling the test binaries of $PACKAGES and bin/pristine on the host"
+all_pkgs="$PACKAGES"
+for s in "${servers[@]}"; do
+  for p in ${EXTRA[$s]}; do
+    case " $all_pkgs " in *" $p "*) ;; *) all_pkgs="$all_pkgs $p" ;; esac
+  done
+done
+log "compiling the test binaries of $all_pkgs and bin/pristine on the host"
 CGO_ENABLED=0 "$GO" build -trimpath -o "$WORK/pristine" ./cmd/pristine
 tests=()
-for p in $PACKAGES; do
+for p in $all_pkgs; do
   name="$(echo "${p#./}" | tr '/' '-').test"
   CGO_ENABLED=0 "$GO" test -c -o "$WORK/$name" "$p"
   # A package may hold no tests: go test -c then writes nothing.
@@ -232,6 +258,7 @@ for s in "${servers[@]}"; do
   done
   for t in "${tests[@]}"; do
     p="${t%%=*}"; bin="${t#*=}"
+    case " $PACKAGES ${EXTRA[$s]} " in *" $p "*) ;; *) continue ;; esac
     log "$s: go test $p (in the $s root)"
     args=(-test.count=1 -test.timeout "$TIMEOUT")
     [ -z "$RUN" ] || args+=(-test.run "$RUN")
@@ -246,6 +273,18 @@ for s in "${servers[@]}"; do
       log "$s: FAIL $p"
     fi
   done
+  if [ -n "${PYTEST_K[$s]}" ] && { [ "${SERVERS_PYTEST:-}" = 1 ] || [ -z "${SERVERS_PACKAGES:-}${SERVERS_PYTEST:-}" ]; }; then
+    log "$s: pytest clients/python/tests/test_client.py -k '${PYTEST_K[$s]}' (in the $s root)"
+    if chroot "$r" /usr/bin/env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin LANG=C.UTF-8 \
+        HOME=/root TMPDIR=/tmp PRISTINE_MARIADBD="${SERVERD[$s]}" PRISTINE_BIN=/usr/local/bin/pristine \
+        PRISTINE_SERVER_MATRIX="$s" PYTHONPATH=/opt/pristine-test/clients/python/src PYTHONDONTWRITEBYTECODE=1 \
+        sh -c 'cd /opt/pristine-test && exec python3 -m pytest -p no:cacheprovider -q clients/python/tests/test_client.py -k "$1"' sh "${PYTEST_K[$s]}"; then
+      log "$s: ok clients/python"
+    else
+      failed+=("$s clients/python")
+      log "$s: FAIL clients/python"
+    fi
+  fi
   rm -rf "$r/opt/pristine-test"
   unmount_all
 done

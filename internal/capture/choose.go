@@ -19,7 +19,9 @@ const (
 )
 
 // Choose resolves method ("logical", "physical" or "auto") for this source
-// and the installed server bin, and says why. Physical needs mariadb-backup
+// and the installed server bin, and says why. Physical from MySQL needs the
+// clone plugin active on the source, BACKUP_ADMIN, a TCP source and the same
+// MySQL release installed here (cloneBlocker). Physical from MariaDB needs mariadb-backup
 // of the source's version, a source on this host whose data directory can
 // be read, a MariaDB source of bin's major version (a physical copy must be
 // started by the same server) and RELOAD and PROCESS. Auto takes physical
@@ -33,12 +35,15 @@ func Choose(ctx context.Context, src *Source, bin *mariadb.Binary, method string
 	default:
 		return "", "", fmt.Errorf("capture method %q: use logical, physical or auto", method)
 	}
-	why := physicalBlocker(ctx, src, bin)
+	why, how := physicalBlocker(ctx, src, bin), "mariadb-backup can copy the local source's data directory (fastest)"
+	if src.MySQL() {
+		why, how = cloneBlocker(ctx, src, bin), "MySQL's clone plugin can copy the source (fastest)"
+	}
 	if why == "" {
 		if method == MethodPhysical {
 			return MethodPhysical, "asked for", nil
 		}
-		return MethodPhysical, "mariadb-backup can copy the local source's data directory (fastest)", nil
+		return MethodPhysical, how, nil
 	}
 	if method == MethodPhysical {
 		return "", "", fmt.Errorf("physical capture of %s is not possible: %s; use --method logical", src.Name(), why)

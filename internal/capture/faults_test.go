@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -21,6 +22,10 @@ import (
 	"github.com/pristinedb/pristine/internal/template"
 )
 
+// upTo3000 is a derived table of n = 1..3000, in SQL both MariaDB (which
+// also has seq_1_to_3000) and MySQL take.
+const upTo3000 = "(SELECT a.d * 1000 + b.d * 100 + c.d * 10 + e.d + 1 AS n FROM (SELECT 0 d UNION ALL SELECT 1 UNION ALL SELECT 2 UNION ALL SELECT 3 UNION ALL SELECT 4 UNION ALL SELECT 5 UNION ALL SELECT 6 UNION ALL SELECT 7 UNION ALL SELECT 8 UNION ALL SELECT 9) a, (SELECT 0 d UNION ALL SELECT 1 UNION ALL SELECT 2 UNION ALL SELECT 3 UNION ALL SELECT 4 UNION ALL SELECT 5 UNION ALL SELECT 6 UNION ALL SELECT 7 UNION ALL SELECT 8 UNION ALL SELECT 9) b, (SELECT 0 d UNION ALL SELECT 1 UNION ALL SELECT 2 UNION ALL SELECT 3 UNION ALL SELECT 4 UNION ALL SELECT 5 UNION ALL SELECT 6 UNION ALL SELECT 7 UNION ALL SELECT 8 UNION ALL SELECT 9) c, (SELECT 0 d UNION ALL SELECT 1 UNION ALL SELECT 2 UNION ALL SELECT 3 UNION ALL SELECT 4 UNION ALL SELECT 5 UNION ALL SELECT 6 UNION ALL SELECT 7 UNION ALL SELECT 8 UNION ALL SELECT 9) e WHERE a.d < 3) x"
+
 // bankSource starts a source with two account tables whose balances sum to
 // 2 * 1000 * 3000 rows, split across tables and key ranges.
 func bankSource(t *testing.T) (*mariadb.Instance, *sql.DB) {
@@ -30,8 +35,8 @@ func bankSource(t *testing.T) (*mariadb.Instance, *sql.DB) {
 		"CREATE DATABASE bank",
 		"CREATE TABLE bank.a (id INT PRIMARY KEY, bal BIGINT NOT NULL) ENGINE=InnoDB",
 		"CREATE TABLE bank.b (id INT PRIMARY KEY, bal BIGINT NOT NULL) ENGINE=InnoDB",
-		"INSERT INTO bank.a SELECT seq, 1000 FROM bank.seq_1_to_3000",
-		"INSERT INTO bank.b SELECT seq, 1000 FROM bank.seq_1_to_3000",
+		"INSERT INTO bank.a SELECT n, 1000 FROM "+upTo3000,
+		"INSERT INTO bank.b SELECT n, 1000 FROM "+upTo3000,
 		"ANALYZE TABLE bank.a, bank.b",
 	)
 	return src, db
@@ -132,7 +137,7 @@ func TestFailuresLeaveNothing(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		_, err = srcDB.ExecContext(ctx, "KILL ?", id)
+		_, err = srcDB.ExecContext(ctx, fmt.Sprintf("KILL %d", id)) // MySQL takes no parameter in KILL
 		return err
 	}
 	var locker *sql.Conn
@@ -212,7 +217,11 @@ func TestGTIDMarkerReusesTemplateUntilTheSourceChanges(t *testing.T) {
 	if err != nil || !built {
 		t.Fatalf("first build: built=%v err=%v", built, err)
 	}
-	if !strings.Contains(m1.Inputs[0], "marker=gtid 0-7-") {
+	want := "marker=gtid 0-7-" // MariaDB's domain-server-sequence
+	if bin.Flavor == mariadb.MySQL {
+		want = "marker=gtid " + queryString(t, db, "SELECT @@server_uuid") + ":" // MySQL's uuid:interval
+	}
+	if !strings.Contains(m1.Inputs[0], want) {
 		t.Errorf("a source with a binary log must be marked by its GTID position: %q", m1.Inputs[0])
 	}
 	m2, built, err := st.Build(context.Background(), opt)

@@ -123,6 +123,16 @@ func logical(ctx context.Context, src *Source, target string, opt Options) (Stat
 	}
 	dst := sql.OpenDB(dconn)
 	defer dst.Close()
+	if my, err := isMySQL(ctx, dst); err != nil {
+		return st, fmt.Errorf("target: %w", err)
+	} else if my {
+		// MySQL refuses LOAD DATA LOCAL unless the server allows it (off
+		// by default); the target is pristine's private build server, and
+		// the setting is not persisted into the template.
+		if _, err := dst.ExecContext(ctx, "SET GLOBAL local_infile = ON"); err != nil {
+			return st, fmt.Errorf("target: allow LOAD DATA LOCAL: %w", err)
+		}
+	}
 	// The snapshot's lock statements may wait lockWait for the lock.
 	scfg := src.Config.Clone()
 	scfg.ReadTimeout = max(scfg.ReadTimeout, opt.LockWait+30*time.Second)

@@ -21,7 +21,9 @@ import (
 // identifiedRe is the IDENTIFIED clause of SHOW CREATE USER: from
 // IDENTIFIED to the next clause (REQUIRE, WITH, PASSWORD EXPIRE, ACCOUNT)
 // or the end. Hashes and plugin strings hold no spaces.
-var identifiedRe = regexp.MustCompile(`(?s) IDENTIFIED (?:BY|VIA) .*?( REQUIRE | WITH | PASSWORD EXPIRE| ACCOUNT (?:UN)?LOCK|$)`)
+// MySQL spells it IDENTIFIED WITH 'plugin' [AS 'hash'], and may put
+// DEFAULT ROLE after it.
+var identifiedRe = regexp.MustCompile(`(?s) IDENTIFIED (?:BY|VIA|WITH) .*?( DEFAULT ROLE | REQUIRE | WITH | PASSWORD EXPIRE| ACCOUNT (?:UN)?LOCK|$)`)
 
 // WithoutAuthentication removes the IDENTIFIED clause (password hash,
 // authentication plugins) from a CREATE USER statement as SHOW CREATE USER
@@ -50,8 +52,20 @@ func unusableCreate(create string) (string, error) {
 // name under --skip-name-resolve) cannot be changed by ALTER USER. The
 // caller reloads the grant tables.
 func resetPasswords(ctx context.Context, db *sql.DB, accts []Account) error {
+	my, err := isMySQL(ctx, db)
+	if err != nil {
+		return err
+	}
 	for _, a := range accts {
 		if a.Role {
+			continue
+		}
+		if my {
+			// MySQL has no mysql.global_priv nor PASSWORD(); ALTER USER
+			// reaches every account, a host name's too.
+			if _, err := db.ExecContext(ctx, "ALTER USER "+a.Grantee()+" IDENTIFIED BY '"+rand.Text()+"'"); err != nil {
+				return fmt.Errorf("replace the password of %s: %w", a.Grantee(), err)
+			}
 			continue
 		}
 		var hash string

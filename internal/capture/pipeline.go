@@ -195,6 +195,12 @@ func loadTable(ctx context.Context, d *sql.Conn, t *table, pieces []*piece, toke
 			v := "@v" + strconv.Itoa(i)
 			cols = append(cols, v)
 			sets = append(sets, quote.Ident(col.name)+"=CAST("+v+" AS UNSIGNED)")
+		} else if col.json {
+			// MySQL refuses JSON from a binary string (MariaDB's JSON is
+			// LONGTEXT, which takes it either way).
+			v := "@v" + strconv.Itoa(i)
+			cols = append(cols, v)
+			sets = append(sets, quote.Ident(col.name)+"=CONVERT("+v+" USING utf8mb4)")
 		} else {
 			cols = append(cols, quote.Ident(col.name))
 		}

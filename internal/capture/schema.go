@@ -33,6 +33,7 @@ type table struct {
 type column struct {
 	name string
 	bit  bool   // BIT columns travel as numbers
+	json bool   // MySQL's JSON columns take text only in a character set
 	sel  string // how the column is read: see selectExpr
 }
 
@@ -99,6 +100,14 @@ func describe(ctx context.Context, db *sql.DB, t *table) error {
 	}
 	rows, err := db.QueryContext(ctx, `SELECT COLUMN_NAME, DATA_TYPE, COLUMN_KEY, IS_GENERATED
 	 FROM information_schema.COLUMNS WHERE TABLE_SCHEMA=? AND TABLE_NAME=? ORDER BY ORDINAL_POSITION`, t.db, t.name)
+	if isNoSuchColumn(err) {
+		// MySQL has no IS_GENERATED: its EXTRA says VIRTUAL GENERATED or
+		// STORED GENERATED (DEFAULT_GENERATED is a stored column with an
+		// expression default).
+		rows, err = db.QueryContext(ctx, `SELECT COLUMN_NAME, DATA_TYPE, COLUMN_KEY,
+		 IF(EXTRA LIKE '%VIRTUAL GENERATED%' OR EXTRA LIKE '%STORED GENERATED%', 'ALWAYS', 'NEVER')
+		 FROM information_schema.COLUMNS WHERE TABLE_SCHEMA=? AND TABLE_NAME=? ORDER BY ORDINAL_POSITION`, t.db, t.name)
+	}
 	if err != nil {
 		return fmt.Errorf("columns of %s: %w", t, err)
 	}
@@ -113,7 +122,7 @@ func describe(ctx context.Context, db *sql.DB, t *table) error {
 		if gen == "ALWAYS" {
 			continue
 		}
-		t.cols = append(t.cols, column{name: name, bit: typ == "bit", sel: selectExpr(name, typ)})
+		t.cols = append(t.cols, column{name: name, bit: typ == "bit", json: typ == "json", sel: selectExpr(name, typ)})
 		if key == "PRI" {
 			pkCols = append(pkCols, name)
 			intPK = strings.HasSuffix(typ, "int")

@@ -32,12 +32,15 @@ func (a Account) Grantee() string {
 
 // systemUsers are account names that belong to the host, whatever their
 // host part: the administrator, the server's own accounts and pristine's.
-var systemUsers = map[string]bool{"root": true, "mariadb.sys": true, "mysql": true, "PUBLIC": true, "pristine": true, "pristine_owner": true}
+// MySQL's own are mysql.sys, mysql.session and mysql.infoschema.
+var systemUsers = map[string]bool{"root": true, "mariadb.sys": true, "mysql": true, "PUBLIC": true, "pristine": true, "pristine_owner": true,
+	"mysql.sys": true, "mysql.session": true, "mysql.infoschema": true}
 
 // SystemAccount reports whether user@host is the host's, not a schema's:
 // root@* (localhost, 127.0.0.1, ::1, the host name), the anonymous
 // accounts (an empty user name, any host) a default
-// mariadb-install-db makes, mariadb.sys, mysql,
+// mariadb-install-db makes, mariadb.sys, MySQL's mysql.sys, mysql.session
+// and mysql.infoschema, mysql,
 // PUBLIC and pristine's own accounts (the build account and a template's
 // owner account, mariadb.OwnerUser). No capture carries them and verify
 // does not compare them (docs/fidelity.md, "Accounts").
@@ -120,17 +123,28 @@ func AccountScope(ctx context.Context, db queryer, dbs []string) ([]Account, err
 			return nil, err
 		}
 	}
-	granted := map[key][]string{}
+	granted := map[key][]key{}
 	if err := scan(ctx, db, "SELECT User, Host, Role FROM mysql.roles_mapping", func(r []string) {
-		granted[key{r[0], r[1]}] = append(granted[key{r[0], r[1]}], r[2])
-	}); err != nil && !isNoSuchTable(err) { // MySQL keeps roles elsewhere
-		return nil, err
+		granted[key{r[0], r[1]}] = append(granted[key{r[0], r[1]}], key{r[2], ""})
+	}); err != nil {
+		if !isNoSuchTable(err) {
+			return nil, err
+		}
+		// MySQL: a role is an account (with a host) granted to another
+		// in mysql.role_edges; it counts as a role here.
+		if err := scan(ctx, db, "SELECT TO_USER, TO_HOST, FROM_USER, FROM_HOST FROM mysql.role_edges", func(r []string) {
+			granted[key{r[0], r[1]}] = append(granted[key{r[0], r[1]}], key{r[2], r[3]})
+			if _, ok := exists[key{r[2], r[3]}]; ok {
+				exists[key{r[2], r[3]}] = true
+			}
+		}); err != nil {
+			return nil, err
+		}
 	}
 	for todo := keys(scope); len(todo) > 0; {
 		k := todo[len(todo)-1]
 		todo = todo[:len(todo)-1]
-		for _, role := range granted[k] {
-			r := key{role, ""}
+		for _, r := range granted[k] {
 			if _, ok := exists[r]; ok && !scope[r] {
 				scope[r] = true
 				todo = append(todo, r)
@@ -199,8 +213,24 @@ func PruneAccounts(ctx context.Context, db *sql.DB, dbs []string, withPasswords 
 	for _, a := range keep {
 		in[Account{User: a.User, Host: a.Host}] = true
 	}
+	my, err := isMySQL(ctx, db)
+	if err != nil {
+		return 0, err
+	}
+	// The grant tables, and the user and host columns of each.
+	type grantTable struct{ name, user, host string }
+	tables := []grantTable{{"global_priv", "User", "Host"}, {"db", "User", "Host"}, {"tables_priv", "User", "Host"},
+		{"columns_priv", "User", "Host"}, {"procs_priv", "User", "Host"}, {"proxies_priv", "User", "Host"}, {"roles_mapping", "User", "Host"}}
+	accounts := "global_priv"
+	if my {
+		accounts = "user"
+		tables = []grantTable{{"user", "User", "Host"}, {"db", "User", "Host"}, {"tables_priv", "User", "Host"},
+			{"columns_priv", "User", "Host"}, {"procs_priv", "User", "Host"}, {"proxies_priv", "User", "Host"},
+			{"global_grants", "USER", "HOST"}, {"role_edges", "FROM_USER", "FROM_HOST"}, {"role_edges", "TO_USER", "TO_HOST"},
+			{"default_roles", "USER", "HOST"}, {"default_roles", "DEFAULT_ROLE_USER", "DEFAULT_ROLE_HOST"}, {"password_history", "User", "Host"}}
+	}
 	var drop []Account
-	if err := scan(ctx, db, "SELECT User, Host FROM mysql.global_priv", func(r []string) {
+	if err := scan(ctx, db, "SELECT User, Host FROM mysql."+accounts, func(r []string) {
 		if a := (Account{User: r[0], Host: r[1]}); !SystemAccount(a.User, a.Host) && !in[a] {
 			drop = append(drop, a)
 		}
@@ -210,10 +240,10 @@ func PruneAccounts(ctx context.Context, db *sql.DB, dbs []string, withPasswords 
 	var stmts []string
 	for _, a := range drop {
 		u, h := quote.String(a.User), quote.String(a.Host)
-		for _, t := range []string{"global_priv", "db", "tables_priv", "columns_priv", "procs_priv", "proxies_priv", "roles_mapping"} {
-			stmts = append(stmts, "DELETE FROM mysql."+t+" WHERE User = "+u+" AND Host = "+h)
+		for _, t := range tables {
+			stmts = append(stmts, "DELETE FROM mysql."+t.name+" WHERE "+t.user+" = "+u+" AND "+t.host+" = "+h)
 		}
-		if a.Host == "" {
+		if a.Host == "" && !my {
 			stmts = append(stmts, "DELETE FROM mysql.roles_mapping WHERE Role = "+u)
 		}
 	}

@@ -79,9 +79,8 @@ func takeSnapshot(ctx context.Context, db *sql.DB, n int, mode string, tables []
 		}
 	}
 	if len(sn.conns) > 0 {
-		var v sql.NullString
-		if err := sn.conns[0].QueryRowContext(ctx, "SELECT @@gtid_binlog_pos").Scan(&v); err == nil {
-			sn.GTID = v.String
+		if v, err := binlogMarker(ctx, sn.conns[0]); err == nil {
+			sn.GTID = v
 		}
 	}
 	if lock != nil {

@@ -86,6 +86,11 @@ func Open(ctx context.Context, cfg *mysql.Config, databases []string) (*Source, 
 	return s, nil
 }
 
+// MySQL reports whether the source is MySQL (not MariaDB).
+func (s *Source) MySQL() bool {
+	return s.Version != "" && !strings.Contains(strings.ToLower(s.Version), "mariadb")
+}
+
 // Close closes the source's connections.
 func (s *Source) Close() error { return s.DB.Close() }
 
@@ -159,18 +164,19 @@ func (s *Source) probe(ctx context.Context, databases []string) error {
 	return nil
 }
 
-// Marker reads the change marker again: @@gtid_binlog_pos when binary
-// logging is on.
+// Marker reads the change marker again when binary logging is on:
+// @@gtid_binlog_pos on MariaDB; on MySQL @@gtid_executed, or the binary
+// log's file and position when GTIDs are off (binlogMarker).
 func (s *Source) Marker(ctx context.Context) error {
 	if !s.LogBin {
 		s.GTID = ""
 		return nil
 	}
-	var pos sql.NullString
-	if err := s.DB.QueryRowContext(ctx, "SELECT @@gtid_binlog_pos").Scan(&pos); err != nil {
-		return fmt.Errorf("read @@gtid_binlog_pos: %w", err)
+	pos, err := binlogMarker(ctx, s.DB)
+	if err != nil {
+		return err
 	}
-	s.GTID = pos.String
+	s.GTID = pos
 	return nil
 }
 

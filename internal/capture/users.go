@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"regexp"
+	"sort"
 	"strings"
 
 	"github.com/pristinedb/pristine/internal/quote"
@@ -34,18 +35,31 @@ func readAccounts(ctx context.Context, db *sql.DB, dbs []string) (accts []accoun
 		}
 		return nil, "", fmt.Errorf("list the accounts of the captured databases: %w", err)
 	}
+	my, err := isMySQL(ctx, db)
+	if err != nil {
+		return nil, "", err
+	}
+	if my {
+		// Hashes as hex, which CREATE USER takes back (MySQL's are binary).
+		if _, err := db.ExecContext(ctx, "SET SESSION print_identified_with_as_hex = ON"); err != nil {
+			return nil, "", fmt.Errorf("set print_identified_with_as_hex: %w", err)
+		}
+	}
 	roles := map[string]bool{}
 	for _, a := range scope {
 		if a.Role {
 			roles[a.User] = true
 		}
 	}
+	// Roles first: a MySQL CREATE USER names its DEFAULT ROLE, which must
+	// exist.
+	sort.SliceStable(scope, func(i, j int) bool { return scope[i].Role && !scope[j].Role })
 	var unreadable []string
 	for _, sa := range scope {
 		g := sa.Grantee()
 		var create string
-		if sa.Role {
-			// SHOW CREATE USER does not know a role; its grants are read
+		if sa.Role && !my {
+			// SHOW CREATE USER does not know a MariaDB role; its grants are read
 			// by its bare name.
 			create = "CREATE ROLE " + quote.Ident(sa.User)
 		} else if err := db.QueryRowContext(ctx, "SHOW CREATE USER "+g).Scan(&create); err != nil {
@@ -75,7 +89,8 @@ func readAccounts(ctx context.Context, db *sql.DB, dbs []string) (accts []accoun
 
 var grantOnRe = regexp.MustCompile("(?is)^GRANT\\s+.+?\\s+ON\\s+(?:(?:PROCEDURE|FUNCTION|PACKAGE(?:\\s+BODY)?)\\s+)?(\\*|`(?:[^`]|``)*`)\\.")
 
-var grantRoleRe = regexp.MustCompile("(?is)^GRANT\\s+(`(?:[^`]|``)*`|'(?:[^']|'')*'|\\w+)\\s+TO\\s+")
+// A MySQL role has a host: GRANT `r`@`%` TO ...
+var grantRoleRe = regexp.MustCompile("(?is)^GRANT\\s+(`(?:[^`]|``)*`|'(?:[^']|'')*'|\\w+)(?:@(?:`(?:[^`]|``)*`|'(?:[^']|'')*'|[\\w.%]+))?\\s+TO\\s+")
 
 // grantsRole keeps a line that grants one of the copied roles.
 func grantsRole(line string, roles map[string]bool) bool {

@@ -3,6 +3,7 @@ package catalog
 import (
 	"errors"
 	"fmt"
+	"strings"
 )
 
 // AccountsVersion marks data directories whose accounts were secured: root
@@ -19,6 +20,19 @@ const AccountsVersion = "secured-2"
 // secured to: a base holds no object of the template's, so the DEFINER
 // rules of secured-2 leave it as it was and it is not made again.
 const baseAccountsVersion = "secured-1"
+
+// UnsecuredDefinersWarning begins the warning a MySQL build made before the
+// definer pass had a MySQL flavour: its objects kept their DEFINERs.
+const UnsecuredDefinersWarning = "DEFINERs not secured"
+
+func unsecuredDefiners(m *Meta) bool {
+	for _, w := range m.Warnings {
+		if strings.HasPrefix(w, UnsecuredDefinersWarning) {
+			return true
+		}
+	}
+	return false
+}
 
 // ErrInsecure is wrapped by CheckSecured's error.
 var ErrInsecure = errors.New("template made by an older pristine")
@@ -42,8 +56,12 @@ type Definers struct {
 // CheckSecured refuses a template whose accounts were not secured by this
 // pristine's rules: an older one's may have a root account without a
 // password, or objects that run as root in every slot.
+//
+// A MySQL template built before the definer pass had a MySQL flavour says
+// secured-2 but kept its DEFINERs, and recorded the warning
+// UnsecuredDefinersWarning: it is refused (and rebuilt) too.
 func CheckSecured(m *Meta) error {
-	if m.Accounts == AccountsVersion {
+	if m.Accounts == AccountsVersion && !unsecuredDefiners(m) {
 		return nil
 	}
 	return fmt.Errorf("%w: template %s (%s) was secured by older rules (its root account may have no password, its views, triggers and routines may run as root in every slot): remove it (pristine template rm %s) and build or import it again", ErrInsecure, m.Name, shortHash(m.Hash), m.Hash)

@@ -57,13 +57,14 @@ func OwnerGrants(schemas []string, leaseDBs []string, shared bool) []string {
 // server's own system accounts (mariadb.sys; mysql.sys, mysql.session and
 // mysql.infoschema on MySQL). Objects of these are re-owned by the owner
 // account. schema is the object's schema: mariadb.sys's own objects in
-// the system schemas (the mysql.user view, sys's triggers) stay its own.
+// the system schemas (the mysql.user view, sys's triggers; MySQL's sys
+// views and routines of mysql.sys) stay its own.
 func AdminDefiner(user, host, schema string) bool {
 	switch {
 	case user == "root", user == "pristine", user == OwnerUser, user == "mysql", user == "",
-		strings.HasPrefix(user, "lease_"), user == "mysql.sys", user == "mysql.session", user == "mysql.infoschema":
+		strings.HasPrefix(user, "lease_"), user == "mysql.session", user == "mysql.infoschema":
 		return true
-	case user == "mariadb.sys":
+	case user == "mariadb.sys", user == "mysql.sys":
 		return schema != "mysql" && schema != "sys"
 	}
 	return false
@@ -123,10 +124,13 @@ func (o definedObject) String() string {
 // the databases leases get; shared says several share a slot
 // (--dbs-per-slot).
 //
-// This is MariaDB's SQL. MySQL 8/9 has no mysql.proc or mysql.event (the
-// data dictionary holds them): there, routines need DROP and CREATE from
-// SHOW CREATE (keeping their grants) and events ALTER DEFINER=... EVENT
-// with one of their clauses repeated; views and triggers are done alike.
+// MySQL 8/9 has no mysql.proc or mysql.event (the data dictionary holds
+// them), no mysql.global_priv and no PUBLIC: its flavour
+// (definers_mysql.go) re-creates routines from SHOW CREATE with their
+// grants, re-owns events by ALTER DEFINER=... EVENT, views from SHOW
+// CREATE VIEW, and reads privileges from mysql.user, mysql.global_grants
+// and mysql.role_edges; the roles of mandatory_roles stand in for PUBLIC.
+// The server's flavour is asked of c.
 func SecureDefiners(ctx context.Context, c *sql.Conn, leaseDBs []string, shared bool) (*DefinerReport, error) {
 	rep := &DefinerReport{}
 	for _, q := range []string{"SET NAMES utf8mb4", "SET SESSION sql_mode=''", "SET SESSION sql_quote_show_create=1"} {
@@ -134,7 +138,15 @@ func SecureDefiners(ctx context.Context, c *sql.Conn, leaseDBs []string, shared 
 			return nil, fmt.Errorf("secure definers: %w", err)
 		}
 	}
-	objs, err := definedObjects(ctx, c)
+	my, err := isMySQL(ctx, c)
+	if err != nil {
+		return nil, fmt.Errorf("secure definers: %w", err)
+	}
+	list := definedObjects
+	if my {
+		list = definedObjectsMySQL
+	}
+	objs, err := list(ctx, c)
 	if err != nil {
 		return nil, fmt.Errorf("secure definers: %w", err)
 	}
@@ -148,7 +160,7 @@ func SecureDefiners(ctx context.Context, c *sql.Conn, leaseDBs []string, shared 
 		if AdminDefiner(o.user, o.host, o.schema) {
 			admin = append(admin, o)
 			ownerSchemas[o.schema] = true
-		} else if !(o.user == "mariadb.sys") {
+		} else if o.user != "mariadb.sys" && o.user != "mysql.sys" {
 			other = append(other, o)
 		}
 	}
@@ -160,7 +172,11 @@ func SecureDefiners(ctx context.Context, c *sql.Conn, leaseDBs []string, shared 
 	for _, o := range admin {
 		switch o.kind {
 		case "view":
-			ok, err := reownView(ctx, c, o, owner)
+			reown := reownView
+			if my {
+				reown = reownViewMySQL
+			}
+			ok, err := reown(ctx, c, o, owner)
 			if err != nil {
 				return nil, err
 			}
@@ -171,11 +187,23 @@ func SecureDefiners(ctx context.Context, c *sql.Conn, leaseDBs []string, shared 
 		case "trigger":
 			triggerTables[[2]string{o.schema, o.table}] = true
 		case "procedure", "function", "package", "package body":
+			if my {
+				if err := reownRoutineMySQL(ctx, c, o, owner); err != nil {
+					return nil, fmt.Errorf("secure definers: re-own %s: %w", o, err)
+				}
+				break
+			}
 			if _, err := c.ExecContext(ctx, "UPDATE mysql.proc SET definer = ? WHERE db = ? AND name = ? AND type = ?",
 				OwnerUser+"@"+OwnerHost, o.schema, o.name, strings.ToUpper(o.kind)); err != nil {
 				return nil, fmt.Errorf("secure definers: re-own %s: %w", o, err)
 			}
 		case "event":
+			if my {
+				if err := reownEventMySQL(ctx, c, o, owner); err != nil {
+					return nil, fmt.Errorf("secure definers: re-own %s: %w", o, err)
+				}
+				break
+			}
 			if _, err := c.ExecContext(ctx, "UPDATE mysql.event SET definer = ? WHERE db = ? AND name = ?",
 				OwnerUser+"@"+OwnerHost, o.schema, o.name); err != nil {
 				return nil, fmt.Errorf("secure definers: re-own %s: %w", o, err)
@@ -188,12 +216,16 @@ func SecureDefiners(ctx context.Context, c *sql.Conn, leaseDBs []string, shared 
 			return nil, fmt.Errorf("secure definers: re-own the triggers of %s: %w", quote.Qualified(t[0], t[1]), err)
 		}
 	}
-	reduced, err := reduceDefiners(ctx, c, other)
+	reduce, dropFormer := reduceDefiners, dropFormerDefiners
+	if my {
+		reduce, dropFormer = reduceDefinersMySQL, dropFormerDefinersMySQL
+	}
+	reduced, err := reduce(ctx, c, other)
 	if err != nil {
 		return nil, fmt.Errorf("secure definers: %w", err)
 	}
 	rep.Reduced = reduced
-	if err := dropFormerDefiners(ctx, c); err != nil {
+	if err := dropFormer(ctx, c); err != nil {
 		return nil, fmt.Errorf("secure definers: %w", err)
 	}
 	return rep, nil

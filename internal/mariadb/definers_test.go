@@ -60,3 +60,26 @@ func TestOwnerGrants(t *testing.T) {
 		}
 	}
 }
+
+func TestParseRoleList(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		want []mysqlKey
+	}{
+		{"", nil},
+		{"`public_role`@`%`", []mysqlKey{{"public_role", "%"}}},
+		{"r1, 'r2'@'localhost',r3", []mysqlKey{{"r1", "%"}, {"r2", "localhost"}, {"r3", "%"}}},
+		{"`we``ird`@`h`", []mysqlKey{{"we`ird", "h"}}},
+	} {
+		got := parseRoleList(c.in)
+		if len(got) != len(c.want) {
+			t.Errorf("parseRoleList(%q) = %v, want %v", c.in, got, c.want)
+			continue
+		}
+		for i := range got {
+			if got[i] != c.want[i] {
+				t.Errorf("parseRoleList(%q) = %v, want %v", c.in, got, c.want)
+			}
+		}
+	}
+}

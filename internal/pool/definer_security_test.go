@@ -69,14 +69,33 @@ GRANT SELECT, INSERT, EXECUTE ON ` + "`%`" + `.* TO 'auditor'@'%';
 CREATE DEFINER='auditor'@'%' SQL SECURITY DEFINER VIEW auditor_view AS SELECT id, name FROM customers;
 `
 
-// gadgetPool is a one-slot pool of gadgetSchema with the event scheduler
-// on, and its lease.
+// gadgetSchemaFor is gadgetSchema in the server's terms. MySQL has no
+// PUBLIC and no mysql.global_priv: PUBLIC's grants go to public_role,
+// made mandatory (mandatory_roles, persisted in the data directory: every
+// account has it, as every account has PUBLIC's grants); boss has a
+// dynamic privilege beside a static one, and reporter may read
+// mysql.user.
+func gadgetSchemaFor(mysql bool) string {
+	if !mysql {
+		return gadgetSchema
+	}
+	s := strings.NewReplacer(
+		"GRANT SUPER, PROCESS ON *.* TO boss;", "GRANT PROCESS, SYSTEM_VARIABLES_ADMIN ON *.* TO boss;",
+		"mysql.global_priv", "mysql.user",
+		"GRANT PROCESS ON *.* TO PUBLIC;\n", "",
+		"GRANT SELECT ON mysql.* TO PUBLIC;\n", "",
+	).Replace(gadgetSchema)
+	return s + "CREATE ROLE public_role;\nGRANT PROCESS ON *.* TO public_role;\nGRANT SELECT ON mysql.* TO public_role;\nSET PERSIST mandatory_roles = 'public_role';\n"
+}
+
+// gadgetPool is a one-slot pool of gadgetSchemaFor with the event
+// scheduler on, and its lease.
 func gadgetPool(t *testing.T) (*template.Builder, *catalog.Meta, *pool.Lease) {
 	t.Helper()
 	st := templatetest.NewBuilder(t, "auto")
 	prof := mariadb.DefaultProfile()
 	prof.Options = append(append([]string(nil), mariadb.DefaultServerOptions...), "event_scheduler=ON")
-	m := templatetest.Build(t, st, "app", gadgetSchema, template.BuildOptions{Profile: prof})
+	m := templatetest.Build(t, st, "app", gadgetSchemaFor(st.Binary().Flavor == mariadb.MySQL), template.BuildOptions{Profile: prof})
 	p, err := pool.Up(context.Background(), st.Catalog(), st.Binary(), m, pool.Options{Size: 1, Profile: mariadb.DefaultProfile()})
 	if err != nil {
 		t.Fatal(err)
@@ -106,6 +125,15 @@ func mustExec(t *testing.T, db *sql.Conn, qs ...string) {
 	}
 }
 
+// lootFunctionFor is lootFunction in the server's terms: MySQL's accounts
+// are in mysql.user.
+func lootFunctionFor(t *testing.T) string {
+	if mariadbtest.Binary(t).Flavor == mariadb.MySQL {
+		return strings.ReplaceAll(lootFunction, "mysql.global_priv", "mysql.user")
+	}
+	return lootFunction
+}
+
 // lootFunction is the lease's function: it records who runs it.
 const lootFunction = `CREATE FUNCTION f() RETURNS INT SQL SECURITY INVOKER MODIFIES SQL DATA BEGIN
   DECLARE CONTINUE HANDLER FOR SQLEXCEPTION BEGIN END;
@@ -133,7 +161,7 @@ func checkLoot(t *testing.T, admin *sql.DB, l *pool.Lease) []string {
 	}
 	rows.Close()
 	for _, u := range users {
-		if strings.HasPrefix(u, "read mysql.global_priv as ") {
+		if strings.HasPrefix(u, "read mysql.") {
 			t.Errorf("the lease's function could %s", u)
 			continue
 		}
@@ -142,13 +170,13 @@ func checkLoot(t *testing.T, admin *sql.DB, l *pool.Lease) []string {
 			t.Errorf("the lease's function ran as %s", u)
 			continue
 		}
-		var access sql.NullInt64
-		if err := admin.QueryRow("SELECT JSON_VALUE(Priv, '$.access') FROM mysql.global_priv WHERE User = ? AND Host = ?", user, host).Scan(&access); err != nil {
+		access, err := globalPrivileges(admin, user, host)
+		if err != nil {
 			t.Errorf("the lease's function ran as %s, whose privileges cannot be read: %v", u, err)
 			continue
 		}
-		if access.Int64 != 0 {
-			t.Errorf("the lease's function ran as %s, which has global privileges (access %d)", u, access.Int64)
+		if access != 0 {
+			t.Errorf("the lease's function ran as %s, which has global privileges (access %d)", u, access)
 			continue
 		}
 		var onMysql int
@@ -166,11 +194,57 @@ func checkLoot(t *testing.T, admin *sql.DB, l *pool.Lease) []string {
 	return users
 }
 
+// globalPrivileges is an account's global privileges as a number, 0 for
+// none: MariaDB's access bits in mysql.global_priv; on MySQL, the count of
+// its Y columns in mysql.user and its rows in mysql.global_grants.
+func globalPrivileges(admin *sql.DB, user, host string) (int64, error) {
+	var v string
+	if err := admin.QueryRow("SELECT VERSION()").Scan(&v); err != nil {
+		return 0, err
+	}
+	if strings.Contains(strings.ToLower(v), "mariadb") {
+		var access sql.NullInt64
+		err := admin.QueryRow("SELECT JSON_VALUE(Priv, '$.access') FROM mysql.global_priv WHERE User = ? AND Host = ?", user, host).Scan(&access)
+		return access.Int64, err
+	}
+	rows, err := admin.Query("SELECT * FROM mysql.user WHERE User = ? AND Host = ?", user, host)
+	if err != nil {
+		return 0, err
+	}
+	defer rows.Close()
+	cols, err := rows.Columns()
+	if err != nil {
+		return 0, err
+	}
+	if !rows.Next() {
+		return 0, fmt.Errorf("no account %s@%s", user, host)
+	}
+	vals := make([]sql.RawBytes, len(cols))
+	ptrs := make([]any, len(cols))
+	for i := range vals {
+		ptrs[i] = &vals[i]
+	}
+	if err := rows.Scan(ptrs...); err != nil {
+		return 0, err
+	}
+	var n int64
+	for i, c := range cols {
+		if strings.HasSuffix(c, "_priv") && string(vals[i]) == "Y" {
+			n++
+		}
+	}
+	rows.Close()
+	var dyn int64
+	if err := admin.QueryRow("SELECT COUNT(*) FROM mysql.global_grants WHERE USER = ? AND HOST = ?", user, host).Scan(&dyn); err != nil {
+		return 0, err
+	}
+	return n + dyn, nil
+}
+
 // TestSecurityDefinerGadgetView: the review's reproduction through the
 // default-definer view order_totals, then through the root view, the
 // root function and procedure and the build account's view.
 func TestSecurityDefinerGadgetView(t *testing.T) {
-	mariadbtest.SkipOnMySQL(t, "the definer pass has no MySQL flavour yet (issue 21): MySQL templates keep their definers and record a warning")
 	st, _, l := gadgetPool(t)
 	admin := slotAdmin(t, st, l)
 	db := open(t, l)
@@ -182,7 +256,7 @@ func TestSecurityDefinerGadgetView(t *testing.T) {
 	defer c.Close()
 	mustExec(t, c,
 		"CREATE TABLE loot (u VARCHAR(200))",
-		lootFunction,
+		lootFunctionFor(t),
 		"CREATE TABLE customers_real LIKE customers",
 		"INSERT INTO customers_real SELECT * FROM customers",
 		"SET FOREIGN_KEY_CHECKS=0",
@@ -243,7 +317,6 @@ func TestSecurityDefinerGadgetView(t *testing.T) {
 // WITH CHECK OPTION in place of the table the default-definer trigger
 // writes.
 func TestSecurityDefinerGadgetTrigger(t *testing.T) {
-	mariadbtest.SkipOnMySQL(t, "the definer pass has no MySQL flavour yet (issue 21): MySQL templates keep their definers and record a warning")
 	st, _, l := gadgetPool(t)
 	admin := slotAdmin(t, st, l)
 	db := open(t, l)
@@ -255,7 +328,7 @@ func TestSecurityDefinerGadgetTrigger(t *testing.T) {
 	defer c.Close()
 	mustExec(t, c,
 		"CREATE TABLE loot (u VARCHAR(200))",
-		lootFunction,
+		lootFunctionFor(t),
 		"CREATE TABLE audit_real LIKE audit",
 		"DROP TABLE audit",
 		"CREATE SQL SECURITY INVOKER VIEW audit AS SELECT id, what FROM audit_real WHERE f()=1 WITH CHECK OPTION",
@@ -274,7 +347,6 @@ func TestSecurityDefinerGadgetTrigger(t *testing.T) {
 // DEFINER; the DEFINERs of the template's own accounts have no global
 // privilege, and no role they can set has one.
 func TestSecurityDefinerOwner(t *testing.T) {
-	mariadbtest.SkipOnMySQL(t, "the definer pass has no MySQL flavour yet (issue 21): MySQL templates keep their definers and record a warning")
 	st, m, l := gadgetPool(t)
 	admin := slotAdmin(t, st, l)
 	grants := func(who string) []string {
@@ -303,11 +375,18 @@ func TestSecurityDefinerOwner(t *testing.T) {
 	if got := grants(owner); strings.Join(got, "\n") != strings.Join(grants("'"+l.User+"'@'%'"), "\n") {
 		t.Errorf("owner grants:\n%s\nlease grants:\n%s\nwant %v", strings.Join(got, "\n"), strings.Join(grants("'"+l.User+"'@'%'"), "\n"), want)
 	}
+	my := st.Binary().Flavor == mariadb.MySQL
+	lockedQ, accounts := "SELECT JSON_VALUE(Priv, '$.account_locked') FROM mysql.global_priv WHERE User = ? AND Host = ?", "mysql.global_priv"
+	reduced := []string{"'reporter'@'%'", "'boss'", "'auditor'@'%'", "PUBLIC"}
+	if my {
+		lockedQ, accounts = "SELECT account_locked FROM mysql.user WHERE User = ? AND Host = ?", "mysql.user"
+		reduced = []string{"'reporter'@'%'", "'boss'@'%'", "'auditor'@'%'", "'public_role'@'%'"}
+	}
 	var locked string
-	if err := admin.QueryRow("SELECT JSON_VALUE(Priv, '$.account_locked') FROM mysql.global_priv WHERE User = ? AND Host = ?", mariadb.OwnerUser, mariadb.OwnerHost).Scan(&locked); err != nil {
+	if err := admin.QueryRow(lockedQ, mariadb.OwnerUser, mariadb.OwnerHost).Scan(&locked); err != nil {
 		t.Fatal(err)
 	}
-	if locked != "true" && locked != "1" {
+	if locked != "true" && locked != "1" && locked != "Y" {
 		t.Errorf("the owner account is not locked: account_locked=%s", locked)
 	}
 	for _, pw := range []string{"", m.Password} {
@@ -330,10 +409,10 @@ func TestSecurityDefinerOwner(t *testing.T) {
 			t.Errorf("lease: %s: %v, want a privilege error", q, err)
 		}
 	}
-	if _, err := db.Exec("SELECT COUNT(*) FROM mysql.global_priv"); err == nil || !privilegeError(err) {
-		t.Errorf("lease reads mysql.global_priv (PUBLIC's grant on mysql.*): %v", err)
+	if _, err := db.Exec("SELECT COUNT(*) FROM " + accounts); err == nil || !privilegeError(err) {
+		t.Errorf("lease reads %s (PUBLIC's or the mandatory role's grant on mysql.*): %v", accounts, err)
 	}
-	for _, a := range []string{"'reporter'@'%'", "'boss'", "'auditor'@'%'", "PUBLIC"} {
+	for _, a := range reduced {
 		for _, g := range grants(a) {
 			if strings.Contains(g, " ON *.*") && !strings.HasPrefix(g, "GRANT USAGE ON *.*") {
 				t.Errorf("%s keeps a global privilege: %s", a, g)
@@ -356,7 +435,6 @@ func TestSecurityDefinerOwner(t *testing.T) {
 // routines run, the event fires, and a reduced DEFINER's view still reads
 // (its global SELECT became SELECT on every database).
 func TestSecurityDefinerObjectsStillWork(t *testing.T) {
-	mariadbtest.SkipOnMySQL(t, "the definer pass has no MySQL flavour yet (issue 21): MySQL templates keep their definers and record a warning")
 	st, _, l := gadgetPool(t)
 	admin := slotAdmin(t, st, l)
 	db := open(t, l)
@@ -428,11 +506,10 @@ func contains(xs []string, x string) bool {
 
 // TestSecurityDefinerGadgetCapture: the same swap in a template captured
 // from a live server (logical, and physical where mariadb-backup is
-// installed), whose view and trigger the source's root made and whose
+// installed, or through MySQL's clone plugin), whose view and trigger the source's root made and whose
 // reporting account has global privileges: the capture keeps their names,
 // the build re-owns or reduces them.
 func TestSecurityDefinerGadgetCapture(t *testing.T) {
-	mariadbtest.SkipOnMySQL(t, "the definer pass has no MySQL flavour yet (issue 21): MySQL templates keep their definers and record a warning")
 	src := mariadbtest.Start(t)
 	sdb := mariadbtest.Open(t, src, "")
 	mariadbtest.Exec(t, sdb,
@@ -451,12 +528,26 @@ func TestSecurityDefinerGadgetCapture(t *testing.T) {
 	)
 	for _, method := range []string{"logical", "physical"} {
 		t.Run(method, func(t *testing.T) {
-			if _, err := exec.LookPath("mariadb-backup"); err != nil && method == "physical" {
+			source := "mysql://root@localhost/?socket=" + src.Config.Socket()
+			if method == "physical" && src.Binary.Flavor == mariadb.MySQL {
+				// The clone plugin reads the source over TCP, as an
+				// account with BACKUP_ADMIN.
+				var n int
+				if err := sdb.QueryRow("SELECT COUNT(*) FROM information_schema.PLUGINS WHERE PLUGIN_NAME = 'clone' AND PLUGIN_STATUS = 'ACTIVE'").Scan(&n); err != nil {
+					t.Fatal(err)
+				}
+				if n == 0 {
+					mariadbtest.Exec(t, sdb, "INSTALL PLUGIN clone SONAME 'mysql_clone.so'")
+				}
+				mariadbtest.Exec(t, sdb, "CREATE USER IF NOT EXISTS cloner@'127.0.0.1' IDENTIFIED BY 'cloner-pw'",
+					"GRANT BACKUP_ADMIN, SELECT, SHOW VIEW, EVENT, TRIGGER, RELOAD, PROCESS, REPLICATION CLIENT ON *.* TO cloner@'127.0.0.1'")
+				source = fmt.Sprintf("mysql://cloner:cloner-pw@127.0.0.1:%d/", src.Config.Port)
+			} else if _, err := exec.LookPath("mariadb-backup"); err != nil && method == "physical" {
 				t.Skip("mariadb-backup is not installed: physical capture cannot be tested")
 			}
 			st := templatetest.NewBuilder(t, "auto")
 			m, _, err := st.Build(context.Background(), template.BuildOptions{Name: "shop", Profile: mariadb.DefaultProfile(),
-				Server: template.ServerSource{DSN: "mysql://root@localhost/?socket=" + src.Config.Socket(), Databases: []string{"shop"}, Method: method}})
+				Server: template.ServerSource{DSN: source, Databases: []string{"shop"}, Method: method}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -475,7 +566,7 @@ func TestSecurityDefinerGadgetCapture(t *testing.T) {
 			defer c.Close()
 			mustExec(t, c,
 				"CREATE TABLE loot (u VARCHAR(200))",
-				lootFunction,
+				lootFunctionFor(t),
 				"CREATE TABLE customers_real LIKE customers",
 				"INSERT INTO customers_real SELECT * FROM customers",
 				"SET FOREIGN_KEY_CHECKS=0",

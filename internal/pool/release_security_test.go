@@ -29,7 +29,6 @@ import (
 
 	"github.com/pristinedb/pristine/internal/dsn"
 	"github.com/pristinedb/pristine/internal/mariadb"
-	"github.com/pristinedb/pristine/internal/mariadb/mariadbtest"
 	"github.com/pristinedb/pristine/internal/pool"
 	"github.com/pristinedb/pristine/internal/template"
 	"github.com/pristinedb/pristine/internal/template/templatetest"
@@ -245,14 +244,16 @@ func TestSecurityReleaseHandshakeRace(t *testing.T) {
 // definerSchema adds to schema a procedure of the build account (an
 // administrative definer) that sleeps: a lease calling it runs as that
 // account, and the process list shows that account, not the lease.
+// MySQL counts CALL as a write (release --unchanged would reset for it,
+// proving nothing), so there the holder sleeps in a function instead.
 const definerSchema = schema + `CREATE PROCEDURE nap() SQL SECURITY DEFINER DO SLEEP(600);
+CREATE FUNCTION napf() RETURNS INT SQL SECURITY DEFINER NO SQL RETURN SLEEP(600);
 `
 
 // TestSecurityReleaseKillsDefinerSession: a holder's session inside a
 // routine of another definer (the process list shows the definer as its
 // user) is killed by release --unchanged like any other.
 func TestSecurityReleaseKillsDefinerSession(t *testing.T) {
-	mariadbtest.SkipOnMySQL(t, "the routine's definer is re-owned only on MariaDB, and MySQL's release --unchanged counts CALL as a write, so the slot is reset (issue 21)")
 	st := templatetest.NewBuilder(t, "auto")
 	m := templatetest.Build(t, st, "app", definerSchema, template.BuildOptions{})
 	p, err := pool.Up(context.Background(), st.Catalog(), st.Binary(), m, pool.Options{Size: 1, Profile: mariadb.DefaultProfile()})
@@ -263,14 +264,18 @@ func TestSecurityReleaseKillsDefinerSession(t *testing.T) {
 	ctx := context.Background()
 	a := lease(t, p)
 	admin := adminOf(t, st, a)
+	call, sleeping := "CALL nap()", "INFO LIKE 'DO SLEEP%'"
+	if st.Binary().Flavor == mariadb.MySQL {
+		call, sleeping = "SELECT napf()", "(INFO LIKE 'SELECT napf()%' OR INFO LIKE 'RETURN SLEEP%')"
+	}
 	called := make(chan error, 1)
 	go func() {
-		_, err := open(t, a).ExecContext(ctx, "CALL nap()")
+		_, err := open(t, a).ExecContext(ctx, call)
 		called <- err
 	}()
 	var user string
 	for {
-		err := admin.QueryRowContext(ctx, "SELECT USER FROM information_schema.PROCESSLIST WHERE INFO LIKE 'DO SLEEP%'").Scan(&user)
+		err := admin.QueryRowContext(ctx, "SELECT USER FROM information_schema.PROCESSLIST WHERE "+sleeping).Scan(&user)
 		if err == nil {
 			break
 		}
@@ -289,23 +294,34 @@ func TestSecurityReleaseKillsDefinerSession(t *testing.T) {
 	admin.Close()
 	admin = adminOf(t, st, a) // the release killed the first one too
 	var left int
-	if err := admin.QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE INFO LIKE 'DO SLEEP%'").Scan(&left); err != nil {
+	if err := admin.QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE "+sleeping).Scan(&left); err != nil {
 		t.Fatal(err)
 	}
 	if left != 0 {
 		t.Fatalf("the holder's session inside a definer's routine (user %s) survived release --unchanged", user)
 	}
 	if err := <-called; err == nil {
-		t.Fatal("CALL nap() returned without an error: its session was not killed")
+		t.Fatalf("%s returned without an error: its session was not killed", call)
 	}
 }
 
 // TestSecurityReleaseXAPrepared: a read-only XA transaction prepared by
-// the holder (it outlives its connection) makes release --unchanged a
-// reset; the next holder's XA RECOVER is empty.
+// the holder (it outlives its connection; nothing else would reset the
+// slot) makes release --unchanged a reset, for that reason (the pool's log
+// says so); the slot's XA RECOVER is empty after, and the next holder
+// cannot commit the old holder's XID (on MySQL a lease may commit any
+// prepared XID it names, though its own XA RECOVER is refused without
+// XA_RECOVER_ADMIN: XAER_RMERR).
 func TestSecurityReleaseXAPrepared(t *testing.T) {
-	mariadbtest.SkipOnMySQL(t, "MySQL 9.7 answers this read-only XA PREPARE with XAER_RMERR; a MySQL XA probe is to write (issue 21)")
-	_, _, p, a := securityPool(t)
+	st, m := build(t, "auto", 1)
+	var logs syncBuffer
+	p, err := pool.Up(context.Background(), st.Catalog(), st.Binary(), m, pool.Options{Size: 1, Profile: mariadb.DefaultProfile(),
+		Log: slog.New(slog.NewTextHandler(&logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Down(context.Background()) })
+	a := lease(t, p)
 	ctx := context.Background()
 	c, err := open(t, a).Conn(ctx)
 	if err != nil {
@@ -324,14 +340,20 @@ func TestSecurityReleaseXAPrepared(t *testing.T) {
 	if !reset {
 		t.Error("a prepared XA transaction was handed to the next holder (release --unchanged reused the slot)")
 	}
+	if !strings.Contains(logs.String(), "XA transaction") {
+		t.Errorf("the release did not reset for the XA transaction; the pool's log:\n%s", logs.String())
+	}
 	b := lease(t, p)
-	rows, err := open(t, b).Query("XA RECOVER")
+	rows, err := adminOf(t, st, b).Query("XA RECOVER")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer rows.Close()
 	if rows.Next() {
-		t.Error("the next holder's XA RECOVER shows the old holder's transaction")
+		t.Error("the next holder's slot holds the old holder's prepared transaction (XA RECOVER)")
+	}
+	if _, err := open(t, b).Exec("XA COMMIT 'left'"); err == nil {
+		t.Error("the next holder committed the old holder's prepared XA transaction")
 	}
 }
 

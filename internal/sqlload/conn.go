@@ -105,6 +105,11 @@ func openConn(ctx context.Context, db *sql.DB, database string, binlog bool) (*c
 		sc.Close()
 		return nil, fmt.Errorf("prepare session: %w", err)
 	}
+	// The stock client's connection collation: on MySQL its utf8mb4
+	// default (utf8mb4_0900_ai_ci), which views, triggers and routines
+	// record, where the driver's handshake names utf8mb4_general_ci.
+	// MariaDB has no such variable, and its default is the driver's.
+	_ = c.exec(ctx, "SET SESSION collation_connection = @@default_collation_for_utf8mb4")
 	if binlog {
 		// Needs a privilege a plain user may lack; logging is then only slower.
 		_ = c.exec(ctx, "SET SESSION sql_log_bin=0")

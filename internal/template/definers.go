@@ -34,15 +34,6 @@ func (b *Builder) secureDefiners(ctx context.Context, db *sql.DB, m *catalog.Met
 	if err := killOthers(ctx, c); err != nil {
 		return err
 	}
-	if b.bin.Flavor != mariadb.MariaDB {
-		// mariadb.SecureDefiners is MariaDB's SQL (mysql.proc, mysql.event,
-		// mysql.global_priv, roles_mapping); its MySQL flavour is still to
-		// be written: say so rather than fail every MySQL build.
-		w := "DEFINERs not secured: on MySQL, objects of root and of the build account still run as those accounts in every slot (docs/security.md, \"No definer gadget\")"
-		m.Warnings = append(m.Warnings, w)
-		b.progress("warning: %s", w)
-		return nil
-	}
 	rep, err := mariadb.SecureDefiners(ctx, c, m.Databases, len(m.Databases) > 1)
 	if err != nil {
 		return err

@@ -16,7 +16,6 @@ import (
 	"github.com/pristinedb/pristine/internal/archive"
 	"github.com/pristinedb/pristine/internal/dsn"
 	"github.com/pristinedb/pristine/internal/mariadb"
-	"github.com/pristinedb/pristine/internal/mariadb/mariadbtest"
 	"github.com/pristinedb/pristine/internal/template"
 	"github.com/pristinedb/pristine/internal/template/templatetest"
 )
@@ -25,7 +24,6 @@ import (
 // an older pristine, or crafted) is re-owned at import, before any server
 // serves it: no clone runs a view, trigger, routine or event as root.
 func TestImportReownsDefiners(t *testing.T) {
-	mariadbtest.SkipOnMySQL(t, "the definer pass has no MySQL flavour yet (issue 21): MySQL templates keep their definers and record a warning")
 	ctx := context.Background()
 	src := templatetest.NewBuilder(t, "auto")
 	m := templatetest.Build(t, src, "app", schema+`CREATE VIEW v AS SELECT * FROM parent;
@@ -43,14 +41,26 @@ CREATE EVENT e ON SCHEDULE EVERY 1 HOUR DO DELETE FROM parent WHERE 0;
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, q := range []string{
-		"ALTER DEFINER=`root`@`localhost` SQL SECURITY DEFINER VIEW app.v AS SELECT * FROM app.parent",
+	my := src.Binary().Flavor == mariadb.MySQL
+	routines := []string{ // MariaDB's, in its tables
 		"UPDATE mysql.proc SET definer = 'root@localhost' WHERE db = 'app'",
 		"UPDATE mysql.event SET definer = 'root@localhost' WHERE db = 'app'",
+	}
+	eventDefiners := "SELECT CONVERT(definer USING utf8mb4) FROM mysql.event WHERE db = 'app'"
+	if my { // MySQL's, in its data dictionary
+		routines = []string{
+			"DROP PROCEDURE app.p",
+			"CREATE DEFINER=`root`@`localhost` PROCEDURE app.p() SELECT COUNT(*) FROM app.parent",
+			"ALTER DEFINER=`root`@`localhost` EVENT app.e COMMENT ''",
+		}
+		eventDefiners = "SELECT DEFINER FROM information_schema.EVENTS WHERE EVENT_SCHEMA = 'app'"
+	}
+	for _, q := range append(append([]string{
+		"ALTER DEFINER=`root`@`localhost` SQL SECURITY DEFINER VIEW app.v AS SELECT * FROM app.parent"}, routines...),
 		"DROP TRIGGER app.tr",
 		"CREATE DEFINER=`root`@`localhost` TRIGGER app.tr BEFORE INSERT ON app.child FOR EACH ROW SET NEW.parent_id = NEW.parent_id",
 		"SET GLOBAL innodb_fast_shutdown=0",
-	} {
+	) {
 		if _, err := db.Exec(q); err != nil {
 			t.Fatalf("%s: %v", q, err)
 		}
@@ -98,7 +108,7 @@ CREATE EVENT e ON SCHEDULE EVERY 1 HOUR DO DELETE FROM parent WHERE 0;
 	rows, err := cdb.Query(`SELECT DEFINER FROM information_schema.VIEWS WHERE TABLE_SCHEMA = 'app'
 		UNION ALL SELECT DEFINER FROM information_schema.ROUTINES WHERE ROUTINE_SCHEMA = 'app'
 		UNION ALL SELECT DEFINER FROM information_schema.TRIGGERS WHERE TRIGGER_SCHEMA = 'app'
-		UNION ALL SELECT CONVERT(definer USING utf8mb4) FROM mysql.event WHERE db = 'app'`)
+		UNION ALL ` + eventDefiners)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,7 +134,6 @@ CREATE EVENT e ON SCHEDULE EVERY 1 HOUR DO DELETE FROM parent WHERE 0;
 // the connection is killed before the pass, so nothing it does after can
 // leave an object running as root in the template.
 func TestSessionReownsAndCutsTheClient(t *testing.T) {
-	mariadbtest.SkipOnMySQL(t, "the definer pass has no MySQL flavour yet (issue 21): MySQL templates keep their definers and record a warning")
 	ctx := context.Background()
 	st := templatetest.NewBuilder(t, "auto")
 	ss, _, err := st.Begin(ctx, template.BuildOptions{Name: "api", Key: "sha256:definers", Profile: mariadb.DefaultProfile()})
@@ -196,7 +205,6 @@ func TestSessionReownsAndCutsTheClient(t *testing.T) {
 // template secured here and imported elsewhere has nothing left to
 // re-own or reduce.
 func TestImportOfASecuredTemplateChangesNothing(t *testing.T) {
-	mariadbtest.SkipOnMySQL(t, "the definer pass has no MySQL flavour yet (issue 21): MySQL templates keep their definers and record a warning")
 	src := templatetest.NewBuilder(t, "auto")
 	m := templatetest.Build(t, src, "app", schema+`CREATE VIEW v AS SELECT * FROM parent;
 CREATE USER rep@'%';

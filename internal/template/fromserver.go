@@ -141,13 +141,22 @@ func (b *Builder) buildFromServer(ctx context.Context, dir string, opt BuildOpti
 		if err := b.cat.Backend().MakeDir(data); err != nil {
 			return err
 		}
-		st, err := capture.Physical(ctx, src, data, len(opt.Server.Databases) == 0, copts)
-		if err != nil {
-			return err
+		if src.MySQL() {
+			st, err := b.cloneMySQL(ctx, src, dir, data, opt, copts)
+			if err != nil {
+				return err
+			}
+			b.progress("cloned %s in %.1fs", units.Bytes(st.Bytes), st.Elapsed.Seconds())
+			b.rekey(opt, ls, st.GTID, m)
+		} else {
+			st, err := capture.Physical(ctx, src, data, len(opt.Server.Databases) == 0, copts)
+			if err != nil {
+				return err
+			}
+			counters = st.Counters
+			b.progress("copied and prepared %s in %.1fs", units.Bytes(st.Bytes), st.Elapsed.Seconds())
+			b.rekey(opt, ls, st.GTID, m)
 		}
-		counters = st.Counters
-		b.progress("copied and prepared %s in %.1fs", units.Bytes(st.Bytes), st.Elapsed.Seconds())
-		b.rekey(opt, ls, st.GTID, m)
 		// The copy's accounts are the source's: secure them on a private
 		// start without grant tables before it is ever served on TCP.
 		if err := b.secure(ctx, data, mariadb.BuildProfile(opt.Profile), nil); err != nil {
@@ -201,6 +210,17 @@ func (b *Builder) buildFromServer(ctx context.Context, dir string, opt BuildOpti
 			return err
 		}
 		b.progress("removed %d accounts out of scope of %s; set %d AUTO_INCREMENT counters to the source's", n, strings.Join(src.Databases, ","), set)
+		if src.MySQL() {
+			// A clone holds every database of the source; its InnoDB
+			// counters are the source's already.
+			dropped, err := dropUncaptured(ctx, db, src.Databases)
+			if err != nil {
+				return err
+			}
+			if len(dropped) > 0 {
+				b.progress("dropped the databases not asked for from the clone: %s", strings.Join(dropped, ", "))
+			}
+		}
 	} else {
 		st, err := capture.Logical(ctx, src, in.DSN(""), copts)
 		if err != nil {

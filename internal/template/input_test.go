@@ -59,16 +59,7 @@ CREATE TABLE later (id INT PRIMARY KEY) ENGINE=InnoDB;
 			t.Errorf("warnings lack %q:\n%s", want, all)
 		}
 	}
-	warnings := m.Warnings
-	if st.Binary().Flavor == mariadb.MySQL { // and the definer pass's own warning (issue 21)
-		warnings = nil
-		for _, w := range m.Warnings {
-			if !strings.HasPrefix(w, "DEFINERs not secured") {
-				warnings = append(warnings, w)
-			}
-		}
-	}
-	if strings.Contains(all, "fk_good") || len(warnings) != len(wants) {
+	if strings.Contains(all, "fk_good") || len(m.Warnings) != len(wants) {
 		t.Errorf("warnings = %q, want the %d dangling keys only", m.Warnings, len(wants))
 	}
 	if !strings.Contains(strings.Join(lines, "\n"), "warning: %s") {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -38,7 +39,23 @@ import (
 //
 // Every case goes through every path that makes a copy, and the copy is
 // compared with the source by verify.Compare.
+//
+// The cases are in each server's dialect: testdata/fidelity for MariaDB,
+// testdata/fidelity-mysql for MySQL (its own features: functional and
+// multi-valued indexes, invisible columns, CHECK constraints, roles with
+// a default role), chosen by the installed server.
 const corpusDir = "../../testdata/fidelity"
+
+// mysqlCorpusDir is MySQL's corpus.
+const mysqlCorpusDir = "../../testdata/fidelity-mysql"
+
+// corpusFor is the corpus of the installed server's dialect.
+func corpusFor(t *testing.T) string {
+	if mariadbtest.Binary(t).Flavor == mariadb.MySQL {
+		return mysqlCorpusDir
+	}
+	return corpusDir
+}
 
 // corpusEnv is what the cases share: one store on /dev/shm and the client.
 type corpusEnv struct {
@@ -77,7 +94,7 @@ type fidelityCase struct {
 	known     map[string][]string // the same for known differences
 }
 
-func loadCases(t *testing.T) []fidelityCase {
+func loadCases(t *testing.T, corpusDir string) []fidelityCase {
 	ents, err := os.ReadDir(corpusDir)
 	if err != nil {
 		t.Fatal(err)
@@ -123,9 +140,10 @@ func lines(t *testing.T, path string) []string {
 
 func TestFidelityCorpus(t *testing.T) {
 	e := newCorpusEnv(t)
-	cases := loadCases(t)
+	dir := corpusFor(t)
+	cases := loadCases(t, dir)
 	if len(cases) == 0 {
-		t.Fatal("no cases in " + corpusDir)
+		t.Fatal("no cases in " + dir)
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) { e.run(t, c) })
@@ -204,8 +222,12 @@ func (e *corpusEnv) run(t *testing.T, c fidelityCase) {
 	})
 	for _, method := range []string{"logical", "physical"} {
 		t.Run("server-"+method, func(t *testing.T) {
+			source := "mysql://root@localhost/?socket=" + src.Config.Socket()
+			if method == "physical" && e.st.Binary().Flavor == mariadb.MySQL {
+				source = cloneDonor(t, srcDB, src)
+			}
 			opt := template.BuildOptions{Name: c.name + "-" + method, Database: "app", Profile: mariadb.DefaultProfile(),
-				Server: template.ServerSource{DSN: "mysql://root@localhost/?socket=" + src.Config.Socket(), Method: method}}
+				Server: template.ServerSource{DSN: source, Method: method}}
 			m, _, err := e.st.Build(ctx, opt)
 			if err != nil {
 				t.Fatalf("template build --from-server --method %s: %v", method, err)
@@ -223,6 +245,29 @@ func (e *corpusEnv) run(t *testing.T, c fidelityCase) {
 			e.compare(ctx, t, c, "server-"+method, srcDB, db, nil)
 		})
 	}
+}
+
+// cloneDonor readies a MySQL source for the clone plugin, as its
+// administrator would: the plugin installed, and an account that logs in
+// over TCP with BACKUP_ADMIN (and what a capture reads: SELECT, SHOW VIEW,
+// the objects' definitions). It returns the URL to capture it by. The
+// account has global privileges only, so it is the host's and out of any
+// schema's account scope: verify does not compare it.
+func cloneDonor(t *testing.T, db *sql.DB, in *mariadb.Instance) string {
+	t.Helper()
+	var n int
+	if err := db.QueryRow("SELECT COUNT(*) FROM information_schema.PLUGINS WHERE PLUGIN_NAME = 'clone' AND PLUGIN_STATUS = 'ACTIVE'").Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	stmts := []string{
+		"CREATE USER IF NOT EXISTS cloner@'127.0.0.1' IDENTIFIED BY 'cloner-pw'",
+		"GRANT BACKUP_ADMIN, SELECT, SHOW VIEW, EVENT, TRIGGER, RELOAD, PROCESS, REPLICATION CLIENT ON *.* TO cloner@'127.0.0.1'",
+	}
+	if n == 0 {
+		stmts = append([]string{"INSTALL PLUGIN clone SONAME 'mysql_clone.so'"}, stmts...)
+	}
+	mariadbtest.Exec(t, db, stmts...)
+	return fmt.Sprintf("mysql://cloner:cloner-pw@127.0.0.1:%d/", in.Config.Port)
 }
 
 func (e *corpusEnv) build(ctx context.Context, t *testing.T, name, sqlPath string, k int) *catalog.Meta {
@@ -368,7 +413,23 @@ func accounts(t *testing.T, db *sql.DB) string {
 	var create, grants []string
 	// The system accounts (root@*, anonymous accounts...) are the host's;
 	// an anonymous account on a host name cannot even be shown.
-	rows, err := db.Query("SELECT User, Host, is_role FROM mysql.user WHERE User NOT IN ('', 'root','mariadb.sys','mysql','PUBLIC') ORDER BY is_role DESC, User, Host")
+	q := "SELECT User, Host, is_role FROM mysql.user WHERE User NOT IN ('', 'root','mariadb.sys','mysql','PUBLIC') ORDER BY is_role DESC, User, Host"
+	var v string
+	if err := db.QueryRow("SELECT VERSION()").Scan(&v); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(strings.ToLower(v), "mariadb") {
+		// MySQL: a role is an account (one granted to another), shown by
+		// SHOW CREATE USER like any, and made first (an account names it
+		// as its DEFAULT ROLE); hashes as hex, which CREATE USER reads.
+		db.SetMaxOpenConns(1)
+		if _, err := db.Exec("SET SESSION print_identified_with_as_hex = ON"); err != nil {
+			t.Fatal(err)
+		}
+		q = `SELECT User, Host, 'N' FROM mysql.user WHERE User NOT IN ('', 'root', 'mysql.sys', 'mysql.session', 'mysql.infoschema', 'cloner')
+			ORDER BY (SELECT COUNT(*) FROM mysql.role_edges WHERE FROM_USER = User AND FROM_HOST = Host) DESC, User, Host`
+	}
+	rows, err := db.Query(q)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,13 @@ import (
 
 var autoIncRe = regexp.MustCompile(`\s+AUTO_INCREMENT=(\d+)`)
 
+// charsetCollateRe is a column's CHARACTER SET before its COLLATE: the
+// collation names its character set, and MySQL prints the pair for a
+// column re-created from its own SHOW CREATE TABLE where it printed the
+// COLLATE alone before (same column, same bytes); both are read as the
+// COLLATE alone.
+var charsetCollateRe = regexp.MustCompile(` CHARACTER SET \w+ COLLATE `)
+
 // splitCreateTable cuts SHOW CREATE TABLE output into named parts: one per
 // column, index and constraint, the column order, the table options, the
 // AUTO_INCREMENT counter and the partitioning. The server prints one
@@ -26,6 +33,7 @@ func splitCreateTable(create string) [][2]string {
 		def := strings.TrimSuffix(strings.TrimSpace(l), ",")
 		name := partName(def)
 		if strings.HasPrefix(name, "column ") {
+			def = charsetCollateRe.ReplaceAllString(def, " COLLATE ")
 			cols = append(cols, strings.TrimPrefix(name, "column "))
 		}
 		parts = append(parts, [2]string{name, def})

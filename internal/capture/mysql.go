@@ -1,0 +1,85 @@
+package capture
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/go-sql-driver/mysql"
+)
+
+// What a capture reads differently from a MySQL 8/9 source (or writes to a
+// MySQL target): the change marker, generated columns (schema.go), roles
+// (mysql.role_edges, mysql.default_roles: scope.go), the grant tables a
+// physical copy's accounts are pruned in, and passwords (ALTER USER).
+
+// rowQueryer is a *sql.DB or a *sql.Conn.
+type rowQueryer interface {
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// isMySQL asks the server whether it is MySQL (not MariaDB).
+func isMySQL(ctx context.Context, q rowQueryer) (bool, error) {
+	var v string
+	if err := q.QueryRowContext(ctx, "SELECT VERSION()").Scan(&v); err != nil {
+		return false, fmt.Errorf("read the server version: %w", err)
+	}
+	return !strings.Contains(strings.ToLower(v), "mariadb"), nil
+}
+
+// binlogMarker is the source's change marker with binary logging on:
+// MariaDB's @@gtid_binlog_pos; on MySQL, @@gtid_executed, or with GTIDs off
+// the binary log's file and position (SHOW BINARY LOG STATUS; SHOW MASTER
+// STATUS before 8.2).
+func binlogMarker(ctx context.Context, q interface {
+	rowQueryer
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+}) (string, error) {
+	var pos sql.NullString
+	err := q.QueryRowContext(ctx, "SELECT @@gtid_binlog_pos").Scan(&pos)
+	if err == nil {
+		return pos.String, nil
+	}
+	var me *mysql.MySQLError
+	if !errors.As(err, &me) || me.Number != 1193 { // unknown system variable: MySQL
+		return "", fmt.Errorf("read @@gtid_binlog_pos: %w", err)
+	}
+	if err := q.QueryRowContext(ctx, "SELECT @@gtid_executed").Scan(&pos); err != nil {
+		return "", fmt.Errorf("read @@gtid_executed: %w", err)
+	}
+	if s := strings.Join(strings.Fields(pos.String), ""); s != "" {
+		return s, nil
+	}
+	for _, stmt := range []string{"SHOW BINARY LOG STATUS", "SHOW MASTER STATUS"} {
+		rows, err := q.QueryContext(ctx, stmt)
+		if err != nil {
+			continue
+		}
+		var file, at string
+		if rows.Next() {
+			cols, _ := rows.Columns()
+			vals := make([]sql.NullString, len(cols))
+			ptrs := make([]any, len(cols))
+			for i := range vals {
+				ptrs[i] = &vals[i]
+			}
+			if err := rows.Scan(ptrs...); err == nil && len(vals) >= 2 {
+				file, at = vals[0].String, vals[1].String
+			}
+		}
+		rows.Close()
+		if file != "" {
+			return file + ":" + at, nil
+		}
+		return "", nil // binary logging is off after all
+	}
+	return "", errors.New("read the binary log position: SHOW BINARY LOG STATUS needs REPLICATION CLIENT (or give the source GTIDs)")
+}
+
+// isNoSuchColumn reports an unknown column (error 1054).
+func isNoSuchColumn(err error) bool {
+	var me *mysql.MySQLError
+	return errors.As(err, &me) && me.Number == 1054
+}
