@@ -184,7 +184,7 @@ func (p *Pool) Release(ctx context.Context, id string, mode ReleaseMode) (reset 
 		p.resetIfDone(s)
 		return true, nil
 	}
-	u.acct, u.spent, s.mark, s.files = fresh, false, now.mark, now.files
+	u.acct, u.spent, s.mark, s.files, s.inplace = fresh, false, now.mark, now.files, now.base
 	p.stats.Reused++
 	if s.active() == 0 {
 		if err := p.move(s, Ready, "released unchanged"); err != nil {
@@ -290,6 +290,9 @@ func (p *Pool) Get(id string) (Lease, bool) {
 func (p *Pool) resetWorker() {
 	defer p.wg.Done()
 	for s := range p.resetq {
+		if p.resetInPlace(s) {
+			continue
+		}
 		p.mu.Lock()
 		if p.closed {
 			p.mu.Unlock()

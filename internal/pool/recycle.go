@@ -18,6 +18,7 @@ import (
 type check struct {
 	mark  string
 	files fileMark
+	base  *inplaceBase // the in-place reset's baseline, retaken (inplace.go)
 }
 
 // errChanged says why a database released as unchanged is reset.
@@ -105,6 +106,9 @@ func recycle(ctx context.Context, admin *sql.DB, was check, a account, db string
 		return account{}, check{}, err
 	}
 	now.mark = withCounters(mark, counters)
+	if now.base, err = takeBase(ctx, conn); err != nil {
+		return account{}, check{}, err
+	}
 	return fresh, now, nil
 }
 

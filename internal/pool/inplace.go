@@ -1,0 +1,416 @@
+package pool
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/pristinedb/pristine/internal/quote"
+)
+
+// The in-place reset: a slot whose last holder changed only rows of
+// InnoDB, Aria and MyISAM tables is made pristine again without
+// restarting its server. Every connection of the holder is killed, what
+// changed is found (changes.go), and each changed table gets the
+// template's table files back:
+//
+//   - InnoDB: ALTER TABLE ... DISCARD TABLESPACE, the template's .ibd
+//     cloned (FICLONE, a copy where the filesystem cannot) from the slot's
+//     seed, ALTER TABLE ... IMPORT TABLESPACE, with foreign key checks
+//     off. The imported file carries the template's rows, indexes and
+//     AUTO_INCREMENT; the import recomputes the table's statistics from
+//     them.
+//   - Aria and MyISAM: FLUSH TABLES closes the table, its data and index
+//     files are replaced by clones of the template's, FLUSH TABLES again.
+//
+// Anything else the holder may have done (DDL, an account, routine or
+// event, TRUNCATE, a global variable, a file, a prepared XA transaction,
+// a temporary table still alive, a system table's rows, a changed table
+// of another engine or with an encoded file name), and any failure,
+// falls back to the full reset (kill, clone, start), with the reason
+// counted in Stats.ResetPaths.
+//
+// A daemon killed during an in-place reset never hands the slot out dirty:
+// the lease was deleted from the journal before the reset began, and a
+// restarted daemon clones every slot that has no lease to restore afresh
+// (planRestore, startAll).
+
+// Reset paths, as counted in Stats.ResetPaths: "inplace", "full" (a slot
+// that never tried: several databases, a restored lease, its server gone)
+// and "full:<reason>" (Fallback*).
+const (
+	PathInPlace = "inplace"
+	PathFull    = "full"
+)
+
+// inplaceTimeout bounds one in-place reset.
+const inplaceTimeout = 30 * time.Second
+
+// inplaceHook, when set (tests), is called between the holder's sessions
+// being killed and the first table being restored.
+var inplaceHook func(slot int)
+
+// resetInPlace tries to reset a slot taken from the reset queue in place.
+// It reports true when it took care of the slot (reset in place, or the
+// pool went down meanwhile), false when the full reset must run: the slot
+// is as it was, still Resetting.
+func (p *Pool) resetInPlace(s *slot) bool {
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return false
+	}
+	live, isLive := s.srv.(*liveServer)
+	base := s.inplace
+	if s.state != Resetting || !isLive || !live.Running() || len(s.units) != 1 || base == nil {
+		p.countPath(PathFull)
+		p.mu.Unlock()
+		return false
+	}
+	if base.ineligible != "" {
+		p.countPath(PathFull + ":" + FallbackIneligible)
+		p.mu.Unlock()
+		return false
+	}
+	gen, acct, db, files := s.gen, s.units[0].acct, s.units[0].db, s.files
+	job := inplaceJob{slot: s.idx, admin: live.admin, base: base, acct: acct, db: db, files: files,
+		dirs: slotDirs(s), data: filepath.Join(s.dir, "data"), src: p.pristineSource(s), meta: filepath.Join(p.dir, metaDir)}
+	p.mu.Unlock()
+
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), inplaceTimeout)
+	out, err := job.run(ctx)
+	cancel()
+
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return true
+	}
+	if s.gen != gen || s.srv != live {
+		return false // not expected: nothing but the reset worker moves a Resetting slot
+	}
+	if err != nil {
+		reason := fallbackReason(err)
+		p.countPath(PathFull + ":" + reason)
+		p.log.Info("in-place reset: resetting fully", "template", p.Meta.Name, "slot", s.idx, "reason", reason, "why", err.Error())
+		return false
+	}
+	if err := p.move(s, Ready, "restored in place: "+out.summary); err != nil {
+		return false
+	}
+	s.units[0].acct, s.units[0].spent = out.acct, false
+	s.mark, s.files, s.inplace = out.mark, out.files, out.base
+	s.err, s.failing = "", false
+	p.countPath(PathInPlace)
+	p.stats.TablesRestored += int64(out.tables)
+	p.observe("reset", time.Since(start))
+	p.signal()
+	return true
+}
+
+// countPath counts a reset by its path; the caller holds p.mu.
+func (p *Pool) countPath(path string) {
+	if p.stats.ResetPaths == nil {
+		p.stats.ResetPaths = map[string]int64{}
+	}
+	p.stats.ResetPaths[path]++
+}
+
+// pristineSource is the data directory the slot's clones come from: its
+// seed (btrfs, owned by the slot's id) or the template's.
+func (p *Pool) pristineSource(s *slot) string {
+	seed := filepath.Join(p.dir, seedsDir, fmt.Sprintf("%03d", s.idx))
+	if st, err := os.Stat(seed); err == nil && st.IsDir() {
+		return seed
+	}
+	if p.cat == nil {
+		return ""
+	}
+	return p.cat.DataDir(p.Meta.Hash)
+}
+
+// inplaceJob is one in-place reset, run outside the pool's lock.
+type inplaceJob struct {
+	slot  int
+	admin *sql.DB
+	base  *inplaceBase
+	acct  account  // the last holder's
+	db    string   // the slot's database
+	files fileMark // the slot's files when it became ready
+	dirs  []string // slotDirs
+	data  string   // the slot's clone
+	src   string   // the pristine data directory to take tables from
+	meta  string   // the InnoDB tables' export metadata (exportmeta.go)
+}
+
+// inplaceDone is what a successful in-place reset leaves.
+type inplaceDone struct {
+	acct    account
+	mark    string
+	files   fileMark
+	base    *inplaceBase
+	tables  int
+	summary string
+}
+
+// run does the in-place reset's work on the slot's server.
+func (j inplaceJob) run(ctx context.Context) (*inplaceDone, error) {
+	conn, err := j.admin.Conn(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("admin connection: %w", err)
+	}
+	defer conn.Close()
+	// The admin's own statements (the lock, later the restore) move the
+	// non-row counters; read on this session, they are taken off.
+	ownBefore, _, err := otherWrites(ctx, conn, "SESSION")
+	if err != nil {
+		return nil, err
+	}
+	if j.acct.ok() {
+		if _, err := conn.ExecContext(ctx, "ALTER USER "+quote.Account(j.acct.user, "%")+" ACCOUNT LOCK"); err != nil {
+			return nil, fmt.Errorf("lock lease account %s: %w", j.acct.user, err)
+		}
+	}
+	if err := killOthers(ctx, conn); err != nil {
+		return nil, notInPlace(FallbackSessions, "%v", err)
+	}
+	if inplaceHook != nil {
+		inplaceHook(j.slot)
+	}
+	ownAfter, _, err := otherWrites(ctx, conn, "SESSION")
+	if err != nil {
+		return nil, err
+	}
+	other, _, err := otherWrites(ctx, conn, "GLOBAL")
+	if err != nil {
+		return nil, err
+	}
+	if other-(ownAfter-ownBefore) != j.base.other {
+		return nil, notInPlace(FallbackDDL, "DDL, account, routine, event, TRUNCATE or table maintenance statements ran (%d)", other-(ownAfter-ownBefore)-j.base.other)
+	}
+	if n, err := xaPending(ctx, conn); err != nil {
+		return nil, err
+	} else if n > 0 {
+		return nil, notInPlace(FallbackXA, "%d XA transaction(s) outlived their connections", n)
+	}
+	// Temporary tables die with their connection: the server closes a
+	// session's temporary tables (THD::cleanup) before the session leaves
+	// the process list, which killOthers saw empty. Aria's and MyISAM's
+	// temporary tables are files of the tmpdir, in the file walk below;
+	// MariaDB 10.11 has no list of other sessions' InnoDB temporary
+	// tables to check (information_schema.TEMPORARY_TABLES came in 11.2).
+	if n, err := tempTables(ctx, conn); err != nil {
+		return nil, err
+	} else if n > 0 {
+		return nil, notInPlace(FallbackTemp, "%d temporary table(s) outlived their connections", n)
+	}
+	globals, err := globalsHash(ctx, conn)
+	if err != nil {
+		return nil, err
+	}
+	if globals != j.base.globals {
+		return nil, notInPlace(FallbackGlobals, "the server's global variables changed")
+	}
+	files, err := markFiles(j.dirs...)
+	if err != nil {
+		return nil, err
+	}
+	if d := j.files.diff(files, 5); len(d) > 0 {
+		return nil, notInPlace(FallbackFiles, "files changed: %s", strings.Join(d, ", "))
+	}
+	changed, err := changedTables(ctx, conn, j.base.rows)
+	if err != nil {
+		return nil, err
+	}
+	plan, err := planTables(ctx, conn, changed)
+	if err != nil {
+		return nil, err
+	}
+	if j.src == "" && len(plan) > 0 {
+		return nil, notInPlace(FallbackEngine, "no pristine data directory to take tables from")
+	}
+	if _, err := conn.ExecContext(ctx, "SET SESSION foreign_key_checks = 0"); err != nil {
+		return nil, fmt.Errorf("foreign key checks off: %w", err)
+	}
+	for _, t := range plan {
+		if err := j.restore(ctx, conn, t); err != nil {
+			return nil, fmt.Errorf("restore %s: %w", t.ref, err)
+		}
+	}
+	if _, err := conn.ExecContext(ctx, "SET SESSION foreign_key_checks = 1"); err != nil {
+		return nil, fmt.Errorf("foreign key checks on: %w", err)
+	}
+	if j.acct.ok() {
+		if _, err := conn.ExecContext(ctx, "DROP USER IF EXISTS "+quote.Account(j.acct.user, "%")); err != nil {
+			return nil, fmt.Errorf("drop lease account: %w", err)
+		}
+	}
+	out := &inplaceDone{tables: len(plan)}
+	if out.acct, err = newAccount(ctx, conn, j.db, 1); err != nil {
+		return nil, err
+	}
+	if out.mark, err = writeMark(ctx, conn); err != nil {
+		return nil, err
+	}
+	if out.files, err = markFiles(j.dirs...); err != nil {
+		return nil, err
+	}
+	if out.base, err = takeBase(ctx, conn); err != nil {
+		return nil, err
+	}
+	names := make([]string, len(plan))
+	for i, t := range plan {
+		names[i] = t.ref.String()
+	}
+	out.summary = fmt.Sprintf("%d table(s) restored %s", len(plan), strings.Join(names, ", "))
+	return out, nil
+}
+
+// tablePlan is one changed table and how it is restored.
+type tablePlan struct {
+	ref    tableRef
+	engine string // InnoDB, Aria or MyISAM
+}
+
+// planTables says how each changed table is restored, or why one cannot
+// be. A changed table that no longer exists was a temporary table (a
+// base table cannot go without a DROP or RENAME, which the non-row
+// counters see), gone with its connection.
+func planTables(ctx context.Context, conn querier, changed []tableRef) ([]tablePlan, error) {
+	var out []tablePlan
+	for _, t := range changed {
+		var engine, options, kind sql.NullString
+		err := conn.QueryRowContext(ctx, "SELECT ENGINE, CREATE_OPTIONS, TABLE_TYPE FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ?", t.db, t.name).Scan(&engine, &options, &kind)
+		if errors.Is(err, sql.ErrNoRows) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("read %s's engine: %w", t, err)
+		}
+		switch {
+		case kind.String != "BASE TABLE" && kind.String != "SYSTEM VERSIONED":
+			return nil, notInPlace(FallbackEngine, "%s is a %s", t, kind.String)
+		case strings.Contains(strings.ToLower(options.String), "partitioned"):
+			return nil, notInPlace(FallbackEngine, "%s is partitioned", t)
+		case !plainName.MatchString(t.db) || !plainName.MatchString(t.name):
+			return nil, notInPlace(FallbackEngine, "%s's file name is encoded", t)
+		}
+		switch engine.String {
+		case "InnoDB", "Aria", "MyISAM":
+			out = append(out, tablePlan{ref: t, engine: engine.String})
+		default:
+			return nil, notInPlace(FallbackEngine, "%s is of engine %s", t, engine.String)
+		}
+	}
+	return out, nil
+}
+
+// tableFiles are the files of a table of each engine restored in place,
+// by extension.
+var tableFiles = map[string][]string{
+	"InnoDB": {".ibd"},
+	"Aria":   {".MAD", ".MAI"},
+	"MyISAM": {".MYD", ".MYI"},
+}
+
+// restore gives one table the template's files back.
+func (j inplaceJob) restore(ctx context.Context, conn *sql.Conn, t tablePlan) error {
+	name := quote.Ident(t.ref.db) + "." + quote.Ident(t.ref.name)
+	for _, ext := range tableFiles[t.engine] {
+		if _, err := os.Stat(filepath.Join(j.src, t.ref.db, t.ref.name+ext)); err != nil {
+			return notInPlace(FallbackEngine, "%s has no %s file in the template: %v", t.ref, ext, err)
+		}
+	}
+	if t.engine == "InnoDB" {
+		if _, err := conn.ExecContext(ctx, "ALTER TABLE "+name+" DISCARD TABLESPACE"); err != nil {
+			return fmt.Errorf("discard tablespace: %w", err)
+		}
+		if err := j.cloneFile(filepath.Join(j.src, t.ref.db, t.ref.name+".ibd"), t.ref, ".ibd"); err != nil {
+			return err
+		}
+		cfg := filepath.Join(j.meta, t.ref.db, t.ref.name+".cfg")
+		withMeta := false
+		if _, err := os.Stat(cfg); err == nil {
+			if err := j.cloneFile(cfg, t.ref, ".cfg"); err != nil {
+				return err
+			}
+			withMeta = true
+		}
+		_, err := conn.ExecContext(ctx, "ALTER TABLE "+name+" IMPORT TABLESPACE")
+		if withMeta {
+			_ = os.Remove(filepath.Join(j.data, t.ref.db, t.ref.name+".cfg"))
+		}
+		if err != nil {
+			return fmt.Errorf("import tablespace: %w", err)
+		}
+		return nil
+	}
+	if _, err := conn.ExecContext(ctx, "FLUSH TABLES "+name); err != nil {
+		return fmt.Errorf("close the table: %w", err)
+	}
+	for _, ext := range tableFiles[t.engine] {
+		if err := j.cloneFile(filepath.Join(j.src, t.ref.db, t.ref.name+ext), t.ref, ext); err != nil {
+			return err
+		}
+	}
+	if _, err := conn.ExecContext(ctx, "FLUSH TABLES "+name); err != nil {
+		return fmt.Errorf("close the table: %w", err)
+	}
+	return nil
+}
+
+// cloneFile puts src as table t's file of extension ext in the slot's
+// clone: a clone of its extents (a copy where the filesystem cannot),
+// owned as the database directory is (the slot server's id), moved over
+// the old file.
+func (j inplaceJob) cloneFile(src string, t tableRef, ext string) error {
+	dir := filepath.Join(j.data, t.db)
+	dst := filepath.Join(dir, t.name+ext)
+	var st syscall.Stat_t
+	if err := syscall.Stat(dir, &st); err != nil {
+		return fmt.Errorf("clone %s: %w", src, err)
+	}
+	in, err := os.Open(src)
+	if err != nil {
+		return fmt.Errorf("clone %s: %w", src, err)
+	}
+	defer in.Close()
+	tmp := filepath.Join(dir, "#pristine-restore-"+randomHex(4)+ext)
+	out, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o660)
+	if err != nil {
+		return fmt.Errorf("clone %s: %w", src, err)
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			out.Close()
+			os.Remove(tmp)
+		}
+	}()
+	if err := unix.IoctlFileClone(int(out.Fd()), int(in.Fd())); err != nil {
+		if _, err := io.Copy(out, in); err != nil {
+			return fmt.Errorf("copy %s: %w", src, err)
+		}
+	}
+	if err := out.Chown(int(st.Uid), int(st.Gid)); err != nil {
+		return fmt.Errorf("clone %s: give it to the server's id: %w", src, err)
+	}
+	if err := out.Close(); err != nil {
+		return fmt.Errorf("clone %s: %w", src, err)
+	}
+	if err := os.Rename(tmp, dst); err != nil {
+		return fmt.Errorf("clone %s: %w", src, err)
+	}
+	ok = true
+	return nil
+}
