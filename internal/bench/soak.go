@@ -69,6 +69,12 @@ type SoakResult struct {
 	// of it, from /proc/stat: servers, daemon, clients, and whatever else
 	// ran) per reset, in milliseconds.
 	CPUPerResetMS float64 `json:"cpu_per_reset_ms"`
+	// PristineCPUPerResetMS is the CPU time of the daemon and its slot
+	// servers alone during the soak (their /proc/PID/stat, children the
+	// daemon reaped included) per reset, in milliseconds: without the
+	// clients and other work on the machine, and without kernel threads
+	// (btrfs' cleaner).
+	PristineCPUPerResetMS float64 `json:"pristine_cpu_per_reset_ms"`
 	// Verified counts the sampled leases verified against the reference
 	// lease; NotVerified those that differed (FirstDiff says how).
 	Verified    int64  `json:"verified"`
@@ -130,7 +136,7 @@ func Soak(ctx context.Context, c *client.Client, root *rootdir.Root, opt SoakOpt
 	if ps, err := c.Pool(ctx, opt.Template); err == nil {
 		before = ps.Stats.ResetPaths
 	}
-	cpu0 := busyJiffies()
+	cpu0, own0 := busyJiffies(), pristineTicks(root.Data())
 
 	var (
 		next, bad, errs atomic.Int64
@@ -179,7 +185,7 @@ func Soak(ctx context.Context, c *client.Client, root *rootdir.Root, opt SoakOpt
 	}
 	wg.Wait()
 	res.Seconds = time.Since(start).Seconds()
-	cpu := busyJiffies() - cpu0
+	cpu, own := busyJiffies()-cpu0, pristineTicks(root.Data())-own0
 	res.Cycles = int64(len(waits))
 	res.FreshPerSec = float64(res.Cycles-bad.Load()) / res.Seconds
 	res.Verified, res.NotVerified = verified.Load(), notVerified.Load()
@@ -199,10 +205,11 @@ func Soak(ctx context.Context, c *client.Client, root *rootdir.Root, opt SoakOpt
 	}
 	if resets > 0 {
 		res.CPUPerResetMS = float64(cpu) * 1000 / clockTicks / float64(resets)
+		res.PristineCPUPerResetMS = float64(own) * 1000 / clockTicks / float64(resets)
 	}
 	res.LoadAfter = loadAverage()
 	say("%d cycles in %.1fs: %.1f leases/s, lease wait p99 %.2f ms, %d not pristine, %d errors", res.Cycles, res.Seconds, res.LeasesPerSec, res.LeaseP99MS, res.NotPristine, res.Errors)
-	say("resets by path %v, %.1f ms of machine CPU per reset; %d leases verified, %d differed; load %s -> %s", res.Resets, res.CPUPerResetMS, res.Verified, res.NotVerified, res.LoadBefore, res.LoadAfter)
+	say("resets by path %v, %.1f ms of machine CPU (%.1f ms of pristine's daemon and servers) per reset; %d leases verified, %d differed; load %s -> %s", res.Resets, res.CPUPerResetMS, res.PristineCPUPerResetMS, res.Verified, res.NotVerified, res.LoadBefore, res.LoadAfter)
 	if ours {
 		if _, err := c.PoolDown(ctx, opt.Template); err != nil {
 			return res, err

@@ -9,9 +9,10 @@ import (
 	"strings"
 
 	"github.com/pristinedb/pristine/client"
+	"github.com/pristinedb/pristine/internal/mariadb"
 	"github.com/pristinedb/pristine/internal/quote"
-	"github.com/pristinedb/pristine/internal/verify"
 	"github.com/pristinedb/pristine/internal/server"
+	"github.com/pristinedb/pristine/internal/verify"
 )
 
 // The soak's reset accounting and its write patterns: how many fresh
@@ -46,7 +47,6 @@ func busyJiffies() int64 {
 	}
 	return sum
 }
-
 
 // pathDelta is now's reset path counts less before's.
 func pathDelta(before, now map[string]int64) map[string]int64 {
@@ -189,4 +189,52 @@ func loadAverage() string {
 		return ""
 	}
 	return strings.Join(f[:3], " ")
+}
+
+// procTicks reads fields of /proc/PID/stat (counted from 1 as in
+// proc(5)): the CPU times utime 14, stime 15, cutime 16, cstime 17; and
+// ppid 4.
+func procTicks(pid int, fields ...int) []int64 {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return nil
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return nil
+	}
+	f := strings.Fields(s[i+1:]) // f[0] is field 3
+	out := make([]int64, len(fields))
+	for k, n := range fields {
+		if n-3 < len(f) {
+			out[k], _ = strconv.ParseInt(f[n-3], 10, 64)
+		}
+	}
+	return out
+}
+
+// pristineTicks is the CPU time, in clock ticks, of the daemon serving
+// the slot servers under data (with every child it reaped: the servers
+// full resets killed) and of the servers alive now. Kernel threads'
+// work for the daemon (btrfs' cleaner deleting old clones) is not in it.
+// The daemon is the servers' parent; 0 when no server runs.
+func pristineTicks(data string) int64 {
+	servers := mariadb.Servers(data)
+	var sum int64
+	daemon := 0
+	for _, pid := range servers {
+		t := procTicks(pid, 14, 15, 4)
+		if t == nil {
+			continue
+		}
+		sum += t[0] + t[1]
+		daemon = int(t[2])
+	}
+	if daemon > 1 {
+		if t := procTicks(daemon, 14, 15, 16, 17); t != nil {
+			sum += t[0] + t[1] + t[2] + t[3]
+		}
+	}
+	return sum
 }

@@ -43,6 +43,10 @@ type inplaceBase struct {
 	// ineligible, when set, says why the slot's template cannot be reset
 	// in place (the slot resets fully).
 	ineligible string
+	// children are the tables each table's cascading foreign keys reach
+	// (cascadeClosure); the template's, read once: foreign keys change
+	// only by DDL, which resets fully.
+	children map[tableRef][]tableRef
 }
 
 // maintenanceCounters are statements that rewrite a table without
@@ -96,12 +100,36 @@ func otherWrites(ctx context.Context, conn querier, scope string) (int64, bool, 
 // takeBase reads a ready slot's in-place baseline. A server that cannot
 // be reset in place (MySQL, no user statistics, a template with
 // sequences) gets a base with ineligible set; an error is a failed query.
-func takeBase(ctx context.Context, admin querier) (*inplaceBase, error) {
-	other, mysql, err := otherWrites(ctx, admin, "GLOBAL")
+// With prev, the base of the same server before, what only DDL changes
+// (sequences, foreign keys) is taken from it.
+func takeBase(ctx context.Context, admin querier, prev *inplaceBase) (*inplaceBase, error) {
+	status, mysql, err := readStatus(ctx, admin, "GLOBAL")
 	if err != nil {
 		return nil, err
 	}
-	b := &inplaceBase{other: other}
+	return baseFrom(ctx, admin, prev, status, mysql, "")
+}
+
+// baseFrom is takeBase from a SHOW GLOBAL STATUS already read and, when
+// not "", the global variables' hash.
+func baseFrom(ctx context.Context, admin querier, prev *inplaceBase, status map[string]string, mysql bool, globals string) (*inplaceBase, error) {
+	other, err := sumOther(status, mysql)
+	if err != nil {
+		return nil, err
+	}
+	b := &inplaceBase{other: other, globals: globals}
+	if prev != nil && prev.ineligible == "" && prev.children != nil {
+		b.children = prev.children
+		if b.globals == "" {
+			if b.globals, err = globalsHash(ctx, admin); err != nil {
+				return nil, err
+			}
+		}
+		if b.rows, err = tableRows(ctx, admin); err != nil {
+			return nil, err
+		}
+		return b, nil
+	}
 	if mysql {
 		b.ineligible = "MySQL has no per-table row counters (user statistics): its slots reset fully"
 		return b, nil
@@ -121,10 +149,15 @@ func takeBase(ctx context.Context, admin querier) (*inplaceBase, error) {
 		b.ineligible = fmt.Sprintf("the template has %d sequence(s), whose NEXTVAL no row counter sees", seqs)
 		return b, nil
 	}
-	if b.globals, err = globalsHash(ctx, admin); err != nil {
-		return nil, err
+	if b.globals == "" {
+		if b.globals, err = globalsHash(ctx, admin); err != nil {
+			return nil, err
+		}
 	}
 	if b.rows, err = tableRows(ctx, admin); err != nil {
+		return nil, err
+	}
+	if b.children, err = cascadeChildren(ctx, admin); err != nil {
 		return nil, err
 	}
 	return b, nil
@@ -177,6 +210,7 @@ func notInPlace(reason, format string, args ...any) error {
 // in Stats.ResetPaths ("full:<reason>").
 const (
 	FallbackIneligible = "ineligible"   // the template or server cannot be reset in place
+	FallbackOff        = "off"          // turned off (PRISTINE_INPLACE_RESET=off)
 	FallbackDDL        = "ddl"          // DDL, account, routine, event, TRUNCATE or maintenance statement
 	FallbackGlobals    = "globals"      // a global variable changed
 	FallbackFiles      = "files"        // a file appeared, went or changed outside the engines' own
@@ -201,14 +235,14 @@ func fallbackReason(err error) string {
 // changedTables lists the tables whose rows changed from base to now
 // (per-table counters), the tables their cascading foreign keys reach
 // added. A changed row of a system schema is an error.
-func changedTables(ctx context.Context, conn querier, base map[string]int64) ([]tableRef, error) {
+func changedTables(ctx context.Context, conn querier, base *inplaceBase) ([]tableRef, error) {
 	now, err := tableRows(ctx, conn)
 	if err != nil {
 		return nil, err
 	}
 	set := map[tableRef]bool{}
 	for k, n := range now {
-		if n <= base[k] {
+		if n <= base.rows[k] {
 			continue
 		}
 		db, name, _ := strings.Cut(k, "\x00")
@@ -226,9 +260,7 @@ func changedTables(ctx context.Context, conn querier, base map[string]int64) ([]
 	if len(set) == 0 {
 		return nil, nil
 	}
-	if err := cascadeClosure(ctx, conn, set); err != nil {
-		return nil, err
-	}
+	cascadeClosure(base.children, set)
 	out := make([]tableRef, 0, len(set))
 	for t := range set {
 		out = append(out, t)
@@ -237,29 +269,35 @@ func changedTables(ctx context.Context, conn querier, base map[string]int64) ([]
 	return out, nil
 }
 
-// cascadeClosure adds to set every table a foreign key with a cascading
-// action (CASCADE, SET NULL, SET DEFAULT) lets InnoDB change when a
-// table of set changes, until no more come.
-func cascadeClosure(ctx context.Context, conn querier, set map[tableRef]bool) error {
+// cascadeChildren maps each table to the tables whose foreign keys with
+// a cascading action (CASCADE, SET NULL, SET DEFAULT) point at it: InnoDB
+// changes their rows on its own when the table's change.
+func cascadeChildren(ctx context.Context, conn querier) (map[tableRef][]tableRef, error) {
 	rows, err := conn.QueryContext(ctx, `SELECT CONSTRAINT_SCHEMA, TABLE_NAME, UNIQUE_CONSTRAINT_SCHEMA, REFERENCED_TABLE_NAME
 		FROM information_schema.REFERENTIAL_CONSTRAINTS
 		WHERE DELETE_RULE IN ('CASCADE','SET NULL','SET DEFAULT') OR UPDATE_RULE IN ('CASCADE','SET NULL','SET DEFAULT')`)
 	if err != nil {
-		return fmt.Errorf("read cascading foreign keys: %w", err)
+		return nil, fmt.Errorf("read cascading foreign keys: %w", err)
 	}
 	defer rows.Close()
 	children := map[tableRef][]tableRef{}
 	for rows.Next() {
 		var cdb, ct, pdb, pt string
 		if err := rows.Scan(&cdb, &ct, &pdb, &pt); err != nil {
-			return fmt.Errorf("read cascading foreign keys: %w", err)
+			return nil, fmt.Errorf("read cascading foreign keys: %w", err)
 		}
 		p := tableRef{pdb, pt}
 		children[p] = append(children[p], tableRef{cdb, ct})
 	}
 	if err := rows.Err(); err != nil {
-		return fmt.Errorf("read cascading foreign keys: %w", err)
+		return nil, fmt.Errorf("read cascading foreign keys: %w", err)
 	}
+	return children, nil
+}
+
+// cascadeClosure adds to set every table children reaches from a table
+// of set, until no more come.
+func cascadeClosure(children map[tableRef][]tableRef, set map[tableRef]bool) {
 	var todo []tableRef
 	for t := range set {
 		todo = append(todo, t)
@@ -274,7 +312,6 @@ func cascadeClosure(ctx context.Context, conn querier, set map[tableRef]bool) er
 			}
 		}
 	}
-	return nil
 }
 
 // plainName matches the schema and table names whose file names are the

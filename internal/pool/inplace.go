@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -52,6 +53,11 @@ const (
 	PathFull    = "full"
 )
 
+// inplaceEnv, set to "off" in the daemon's environment, turns the
+// in-place reset off: every reset is full (for measuring one against the
+// other).
+const inplaceEnv = "PRISTINE_INPLACE_RESET"
+
 // inplaceTimeout bounds one in-place reset.
 const inplaceTimeout = 30 * time.Second
 
@@ -73,6 +79,11 @@ func (p *Pool) resetInPlace(s *slot) bool {
 	base := s.inplace
 	if s.state != Resetting || !isLive || !live.Running() || len(s.units) != 1 || base == nil {
 		p.countPath(PathFull)
+		p.mu.Unlock()
+		return false
+	}
+	if os.Getenv(inplaceEnv) == "off" {
+		p.countPath(PathFull + ":" + FallbackOff)
 		p.mu.Unlock()
 		return false
 	}
@@ -99,6 +110,7 @@ func (p *Pool) resetInPlace(s *slot) bool {
 	if s.gen != gen || s.srv != live {
 		return false // not expected: nothing but the reset worker moves a Resetting slot
 	}
+	p.log.Debug("in-place reset", "template", p.Meta.Name, "slot", s.idx, "phases", strings.Join(job.phases, ", "))
 	if err != nil {
 		reason := fallbackReason(err)
 		p.countPath(PathFull + ":" + reason)
@@ -151,6 +163,8 @@ type inplaceJob struct {
 	data  string   // the slot's clone
 	src   string   // the pristine data directory to take tables from
 	meta  string   // the InnoDB tables' export metadata (exportmeta.go)
+	// phases are the times the work's steps took, for the debug log.
+	phases []string
 }
 
 // inplaceDone is what a successful in-place reset leaves.
@@ -164,7 +178,12 @@ type inplaceDone struct {
 }
 
 // run does the in-place reset's work on the slot's server.
-func (j inplaceJob) run(ctx context.Context) (*inplaceDone, error) {
+func (j *inplaceJob) run(ctx context.Context) (*inplaceDone, error) {
+	t0 := time.Now()
+	lap := func(name string) {
+		j.phases = append(j.phases, fmt.Sprintf("%s %.1f ms", name, float64(time.Since(t0).Microseconds())/1000))
+		t0 = time.Now()
+	}
 	conn, err := j.admin.Conn(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("admin connection: %w", err)
@@ -184,6 +203,7 @@ func (j inplaceJob) run(ctx context.Context) (*inplaceDone, error) {
 	if err := killOthers(ctx, conn); err != nil {
 		return nil, notInPlace(FallbackSessions, "%v", err)
 	}
+	lap("lock and kill")
 	if inplaceHook != nil {
 		inplaceHook(j.slot)
 	}
@@ -198,6 +218,7 @@ func (j inplaceJob) run(ctx context.Context) (*inplaceDone, error) {
 	if other-(ownAfter-ownBefore) != j.base.other {
 		return nil, notInPlace(FallbackDDL, "DDL, account, routine, event, TRUNCATE or table maintenance statements ran (%d)", other-(ownAfter-ownBefore)-j.base.other)
 	}
+	lap("counters")
 	if n, err := xaPending(ctx, conn); err != nil {
 		return nil, err
 	} else if n > 0 {
@@ -214,6 +235,7 @@ func (j inplaceJob) run(ctx context.Context) (*inplaceDone, error) {
 	} else if n > 0 {
 		return nil, notInPlace(FallbackTemp, "%d temporary table(s) outlived their connections", n)
 	}
+	lap("XA and temporary tables")
 	globals, err := globalsHash(ctx, conn)
 	if err != nil {
 		return nil, err
@@ -221,6 +243,7 @@ func (j inplaceJob) run(ctx context.Context) (*inplaceDone, error) {
 	if globals != j.base.globals {
 		return nil, notInPlace(FallbackGlobals, "the server's global variables changed")
 	}
+	lap("globals")
 	files, err := markFiles(j.dirs...)
 	if err != nil {
 		return nil, err
@@ -228,7 +251,8 @@ func (j inplaceJob) run(ctx context.Context) (*inplaceDone, error) {
 	if d := j.files.diff(files, 5); len(d) > 0 {
 		return nil, notInPlace(FallbackFiles, "files changed: %s", strings.Join(d, ", "))
 	}
-	changed, err := changedTables(ctx, conn, j.base.rows)
+	lap("files")
+	changed, err := changedTables(ctx, conn, j.base)
 	if err != nil {
 		return nil, err
 	}
@@ -236,6 +260,7 @@ func (j inplaceJob) run(ctx context.Context) (*inplaceDone, error) {
 	if err != nil {
 		return nil, err
 	}
+	lap("changed tables")
 	if j.src == "" && len(plan) > 0 {
 		return nil, notInPlace(FallbackEngine, "no pristine data directory to take tables from")
 	}
@@ -250,6 +275,7 @@ func (j inplaceJob) run(ctx context.Context) (*inplaceDone, error) {
 	if _, err := conn.ExecContext(ctx, "SET SESSION foreign_key_checks = 1"); err != nil {
 		return nil, fmt.Errorf("foreign key checks on: %w", err)
 	}
+	lap("restore")
 	if j.acct.ok() {
 		if _, err := conn.ExecContext(ctx, "DROP USER IF EXISTS "+quote.Account(j.acct.user, "%")); err != nil {
 			return nil, fmt.Errorf("drop lease account: %w", err)
@@ -259,15 +285,27 @@ func (j inplaceJob) run(ctx context.Context) (*inplaceDone, error) {
 	if out.acct, err = newAccount(ctx, conn, j.db, 1); err != nil {
 		return nil, err
 	}
-	if out.mark, err = writeMark(ctx, conn); err != nil {
+	lap("new account")
+	// One read of the counters for the mark and the base; the global
+	// variables are the ones just checked (nothing here sets one).
+	status, mysql, err := readStatus(ctx, conn, "GLOBAL")
+	if err != nil {
 		return nil, err
 	}
+	counters, err := sumWrites(status, mysql)
+	if err != nil {
+		return nil, err
+	}
+	out.mark = strconv.FormatUint(counters, 10) + " " + globals
+	lap("write mark")
 	if out.files, err = markFiles(j.dirs...); err != nil {
 		return nil, err
 	}
-	if out.base, err = takeBase(ctx, conn); err != nil {
+	lap("files again")
+	if out.base, err = baseFrom(ctx, conn, j.base, status, mysql, globals); err != nil {
 		return nil, err
 	}
+	lap("baseline")
 	names := make([]string, len(plan))
 	for i, t := range plan {
 		names[i] = t.ref.String()

@@ -166,7 +166,7 @@ func (p *Pool) Release(ctx context.Context, id string, mode ReleaseMode) (reset 
 	u := &s.units[0]
 	u.lease, u.checking = nil, true
 	srv, acct := s.srv, u.acct
-	was := check{mark: s.mark, files: s.files}
+	was := check{mark: s.mark, files: s.files, base: s.inplace}
 	gen := s.gen
 	p.mu.Unlock()
 

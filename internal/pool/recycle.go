@@ -106,7 +106,7 @@ func recycle(ctx context.Context, admin *sql.DB, was check, a account, db string
 		return account{}, check{}, err
 	}
 	now.mark = withCounters(mark, counters)
-	if now.base, err = takeBase(ctx, conn); err != nil {
+	if now.base, err = takeBase(ctx, conn, was.base); err != nil {
 		return account{}, check{}, err
 	}
 	return fresh, now, nil
