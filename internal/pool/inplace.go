@@ -61,9 +61,23 @@ const inplaceEnv = "PRISTINE_INPLACE_RESET"
 // inplaceTimeout bounds one in-place reset.
 const inplaceTimeout = 30 * time.Second
 
-// inplaceHook, when set (tests), is called between the holder's sessions
-// being killed and the first table being restored.
+// inplaceHook, when set (tests), is called once the first changed table
+// is restored, before the others: the middle of an in-place reset.
 var inplaceHook func(slot int)
+
+// pauseEnv names a file: a daemon started with it set stops every
+// in-place reset in its middle (inplaceHook), writes the file and waits
+// forever, so a test can kill the daemon there.
+const pauseEnv = "PRISTINE_TEST_INPLACE_PAUSE"
+
+func init() {
+	if path := os.Getenv(pauseEnv); path != "" {
+		inplaceHook = func(slot int) {
+			_ = os.WriteFile(path, []byte(strconv.Itoa(slot)+"\n"), 0o644)
+			select {}
+		}
+	}
+}
 
 // resetInPlace tries to reset a slot taken from the reset queue in place.
 // It reports true when it took care of the slot (reset in place, or the
@@ -204,9 +218,6 @@ func (j *inplaceJob) run(ctx context.Context) (*inplaceDone, error) {
 		return nil, notInPlace(FallbackSessions, "%v", err)
 	}
 	lap("lock and kill")
-	if inplaceHook != nil {
-		inplaceHook(j.slot)
-	}
 	ownAfter, _, err := otherWrites(ctx, conn, "SESSION")
 	if err != nil {
 		return nil, err
@@ -267,9 +278,12 @@ func (j *inplaceJob) run(ctx context.Context) (*inplaceDone, error) {
 	if _, err := conn.ExecContext(ctx, "SET SESSION foreign_key_checks = 0"); err != nil {
 		return nil, fmt.Errorf("foreign key checks off: %w", err)
 	}
-	for _, t := range plan {
+	for i, t := range plan {
 		if err := j.restore(ctx, conn, t); err != nil {
 			return nil, fmt.Errorf("restore %s: %w", t.ref, err)
+		}
+		if i == 0 && inplaceHook != nil {
+			inplaceHook(j.slot)
 		}
 	}
 	if _, err := conn.ExecContext(ctx, "SET SESSION foreign_key_checks = 1"); err != nil {
