@@ -205,7 +205,7 @@ func (j *inplaceJob) run(ctx context.Context) (*inplaceDone, error) {
 	defer conn.Close()
 	// The admin's own statements (the lock, later the restore) move the
 	// non-row counters; read on this session, they are taken off.
-	ownBefore, _, err := otherWrites(ctx, conn, "SESSION")
+	ownBefore, err := ownAlterUser(ctx, conn)
 	if err != nil {
 		return nil, err
 	}
@@ -218,11 +218,15 @@ func (j *inplaceJob) run(ctx context.Context) (*inplaceDone, error) {
 		return nil, notInPlace(FallbackSessions, "%v", err)
 	}
 	lap("lock and kill")
-	ownAfter, _, err := otherWrites(ctx, conn, "SESSION")
+	ownAfter, err := ownAlterUser(ctx, conn)
 	if err != nil {
 		return nil, err
 	}
-	other, _, err := otherWrites(ctx, conn, "GLOBAL")
+	commands, err := readStatusWhere(ctx, conn, "GLOBAL", statusCommands)
+	if err != nil {
+		return nil, err
+	}
+	other, err := sumOther(commands, false)
 	if err != nil {
 		return nil, err
 	}
@@ -302,10 +306,11 @@ func (j *inplaceJob) run(ctx context.Context) (*inplaceDone, error) {
 	lap("new account")
 	// One read of the counters for the mark and the base; the global
 	// variables are the ones just checked (nothing here sets one).
-	status, mysql, err := readStatus(ctx, conn, "GLOBAL")
+	status, err := readStatusWhere(ctx, conn, "GLOBAL", statusWrites)
 	if err != nil {
 		return nil, err
 	}
+	mysql := false // the in-place reset runs on MariaDB only (takeBase)
 	counters, err := sumWrites(status, mysql)
 	if err != nil {
 		return nil, err
