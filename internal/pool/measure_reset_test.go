@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -47,6 +48,27 @@ func TestMeasureResetPaths(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer p.Down(context.Background())
+	// Wall times of the full reset's steps, by wrapping the pool's ops.
+	var mu sync.Mutex
+	var cloneAt, cloneEnd, bootEnd time.Time
+	clone, boot := p.ops.clone, p.ops.boot
+	p.ops.clone = func(ctx context.Context, s *slot) error {
+		mu.Lock()
+		cloneAt = time.Now()
+		mu.Unlock()
+		err := clone(ctx, s)
+		mu.Lock()
+		cloneEnd = time.Now()
+		mu.Unlock()
+		return err
+	}
+	p.ops.boot = func(ctx context.Context, s *slot) (*booted, error) {
+		b, err := boot(ctx, s)
+		mu.Lock()
+		bootEnd = time.Now()
+		mu.Unlock()
+		return b, err
+	}
 	t.Logf("load average before: %s", loadavg())
 	for _, path := range []string{"full", "inplace"} {
 		if path == "full" {
@@ -88,11 +110,17 @@ func TestMeasureResetPaths(t *testing.T) {
 				now, _ := procCPU(oldPID)
 				newCPU = now - oldCPU // the same server's work
 			}
+			var kill, cl, bt float64
+			mu.Lock()
+			if cloneAt.After(start) {
+				kill, cl, bt = ms(cloneAt.Sub(start)), ms(cloneEnd.Sub(cloneAt)), ms(bootEnd.Sub(cloneEnd))
+			}
+			mu.Unlock()
 			if i > 0 { // the first of each path warms caches
-				rows = append(rows, []float64{ms(wall), exitCPU, newCPU, faults, self, btrfs, exitCPU + newCPU + self + btrfs})
+				rows = append(rows, []float64{ms(wall), exitCPU, newCPU, faults, self, btrfs, exitCPU + newCPU + self + btrfs, kill, cl, bt})
 			}
 		}
-		med := make([]float64, 7)
+		med := make([]float64, 10)
 		for c := range med {
 			col := make([]float64, len(rows))
 			for r := range rows {
@@ -101,9 +129,9 @@ func TestMeasureResetPaths(t *testing.T) {
 			sort.Float64s(col)
 			med[c] = col[len(col)/2]
 		}
-		t.Logf("| %s | %.1f ms | %.1f ms | %.1f ms | %.0f | %.1f ms | %.1f ms | %.1f ms |", path, med[0], med[1], med[2], med[3], med[4], med[5], med[6])
+		t.Logf("| %s | %.1f ms | %.1f / %.1f / %.1f ms | %.1f ms | %.1f ms | %.0f | %.1f ms | %.1f ms | %.1f ms |", path, med[0], med[7], med[8], med[9], med[1], med[2], med[3], med[4], med[5], med[6])
 	}
-	t.Logf("columns: path | wall | old server exit CPU | server CPU (new server to ready, or the same server's) | its minor faults | pool process CPU | btrfs threads CPU | sum")
+	t.Logf("columns: path | wall | wall of kill / clone / boot (exec, listening, accounts, marks) | old server exit CPU | server CPU (new server to ready, or the same server's) | its minor faults | pool process CPU | btrfs threads CPU | CPU sum")
 	t.Logf("load average after: %s; paths %v", loadavg(), p.Status(false).Stats.ResetPaths)
 }
 

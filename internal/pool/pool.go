@@ -651,7 +651,7 @@ func prepare(ctx context.Context, s *slot, admin *sql.DB, capped bool) (*booted,
 	if b.mark, err = writeMark(ctx, admin); err != nil {
 		return nil, err
 	}
-	if b.inplace, err = takeBase(ctx, admin, nil); err != nil {
+	if b.inplace, err = bootBase(ctx, admin, s, b.mark); err != nil {
 		return nil, err
 	}
 	if b.port, err = serverPort(ctx, admin); err != nil {
