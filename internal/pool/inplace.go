@@ -304,6 +304,10 @@ func (j *inplaceJob) run(ctx context.Context) (*inplaceDone, error) {
 		return nil, err
 	}
 	lap("new account")
+	if len(plan) > 0 {
+		settle(ctx, conn)
+	}
+	lap("settle")
 	// One read of the counters for the mark and the base; the global
 	// variables are the ones just checked (nothing here sets one).
 	status, err := readStatusWhere(ctx, conn, "GLOBAL", statusWrites)
@@ -470,4 +474,34 @@ func (j inplaceJob) cloneFile(src string, t tableRef, ext string) error {
 	}
 	ok = true
 	return nil
+}
+
+// settleRounds bounds settle: 200 rounds of at least 5 ms.
+const settleRounds = 200
+
+// settle waits, after tables were discarded and imported, until InnoDB's
+// background work on them is done: the purge of the DDL's undo logs and
+// what follows an import write the redo log for a while after the
+// statements return, which would move the next release --unchanged's log
+// sequence number and reset a slot whose holder wrote nothing. It returns
+// once the history list is empty and the log sequence number held still
+// for one round, or after the bound (the next release --unchanged then
+// resets the slot: safe, only slower).
+func settle(ctx context.Context, conn *sql.Conn) {
+	last := ""
+	for i := 0; i < settleRounds && ctx.Err() == nil; i++ {
+		var hist int64
+		var name, lsn string
+		if err := conn.QueryRowContext(ctx, "SELECT `COUNT` FROM information_schema.INNODB_METRICS WHERE NAME = 'trx_rseg_history_len'").Scan(&hist); err != nil {
+			return
+		}
+		if err := conn.QueryRowContext(ctx, "SHOW GLOBAL STATUS LIKE 'Innodb_lsn_current'").Scan(&name, &lsn); err != nil {
+			return
+		}
+		if hist == 0 && lsn == last {
+			return
+		}
+		last = lsn
+		time.Sleep(5 * time.Millisecond)
+	}
 }
