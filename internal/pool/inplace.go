@@ -133,13 +133,10 @@ func (p *Pool) resetInPlace(s *slot) bool {
 	}
 	s.units[0].acct = out.acct
 	s.mark, s.files, s.inplace = out.mark, out.files, out.base
-	if out.tables == 0 {
-		p.readyInPlace(s, out, start)
-		return true
+	p.readyInPlace(s, out, start)
+	if out.tables > 0 {
+		go p.settleMark(s, s.gen, live, out.base.globals)
 	}
-	// The slot stays Resetting until InnoDB settles (settleMark), apart
-	// from this worker, which takes the next slot.
-	go p.settleMark(s, gen, live, out, start)
 	return true
 }
 
@@ -490,34 +487,35 @@ const (
 	settleEvery  = 10 * time.Millisecond
 )
 
-// settleMark takes a slot's write mark once its server's log sequence
-// number holds still after tables were restored in place, then makes the
-// slot ready. InnoDB's purge of the restore's undo logs (and of the old
-// holder's) writes the redo log after the statements returned; a mark
-// taken before would be moved by it, and a following release --unchanged
-// would reset a slot whose holder wrote nothing. It runs apart from the
-// reset worker, so the wait (a few tens of milliseconds) costs the slot's
-// latency, not the pool's reset rate (waiting in the worker took a soak
-// from 27 to 3 leases per second). The slot is Resetting meanwhile, so
-// nobody leases it. If the server does not answer, the slot goes back to
-// the reset queue, where it is reset fully.
-func (p *Pool) settleMark(s *slot, gen uint64, srv *liveServer, out *inplaceDone, start time.Time) {
+// settleMark retakes a ready slot's write mark once InnoDB settled
+// after tables were restored in place. InnoDB's purge of the restore's
+// undo logs (and of the old holder's) writes the redo log after the
+// statements returned; the mark taken at the restore's end would be moved
+// by it, and a following release --unchanged would reset (in place) a
+// slot whose holder wrote nothing. The slot is handed out meanwhile:
+// keeping it Resetting until InnoDB settled took a soak from 27 to 4
+// leases per second (the purge lags under load). The mark is replaced
+// only if the slot did not move since it became ready at generation gen:
+// no lease was handed out, so no holder wrote between the read and the
+// check. Otherwise the older mark stays: a release --unchanged then
+// resets the slot, which is safe, only slower.
+func (p *Pool) settleMark(s *slot, gen uint64, srv *liveServer, globals string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*settleRounds*settleEvery)
 	defer cancel()
-	mark, err := settledMark(ctx, srv, out.base.globals)
+	still := func() bool {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		return s.gen == gen && !p.closed
+	}
+	mark, err := settledMark(ctx, srv, globals, still)
+	if err != nil || mark == "" {
+		return
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if s.gen != gen || p.closed {
-		return
-	}
-	if err != nil {
-		p.resetq <- s // still Resetting: the worker resets it (fully, if the server is gone)
-		return
-	}
-	if mark != "" {
+	if s.gen == gen && !p.closed && s.state == Ready && s.srv == srv {
 		s.mark = mark
 	}
-	p.readyInPlace(s, out, start)
 }
 
 // settledMark polls InnoDB until its history list is empty (the purge is
@@ -525,9 +523,12 @@ func (p *Pool) settleMark(s *slot, gen uint64, srv *liveServer, out *inplaceDone
 // settleRounds), then reads the write mark. An empty mark
 // with no error: it never held still; the mark taken at the restore's end
 // stays (a release --unchanged then resets: safe, only slower).
-func settledMark(ctx context.Context, srv *liveServer, globals string) (string, error) {
+func settledMark(ctx context.Context, srv *liveServer, globals string, still func() bool) (string, error) {
 	last := ""
 	for i := 0; ; i++ {
+		if !still() {
+			return "", nil
+		}
 		var hist int64
 		if err := srv.admin.QueryRowContext(ctx, "SELECT `COUNT` FROM information_schema.INNODB_METRICS WHERE NAME = 'trx_rseg_history_len'").Scan(&hist); err != nil {
 			return "", err

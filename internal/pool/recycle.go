@@ -61,6 +61,11 @@ func recycle(ctx context.Context, admin *sql.DB, was check, a account, db string
 	if _, err := conn.ExecContext(ctx, "ALTER USER "+quote.Account(a.user, "%")+" ACCOUNT LOCK"); err != nil {
 		return account{}, check{}, fmt.Errorf("lock lease account %s: %w", a.user, err)
 	}
+	if was.base != nil {
+		// If this check fails, the slot goes to the in-place reset, whose
+		// baseline must not take this lock for the holder's.
+		was.base.other++
+	}
 	after, err := sessionWrites(ctx, conn)
 	if err != nil {
 		return account{}, check{}, err
