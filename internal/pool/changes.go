@@ -88,17 +88,6 @@ func sumOther(status map[string]string, mysql bool) (int64, error) {
 	return sum, nil
 }
 
-// otherWrites reads the server's (scope GLOBAL) or the session's (scope
-// SESSION) non-row write counters.
-func otherWrites(ctx context.Context, conn querier, scope string) (int64, bool, error) {
-	status, mysql, err := readStatus(ctx, conn, scope)
-	if err != nil {
-		return 0, false, err
-	}
-	n, err := sumOther(status, mysql)
-	return n, mysql, err
-}
-
 // templateBases holds, per pool directory, the base of the pool's first
 // fresh slot: what only DDL changes (sequences, foreign keys) is the
 // template's, the same in every fresh slot, and reading it opens every

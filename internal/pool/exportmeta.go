@@ -3,7 +3,6 @@ package pool
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -124,14 +123,4 @@ func copyFile(src, dst string) error {
 		return err
 	}
 	return out.Close()
-}
-
-// exportedMeta is the path of table t's export metadata in the pool, or
-// "" when there is none.
-func (p *Pool) exportedMeta(t tableRef) string {
-	path := filepath.Join(p.dir, metaDir, t.db, t.name+".cfg")
-	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) || err != nil {
-		return ""
-	}
-	return path
 }
