@@ -65,6 +65,12 @@ type PoolStats struct {
 	// LeasesLost counts leases that ended without their holder releasing
 	// them, by reason.
 	LeasesLost map[string]int64 `json:"leases_lost,omitempty"`
+	// ResetPaths counts resets by the path they took: "inplace" (the
+	// server kept, only the changed tables restored), "full" or
+	// "full:<reason>" (why the in-place reset could not be used).
+	ResetPaths map[string]int64 `json:"reset_paths,omitempty"`
+	// TablesRestored counts the tables in-place resets restored.
+	TablesRestored int64 `json:"tables_restored,omitempty"`
 }
 
 // SlotStatus is one slot of a pool.

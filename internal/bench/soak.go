@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -29,6 +30,12 @@ type SoakOptions struct {
 	Size     int           // pool size when the soak brings the pool up itself
 	Hold     time.Duration // how long each client keeps its lease (a test's work)
 	Log      io.Writer
+	// Pattern is what each cycle writes: PatternDefault or
+	// PatternThreeTables (soakfresh.go).
+	Pattern string
+	// VerifyEvery verifies every n-th lease against a reference lease
+	// kept untouched (schema and rows, package verify); 0: none.
+	VerifyEvery int
 }
 
 // SoakResult is what a soak measured.
@@ -50,6 +57,32 @@ type SoakResult struct {
 	LeftServers   []int   `json:"left_servers"`
 	LeftPoolFiles bool    `json:"left_pool_files"`
 	FirstError    string  `json:"first_error,omitempty"`
+	// Pattern is the write pattern of each cycle.
+	Pattern string `json:"pattern"`
+	// FreshPerSec counts pristine leases (canary right, no error) per
+	// second.
+	FreshPerSec float64 `json:"fresh_per_second"`
+	// Resets is how many resets the pool did during the soak, by path
+	// ("inplace", "full", "full:<reason>").
+	Resets map[string]int64 `json:"resets"`
+	// CPUPerResetMS is the machine's busy CPU time during the soak (all
+	// of it, from /proc/stat: servers, daemon, clients, and whatever else
+	// ran) per reset, in milliseconds.
+	CPUPerResetMS float64 `json:"cpu_per_reset_ms"`
+	// PristineCPUPerResetMS is the CPU time of the daemon and its slot
+	// servers alone during the soak (their /proc/PID/stat, children the
+	// daemon reaped included) per reset, in milliseconds: without the
+	// clients and other work on the machine, and without kernel threads
+	// (btrfs' cleaner).
+	PristineCPUPerResetMS float64 `json:"pristine_cpu_per_reset_ms"`
+	// Verified counts the sampled leases verified against the reference
+	// lease; NotVerified those that differed (FirstDiff says how).
+	Verified    int64  `json:"verified"`
+	NotVerified int64  `json:"not_verified"`
+	FirstDiff   string `json:"first_diff,omitempty"`
+	// Load is the load average (1, 5, 15 min) before and after.
+	LoadBefore string `json:"load_before"`
+	LoadAfter  string `json:"load_after"`
 }
 
 // Soak runs the soak through the daemon c serves for root. Each client
@@ -61,7 +94,13 @@ func Soak(ctx context.Context, c *client.Client, root *rootdir.Root, opt SoakOpt
 			fmt.Fprintf(opt.Log, "pristine-bench soak: "+format+"\n", args...)
 		}
 	}
-	res := &SoakResult{Template: opt.Template, Clients: opt.Clients, HoldMS: float64(opt.Hold.Microseconds()) / 1000}
+	if opt.Pattern == "" {
+		opt.Pattern = PatternDefault
+	}
+	if opt.Pattern != PatternDefault && opt.Pattern != PatternThreeTables {
+		return nil, fmt.Errorf("soak: unknown write pattern %q: use %s or %s", opt.Pattern, PatternDefault, PatternThreeTables)
+	}
+	res := &SoakResult{Template: opt.Template, Clients: opt.Clients, HoldMS: float64(opt.Hold.Microseconds()) / 1000, Pattern: opt.Pattern, LoadBefore: loadAverage()}
 	st, err := c.Pool(ctx, opt.Template)
 	ours := false
 	if err != nil {
@@ -77,6 +116,27 @@ func Soak(ctx context.Context, c *client.Client, root *rootdir.Root, opt SoakOpt
 		return nil, err
 	}
 	say("canary: CHECKSUM TABLE %s = %d; %d clients x %d cycles", table, want, opt.Clients, opt.Cycles)
+	var ref *reference
+	if opt.VerifyEvery > 0 {
+		if ref, err = newReference(ctx, c, opt.Template); err != nil {
+			return nil, err
+		}
+		defer ref.close(ctx)
+	}
+	w := &writer{tables: []string{table}}
+	if opt.Pattern == PatternThreeTables {
+		if w.tables, err = patternTables(ctx, c, opt.Template); err != nil {
+			return nil, err
+		}
+		w.temp = true
+	}
+	var verified, notVerified atomic.Int64
+	var firstDiff atomic.Value
+	before := map[string]int64{}
+	if ps, err := c.Pool(ctx, opt.Template); err == nil {
+		before = ps.Stats.ResetPaths
+	}
+	cpu0, own0 := busyJiffies(), pristineTicks(root.Data())
 
 	var (
 		next, bad, errs atomic.Int64
@@ -91,7 +151,22 @@ func Soak(ctx context.Context, c *client.Client, root *rootdir.Root, opt SoakOpt
 		go func(i int) {
 			defer wg.Done()
 			for next.Add(1) <= int64(opt.Cycles) && ctx.Err() == nil {
-				wait, pristine, err := cycle(ctx, c, opt, table, want, fmt.Sprintf("soak-%d", i))
+				n := next.Load()
+				check := func(db *sql.DB, name string) {
+					if ref == nil || n%int64(opt.VerifyEvery) != 0 {
+						return
+					}
+					diffs, err := ref.verify(ctx, db, name)
+					verified.Add(1)
+					if err != nil {
+						diffs = []string{"verify failed: " + err.Error()}
+					}
+					if len(diffs) > 0 {
+						notVerified.Add(1)
+						firstDiff.CompareAndSwap(nil, strings.Join(diffs, "; "))
+					}
+				}
+				wait, pristine, err := cycle(ctx, c, opt, table, want, fmt.Sprintf("soak-%d", i), w, check)
 				mu.Lock()
 				if err != nil {
 					errs.Add(1)
@@ -110,14 +185,31 @@ func Soak(ctx context.Context, c *client.Client, root *rootdir.Root, opt SoakOpt
 	}
 	wg.Wait()
 	res.Seconds = time.Since(start).Seconds()
+	cpu, own := busyJiffies()-cpu0, pristineTicks(root.Data())-own0
 	res.Cycles = int64(len(waits))
+	res.FreshPerSec = float64(res.Cycles-bad.Load()) / res.Seconds
+	res.Verified, res.NotVerified = verified.Load(), notVerified.Load()
+	if d, ok := firstDiff.Load().(string); ok {
+		res.FirstDiff = d
+	}
 	res.NotPristine, res.Errors, res.FirstError = bad.Load(), errs.Load(), firstErr
 	res.LeasesPerSec = float64(res.Cycles) / res.Seconds
 	res.LeaseP50MS, res.LeaseP99MS, res.LeaseMaxMS = stats.Quantile(waits, 0.5), stats.Quantile(waits, 0.99), stats.Quantile(waits, 1)
 	if ps, err := c.Pool(ctx, opt.Template); err == nil {
 		res.ResetP50MS, res.ResetP99MS = ps.ResetP50MS, ps.ResetP99MS
+		res.Resets = pathDelta(before, ps.Stats.ResetPaths)
 	}
+	var resets int64
+	for _, n := range res.Resets {
+		resets += n
+	}
+	if resets > 0 {
+		res.CPUPerResetMS = float64(cpu) * 1000 / clockTicks / float64(resets)
+		res.PristineCPUPerResetMS = float64(own) * 1000 / clockTicks / float64(resets)
+	}
+	res.LoadAfter = loadAverage()
 	say("%d cycles in %.1fs: %.1f leases/s, lease wait p99 %.2f ms, %d not pristine, %d errors", res.Cycles, res.Seconds, res.LeasesPerSec, res.LeaseP99MS, res.NotPristine, res.Errors)
+	say("resets by path %v, %.1f ms of machine CPU (%.1f ms of pristine's daemon and servers) per reset; %d leases verified, %d differed; load %s -> %s", res.Resets, res.CPUPerResetMS, res.PristineCPUPerResetMS, res.Verified, res.NotVerified, res.LoadBefore, res.LoadAfter)
 	if ours {
 		if _, err := c.PoolDown(ctx, opt.Template); err != nil {
 			return res, err
@@ -131,7 +223,7 @@ func Soak(ctx context.Context, c *client.Client, root *rootdir.Root, opt SoakOpt
 }
 
 // cycle is one test: lease, check the canary, write, hold, release dirty.
-func cycle(ctx context.Context, c *client.Client, opt SoakOptions, table string, want int64, holder string) (waitMS float64, pristine bool, err error) {
+func cycle(ctx context.Context, c *client.Client, opt SoakOptions, table string, want int64, holder string, w *writer, check func(*sql.DB, string)) (waitMS float64, pristine bool, err error) {
 	t := time.Now()
 	l, err := c.Lease(ctx, server.LeaseRequest{Template: opt.Template, Holder: holder, Wait: 120})
 	if err != nil {
@@ -152,7 +244,8 @@ func cycle(ctx context.Context, c *client.Client, opt SoakOptions, table string,
 	if err != nil {
 		return waitMS, false, err
 	}
-	if _, err := db.ExecContext(ctx, "DELETE FROM "+quote.Ident(table)+" LIMIT 1"); err != nil {
+	check(db, l.Database)
+	if err := write(ctx, db, w.tables, w.temp); err != nil {
 		return waitMS, false, err
 	}
 	if opt.Hold > 0 {

@@ -78,6 +78,9 @@ func (p *Pool) prepareUnits(ctx context.Context, s *slot, in *mariadb.Instance) 
 	if err != nil {
 		return nil, err
 	}
+	if len(s.restore) == 0 {
+		p.exportMeta(ctx, admin, s) // for the in-place reset (inplace.go)
+	}
 	b, err := prepare(ctx, s, admin, p.opt.SlotDisk > 0)
 	if err != nil {
 		admin.Close()
@@ -111,6 +114,9 @@ func prepare(ctx context.Context, s *slot, admin *sql.DB, capped bool) (*booted,
 	}
 	var err error
 	if b.mark, err = writeMark(ctx, admin); err != nil {
+		return nil, err
+	}
+	if b.inplace, err = bootBase(ctx, admin, s, b.mark); err != nil {
 		return nil, err
 	}
 	if b.port, err = serverPort(ctx, admin); err != nil {
@@ -163,6 +169,9 @@ func (p *Pool) publish(s *slot, gen uint64, b *booted) error {
 	s.units = units
 	restoring := len(s.restore) > 0
 	s.restore = nil
+	if s.inplace = b.inplace; restoring {
+		s.inplace = nil // counted from after the restored holders' writes: never in place
+	}
 	to, why := Ready, "the server answered"
 	for i := range units {
 		l := units[i].lease

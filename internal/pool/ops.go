@@ -65,6 +65,7 @@ type booted struct {
 	// is true when unit i's restored lease kept its account.
 	accts    []account
 	restored []bool
+	inplace  *inplaceBase // the in-place reset's baseline (inplace.go)
 }
 
 // liveServer is a server of mariadb.Instance.

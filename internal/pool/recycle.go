@@ -18,6 +18,7 @@ import (
 type check struct {
 	mark  string
 	files fileMark
+	base  *inplaceBase // the in-place reset's baseline, retaken (inplace.go)
 }
 
 // errChanged says why a database released as unchanged is reset.
@@ -59,6 +60,11 @@ func recycle(ctx context.Context, admin *sql.DB, was check, a account, db string
 	}
 	if _, err := conn.ExecContext(ctx, "ALTER USER "+quote.Account(a.user, "%")+" ACCOUNT LOCK"); err != nil {
 		return account{}, check{}, fmt.Errorf("lock lease account %s: %w", a.user, err)
+	}
+	if was.base != nil {
+		// If this check fails, the slot goes to the in-place reset, whose
+		// baseline must not take this lock for the holder's.
+		was.base.other++
 	}
 	after, err := sessionWrites(ctx, conn)
 	if err != nil {
@@ -105,6 +111,9 @@ func recycle(ctx context.Context, admin *sql.DB, was check, a account, db string
 		return account{}, check{}, err
 	}
 	now.mark = withCounters(mark, counters)
+	if now.base, err = takeBase(ctx, conn, was.base); err != nil {
+		return account{}, check{}, err
+	}
 	return fresh, now, nil
 }
 
@@ -258,7 +267,7 @@ func (p *Pool) Release(ctx context.Context, id string, mode ReleaseMode) (reset 
 	u := &s.units[0]
 	u.lease, u.checking = nil, true
 	srv, acct := s.srv, u.acct
-	was := check{mark: s.mark, files: s.files}
+	was := check{mark: s.mark, files: s.files, base: s.inplace}
 	gen := s.gen
 	p.mu.Unlock()
 
@@ -276,7 +285,7 @@ func (p *Pool) Release(ctx context.Context, id string, mode ReleaseMode) (reset 
 		p.resetIfDone(s)
 		return true, nil
 	}
-	u.acct, u.spent, s.mark, s.files = fresh, false, now.mark, now.files
+	u.acct, u.spent, s.mark, s.files, s.inplace = fresh, false, now.mark, now.files, now.base
 	p.stats.Reused++
 	if s.active() == 0 {
 		if err := p.move(s, Ready, "released unchanged"); err != nil {

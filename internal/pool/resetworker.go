@@ -39,7 +39,12 @@ func (p *Pool) resetWorker() {
 	defer p.wg.Done()
 	for s := range p.resetq {
 		p.mu.Lock()
-		s.queued = false
+		s.queued = false // taken: the rule above
+		p.mu.Unlock()
+		if p.resetInPlace(s) {
+			continue
+		}
+		p.mu.Lock()
 		if p.closed {
 			p.mu.Unlock()
 			return

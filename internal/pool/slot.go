@@ -163,6 +163,9 @@ type slot struct {
 	// id is the server id the slot's server runs as and its clone
 	// belongs to (Pool.slotID); nil until its first clone.
 	id *svcuser.Claimed
+	// inplace is what the in-place reset compares against (inplace.go);
+	// nil: the slot resets fully.
+	inplace *inplaceBase
 }
 
 // unit is one database of a slot, the thing a lease hands out.

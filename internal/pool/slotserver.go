@@ -51,6 +51,9 @@ func slotArgs(data string, opt Options) ([]string, error) {
 		"--tmpdir=" + tmp,
 		"--loose-ignore-db-dirs=" + slotTmpName,
 		"--connect-timeout=" + strconv.Itoa(slotConnectTimeout),
+		// Per-table row counters for the in-place reset (changes.go);
+		// MySQL has none and ignores it.
+		"--loose-userstat=1",
 	}
 	return append(args, memoryArgs(opt.SlotMemory)...), nil
 }

@@ -34,8 +34,13 @@ type Stats struct {
 	// LeasesLost counts leases that ended without their holder releasing
 	// them, by reason (expiry and a holder's exit are counted apart).
 	LeasesLost map[string]int64 `json:"leases_lost,omitempty"`
-	waits      ring
-	resets     ring
+	// ResetPaths counts resets by the path they took: "inplace", "full"
+	// (never tried in place) or "full:<reason>" (Fallback*).
+	ResetPaths map[string]int64 `json:"reset_paths,omitempty"`
+	// TablesRestored counts the tables in-place resets restored.
+	TablesRestored int64 `json:"tables_restored,omitempty"`
+	waits          ring
+	resets         ring
 }
 
 // ring keeps the last samples of a duration.
@@ -110,6 +115,7 @@ func (p *Pool) Status(withSlots bool) Status {
 	st := Status{Template: p.Meta.Name, Hash: p.Meta.Hash, Size: p.live(), Base: p.opt.Size, DBsPerSlot: len(p.Meta.Databases),
 		Backend: p.backend.Name(), States: map[State]int{}, Leased: len(p.leases), Stats: p.stats, DiskCap: p.diskCap, MemoryCap: p.memCap}
 	st.Stats.SlotDeaths, st.Stats.LeasesLost = copyCounts(p.stats.SlotDeaths), copyCounts(p.stats.LeasesLost)
+	st.Stats.ResetPaths = copyCounts(p.stats.ResetPaths)
 	st.WaitP50MS, st.WaitP99MS, _ = p.stats.waits.quantiles()
 	st.ResetP50MS, st.ResetP99MS, st.ResetMaxMS = p.stats.resets.quantiles()
 	for _, s := range p.slots {

@@ -128,6 +128,12 @@ func (s *Server) restore(ctx context.Context) map[string]bool {
 			continue
 		}
 		keep[pool.Dir(s.cat, m)] = true
+		if len(leases[rec.Template]) == 0 {
+			// No lease to restore: every clone is stale (a slot the daemon
+			// was resetting, in place or not, among them) and the pool
+			// comes back on fresh clones.
+			s.removePoolDir(pool.Dir(s.cat, m))
+		}
 		p, err := pool.Up(ctx, s.cat, s.builder.Binary(), m, s.poolOptions(rec, leases[rec.Template]))
 		if err != nil {
 			s.log.Error("restore pool", "template", rec.Template, "err", err)
@@ -178,21 +184,32 @@ func (s *Server) removeStalePools(keep map[string]bool) {
 	ents, _ := os.ReadDir(dir)
 	for _, e := range ents {
 		pdir := filepath.Join(dir, e.Name())
-		if keep[pdir] {
-			continue
+		if !keep[pdir] {
+			s.removePoolDir(pdir)
 		}
-		slots, _ := os.ReadDir(pdir)
-		for _, sl := range slots {
-			data := filepath.Join(pdir, sl.Name(), "data")
-			if err := s.cat.Backend().Remove(data); err != nil {
-				s.log.Warn("remove stale clone", "path", data, "err", err)
-			}
-		}
-		if err := s.root.Check(pdir); err == nil {
-			os.RemoveAll(pdir)
-		}
-		s.log.Info("removed stale pool", "path", pdir)
 	}
+}
+
+// removePoolDir removes a pool's clones, its slots' seeds and its
+// directory.
+func (s *Server) removePoolDir(pdir string) {
+	slots, _ := os.ReadDir(pdir)
+	for _, sl := range slots {
+		data := filepath.Join(pdir, sl.Name(), "data")
+		if err := s.cat.Backend().Remove(data); err != nil {
+			s.log.Warn("remove stale clone", "path", data, "err", err)
+		}
+	}
+	seeds, _ := os.ReadDir(filepath.Join(pdir, ".seeds"))
+	for _, sd := range seeds {
+		if err := s.cat.Backend().Remove(filepath.Join(pdir, ".seeds", sd.Name())); err != nil {
+			s.log.Warn("remove stale seed", "path", sd.Name(), "err", err)
+		}
+	}
+	if err := s.root.Check(pdir); err == nil {
+		os.RemoveAll(pdir)
+	}
+	s.log.Info("removed stale pool", "path", pdir)
 }
 
 // Listen opens the daemon's unix socket, refusing when another daemon

@@ -40,6 +40,11 @@ file is left after the pool goes down. Exit status 1 on any non-pristine lease.`
 				fmt.Fprintf(g.IO.Out, "| %d | %d | %d | %.0f ms | %.1f | %.2f / %.2f / %.1f ms | %.0f / %.0f ms | %d | %d | servers %v, files %v |\n",
 					res.Clients, res.Cycles, res.PoolSize, res.HoldMS, res.LeasesPerSec, res.LeaseP50MS, res.LeaseP99MS, res.LeaseMaxMS,
 					res.ResetP50MS, res.ResetP99MS, res.NotPristine, res.Errors, len(res.LeftServers), res.LeftPoolFiles)
+				fmt.Printf("\n| pattern | fresh copies/s | resets by path | CPU per reset: machine / pristine | verified (differed) | load before -> after |\n|---|---|---|---|---|---|\n")
+				fmt.Printf("| %s | %.1f | %v | %.1f / %.1f ms | %d (%d) | %s -> %s |\n", res.Pattern, res.FreshPerSec, res.Resets, res.CPUPerResetMS, res.PristineCPUPerResetMS, res.Verified, res.NotVerified, res.LoadBefore, res.LoadAfter)
+			}
+			if res.NotVerified > 0 {
+				return fmt.Errorf("soak failed: %d of %d sampled leases differ from the reference lease (first: %s)", res.NotVerified, res.Verified, res.FirstDiff)
 			}
 			if res.NotPristine > 0 || res.Errors > 0 || len(res.LeftServers) > 0 || res.LeftPoolFiles {
 				return fmt.Errorf("soak failed: %d leases not pristine, %d errors (first: %s), %d servers and pool files=%v left", res.NotPristine, res.Errors, res.FirstError, len(res.LeftServers), res.LeftPoolFiles)
@@ -52,5 +57,7 @@ file is left after the pool goes down. Exit status 1 on any non-pristine lease.`
 	cmd.Flags().IntVar(&opt.Cycles, "cycles", 2000, "lease cycles in all")
 	cmd.Flags().IntVar(&opt.Size, "size", 32, "pool size, when no pool of the template is up")
 	cmd.Flags().DurationVar(&opt.Hold, "hold", 200*time.Millisecond, "how long each client keeps a lease")
+	cmd.Flags().StringVar(&opt.Pattern, "pattern", bench.PatternDefault, "what each cycle writes: default (one row of the canary table) or 3tables+temp (one row of each of 3 tables, and a temporary table)")
+	cmd.Flags().IntVar(&opt.VerifyEvery, "verify-every", 50, "verify every n-th lease (schema and rows) against a lease kept untouched; 0: none")
 	return cmd
 }

@@ -1,0 +1,406 @@
+package pool
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/pristinedb/pristine/internal/mariadb"
+)
+
+// This file finds what a holder changed, for the in-place reset
+// (inplace.go): which tables' rows, and whether anything else moved.
+//
+// Rows are counted per table by MariaDB's user statistics (the userstat
+// server option, on in every slot server: information_schema.
+// TABLE_STATISTICS.ROWS_CHANGED), which every engine's row writes,
+// updates and deletes move through the handler, from a statement, a
+// trigger, a routine or an event alike. InnoDB's own per-table counter
+// (INNODB_SYS_TABLESTATS.MODIFIED_COUNTER) is not used: it goes back to 0
+// whenever the table's statistics are recalculated, so a table written
+// enough to trigger a recalculation would look untouched. Rows InnoDB
+// changes on its own (ON DELETE/UPDATE CASCADE and SET NULL) do not pass
+// the handler: every table a changed table's foreign keys reach that way
+// is counted as changed too (cascadeClosure).
+
+// inplaceBase is what a slot looked like when it became ready, for the
+// in-place reset: nil when the slot cannot be reset in place (ineligible
+// says why).
+type inplaceBase struct {
+	// other sums the write counters that are not row writes: every
+	// COM_CREATE_, _DROP_, _ALTER_, _RENAME_ (but temporary tables'),
+	// TRUNCATE, GRANT, REVOKE, plugin, and table maintenance
+	// (OPTIMIZE, REPAIR, ANALYZE, CHECK) statement.
+	other int64
+	// globals hashes the global variables (globalsHash).
+	globals string
+	// rows is TABLE_STATISTICS.ROWS_CHANGED per table ("db\x00table").
+	rows map[string]int64
+	// ineligible, when set, says why the slot's template cannot be reset
+	// in place (the slot resets fully).
+	ineligible string
+	// children are the tables each table's cascading foreign keys reach
+	// (cascadeClosure); the template's, read once: foreign keys change
+	// only by DDL, which resets fully.
+	children map[tableRef][]tableRef
+}
+
+// maintenanceCounters are statements that rewrite a table without
+// counting rows, counted with the non-row writes.
+var maintenanceCounters = []string{"COM_OPTIMIZE", "COM_REPAIR", "COM_ANALYZE", "COM_CHECK", "COM_PRELOAD_KEYS"}
+
+// isOtherCounter tells whether a status variable (upper case) counts a
+// write that is not a row write: a write counter (isWriteCounter) but the
+// log sequence number and the row counters, or a table maintenance
+// statement.
+func isOtherCounter(name string, mysql bool) bool {
+	switch name {
+	case mariadb.MariaDB.LSNStatus(), mariadb.MySQL.LSNStatus(), "HANDLER_WRITE", "HANDLER_UPDATE", "HANDLER_DELETE":
+		return false
+	}
+	for _, n := range maintenanceCounters {
+		if n == name {
+			return true
+		}
+	}
+	return isWriteCounter(name, mysql)
+}
+
+// sumOther sums the non-row write counters of a SHOW STATUS map.
+func sumOther(status map[string]string, mysql bool) (int64, error) {
+	var sum int64
+	for name, value := range status {
+		if !isOtherCounter(name, mysql) {
+			continue
+		}
+		n, err := strconv.ParseInt(value, 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("read write counters: %s=%q is not a count", name, value)
+		}
+		sum += n
+	}
+	return sum, nil
+}
+
+// templateBases holds, per pool directory, the base of the pool's first
+// fresh slot: what only DDL changes (sequences, foreign keys) is the
+// template's, the same in every fresh slot, and reading it opens every
+// table (information_schema.TABLES and REFERENTIAL_CONSTRAINTS), tens of
+// milliseconds of server CPU a full reset need not pay again.
+var templateBases sync.Map
+
+// bootBase is the base of a slot's freshly booted server, whose write
+// mark (with the global variables' hash) was just read.
+func bootBase(ctx context.Context, admin querier, s *slot, mark string) (*inplaceBase, error) {
+	key := filepath.Dir(s.dir)
+	var prev *inplaceBase
+	if v, ok := templateBases.Load(key); ok && len(s.restore) == 0 {
+		prev = v.(*inplaceBase)
+	}
+	status, mysql, err := readStatus(ctx, admin, "GLOBAL")
+	if err != nil {
+		return nil, err
+	}
+	_, globals, _ := strings.Cut(mark, " ")
+	b, err := baseFrom(ctx, admin, prev, status, mysql, globals)
+	if err != nil {
+		return nil, err
+	}
+	if prev == nil && len(s.restore) == 0 {
+		templateBases.Store(key, b)
+	}
+	return b, nil
+}
+
+// takeBase reads a ready slot's in-place baseline. A server that cannot
+// be reset in place (MySQL, no user statistics, a template with
+// sequences) gets a base with ineligible set; an error is a failed query.
+// With prev, the base of the same server before, what only DDL changes
+// (sequences, foreign keys) is taken from it.
+func takeBase(ctx context.Context, admin querier, prev *inplaceBase) (*inplaceBase, error) {
+	status, mysql, err := readStatus(ctx, admin, "GLOBAL")
+	if err != nil {
+		return nil, err
+	}
+	return baseFrom(ctx, admin, prev, status, mysql, "")
+}
+
+// baseFrom is takeBase from a SHOW GLOBAL STATUS already read and, when
+// not "", the global variables' hash.
+func baseFrom(ctx context.Context, admin querier, prev *inplaceBase, status map[string]string, mysql bool, globals string) (*inplaceBase, error) {
+	other, err := sumOther(status, mysql)
+	if err != nil {
+		return nil, err
+	}
+	b := &inplaceBase{other: other, globals: globals}
+	if prev != nil && prev.ineligible != "" {
+		b.ineligible = prev.ineligible
+		return b, nil
+	}
+	if prev != nil && prev.children != nil {
+		b.children = prev.children
+		if b.globals == "" {
+			if b.globals, err = globalsHash(ctx, admin); err != nil {
+				return nil, err
+			}
+		}
+		if b.rows, err = tableRows(ctx, admin); err != nil {
+			return nil, err
+		}
+		return b, nil
+	}
+	if mysql {
+		b.ineligible = "MySQL has no per-table row counters (user statistics): its slots reset fully"
+		return b, nil
+	}
+	var on string
+	if err := admin.QueryRowContext(ctx, "SELECT @@GLOBAL.userstat").Scan(&on); err != nil || (on != "1" && !strings.EqualFold(on, "ON")) {
+		b.ineligible = "the server's user statistics (userstat) are off"
+		return b, nil
+	}
+	// NEXTVAL writes a sequence without counting a row: a template with
+	// sequences resets fully.
+	var seqs int
+	if err := admin.QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_TYPE='SEQUENCE'").Scan(&seqs); err != nil {
+		return nil, fmt.Errorf("in-place baseline: count sequences: %w", err)
+	}
+	if seqs > 0 {
+		b.ineligible = fmt.Sprintf("the template has %d sequence(s), whose NEXTVAL no row counter sees", seqs)
+		return b, nil
+	}
+	if b.globals == "" {
+		if b.globals, err = globalsHash(ctx, admin); err != nil {
+			return nil, err
+		}
+	}
+	if b.rows, err = tableRows(ctx, admin); err != nil {
+		return nil, err
+	}
+	if b.children, err = cascadeChildren(ctx, admin); err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+// tableRows reads TABLE_STATISTICS.ROWS_CHANGED per table.
+func tableRows(ctx context.Context, conn querier) (map[string]int64, error) {
+	rows, err := conn.QueryContext(ctx, "SELECT TABLE_SCHEMA, TABLE_NAME, ROWS_CHANGED FROM information_schema.TABLE_STATISTICS")
+	if err != nil {
+		return nil, fmt.Errorf("read per-table row counters (information_schema.TABLE_STATISTICS): %w", err)
+	}
+	defer rows.Close()
+	out := map[string]int64{}
+	for rows.Next() {
+		var db, t string
+		var n int64
+		if err := rows.Scan(&db, &t, &n); err != nil {
+			return nil, fmt.Errorf("read per-table row counters: %w", err)
+		}
+		out[db+"\x00"+t] = n
+	}
+	return out, rows.Err()
+}
+
+// tableRef is one table, by schema and name.
+type tableRef struct{ db, name string }
+
+func (t tableRef) String() string { return "`" + t.db + "`.`" + t.name + "`" }
+
+// systemSchema reports whether db is one of the server's own schemas,
+// which no in-place reset restores.
+func systemSchema(db string) bool {
+	switch strings.ToLower(db) {
+	case "mysql", "sys", "performance_schema", "information_schema":
+		return true
+	}
+	return false
+}
+
+// errNotInPlace wraps every reason a slot is reset fully instead of in
+// place; the text after it is the reason's label (fallbackReason).
+var errNotInPlace = errors.New("not restorable in place")
+
+// notInPlace makes an errNotInPlace with a reason label and a detail.
+func notInPlace(reason, format string, args ...any) error {
+	return fmt.Errorf("%w: %s: %s", errNotInPlace, reason, fmt.Sprintf(format, args...))
+}
+
+// The reasons an in-place reset falls back to the full reset, as counted
+// in Stats.ResetPaths ("full:<reason>").
+const (
+	FallbackIneligible = "ineligible"   // the template or server cannot be reset in place
+	FallbackOff        = "off"          // turned off (PRISTINE_INPLACE_RESET=off)
+	FallbackDDL        = "ddl"          // DDL, account, routine, event, TRUNCATE or maintenance statement
+	FallbackGlobals    = "globals"      // a global variable changed
+	FallbackFiles      = "files"        // a file appeared, went or changed outside the engines' own
+	FallbackXA         = "xa"           // a prepared XA transaction outlived its connection
+	FallbackTemp       = "temporary"    // a temporary table outlived its connection
+	FallbackSystem     = "system_table" // a row of the server's own schemas changed
+	FallbackEngine     = "engine"       // a changed table's engine or shape cannot be restored in place
+	FallbackSessions   = "sessions"     // the holder's connections did not end
+	FallbackError      = "error"        // a query or file copy failed (the server lost, ...)
+)
+
+// fallbackReason is the reason label of an in-place reset's error.
+func fallbackReason(err error) string {
+	if !errors.Is(err, errNotInPlace) {
+		return FallbackError
+	}
+	_, rest, _ := strings.Cut(err.Error(), errNotInPlace.Error()+": ")
+	reason, _, _ := strings.Cut(rest, ":")
+	return reason
+}
+
+// changedTables lists the tables whose rows changed from base to now
+// (per-table counters), the tables their cascading foreign keys reach
+// added. A changed row of a system schema is an error.
+func changedTables(ctx context.Context, conn querier, base *inplaceBase) ([]tableRef, error) {
+	now, err := tableRows(ctx, conn)
+	if err != nil {
+		return nil, err
+	}
+	set := map[tableRef]bool{}
+	for k, n := range now {
+		if n <= base.rows[k] {
+			continue
+		}
+		db, name, _ := strings.Cut(k, "\x00")
+		if strings.EqualFold(db, "mysql") && strings.EqualFold(name, "global_priv") {
+			// Only account statements write it (a lease has no privilege
+			// on the mysql schema): the reset's own lock of the lease
+			// account, and the holder's, which the non-row counters see.
+			continue
+		}
+		if systemSchema(db) {
+			return nil, notInPlace(FallbackSystem, "rows of %s changed", tableRef{db, name})
+		}
+		set[tableRef{db, name}] = true
+	}
+	if len(set) == 0 {
+		return nil, nil
+	}
+	cascadeClosure(base.children, set)
+	out := make([]tableRef, 0, len(set))
+	for t := range set {
+		out = append(out, t)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].String() < out[j].String() })
+	return out, nil
+}
+
+// cascadeChildren maps each table to the tables whose foreign keys with
+// a cascading action (CASCADE, SET NULL, SET DEFAULT) point at it: InnoDB
+// changes their rows on its own when the table's change.
+func cascadeChildren(ctx context.Context, conn querier) (map[tableRef][]tableRef, error) {
+	rows, err := conn.QueryContext(ctx, `SELECT CONSTRAINT_SCHEMA, TABLE_NAME, UNIQUE_CONSTRAINT_SCHEMA, REFERENCED_TABLE_NAME
+		FROM information_schema.REFERENTIAL_CONSTRAINTS
+		WHERE DELETE_RULE IN ('CASCADE','SET NULL','SET DEFAULT') OR UPDATE_RULE IN ('CASCADE','SET NULL','SET DEFAULT')`)
+	if err != nil {
+		return nil, fmt.Errorf("read cascading foreign keys: %w", err)
+	}
+	defer rows.Close()
+	children := map[tableRef][]tableRef{}
+	for rows.Next() {
+		var cdb, ct, pdb, pt string
+		if err := rows.Scan(&cdb, &ct, &pdb, &pt); err != nil {
+			return nil, fmt.Errorf("read cascading foreign keys: %w", err)
+		}
+		p := tableRef{pdb, pt}
+		children[p] = append(children[p], tableRef{cdb, ct})
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read cascading foreign keys: %w", err)
+	}
+	return children, nil
+}
+
+// cascadeClosure adds to set every table children reaches from a table
+// of set, until no more come.
+func cascadeClosure(children map[tableRef][]tableRef, set map[tableRef]bool) {
+	var todo []tableRef
+	for t := range set {
+		todo = append(todo, t)
+	}
+	for len(todo) > 0 {
+		t := todo[len(todo)-1]
+		todo = todo[:len(todo)-1]
+		for _, c := range children[t] {
+			if !set[c] {
+				set[c] = true
+				todo = append(todo, c)
+			}
+		}
+	}
+}
+
+// plainName matches the schema and table names whose file names are the
+// names themselves (the server encodes others, @0020 and the like); a
+// changed table with another name resets fully.
+var plainName = regexp.MustCompile(`^[A-Za-z0-9_]+$`)
+
+// tempTables counts the temporary tables of every session where the
+// server lists them (information_schema.TEMPORARY_TABLES, MariaDB 11.2
+// and later); 0 where it does not.
+func tempTables(ctx context.Context, conn querier) (int, error) {
+	var has int
+	if err := conn.QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA='information_schema' AND TABLE_NAME='TEMPORARY_TABLES'").Scan(&has); err != nil {
+		return 0, fmt.Errorf("count temporary tables: %w", err)
+	}
+	if has == 0 {
+		return 0, nil
+	}
+	var n int
+	if err := conn.QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.TEMPORARY_TABLES").Scan(&n); err != nil {
+		return 0, fmt.Errorf("count temporary tables: %w", err)
+	}
+	return n, nil
+}
+
+// The SHOW STATUS filters of the in-place reset (MariaDB only). A full
+// SHOW GLOBAL STATUS costs the server about 5.5 ms of CPU (measured on
+// the demo template, docs/benchmarks.md); only the statement counters
+// cost 2.5 ms, one statement counter 0.5 ms.
+const (
+	// statusCommands are the statement counters, where every non-row
+	// write counter is (isOtherCounter).
+	statusCommands = "LIKE 'Com\\_%'"
+	// statusWrites are every write counter (isWriteCounter) on MariaDB.
+	statusWrites = "WHERE Variable_name LIKE 'Com\\_%' OR Variable_name LIKE 'Handler\\_%' OR Variable_name = 'Innodb_lsn_current'"
+)
+
+// readStatusWhere is readStatus of the variables filter (a SHOW STATUS
+// LIKE or WHERE clause) picks, on MariaDB.
+func readStatusWhere(ctx context.Context, conn querier, scope, filter string) (map[string]string, error) {
+	rows, err := conn.QueryContext(ctx, "SHOW "+scope+" STATUS "+filter)
+	if err != nil {
+		return nil, fmt.Errorf("read write counters: %w", err)
+	}
+	defer rows.Close()
+	status := map[string]string{}
+	for rows.Next() {
+		var name, value string
+		if err := rows.Scan(&name, &value); err != nil {
+			return nil, fmt.Errorf("read write counters: %w", err)
+		}
+		status[strings.ToUpper(name)] = value
+	}
+	return status, rows.Err()
+}
+
+// ownAlterUser reads the session's ALTER USER count: the in-place reset's
+// own statement among the non-row counters (the lock of the lease
+// account; its KILLs and SELECTs count apart).
+func ownAlterUser(ctx context.Context, conn querier) (int64, error) {
+	var name string
+	var n int64
+	if err := conn.QueryRowContext(ctx, "SHOW SESSION STATUS LIKE 'Com\\_alter\\_user'").Scan(&name, &n); err != nil {
+		return 0, fmt.Errorf("read the admin session's ALTER USER count: %w", err)
+	}
+	return n, nil
+}

@@ -1,0 +1,422 @@
+package pool
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/pristinedb/pristine/internal/quote"
+)
+
+// The in-place reset: a slot whose last holder changed only rows of
+// InnoDB, Aria and MyISAM tables is made pristine again without
+// restarting its server. Every connection of the holder is killed, what
+// changed is found (changes.go), and each changed table gets the
+// template's table files back:
+//
+//   - InnoDB: ALTER TABLE ... DISCARD TABLESPACE, the template's .ibd
+//     cloned (FICLONE, a copy where the filesystem cannot) from the slot's
+//     seed, ALTER TABLE ... IMPORT TABLESPACE, with foreign key checks
+//     off. The imported file carries the template's rows, indexes and
+//     AUTO_INCREMENT; the import recomputes the table's statistics from
+//     them.
+//   - Aria and MyISAM: FLUSH TABLES closes the table, its data and index
+//     files are replaced by clones of the template's, FLUSH TABLES again.
+//
+// Anything else the holder may have done (DDL, an account, routine or
+// event, TRUNCATE, a global variable, a file, a prepared XA transaction,
+// a temporary table still alive, a system table's rows, a changed table
+// of another engine or with an encoded file name), and any failure,
+// falls back to the full reset (kill, clone, start), with the reason
+// counted in Stats.ResetPaths.
+//
+// A daemon killed during an in-place reset never hands the slot out dirty:
+// the lease was deleted from the journal before the reset began, and a
+// restarted daemon clones every slot that has no lease to restore afresh
+// (planRestore, startAll).
+
+// Reset paths, as counted in Stats.ResetPaths: "inplace", "full" (a slot
+// that never tried: several databases, a restored lease, its server gone)
+// and "full:<reason>" (Fallback*).
+const (
+	PathInPlace = "inplace"
+	PathFull    = "full"
+)
+
+// inplaceEnv, set to "off" in the daemon's environment, turns the
+// in-place reset off: every reset is full (for measuring one against the
+// other).
+const inplaceEnv = "PRISTINE_INPLACE_RESET"
+
+// inplaceTimeout bounds one in-place reset.
+const inplaceTimeout = 30 * time.Second
+
+// inplaceHook, when set (tests), is called once the first changed table
+// is restored, before the others: the middle of an in-place reset.
+var inplaceHook func(slot int)
+
+// pauseEnv names a file: a daemon started with it set stops every
+// in-place reset in its middle (inplaceHook), writes the file and waits
+// forever, so a test can kill the daemon there.
+const pauseEnv = "PRISTINE_TEST_INPLACE_PAUSE"
+
+func init() {
+	if path := os.Getenv(pauseEnv); path != "" {
+		inplaceHook = func(slot int) {
+			_ = os.WriteFile(path, []byte(strconv.Itoa(slot)+"\n"), 0o644)
+			select {}
+		}
+	}
+}
+
+// resetInPlace tries to reset a slot taken from the reset queue in place.
+// It reports true when it took care of the slot (reset in place, or the
+// pool went down meanwhile), false when the full reset must run: the slot
+// is as it was, still Resetting.
+func (p *Pool) resetInPlace(s *slot) bool {
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return false
+	}
+	live, isLive := s.srv.(*liveServer)
+	base := s.inplace
+	if s.state != Resetting || !isLive || !live.Running() || len(s.units) != 1 || base == nil {
+		p.countPath(PathFull)
+		p.mu.Unlock()
+		return false
+	}
+	if os.Getenv(inplaceEnv) == "off" {
+		p.countPath(PathFull + ":" + FallbackOff)
+		p.mu.Unlock()
+		return false
+	}
+	if base.ineligible != "" {
+		p.countPath(PathFull + ":" + FallbackIneligible)
+		p.mu.Unlock()
+		return false
+	}
+	gen, acct, db, files := s.gen, s.units[0].acct, s.units[0].db, s.files
+	job := inplaceJob{slot: s.idx, admin: live.admin, base: base, acct: acct, db: db, files: files,
+		dirs: slotDirs(s), data: filepath.Join(s.dir, "data"), src: p.pristineSource(s), meta: filepath.Join(p.dir, metaDir)}
+	p.mu.Unlock()
+
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), inplaceTimeout)
+	out, err := job.run(ctx)
+	cancel()
+
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return true
+	}
+	if s.gen != gen || s.srv != live {
+		return false // not expected: nothing but the reset worker moves a Resetting slot
+	}
+	p.log.Debug("in-place reset", "template", p.Meta.Name, "slot", s.idx, "phases", strings.Join(job.phases, ", "))
+	if err != nil {
+		reason := fallbackReason(err)
+		p.countPath(PathFull + ":" + reason)
+		p.log.Info("in-place reset: resetting fully", "template", p.Meta.Name, "slot", s.idx, "reason", reason, "why", err.Error())
+		return false
+	}
+	s.units[0].acct = out.acct
+	s.mark, s.files, s.inplace = out.mark, out.files, out.base
+	p.readyInPlace(s, out, start)
+	if out.tables > 0 {
+		go p.settleMark(s, s.gen, live, out.base.globals)
+	}
+	return true
+}
+
+// readyInPlace makes a slot reset in place ready; the caller holds p.mu.
+func (p *Pool) readyInPlace(s *slot, out *inplaceDone, start time.Time) {
+	if err := p.move(s, Ready, "restored in place: "+out.summary); err != nil {
+		return
+	}
+	s.units[0].spent = false
+	s.err, s.failing = "", false
+	p.countPath(PathInPlace)
+	p.stats.TablesRestored += int64(out.tables)
+	p.observe("reset", time.Since(start))
+	p.signal()
+}
+
+// countPath counts a reset by its path; the caller holds p.mu.
+func (p *Pool) countPath(path string) {
+	if p.stats.ResetPaths == nil {
+		p.stats.ResetPaths = map[string]int64{}
+	}
+	p.stats.ResetPaths[path]++
+}
+
+// pristineSource is the data directory the slot's clones come from: its
+// seed (btrfs, owned by the slot's id) or the template's.
+func (p *Pool) pristineSource(s *slot) string {
+	seed := filepath.Join(p.dir, seedsDir, fmt.Sprintf("%03d", s.idx))
+	if st, err := os.Stat(seed); err == nil && st.IsDir() {
+		return seed
+	}
+	if p.cat == nil {
+		return ""
+	}
+	return p.cat.DataDir(p.Meta.Hash)
+}
+
+// inplaceJob is one in-place reset, run outside the pool's lock.
+type inplaceJob struct {
+	slot  int
+	admin *sql.DB
+	base  *inplaceBase
+	acct  account  // the last holder's
+	db    string   // the slot's database
+	files fileMark // the slot's files when it became ready
+	dirs  []string // slotDirs
+	data  string   // the slot's clone
+	src   string   // the pristine data directory to take tables from
+	meta  string   // the InnoDB tables' export metadata (exportmeta.go)
+	// phases are the times the work's steps took, for the debug log.
+	phases []string
+}
+
+// inplaceDone is what a successful in-place reset leaves.
+type inplaceDone struct {
+	acct    account
+	mark    string
+	files   fileMark
+	base    *inplaceBase
+	tables  int
+	summary string
+}
+
+// run does the in-place reset's work on the slot's server.
+func (j *inplaceJob) run(ctx context.Context) (*inplaceDone, error) {
+	t0 := time.Now()
+	lap := func(name string) {
+		j.phases = append(j.phases, fmt.Sprintf("%s %.1f ms", name, float64(time.Since(t0).Microseconds())/1000))
+		t0 = time.Now()
+	}
+	conn, err := j.admin.Conn(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("admin connection: %w", err)
+	}
+	defer conn.Close()
+	// The admin's own statements (the lock, later the restore) move the
+	// non-row counters; read on this session, they are taken off.
+	ownBefore, err := ownAlterUser(ctx, conn)
+	if err != nil {
+		return nil, err
+	}
+	if j.acct.ok() {
+		if _, err := conn.ExecContext(ctx, "ALTER USER "+quote.Account(j.acct.user, "%")+" ACCOUNT LOCK"); err != nil {
+			return nil, fmt.Errorf("lock lease account %s: %w", j.acct.user, err)
+		}
+	}
+	if err := killOthers(ctx, conn); err != nil {
+		return nil, notInPlace(FallbackSessions, "%v", err)
+	}
+	lap("lock and kill")
+	ownAfter, err := ownAlterUser(ctx, conn)
+	if err != nil {
+		return nil, err
+	}
+	commands, err := readStatusWhere(ctx, conn, "GLOBAL", statusCommands)
+	if err != nil {
+		return nil, err
+	}
+	other, err := sumOther(commands, false)
+	if err != nil {
+		return nil, err
+	}
+	if other-(ownAfter-ownBefore) != j.base.other {
+		return nil, notInPlace(FallbackDDL, "DDL, account, routine, event, TRUNCATE or table maintenance statements ran (%d)", other-(ownAfter-ownBefore)-j.base.other)
+	}
+	lap("counters")
+	if n, err := xaPending(ctx, conn); err != nil {
+		return nil, err
+	} else if n > 0 {
+		return nil, notInPlace(FallbackXA, "%d XA transaction(s) outlived their connections", n)
+	}
+	// Temporary tables die with their connection: the server closes a
+	// session's temporary tables (THD::cleanup) before the session leaves
+	// the process list, which killOthers saw empty. Aria's and MyISAM's
+	// temporary tables are files of the tmpdir, in the file walk below;
+	// MariaDB 10.11 has no list of other sessions' InnoDB temporary
+	// tables to check (information_schema.TEMPORARY_TABLES came in 11.2).
+	if n, err := tempTables(ctx, conn); err != nil {
+		return nil, err
+	} else if n > 0 {
+		return nil, notInPlace(FallbackTemp, "%d temporary table(s) outlived their connections", n)
+	}
+	lap("XA and temporary tables")
+	globals, err := globalsHash(ctx, conn)
+	if err != nil {
+		return nil, err
+	}
+	if globals != j.base.globals {
+		return nil, notInPlace(FallbackGlobals, "the server's global variables changed")
+	}
+	lap("globals")
+	files, err := markFiles(j.dirs...)
+	if err != nil {
+		return nil, err
+	}
+	if d := j.files.diff(files, 5); len(d) > 0 {
+		return nil, notInPlace(FallbackFiles, "files changed: %s", strings.Join(d, ", "))
+	}
+	lap("files")
+	changed, err := changedTables(ctx, conn, j.base)
+	if err != nil {
+		return nil, err
+	}
+	plan, err := planTables(ctx, conn, changed)
+	if err != nil {
+		return nil, err
+	}
+	lap("changed tables")
+	if j.src == "" && len(plan) > 0 {
+		return nil, notInPlace(FallbackEngine, "no pristine data directory to take tables from")
+	}
+	if _, err := conn.ExecContext(ctx, "SET SESSION foreign_key_checks = 0"); err != nil {
+		return nil, fmt.Errorf("foreign key checks off: %w", err)
+	}
+	for i, t := range plan {
+		if err := j.restore(ctx, conn, t); err != nil {
+			return nil, fmt.Errorf("restore %s: %w", t.ref, err)
+		}
+		if i == 0 && inplaceHook != nil {
+			inplaceHook(j.slot)
+		}
+	}
+	if _, err := conn.ExecContext(ctx, "SET SESSION foreign_key_checks = 1"); err != nil {
+		return nil, fmt.Errorf("foreign key checks on: %w", err)
+	}
+	lap("restore")
+	if j.acct.ok() {
+		if _, err := conn.ExecContext(ctx, "DROP USER IF EXISTS "+quote.Account(j.acct.user, "%")); err != nil {
+			return nil, fmt.Errorf("drop lease account: %w", err)
+		}
+	}
+	out := &inplaceDone{tables: len(plan)}
+	if out.acct, err = newAccount(ctx, conn, j.db, 1); err != nil {
+		return nil, err
+	}
+	lap("new account")
+	// One read of the counters for the mark and the base; the global
+	// variables are the ones just checked (nothing here sets one).
+	status, err := readStatusWhere(ctx, conn, "GLOBAL", statusWrites)
+	if err != nil {
+		return nil, err
+	}
+	mysql := false // the in-place reset runs on MariaDB only (takeBase)
+	counters, err := sumWrites(status, mysql)
+	if err != nil {
+		return nil, err
+	}
+	out.mark = strconv.FormatUint(counters, 10) + " " + globals
+	lap("write mark")
+	if out.files, err = markFiles(j.dirs...); err != nil {
+		return nil, err
+	}
+	lap("files again")
+	if out.base, err = baseFrom(ctx, conn, j.base, status, mysql, globals); err != nil {
+		return nil, err
+	}
+	lap("baseline")
+	names := make([]string, len(plan))
+	for i, t := range plan {
+		names[i] = t.ref.String()
+	}
+	out.summary = fmt.Sprintf("%d table(s) restored %s", len(plan), strings.Join(names, ", "))
+	return out, nil
+}
+
+// settleRounds and settleEvery bound settledMark: 100 rounds of 10 ms.
+const (
+	settleRounds = 100
+	settleEvery  = 10 * time.Millisecond
+)
+
+// settleMark retakes a ready slot's write mark once InnoDB settled
+// after tables were restored in place. InnoDB's purge of the restore's
+// undo logs (and of the old holder's) writes the redo log after the
+// statements returned; the mark taken at the restore's end would be moved
+// by it, and a following release --unchanged would reset (in place) a
+// slot whose holder wrote nothing. The slot is handed out meanwhile:
+// keeping it Resetting until InnoDB settled took a soak from 27 to 4
+// leases per second (the purge lags under load). The mark is replaced
+// only if the slot did not move since it became ready at generation gen:
+// no lease was handed out, so no holder wrote between the read and the
+// check. Otherwise the older mark stays: a release --unchanged then
+// resets the slot, which is safe, only slower.
+func (p *Pool) settleMark(s *slot, gen uint64, srv *liveServer, globals string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*settleRounds*settleEvery)
+	defer cancel()
+	still := func() bool {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		return s.gen == gen && !p.closed
+	}
+	mark, err := settledMark(ctx, srv, globals, still)
+	if err != nil || mark == "" {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if s.gen == gen && !p.closed && s.state == Ready && s.srv == srv {
+		s.mark = mark
+	}
+}
+
+// settledMark polls InnoDB until its history list is empty (the purge is
+// done) and its log sequence number held still for one round (at most
+// settleRounds), then reads the write mark. An empty mark
+// with no error: it never held still; the mark taken at the restore's end
+// stays (a release --unchanged then resets: safe, only slower).
+func settledMark(ctx context.Context, srv *liveServer, globals string, still func() bool) (string, error) {
+	last := ""
+	for i := 0; ; i++ {
+		if !still() {
+			return "", nil
+		}
+		var hist int64
+		if err := srv.admin.QueryRowContext(ctx, "SELECT `COUNT` FROM information_schema.INNODB_METRICS WHERE NAME = 'trx_rseg_history_len'").Scan(&hist); err != nil {
+			return "", err
+		}
+		if hist > 0 {
+			if i == settleRounds {
+				return "", nil
+			}
+			last = ""
+			time.Sleep(settleEvery)
+			continue
+		}
+		var name, lsn string
+		if err := srv.admin.QueryRowContext(ctx, "SHOW GLOBAL STATUS LIKE 'Innodb_lsn_current'").Scan(&name, &lsn); err != nil {
+			return "", err
+		}
+		if lsn == last {
+			break
+		}
+		if i == settleRounds {
+			return "", nil
+		}
+		last = lsn
+		time.Sleep(settleEvery)
+	}
+	status, err := readStatusWhere(ctx, srv.admin, "GLOBAL", statusWrites)
+	if err != nil {
+		return "", err
+	}
+	counters, err := sumWrites(status, false)
+	if err != nil {
+		return "", err
+	}
+	return strconv.FormatUint(counters, 10) + " " + globals, nil
+}

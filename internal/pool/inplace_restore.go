@@ -1,0 +1,160 @@
+package pool
+
+// How the in-place reset (inplace.go) restores one changed table: InnoDB's
+// tablespace re-attached from the slot's seed, Aria's and MyISAM's files
+// swapped in while the table is flushed.
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/pristinedb/pristine/internal/quote"
+)
+
+// tablePlan is one changed table and how it is restored.
+type tablePlan struct {
+	ref    tableRef
+	engine string // InnoDB, Aria or MyISAM
+}
+
+// planTables says how each changed table is restored, or why one cannot
+// be. A changed table that no longer exists was a temporary table (a
+// base table cannot go without a DROP or RENAME, which the non-row
+// counters see), gone with its connection.
+func planTables(ctx context.Context, conn querier, changed []tableRef) ([]tablePlan, error) {
+	var out []tablePlan
+	for _, t := range changed {
+		var engine, options, kind sql.NullString
+		err := conn.QueryRowContext(ctx, "SELECT ENGINE, CREATE_OPTIONS, TABLE_TYPE FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ?", t.db, t.name).Scan(&engine, &options, &kind)
+		if errors.Is(err, sql.ErrNoRows) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("read %s's engine: %w", t, err)
+		}
+		switch {
+		case kind.String != "BASE TABLE" && kind.String != "SYSTEM VERSIONED":
+			return nil, notInPlace(FallbackEngine, "%s is a %s", t, kind.String)
+		case strings.Contains(strings.ToLower(options.String), "partitioned"):
+			return nil, notInPlace(FallbackEngine, "%s is partitioned", t)
+		case !plainName.MatchString(t.db) || !plainName.MatchString(t.name):
+			return nil, notInPlace(FallbackEngine, "%s's file name is encoded", t)
+		}
+		switch engine.String {
+		case "InnoDB", "Aria", "MyISAM":
+			out = append(out, tablePlan{ref: t, engine: engine.String})
+		default:
+			return nil, notInPlace(FallbackEngine, "%s is of engine %s", t, engine.String)
+		}
+	}
+	return out, nil
+}
+
+// tableFiles are the files of a table of each engine restored in place,
+// by extension.
+var tableFiles = map[string][]string{
+	"InnoDB": {".ibd"},
+	"Aria":   {".MAD", ".MAI"},
+	"MyISAM": {".MYD", ".MYI"},
+}
+
+// restore gives one table the template's files back.
+func (j inplaceJob) restore(ctx context.Context, conn *sql.Conn, t tablePlan) error {
+	name := quote.Ident(t.ref.db) + "." + quote.Ident(t.ref.name)
+	for _, ext := range tableFiles[t.engine] {
+		if _, err := os.Stat(filepath.Join(j.src, t.ref.db, t.ref.name+ext)); err != nil {
+			return notInPlace(FallbackEngine, "%s has no %s file in the template: %v", t.ref, ext, err)
+		}
+	}
+	if t.engine == "InnoDB" {
+		if _, err := conn.ExecContext(ctx, "ALTER TABLE "+name+" DISCARD TABLESPACE"); err != nil {
+			return fmt.Errorf("discard tablespace: %w", err)
+		}
+		if err := j.cloneFile(filepath.Join(j.src, t.ref.db, t.ref.name+".ibd"), t.ref, ".ibd"); err != nil {
+			return err
+		}
+		cfg := filepath.Join(j.meta, t.ref.db, t.ref.name+".cfg")
+		withMeta := false
+		if _, err := os.Stat(cfg); err == nil {
+			if err := j.cloneFile(cfg, t.ref, ".cfg"); err != nil {
+				return err
+			}
+			withMeta = true
+		}
+		_, err := conn.ExecContext(ctx, "ALTER TABLE "+name+" IMPORT TABLESPACE")
+		if withMeta {
+			_ = os.Remove(filepath.Join(j.data, t.ref.db, t.ref.name+".cfg"))
+		}
+		if err != nil {
+			return fmt.Errorf("import tablespace: %w", err)
+		}
+		return nil
+	}
+	if _, err := conn.ExecContext(ctx, "FLUSH TABLES "+name); err != nil {
+		return fmt.Errorf("close the table: %w", err)
+	}
+	for _, ext := range tableFiles[t.engine] {
+		if err := j.cloneFile(filepath.Join(j.src, t.ref.db, t.ref.name+ext), t.ref, ext); err != nil {
+			return err
+		}
+	}
+	if _, err := conn.ExecContext(ctx, "FLUSH TABLES "+name); err != nil {
+		return fmt.Errorf("close the table: %w", err)
+	}
+	return nil
+}
+
+// cloneFile puts src as table t's file of extension ext in the slot's
+// clone: a clone of its extents (a copy where the filesystem cannot),
+// owned as the database directory is (the slot server's id), moved over
+// the old file.
+func (j inplaceJob) cloneFile(src string, t tableRef, ext string) error {
+	dir := filepath.Join(j.data, t.db)
+	dst := filepath.Join(dir, t.name+ext)
+	var st syscall.Stat_t
+	if err := syscall.Stat(dir, &st); err != nil {
+		return fmt.Errorf("clone %s: %w", src, err)
+	}
+	in, err := os.Open(src)
+	if err != nil {
+		return fmt.Errorf("clone %s: %w", src, err)
+	}
+	defer in.Close()
+	tmp := filepath.Join(dir, "#pristine-restore-"+randomHex(4)+ext)
+	out, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o660)
+	if err != nil {
+		return fmt.Errorf("clone %s: %w", src, err)
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			out.Close()
+			os.Remove(tmp)
+		}
+	}()
+	if err := unix.IoctlFileClone(int(out.Fd()), int(in.Fd())); err != nil {
+		if _, err := io.Copy(out, in); err != nil {
+			return fmt.Errorf("copy %s: %w", src, err)
+		}
+	}
+	if err := out.Chown(int(st.Uid), int(st.Gid)); err != nil {
+		return fmt.Errorf("clone %s: give it to the server's id: %w", src, err)
+	}
+	if err := out.Close(); err != nil {
+		return fmt.Errorf("clone %s: %w", src, err)
+	}
+	if err := os.Rename(tmp, dst); err != nil {
+		return fmt.Errorf("clone %s: %w", src, err)
+	}
+	ok = true
+	return nil
+}

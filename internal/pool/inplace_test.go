@@ -1,0 +1,254 @@
+package pool
+
+import (
+	"context"
+	"database/sql"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/pristinedb/pristine/internal/mariadb"
+	"github.com/pristinedb/pristine/internal/template"
+	"github.com/pristinedb/pristine/internal/template/templatetest"
+	"github.com/pristinedb/pristine/internal/verify"
+)
+
+// inplaceSchema has a table of each engine the in-place reset restores,
+// with what a restore must bring back: AUTO_INCREMENT, secondary
+// indexes, a foreign key whose ON DELETE CASCADE InnoDB runs on its own
+// (no row counter sees it), a trigger, a routine; and a MEMORY table,
+// which it cannot restore.
+const inplaceSchema = `
+CREATE TABLE parent (id INT AUTO_INCREMENT PRIMARY KEY, name VARCHAR(40), KEY ix_name (name)) ENGINE=InnoDB;
+INSERT INTO parent (name) VALUES ('a'), ('b'), ('c');
+CREATE TABLE child (id INT AUTO_INCREMENT PRIMARY KEY, parent_id INT, note VARCHAR(40), KEY ix_note (note),
+  FOREIGN KEY (parent_id) REFERENCES parent (id) ON DELETE CASCADE) ENGINE=InnoDB;
+INSERT INTO child (parent_id, note) VALUES (1, 'x'), (2, 'y'), (3, 'z');
+CREATE TABLE audit (id INT AUTO_INCREMENT PRIMARY KEY, what VARCHAR(40)) ENGINE=InnoDB;
+CREATE TRIGGER parent_audit AFTER UPDATE ON parent FOR EACH ROW INSERT INTO audit (what) VALUES (NEW.name);
+CREATE TABLE aria_t (id INT AUTO_INCREMENT PRIMARY KEY, v VARCHAR(40), KEY ix_v (v)) ENGINE=Aria;
+INSERT INTO aria_t (v) VALUES ('p'), ('q');
+CREATE TABLE myisam_t (id INT AUTO_INCREMENT PRIMARY KEY, v VARCHAR(40), KEY ix_v (v)) ENGINE=MyISAM;
+INSERT INTO myisam_t (v) VALUES ('m'), ('n');
+CREATE TABLE mem_t (id INT PRIMARY KEY) ENGINE=MEMORY;
+CREATE PROCEDURE bump() MODIFIES SQL DATA UPDATE parent SET name = CONCAT(name, '!') WHERE id = 1;
+`
+
+// inplacePool brings up a 2-slot pool of inplaceSchema on a btrfs scratch
+// filesystem (the seeds path) and leases one slot as the reference, the
+// template as a fresh slot shows it, never written.
+func inplacePool(t *testing.T) (*Pool, *sql.DB) {
+	t.Helper()
+	st := templatetest.NewScratchBuilder(t, "btrfs", 1<<30)
+	m := templatetest.Build(t, st, "app", inplaceSchema, template.BuildOptions{})
+	p, err := Up(context.Background(), st.Catalog(), st.Binary(), m, Options{Size: 2, Profile: mariadb.DefaultProfile()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Down(context.Background()) })
+	ref := leaseIn(t, p)
+	return p, openLease(t, ref)
+}
+
+func leaseIn(t *testing.T, p *Pool) *Lease {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	l, err := p.Lease(ctx, LeaseOptions{Holder: "inplace-test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+func openLease(t *testing.T, l *Lease) *sql.DB {
+	t.Helper()
+	db, err := sql.Open("mysql", l.DSN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.SetMaxIdleConns(0)
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+// paths returns the pool's reset path counters.
+func paths(p *Pool) map[string]int64 {
+	return p.Status(false).Stats.ResetPaths
+}
+
+// verifyClean compares a lease's database with the reference's, schema
+// and rows and accounts, and fails on any difference.
+func verifyClean(t *testing.T, ref, db *sql.DB, what string) {
+	t.Helper()
+	r, err := verify.Compare(context.Background(), verify.Side{DB: ref, Label: "reference"}, verify.Side{DB: db, Label: "after " + what},
+		verify.Options{Pairs: []verify.Pair{{Source: "app", Target: "app"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !r.Clean() {
+		var b strings.Builder
+		_ = verify.WriteText(&b, r)
+		t.Fatalf("after %s the next holder does not see the template:\n%s", what, b.String())
+	}
+}
+
+// slotAdminOf is the admin connection of slot i's server (root).
+func slotAdminOf(p *Pool, i int) *sql.DB {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.slots[i].srv.(*liveServer).admin
+}
+
+// Every kind of change a holder can make is undone for the next holder,
+// who sees the template exactly (verify clean), by the path the change
+// allows: row writes in InnoDB, Aria and MyISAM tables (through a
+// trigger, a routine and a cascading foreign key too), with temporary
+// tables and connections left open, in place; anything else by the full
+// reset, each with its reason.
+func TestInPlaceReset(t *testing.T) {
+	p, ref := inplacePool(t)
+	mustDo := func(db *sql.DB, qs ...string) {
+		t.Helper()
+		conn, err := db.Conn(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		for _, q := range qs {
+			if _, err := conn.ExecContext(context.Background(), q); err != nil {
+				t.Fatalf("%s: %v", q, err)
+			}
+		}
+	}
+	for _, tc := range []struct {
+		name string
+		// change is what the holder does; admin is its slot's root, for
+		// what a lease cannot do itself but a template's routine or
+		// another way in might.
+		change func(t *testing.T, db, admin *sql.DB, dir string)
+		want   string
+	}{
+		{"InnoDB rows", func(t *testing.T, db, _ *sql.DB, _ string) {
+			mustDo(db, "INSERT INTO parent (name) VALUES ('new')", "UPDATE child SET note = 'changed' WHERE id = 2", "DELETE FROM parent WHERE id = 3")
+		}, PathInPlace},
+		{"InnoDB rows by a trigger and a routine", func(t *testing.T, db, _ *sql.DB, _ string) {
+			mustDo(db, "CALL bump()")
+		}, PathInPlace},
+		{"cascading delete", func(t *testing.T, db, _ *sql.DB, _ string) {
+			mustDo(db, "DELETE FROM parent WHERE id = 1")
+		}, PathInPlace},
+		{"Aria rows", func(t *testing.T, db, _ *sql.DB, _ string) {
+			mustDo(db, "INSERT INTO aria_t (v) VALUES ('r'), ('s')", "DELETE FROM aria_t WHERE id = 1")
+		}, PathInPlace},
+		{"MyISAM rows", func(t *testing.T, db, _ *sql.DB, _ string) {
+			mustDo(db, "INSERT INTO myisam_t (v) VALUES ('o')", "UPDATE myisam_t SET v = 'changed' WHERE id = 2")
+		}, PathInPlace},
+		{"rows in a transaction left open", func(t *testing.T, db, _ *sql.DB, _ string) {
+			conn, err := db.Conn(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Left open on purpose: the reset kills it.
+			for _, q := range []string{"BEGIN", "INSERT INTO parent (name) VALUES ('uncommitted')", "UPDATE aria_t SET v = 'open' WHERE id = 2"} {
+				if _, err := conn.ExecContext(context.Background(), q); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}, PathInPlace},
+		{"temporary tables", func(t *testing.T, db, _ *sql.DB, _ string) {
+			conn, err := db.Conn(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			// The connection stays open, its temporary tables alive, until
+			// the reset kills it.
+			for _, q := range []string{"CREATE TEMPORARY TABLE tmp_i (id INT) ENGINE=InnoDB", "INSERT INTO tmp_i VALUES (1)",
+				"CREATE TEMPORARY TABLE tmp_a (id INT) ENGINE=Aria", "INSERT INTO tmp_a VALUES (1)",
+				"CREATE TEMPORARY TABLE parent (id INT)", "INSERT INTO parent VALUES (42)",
+				"INSERT INTO app.child (parent_id, note) SELECT 1, 'beside a temporary table'"} {
+				if _, err := conn.ExecContext(context.Background(), q); err != nil {
+					t.Fatalf("%s: %v", q, err)
+				}
+			}
+		}, PathInPlace},
+		{"DDL", func(t *testing.T, db, _ *sql.DB, _ string) {
+			mustDo(db, "ALTER TABLE parent ADD COLUMN extra INT")
+		}, PathFull + ":" + FallbackDDL},
+		{"TRUNCATE", func(t *testing.T, db, _ *sql.DB, _ string) {
+			mustDo(db, "TRUNCATE TABLE audit")
+		}, PathFull + ":" + FallbackDDL},
+		{"a new table", func(t *testing.T, db, _ *sql.DB, _ string) {
+			mustDo(db, "CREATE TABLE planted (id INT) ENGINE=InnoDB", "INSERT INTO planted VALUES (1)")
+		}, PathFull + ":" + FallbackDDL},
+		{"a routine", func(t *testing.T, db, _ *sql.DB, _ string) {
+			mustDo(db, "CREATE PROCEDURE planted() SELECT 1")
+		}, PathFull + ":" + FallbackDDL},
+		{"an event", func(t *testing.T, db, _ *sql.DB, _ string) {
+			mustDo(db, "CREATE EVENT planted ON SCHEDULE EVERY 1 HOUR DISABLE DO SELECT 1")
+		}, PathFull + ":" + FallbackDDL},
+		{"an account", func(t *testing.T, _, admin *sql.DB, _ string) {
+			mustDo(admin, "CREATE USER planted@'%' IDENTIFIED BY 'x'", "GRANT SELECT ON app.* TO planted@'%'")
+		}, PathFull + ":" + FallbackDDL},
+		{"a global variable", func(t *testing.T, _, admin *sql.DB, _ string) {
+			mustDo(admin, "SET GLOBAL max_connect_errors = 7")
+		}, PathFull + ":" + FallbackGlobals},
+		{"a file", func(t *testing.T, _, _ *sql.DB, dir string) {
+			if err := os.WriteFile(filepath.Join(dir, "data", "app", "planted.txt"), []byte("x"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}, PathFull + ":" + FallbackFiles},
+		{"a system table's rows", func(t *testing.T, _, admin *sql.DB, _ string) {
+			mustDo(admin, "INSERT INTO mysql.time_zone_leap_second VALUES (1, 1)")
+		}, PathFull + ":" + FallbackSystem},
+		{"a MEMORY table's rows", func(t *testing.T, db, _ *sql.DB, _ string) {
+			mustDo(db, "INSERT INTO mem_t VALUES (1)")
+		}, PathFull + ":" + FallbackEngine},
+		{"a prepared XA transaction", func(t *testing.T, db, _ *sql.DB, _ string) {
+			mustDo(db, "XA START 'x'", "INSERT INTO parent (name) VALUES ('xa')", "XA END 'x'", "XA PREPARE 'x'")
+		}, PathFull + ":" + FallbackXA},
+		{"the server lost", func(t *testing.T, _, _ *sql.DB, _ string) {
+			// The slot's server dies under its holder: the lease is lost and
+			// the slot replaced by the full reset.
+		}, PathFull},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l := leaseIn(t, p)
+			db := openLease(t, l)
+			p.mu.Lock()
+			dir := p.slots[l.Slot].dir
+			p.mu.Unlock()
+			before := paths(p)
+			tc.change(t, db, slotAdminOf(p, l.Slot), dir)
+			if tc.name == "the server lost" {
+				p.mu.Lock()
+				pid := p.slots[l.Slot].srv.PID()
+				p.mu.Unlock()
+				_ = syscall.Kill(pid, syscall.SIGKILL)
+				waitFor(t, p, "the dead slot to be replaced", func() bool { return p.stats.ResetPaths[PathFull] > before[PathFull] })
+			} else if _, err := p.Release(context.Background(), l.ID, Dirty); err != nil {
+				t.Fatal(err)
+			}
+			next := leaseIn(t, p) // the reference holds the other slot: this is the reset one
+			if next.Slot != l.Slot {
+				t.Fatalf("the next lease got slot %d, want the reset slot %d", next.Slot, l.Slot)
+			}
+			after := paths(p)
+			for path, n := range after {
+				if n-before[path] > 0 && path != tc.want {
+					t.Errorf("the reset took path %s, want %s (paths before %v, after %v)", path, tc.want, before, after)
+				}
+			}
+			if after[tc.want]-before[tc.want] != 1 {
+				t.Errorf("path %s counted %d times, want once (paths before %v, after %v)", tc.want, after[tc.want]-before[tc.want], before, after)
+			}
+			verifyClean(t, ref, openLease(t, next), tc.name)
+			if _, err := p.Release(context.Background(), next.ID, Unchanged); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}

@@ -1,0 +1,188 @@
+package pool
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/pristinedb/pristine/internal/demo"
+	"github.com/pristinedb/pristine/internal/mariadb"
+	"github.com/pristinedb/pristine/internal/template"
+	"github.com/pristinedb/pristine/internal/template/templatetest"
+)
+
+// TestMeasureResetPaths measures where a reset's CPU goes, for the full
+// reset (kill, clone, start) and the in-place one, on the demo template on
+// a btrfs scratch filesystem: one slot, one row deleted per lease, each
+// path 20 times; medians. It only reports; set PRISTINE_MEASURE_RESET=1 to
+// run it.
+//
+// CPU is split by who spends it: the old server dying (its CPU at exit,
+// from this process's reaped children, less what it had spent when it was
+// released), the new server until ready (/proc/PID/stat, with its minor
+// page faults), this process (the pool's own work: clone, admin queries,
+// file walks; getrusage), and btrfs' kernel threads (btrfs-cleaner and
+// btrfs-transaction, whose CPU other filesystems' work on the machine adds
+// to).
+func TestMeasureResetPaths(t *testing.T) {
+	if os.Getenv("PRISTINE_MEASURE_RESET") == "" {
+		t.Skip("a measurement: set PRISTINE_MEASURE_RESET=1 to run it")
+	}
+	var sqlText bytes.Buffer
+	if err := demo.Write(&sqlText, demo.Options{Scale: 1}); err != nil {
+		t.Fatal(err)
+	}
+	st := templatetest.NewScratchBuilder(t, "btrfs", 4<<30)
+	m := templatetest.Build(t, st, "demo", sqlText.String(), template.BuildOptions{Workers: 4})
+	p, err := Up(context.Background(), st.Catalog(), st.Binary(), m, Options{Size: 1, Profile: mariadb.DefaultProfile()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Down(context.Background())
+	// Wall times of the full reset's steps, by wrapping the pool's ops.
+	var mu sync.Mutex
+	var cloneAt, cloneEnd, bootEnd time.Time
+	clone, boot := p.ops.clone, p.ops.boot
+	p.ops.clone = func(ctx context.Context, s *slot) error {
+		mu.Lock()
+		cloneAt = time.Now()
+		mu.Unlock()
+		err := clone(ctx, s)
+		mu.Lock()
+		cloneEnd = time.Now()
+		mu.Unlock()
+		return err
+	}
+	p.ops.boot = func(ctx context.Context, s *slot) (*booted, error) {
+		b, err := boot(ctx, s)
+		mu.Lock()
+		bootEnd = time.Now()
+		mu.Unlock()
+		return b, err
+	}
+	t.Logf("load average before: %s", loadavg())
+	for _, path := range []string{"full", "inplace"} {
+		if path == "full" {
+			t.Setenv(inplaceEnv, "off")
+		} else {
+			os.Unsetenv(inplaceEnv)
+		}
+		var rows [][]float64
+		for i := 0; i < 21; i++ {
+			l := leaseIn(t, p)
+			db := openLease(t, l)
+			if _, err := db.Exec("DELETE FROM return_reasons LIMIT 1"); err != nil {
+				t.Fatal(err)
+			}
+			db.Close()
+			p.mu.Lock()
+			oldPID := p.slots[0].srv.PID()
+			p.mu.Unlock()
+			oldCPU, _ := procCPU(oldPID)
+			self0, kids0 := rusage(syscall.RUSAGE_SELF), rusage(syscall.RUSAGE_CHILDREN)
+			btrfs0 := btrfsThreadsCPU()
+			start := time.Now()
+			if _, err := p.Release(context.Background(), l.ID, Dirty); err != nil {
+				t.Fatal(err)
+			}
+			waitFor(t, p, "the slot ready again", func() bool { return p.slots[0].state == Ready })
+			wall := time.Since(start)
+			p.mu.Lock()
+			newPID := p.slots[0].srv.PID()
+			p.mu.Unlock()
+			self, kids := rusage(syscall.RUSAGE_SELF)-self0, rusage(syscall.RUSAGE_CHILDREN)-kids0
+			time.Sleep(300 * time.Millisecond) // the cleaner deletes the old snapshot in the background
+			btrfs := btrfsThreadsCPU() - btrfs0
+			var exitCPU, newCPU, faults float64
+			if newPID != oldPID {
+				exitCPU = kids - oldCPU
+				newCPU, faults = procCPU(newPID)
+			} else {
+				now, _ := procCPU(oldPID)
+				newCPU = now - oldCPU // the same server's work
+			}
+			var kill, cl, bt float64
+			mu.Lock()
+			if cloneAt.After(start) {
+				kill, cl, bt = ms(cloneAt.Sub(start)), ms(cloneEnd.Sub(cloneAt)), ms(bootEnd.Sub(cloneEnd))
+			}
+			mu.Unlock()
+			if i > 0 { // the first of each path warms caches
+				rows = append(rows, []float64{ms(wall), exitCPU, newCPU, faults, self, btrfs, exitCPU + newCPU + self + btrfs, kill, cl, bt})
+			}
+		}
+		med := make([]float64, 10)
+		for c := range med {
+			col := make([]float64, len(rows))
+			for r := range rows {
+				col[r] = rows[r][c]
+			}
+			sort.Float64s(col)
+			med[c] = col[len(col)/2]
+		}
+		t.Logf("| %s | %.1f ms | %.1f / %.1f / %.1f ms | %.1f ms | %.1f ms | %.0f | %.1f ms | %.1f ms | %.1f ms |", path, med[0], med[7], med[8], med[9], med[1], med[2], med[3], med[4], med[5], med[6])
+	}
+	t.Logf("columns: path | wall | wall of kill / clone / boot (exec, listening, accounts, marks) | old server exit CPU | server CPU (new server to ready, or the same server's) | its minor faults | pool process CPU | btrfs threads CPU | CPU sum")
+	t.Logf("load average after: %s; paths %v", loadavg(), p.Status(false).Stats.ResetPaths)
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// procCPU is a process's user+system CPU in ms and its minor faults.
+func procCPU(pid int) (float64, float64) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0, 0
+	}
+	s := string(b)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	minflt, _ := strconv.ParseFloat(f[7], 64)
+	ut, _ := strconv.ParseFloat(f[11], 64)
+	st, _ := strconv.ParseFloat(f[12], 64)
+	return (ut + st) * 10, minflt
+}
+
+// rusage is getrusage(who)'s user+system CPU in ms.
+func rusage(who int) float64 {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(who, &ru)
+	return float64(ru.Utime.Nano()+ru.Stime.Nano()) / 1e6
+}
+
+// btrfsThreadsCPU sums the CPU in ms of the kernel's btrfs-cleaner and
+// btrfs-transaction threads (every btrfs filesystem's).
+func btrfsThreadsCPU() float64 {
+	ents, _ := os.ReadDir("/proc")
+	var sum float64
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		comm, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "comm"))
+		c := strings.TrimSpace(string(comm))
+		if c == "btrfs-cleaner" || c == "btrfs-transacti" {
+			cpu, _ := procCPU(pid)
+			sum += cpu
+		}
+	}
+	return sum
+}
+
+func loadavg() string {
+	b, _ := os.ReadFile("/proc/loadavg")
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return ""
+	}
+	return fmt.Sprint(strings.Join(f[:3], " "))
+}
