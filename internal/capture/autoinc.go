@@ -163,11 +163,7 @@ func ApplyCounters(ctx context.Context, db *sql.DB, counters []Counter) (int, er
 // + 1, the common case, are left alone. It returns the number of tables
 // set.
 func PersistCounters(ctx context.Context, db *sql.DB) (int, error) {
-	type col struct {
-		schema, table, column string
-		next                  uint64
-	}
-	var all []col
+	var all []AutoIncColumn
 	var perr error
 	err := scan(ctx, db, `SELECT t.TABLE_SCHEMA, t.TABLE_NAME, c.COLUMN_NAME, t.AUTO_INCREMENT
 	 FROM information_schema.TABLES t JOIN information_schema.COLUMNS c
@@ -178,7 +174,7 @@ func PersistCounters(ctx context.Context, db *sql.DB) (int, error) {
 		if err != nil {
 			perr = fmt.Errorf("AUTO_INCREMENT of %s.%s: %w", r[0], r[1], err)
 		}
-		all = append(all, col{r[0], r[1], r[2], n})
+		all = append(all, AutoIncColumn{Counter{r[0], r[1], n}, r[2]})
 	})
 	if err == nil {
 		err = perr
@@ -186,20 +182,34 @@ func PersistCounters(ctx context.Context, db *sql.DB) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("persist AUTO_INCREMENT counters: %w", err)
 	}
+	return PersistCountersOf(ctx, db, all)
+}
+
+// AutoIncColumn is an InnoDB table's AUTO_INCREMENT counter (Next, above
+// 1) with the column it numbers.
+type AutoIncColumn struct {
+	Counter
+	Column string
+}
+
+// PersistCountersOf is PersistCounters for counters the caller listed
+// already (the template build reads them with its other end-of-build
+// checks, in one pass over information_schema).
+func PersistCountersOf(ctx context.Context, db *sql.DB, all []AutoIncColumn) (int, error) {
 	n := 0
 	for _, c := range all {
-		name := quote.Ident(c.schema) + "." + quote.Ident(c.table)
+		name := quote.Ident(c.Schema) + "." + quote.Ident(c.Table)
 		var top sql.NullString
-		if err := db.QueryRowContext(ctx, "SELECT CAST(MAX("+quote.Ident(c.column)+") AS DECIMAL(65)) FROM "+name).Scan(&top); err != nil {
+		if err := db.QueryRowContext(ctx, "SELECT CAST(MAX("+quote.Ident(c.Column)+") AS DECIMAL(65)) FROM "+name).Scan(&top); err != nil {
 			return n, fmt.Errorf("persist the AUTO_INCREMENT counter of %s: %w", name, err)
 		}
 		if top.Valid {
-			if m, err := strconv.ParseUint(top.String, 10, 64); err == nil && m+1 >= c.next {
+			if m, err := strconv.ParseUint(top.String, 10, 64); err == nil && m+1 >= c.Next {
 				continue
 			}
 		}
-		if _, err := db.ExecContext(ctx, fmt.Sprintf("ALTER TABLE %s AUTO_INCREMENT = %d", name, c.next)); err != nil {
-			return n, fmt.Errorf("persist the AUTO_INCREMENT counter of %s (%d): %w", name, c.next, err)
+		if _, err := db.ExecContext(ctx, fmt.Sprintf("ALTER TABLE %s AUTO_INCREMENT = %d", name, c.Next)); err != nil {
+			return n, fmt.Errorf("persist the AUTO_INCREMENT counter of %s (%d): %w", name, c.Next, err)
 		}
 		n++
 	}

@@ -741,6 +741,28 @@ func listStrings(ctx context.Context, c *sql.Conn, q string, args ...any) ([]str
 // locked only because they were DEFINERs (root at other hosts, mysql@,
 // anonymous accounts), once they are not.
 func dropFormerDefiners(ctx context.Context, c *sql.Conn) error {
+	// The accounts first: most data directories have none of them left,
+	// and then the objects (a walk over every table) need not be read.
+	rows, err := c.QueryContext(ctx, "SELECT User, Host FROM mysql.user WHERE (User = 'root' AND Host <> 'localhost') OR (User = '' AND is_role = 'N') OR (User = 'mysql' AND Host <> '')")
+	if err != nil {
+		return fmt.Errorf("list accounts: %w", err)
+	}
+	var kept [][2]string
+	for rows.Next() {
+		var u, h string
+		if err := rows.Scan(&u, &h); err != nil {
+			rows.Close()
+			return err
+		}
+		kept = append(kept, [2]string{u, h})
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("list accounts: %w", err)
+	}
+	if len(kept) == 0 {
+		return nil
+	}
 	objs, err := definedObjects(ctx, c)
 	if err != nil {
 		return err
@@ -749,25 +771,12 @@ func dropFormerDefiners(ctx context.Context, c *sql.Conn) error {
 	for _, o := range objs {
 		definers[o.user+"@"+o.host] = true
 	}
-	rows, err := c.QueryContext(ctx, "SELECT User, Host FROM mysql.user WHERE (User = 'root' AND Host <> 'localhost') OR (User = '' AND is_role = 'N') OR (User = 'mysql' AND Host <> '')")
-	if err != nil {
-		return fmt.Errorf("list accounts: %w", err)
-	}
-	var drop []string
-	for rows.Next() {
-		var u, h string
-		if err := rows.Scan(&u, &h); err != nil {
-			rows.Close()
-			return err
+	for _, a := range kept {
+		if definers[a[0]+"@"+a[1]] {
+			continue
 		}
-		if !definers[u+"@"+h] {
-			drop = append(drop, quote.Account(u, h))
-		}
-	}
-	rows.Close()
-	for _, a := range drop {
-		if _, err := c.ExecContext(ctx, "DROP USER "+a); err != nil {
-			return fmt.Errorf("drop %s: %w", a, err)
+		if _, err := c.ExecContext(ctx, "DROP USER "+quote.Account(a[0], a[1])); err != nil {
+			return fmt.Errorf("drop %s: %w", quote.Account(a[0], a[1]), err)
 		}
 	}
 	return nil

@@ -227,10 +227,12 @@ func (b *Builder) buildData(ctx context.Context, dir string, opt BuildOptions, m
 			return err
 		}
 	}
-	if err := b.checkForeignKeys(ctx, db, m); err != nil {
+	facts, err := readSchemaFacts(ctx, db)
+	if err != nil {
 		return err
 	}
-	return b.finishBuild(ctx, in, db, opt, m)
+	b.checkForeignKeys(facts, m)
+	return b.finish(ctx, in, db, opt, m, facts)
 }
 
 // startBuild clones the base data directory into dir/data and starts a
@@ -277,13 +279,23 @@ func (b *Builder) startBuild(ctx context.Context, dir string, opt BuildOptions, 
 // finishBuild makes the copies of --dbs-per-slot and stops the server
 // cleanly, leaving a data directory every clone can start from.
 func (b *Builder) finishBuild(ctx context.Context, in *mariadb.Instance, db *sql.DB, opt BuildOptions, m *catalog.Meta) error {
+	facts, err := readSchemaFacts(ctx, db)
+	if err != nil {
+		os.RemoveAll(in.Config.RunDir)
+		return err
+	}
+	return b.finish(ctx, in, db, opt, m, facts)
+}
+
+// finish is finishBuild with the schema's facts read already.
+func (b *Builder) finish(ctx context.Context, in *mariadb.Instance, db *sql.DB, opt BuildOptions, m *catalog.Meta, facts *schemaFacts) error {
 	defer os.RemoveAll(in.Config.RunDir)
 	dbName := opt.database()
 	m.Databases = []string{dbName}
 	// InnoDB persists only the AUTO_INCREMENT values rows took: persist
 	// the counters themselves, so every clone (and every --dbs-per-slot
 	// copy, made from these files) hands out the next id this server would.
-	if n, err := capture.PersistCounters(ctx, db); err != nil {
+	if n, err := capture.PersistCountersOf(ctx, db, facts.counters); err != nil {
 		return err
 	} else if n > 0 {
 		b.progress("persisted the AUTO_INCREMENT counters of %d tables", n)
@@ -296,7 +308,11 @@ func (b *Builder) finishBuild(ctx context.Context, in *mariadb.Instance, db *sql
 		}
 		m.Databases = names
 	}
-	if w := memoryRows(ctx, db); w != "" {
+	w := memoryWarning(facts.memory)
+	if opt.DBsPerSlot > 1 {
+		w = memoryRows(ctx, db) // the copies' tables too
+	}
+	if w != "" {
 		m.Warnings = append(m.Warnings, w)
 		b.progress("warning: %s", w)
 	}
