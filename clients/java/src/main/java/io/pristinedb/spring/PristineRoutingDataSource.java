@@ -24,6 +24,7 @@ public final class PristineRoutingDataSource extends AbstractDataSource implemen
     private final AutoConfigurePristineDatabase settings;
     private final String holder;
     private Lease contextLease; // guarded by this
+    private volatile boolean startupWrote;
 
     PristineRoutingDataSource(PristineClient client, TemplateSpec spec, AutoConfigurePristineDatabase settings, String holder, Lease contextLease) {
         this.client = client;
@@ -72,9 +73,15 @@ public final class PristineRoutingDataSource extends AbstractDataSource implemen
             return false; // the daemon reclaims it when this JVM exits
         }
         if (afterStartup && written) {
+            startupWrote = true;
             System.err.println(startupWroteMessage(spec.name()));
         }
         return afterStartup && written;
+    }
+
+    /** Whether the context's startup wrote to its database (the tests' databases lack those writes). */
+    public boolean startupWrote() {
+        return startupWrote;
     }
 
     /** What to tell the user when the context's startup wrote to its database. */

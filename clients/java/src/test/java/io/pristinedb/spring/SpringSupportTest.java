@@ -222,4 +222,54 @@ class SpringSupportTest {
         assertTrue(all.contains("template java-spring-broken: build failed, so it was aborted: "), all);
         assertTrue(all.contains("Table 'app.nope' doesn't exist"), all);
     }
+
+    /** A context whose startup writes, as spring.sql.init's data.sql or a Flyway callback would. */
+    @Configuration
+    static class WritingConfig {
+        @Bean
+        JdbcTemplate jdbc(DataSource ds) {
+            JdbcTemplate t = new JdbcTemplate(ds);
+            t.update("INSERT INTO items (name) VALUES ('startup')");
+            return t;
+        }
+    }
+
+    /** The same row on every test's database, whether this run built the template or reused it. */
+    public static final class StartupRow implements io.pristinedb.client.LeaseSetup {
+        @Override
+        public void setup(Lease lease) throws Exception {
+            try (Connection c = lease.connect(); Statement st = c.createStatement()) {
+                st.execute("INSERT INTO items (name) VALUES ('startup')");
+            }
+        }
+    }
+
+    @SpringJUnitConfig(WritingConfig.class)
+    @AutoConfigurePristineDatabase(template = "java-spring", files = "src/test/resources/schema.sql", migrate = MIGRATE, poolSize = 4,
+            setup = StartupRow.class)
+    static class StartupWrites {
+        @Autowired
+        JdbcTemplate jdbc;
+
+        @Autowired
+        PristineRoutingDataSource ds;
+
+        @Test
+        void seesTheStartupRowAndIsToldTheStartupWrote() {
+            assertEquals(List.of("startup"), jdbc.queryForList("SELECT name FROM items WHERE name <> 'seed'", String.class));
+            assertTrue(ds.startupWrote(), "the startup's write was not noticed");
+        }
+    }
+
+    /**
+     * Parity (issue 22): what the context's startup writes goes to the
+     * context's own database; the tests' databases get it from setup = ...,
+     * and pristine says when a startup wrote.
+     */
+    @Test
+    void startupWritesAreNoticedAndSetupGivesThemToEveryTest() {
+        EngineTestKit.engine("junit-jupiter").selectors(selectClass(StartupWrites.class)).execute()
+                .testEvents().assertStatistics(s -> s.started(1).succeeded(1));
+        assertTrue(PristineRoutingDataSource.startupWroteMessage("t").contains("@AutoConfigurePristineDatabase(setup = ...)"));
+    }
 }
