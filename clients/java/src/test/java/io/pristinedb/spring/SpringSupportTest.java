@@ -272,4 +272,64 @@ class SpringSupportTest {
                 .testEvents().assertStatistics(s -> s.started(1).succeeded(1));
         assertTrue(PristineRoutingDataSource.startupWroteMessage("t").contains("@AutoConfigurePristineDatabase(setup = ...)"));
     }
+
+    static final java.util.concurrent.atomic.AtomicInteger PARITY_BUILDS = new java.util.concurrent.atomic.AtomicInteger();
+
+    /** The template's part: the schema and its seed, built once. */
+    public static final class ParityBuilder implements io.pristinedb.client.TemplateBuilder {
+        @Override
+        public void build(io.pristinedb.client.DatabaseConnection conn) throws Exception {
+            PARITY_BUILDS.incrementAndGet();
+            try (Connection c = conn.connect(); Statement st = c.createStatement()) {
+                st.execute("CREATE TABLE items (id INT AUTO_INCREMENT PRIMARY KEY, name VARCHAR(64) NOT NULL)");
+                st.execute("INSERT INTO items (name) VALUES ('seed')");
+            }
+        }
+    }
+
+    /** A context per run (@DirtiesContext), as each run of a suite starts its own. */
+    @SpringJUnitConfig(WritingConfig.class)
+    @AutoConfigurePristineDatabase(template = "java-spring-parity", builder = ParityBuilder.class, setup = StartupRow.class, poolSize = 3)
+    @org.springframework.test.annotation.DirtiesContext
+    static class Parity {
+        @Autowired
+        JdbcTemplate jdbc;
+
+        @Test
+        void seesTheSeed() {
+            assertEquals(1, jdbc.queryForObject("SELECT COUNT(*) FROM items WHERE name = 'seed'", Integer.class));
+        }
+
+        @Test
+        void seesTheStartupRowOnce() {
+            assertEquals(List.of("startup"), jdbc.queryForList("SELECT name FROM items WHERE name <> 'seed'", String.class));
+        }
+
+        @Test
+        void writesAreItsOwn() {
+            jdbc.update("INSERT INTO items (name) VALUES ('mine')");
+            assertEquals(List.of("startup", "mine"), jdbc.queryForList("SELECT name FROM items WHERE name <> 'seed' ORDER BY id", String.class));
+        }
+    }
+
+    static java.util.Map<String, String> outcomes() {
+        io.pristinedb.client.TemplateSpec.forgetEnsured(); // as a new JVM: ask the daemon
+        java.util.Map<String, String> out = new java.util.TreeMap<>();
+        EngineTestKit.engine("junit-jupiter").selectors(selectClass(Parity.class)).execute().testEvents().finished().list()
+                .forEach(e -> out.put(e.getTestDescriptor().getDisplayName(),
+                        e.getPayload(TestExecutionResult.class).orElseThrow().getStatus().toString()));
+        return out;
+    }
+
+    /** Parity by construction (issue 22): a run that builds the template and one that reuses it, per-test outcomes compared. */
+    @Test
+    void buildingAndReusingRunsGiveTheSameOutcomes() {
+        java.util.Map<String, String> built = outcomes();
+        assertEquals(1, PARITY_BUILDS.get(), "the first run did not build the template");
+        java.util.Map<String, String> reused = outcomes();
+        assertEquals(1, PARITY_BUILDS.get(), "the second run built the template again");
+        assertEquals(3, built.size(), built.toString());
+        assertTrue(built.values().stream().allMatch("SUCCESSFUL"::equals), built.toString());
+        assertEquals(built, reused, "per-test outcomes differ between the building and the reusing run");
+    }
 }
