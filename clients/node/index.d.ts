@@ -185,7 +185,7 @@ export function contentKey(patterns: string | string[], extra?: string[], option
 export function ensureTemplate(client: Client, req: { name: string; key: string; database?: string; cache?: string; wait?: number }, build?: BuildFn): Promise<TemplateAnswer>;
 export function ensurePool(client: Client, name: string, hash: string, size: number): Promise<void>;
 export function runCommand(command: string, conn: TemplateAnswer, options?: { cwd?: string }): Promise<string>;
-export function prepare(client: Client, options: PrepareOptions): Promise<{ template: string; hash: string; key: string }>;
+export function prepare(client: Client, options: PrepareOptions): Promise<{ template: string; hash: string; key: string; built: boolean }>;
 /** Leases with errors that name the cause and the fix. */
 export function acquire(client: Client, req: { template: string; holder?: string; wait?: number; ttl?: number; minSize?: number }): Promise<Lease>;
 /** Releases a lease, or keeps it when failed and keepFailed; resolves to the message to print ('' when none). */

@@ -16,6 +16,19 @@ export interface RunOptions extends Omit<PrepareOptions, 'cwd'> {
   ttl?: number;
   /** The directory files and the migrate command are taken from (default the runner's root). */
   cwd?: string;
+  /**
+   * Runs once per run in the global setup after the template is ready,
+   * whether this run built it or reused it (built says which): the
+   * process-side work a stock global setup does besides the schema.
+   */
+  ready?: (info: { template: string; hash: string; built: boolean }) => void | Promise<void>;
+  /**
+   * A module (relative to the root; .cjs or .js under Jest, also .mjs under
+   * Vitest) whose function (module.exports, default export or `setup`)
+   * runs on every database handed out, in the worker, before its tests see
+   * it: per-run data a stock global setup writes after migrating.
+   */
+  setup?: string;
 }
 
 /** A scope's database: `lease` is set inside tests and hooks. */

@@ -4,7 +4,9 @@
 # scopes had databases of their own in several workers; the faults of
 # docs/node.md (no daemon, a migration that fails) and their messages; then a
 # failing test with PRISTINE_KEEP_FAILED=1, checking that its database was
-# kept with what it wrote and can be released. Installs the packages first
+# kept with what it wrote and can be released; and a run that builds the
+# template against a run that reuses it, per-test outcomes compared (issue
+# 22). Installs the packages first
 # with npm ci (from package-lock.json).
 set -euo pipefail
 # Plain output to match on (CI=true makes Vitest colour it even into a file).
@@ -59,3 +61,43 @@ body="$("$PRISTINE" sql "$id" -- -N -e "SELECT body FROM notes WHERE author = 'f
 [ "$body" = "left for debugging" ] || { echo "node-jest: the kept database lacks the failed test's write: $body" >&2; exit 1; }
 "$PRISTINE" release "$id" >/dev/null
 echo "node-jest: the failed test's database was kept with its write ($id), then released"
+
+# Parity by construction (issue 22): a run that builds the template and a run
+# that reuses it give every test the same outcome. A copy of the example with
+# a key of its own (a comment in a migration), so that its first run builds.
+mkdir "$T/parity"
+cp -r migrations seeds test knexfile.cjs jest.config.cjs pristine.setup.cjs package.json "$T/parity/"
+ln -s "$PWD/node_modules" "$T/parity/node_modules"
+echo "// parity $$ $RANDOM" >>"$T/parity/migrations/20240102000000_tags.cjs"
+# The global setup's ready hook (every run) and setup module (every
+# database, in the worker) run in both runs: each says so in PARITY_LOG.
+cat >"$T/ready.js" <<'JS'
+  ready: ({ built }) => require('node:fs').appendFileSync(process.env.PARITY_LOG, `ready ${built ? 'built' : 'reused'}\n`),
+  setup: 'parity-setup.cjs',
+JS
+node -e 'const fs = require("fs"); const f = process.argv[1]; fs.writeFileSync(f, fs.readFileSync(f, "utf8").replace(/^(  template: .*)$/m, (l) => l + "\n" + fs.readFileSync(process.argv[2], "utf8").trimEnd()))' "$T/parity/pristine.setup.cjs" "$T/ready.js"
+cat >"$T/parity/parity-setup.cjs" <<'JS'
+module.exports = async (lease) => require('node:fs').appendFileSync(process.env.PARITY_LOG, `setup ${lease.id}\n`);
+JS
+outcomes() { node -e 'const r = require(process.argv[1]); for (const f of r.testResults) for (const t of f.assertionResults) console.log(require("path").basename(f.name) + " > " + t.fullName + " = " + t.status)' "$1" | sort; }
+templates() { "$PRISTINE" template ls | grep -c '^node-jest-notes ' || true; }
+before="$(templates)"
+(cd "$T/parity" && PARITY_LOG="$T/built.log" npx --no-install jest --maxWorkers="$N" --cacheDirectory "$T/cache" --json --outputFile="$T/built.json") >"$T/built.out" 2>&1 ||
+  { cat "$T/built.out"; echo "node-jest: the building run failed" >&2; exit 1; }
+built_templates="$(templates)"
+[ "$built_templates" -eq $((before + 1)) ] || { echo "node-jest: the first parity run did not build a template" >&2; exit 1; }
+(cd "$T/parity" && PARITY_LOG="$T/reused.log" npx --no-install jest --maxWorkers="$N" --cacheDirectory "$T/cache" --json --outputFile="$T/reused.json") >"$T/reused.out" 2>&1 ||
+  { cat "$T/reused.out"; echo "node-jest: the reusing run failed" >&2; exit 1; }
+[ "$(templates)" -eq "$built_templates" ] || { echo "node-jest: the reusing run built the template again" >&2; exit 1; }
+for run in built reused; do
+  [ "$(grep -c '^ready ' "$T/$run.log")" -eq 1 ] && grep -q "^ready $run$" "$T/$run.log" ||
+    { cat "$T/$run.log"; echo "node-jest: the ready hook did not run once, saying '$run', in the $run run" >&2; exit 1; }
+  [ "$(grep -c '^setup ' "$T/$run.log")" -ge 3 ] || { cat "$T/$run.log"; echo "node-jest: the setup module did not run on the databases of the $run run" >&2; exit 1; }
+done
+[ "$(grep -c '^setup ' "$T/built.log")" -eq "$(grep -c '^setup ' "$T/reused.log")" ] ||
+  { echo "node-jest: the setup module ran on a different number of databases in the two runs" >&2; exit 1; }
+outcomes "$T/built.json" >"$T/built.txt"
+outcomes "$T/reused.json" >"$T/reused.txt"
+[ "$(wc -l <"$T/built.txt")" -ge 7 ] || { cat "$T/built.txt"; echo "node-jest: the parity runs ran too few tests" >&2; exit 1; }
+diff -u "$T/built.txt" "$T/reused.txt" || { echo "node-jest: per-test outcomes differ between the run that built the template and the run that reused it" >&2; exit 1; }
+echo "node-jest: the building and the reusing run gave the same outcome to each of $(wc -l <"$T/built.txt") tests"

@@ -174,7 +174,7 @@ function runCommand(command, conn, { cwd } = {}) {
  * The whole setup a test run needs once: key the template by `files` (and
  * `keyExtra`), build it with `migrate` (a shell command, or a function of
  * the connection) when nobody has, and bring a pool of `poolSize` up.
- * Resolves to {template, hash, key}.
+ * Resolves to {template, hash, key, built} (built: this call built it).
  */
 async function prepare(client, opts) {
   const { template, files = [], keyExtra = [], migrate, database, cache, poolSize = 4, buildWait = 1800, cwd } = opts;
@@ -183,9 +183,14 @@ async function prepare(client, opts) {
   if (typeof migrate === 'string') extra.push(migrate); // as the Python and PHP integrations do
   const key = contentKey(files, extra, { cwd });
   const build = typeof migrate === 'string' ? (conn) => runCommand(migrate, conn, { cwd }) : migrate;
-  const a = await ensureTemplate(client, { name: template, key, database, cache, wait: buildWait }, build);
+  let built = false;
+  const building = build && (async (conn) => {
+    built = true;
+    return build(conn);
+  });
+  const a = await ensureTemplate(client, { name: template, key, database, cache, wait: buildWait }, building);
   await ensurePool(client, template, a.hash, poolSize);
-  return { template, hash: a.hash, key };
+  return { template, hash: a.hash, key, built };
 }
 
 /**

@@ -3,7 +3,9 @@
 // the global setup and read in every worker, and the helpers that lease,
 // return and keep databases for a test, a file or a worker.
 
+const fs = require('node:fs');
 const path = require('node:path');
+const { pathToFileURL } = require('node:url');
 const { Client, PristineError } = require('./client.cjs');
 const { prepare, acquire, finish } = require('./ensure.cjs');
 
@@ -19,12 +21,34 @@ function truthy(v) {
  * Runs the setup a test run needs once, in the runner's main process:
  * build the template (keyed by `files`) with `migrate` when nobody has,
  * bring a pool up, and return the settings workers need.
+ *
+ * Parity by construction: what a stock global setup does besides building
+ * the schema runs on every run, whether this run built the template or
+ * reused it. `ready({ template, hash, built })` runs here, once per run,
+ * after the template is ready (process-side work: files, caches, the
+ * schema's version); `setup` names a module (relative to the root) whose
+ * function (default export, or `setup`) runs on every database handed out,
+ * in the worker, before its tests see it (per-run data such as seeds that
+ * depend on the time of the run). Only `migrate` runs in the build alone.
  */
 async function setupRun(options, { framework, workers, cwd }) {
   const client = options.client || Client.fromEnv();
   const poolSize = options.poolSize || Math.max(2 * (workers || 1), 2);
   const started = Date.now();
-  const p = await prepare(client, { ...options, poolSize, cwd: options.cwd || cwd });
+  const root = options.cwd || cwd;
+  let setup = '';
+  if (options.setup) {
+    if (typeof options.setup !== 'string') {
+      throw new PristineError('pristine: setup is the path of a module (its function runs on every database in the worker that leases it), not a function: workers cannot receive functions from the global setup');
+    }
+    setup = path.resolve(root || process.cwd(), options.setup);
+    if (!fs.existsSync(setup)) throw new PristineError(`pristine: setup ${options.setup}: ${setup} does not exist: name the module relative to the test root`);
+  }
+  if (options.ready !== undefined && typeof options.ready !== 'function') {
+    throw new PristineError('pristine: ready must be a function ({ template, hash, built }) run once per run after the template is ready');
+  }
+  const p = await prepare(client, { ...options, poolSize, cwd: root });
+  if (options.ready) await options.ready({ template: p.template, hash: p.hash, built: p.built });
   const run = {
     framework,
     template: p.template,
@@ -39,6 +63,8 @@ async function setupRun(options, { framework, workers, cwd }) {
     // Every lease carries it as min_size: a pool that shrank since (or
     // another run's, smaller) grows back before a worker waits.
     poolSize,
+    setup,
+    built: Boolean(p.built),
     setupSeconds: (Date.now() - started) / 1000,
   };
   if (client.token && !process.env.PRISTINE_TOKEN) process.env.PRISTINE_TOKEN = client.token;
@@ -103,6 +129,18 @@ class Holder {
   async begin(holder) {
     this.current = await acquire(this.client, { template: this.run.template, holder: `${this.run.run} ${holder}`, wait: this.run.wait, ttl: this.run.ttl, minSize: this.run.poolSize || 0 });
     if (this.setEnv) exportEnv(this.current);
+    if (this.run.setup) {
+      try {
+        const fn = await loadSetup(this.run.setup);
+        await fn(this.current);
+      } catch (e) {
+        // The database is not what the tests expect: give it back, dirty.
+        const l = this.current;
+        this.current = null;
+        await finish(this.client, l, { unchanged: false }).catch(() => {});
+        throw new PristineError(`pristine: setup ${this.run.setup} failed on a new database: ${e && e.message ? e.message : e}`, 0, 0, { cause: e });
+      }
+    }
     return this.current;
   }
 
@@ -112,6 +150,26 @@ class Holder {
     if (!l) return '';
     return finish(this.client, l, { failed, keepFailed: this.run.keepFailed, unchanged: this.run.unchanged });
   }
+}
+
+const setups = new Map();
+
+/** The function of a setup module: its default export, `setup`, or the module itself. */
+function loadSetup(file) {
+  if (!setups.has(file)) {
+    setups.set(file, (async () => {
+      let m;
+      if (file.endsWith('.mjs')) {
+        m = await import(pathToFileURL(file).href);
+      } else {
+        m = require(file);
+      }
+      const fn = [m && m.default, m && m.setup, m].find((f) => typeof f === 'function');
+      if (!fn) throw new PristineError(`pristine: setup ${file} exports no function: export one (module.exports = async (lease) => ..., or export default)`);
+      return fn;
+    })());
+  }
+  return setups.get(file);
 }
 
 function readRun(env = process.env) {

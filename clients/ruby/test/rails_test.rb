@@ -220,4 +220,91 @@ class RailsTest < Minitest::Test
   ensure
     held&.each { |l| daemon.client.release(l.id) }
   end
+
+  # Parity by construction (issue 22): the run that builds the template and
+  # the run that reuses it give every test the same outcome. The suite
+  # checks what Rails' own per-worker setup gives a database besides the
+  # schema (ar_internal_metadata, database.yml's collation, a
+  # parallelize_setup block declared before pristine_databases running on
+  # the worker's database); a :migrate build leaves db/schema.rb alone.
+  PARITY_TEST = <<~RUBY
+    require "test_helper"
+    require "digest"
+    class ParityTest < ActiveSupport::TestCase
+      test "ar_internal_metadata is what Rails' load_schema writes" do
+        assert_equal "test", ActiveRecord::InternalMetadata[:environment]
+        if File.exist?(Rails.root.join("db", "schema.rb"))
+          assert_equal Digest::SHA1.hexdigest(File.read(Rails.root.join("db", "schema.rb"))), ActiveRecord::InternalMetadata[:schema_sha1]
+        end
+      end
+      test "the database has database.yml's collation" do
+        assert_equal "utf8mb4_bin", ActiveRecord::Base.connection.select_value("SELECT @@collation_database")
+      end
+      test "an early parallelize_setup block ran on this worker's database" do
+        assert_equal ActiveRecord::Base.connection.select_value("SELECT DATABASE()"), $early_database
+      end
+      test "every migration is recorded" do
+        versions = Dir[Rails.root.join("db", "migrate", "*.rb")].map { |f| File.basename(f)[/\\A\\d+/] }.sort
+        assert_equal versions, ActiveRecord::Base.connection.select_values("SELECT version FROM schema_migrations ORDER BY version")
+      end
+    end
+  RUBY
+
+  def parity_app(build)
+    dir = copy_app
+    helper = File.join(dir, "test", "test_helper.rb")
+    File.write(helper, File.read(helper).sub("  pristine_databases ", <<~RUBY.gsub(/^/, "  ") + "  pristine_databases "))
+      parallelize_setup { |_| $early_database = ActiveRecord::Base.connection.select_value("SELECT DATABASE()") }
+    RUBY
+    File.write(File.join(dir, "test", "models", "parity_test.rb"), PARITY_TEST)
+    yml = File.join(dir, "config", "database.yml")
+    File.write(yml, File.read(yml).sub("  encoding: utf8mb4\n", "  encoding: utf8mb4\n  collation: utf8mb4_bin\n"))
+    schema = File.join(dir, "db", "schema.rb")
+    if build == :migrate
+      File.delete(schema)
+      # A key of its own: a migration only this copy has (a no-op).
+      name = "parity#{Process.pid}r#{rand(1 << 30)}"
+      File.write(File.join(dir, "db", "migrate", "20240101000001_#{name}.rb"),
+                 "class #{name.capitalize} < ActiveRecord::Migration[6.1]\n  def change; end\nend\n")
+    else
+      File.write(schema, File.read(schema) + "# parity #{Process.pid} #{rand(1 << 30)}\n") # a key of its own
+    end
+    dir
+  end
+
+  # Per-test outcomes of `bin/rails test -v`: {"Class#test_name" => "."}.
+  def outcomes(out)
+    out.scan(/^(\w+#\S+) = [\d.]+ s = (\S)$/).to_h
+  end
+
+  def template_count
+    Array(daemon.client.request("GET", "/v1/templates")[1]).size
+  end
+
+  def assert_parity(build)
+    dir = parity_app(build)
+    before = template_count
+    out1, st1 = Open3.capture2e(env, Gem.ruby, "bin/rails", "test", "-v", chdir: dir)
+    assert_equal before + 1, template_count, "the first run did not build a template:\n#{out1}"
+    out2, st2 = Open3.capture2e(env, Gem.ruby, "bin/rails", "test", "-v", chdir: dir)
+    assert_equal before + 1, template_count, "the second run built again:\n#{out2}"
+    built, reused = outcomes(out1), outcomes(out2)
+    assert_operator built.size, :>=, 15, out1
+    assert_equal built, reused, "per-test outcomes differ between the building and the reusing run:\n#{out1}\n#{out2}"
+    assert st1.success?, out1
+    assert st2.success?, out2
+    if build == :migrate
+      refute File.exist?(File.join(dir, "db", "schema.rb")), "the :migrate build wrote db/schema.rb into the app"
+    end
+  ensure
+    FileUtils.rm_rf(dir) if dir
+  end
+
+  def test_parity_of_the_building_and_the_reusing_run
+    assert_parity(:schema_load)
+  end
+
+  def test_parity_of_the_building_and_the_reusing_run_with_migrations
+    assert_parity(:migrate)
+  end
 end

@@ -24,7 +24,8 @@ async function use(): Promise<void> {
   }
 }
 void use;
-const setup: (c?: unknown) => Promise<void> = globalSetup({ template: 'app', files: ['migrations'], migrate: async (conn) => { void conn.env; }, keepFailed: true });
+const setup: (c?: unknown) => Promise<void> = globalSetup({ template: 'app', files: ['migrations'], migrate: async (conn) => { void conn.env; }, keepFailed: true,
+  ready: ({ built }) => { void built; }, setup: 'test/db-setup.cjs' });
 const db = pristineDatabase({ per: 'test', env: true });
 const port: number = db.lease.port;
 void [setup, port];

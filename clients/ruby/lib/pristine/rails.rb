@@ -2,6 +2,7 @@
 
 require "etc"
 require "shellwords"
+require "tmpdir"
 require_relative "../pristine"
 
 module Pristine
@@ -31,9 +32,21 @@ module Pristine
   # `bin/rails db:schema:load` or `bin/rails db:migrate` against the
   # template server) and brings a pool up, in the process that loads the
   # tests, before Rails forks its workers. Each worker leases its database
-  # in a parallelize_setup hook (held by the worker's pid, so a killed
-  # worker's database is reclaimed) and points ActiveRecord::Base at it; a
-  # parallelize_teardown hook releases it. A run without workers (one
+  # where Rails would create and load its db_test-N (the after-fork hook
+  # ActiveRecord::TestDatabases.create_and_load_schema, before any
+  # parallelize_setup block), held by the worker's pid so a killed
+  # worker's database is reclaimed, and points ActiveRecord::Base at it; a
+  # parallelize_teardown hook releases it.
+  #
+  # Parity by construction: a run that builds the template and a run that
+  # reuses it do the same in every process. The build (a subprocess) does
+  # only what Rails' own per-worker setup does to the database: the
+  # database's character set and collation of database.yml (Rails' purge),
+  # the schema load, and ar_internal_metadata's environment and
+  # schema_sha1 (Rails' load_schema); a :migrate build writes its schema
+  # dump to a temporary file, not db/schema.rb. Everything else (fixtures,
+  # parallelize_setup blocks, the connection) runs in every process of
+  # every run. See docs/ruby.md. A run without workers (one
   # process, or under Rails 7.1's parallelize threshold) leases one database
   # for the process before its first test.
   #
@@ -106,7 +119,8 @@ module Pristine
       # Builds the template once and brings the pool up.
       def prepare
         c = config
-        key = ContentKey.of(c.files, ["rails #{::Rails.version}", c.command, @base_config[:adapter].to_s])
+        key = ContentKey.of(c.files, ["rails #{::Rails.version}", c.command, @base_config[:adapter].to_s,
+                                      "encoding #{@base_config[:encoding]}", "collation #{@base_config[:collation]}"])
         t = Pristine.ensure_template(client, c.template, key, database: c.database, wait: c.build_wait,
                                                               cache: c.cache) do |conn|
           build_template(conn)
@@ -123,10 +137,47 @@ module Pristine
         env = { "RAILS_ENV" => ::Rails.env.to_s, "DISABLE_DATABASE_ENVIRONMENT_CHECK" => "1",
                 "PRISTINE_BUILDING" => "1" }
         adapter = @base_config[:adapter].to_s
-        env["DATABASE_URL"] = Lease.from_json(conn.merge("id" => "")).database_url(adapter) unless adapter.empty?
+        lease = Lease.from_json(conn.merge("id" => ""))
+        env["DATABASE_URL"] = lease.database_url(adapter) unless adapter.empty?
+        apply_database_options(lease)
         cmd = config.command
         cmd = "#{Shellwords.escape(Gem.ruby)} #{cmd}" if cmd.start_with?("bin/rails ", "bin/rake ")
-        Pristine.run_command(cmd, conn, chdir: ::Rails.root.to_s, env: env)
+        Dir.mktmpdir("pristine-rails-schema-") do |tmp|
+          # db:migrate dumps the schema after migrating: into a file of its
+          # own, so the run that builds leaves db/schema.rb (and the next
+          # run's key) as the run that reuses does.
+          if config.build == :migrate && !ENV["SCHEMA"]
+            env["SCHEMA"] = File.join(tmp, schema_format == :sql ? "structure.sql" : "schema.rb")
+          end
+          Pristine.run_command(cmd, conn, chdir: ::Rails.root.to_s, env: env)
+        end
+      end
+
+      # The template database's character set and collation, as Rails'
+      # purge creates db_test-N with them (database.yml's collation, else
+      # its encoding, else utf8mb4), so tables and temporary tables tests
+      # create without options get what they get on Rails' own path.
+      def apply_database_options(lease)
+        return unless @base_config[:adapter].to_s.start_with?("mysql", "trilogy") && defined?(::Mysql2::Client)
+
+        clause = if @base_config[:collation]
+                   "DEFAULT COLLATE #{quote_name(@base_config[:collation])}"
+                 else
+                   "DEFAULT CHARACTER SET #{quote_name(@base_config[:encoding] || 'utf8mb4')}"
+                 end
+        db = ::Mysql2::Client.new(**lease.active_record_config.except(:database))
+        begin
+          db.query("ALTER DATABASE #{quote_name(lease.database)} #{clause}")
+        ensure
+          db.close
+        end
+      rescue ::Mysql2::Error => e
+        raise Error.new("template #{config.template}: set its database's character set and collation " \
+                        "(#{clause}) as database.yml asks: #{e.message}", 0)
+      end
+
+      def quote_name(name)
+        "`#{name.to_s.gsub('`', '``')}`"
       end
 
       # Leases this process's database (once per process) and points
@@ -333,13 +384,15 @@ module Pristine
     end
 
     # Rails' own worker hook (ActiveRecord::TestDatabases.create_and_load_schema,
-    # registered by rails/test_help) creates db_test-N and loads the schema;
-    # with pristine the worker's lease is that database already.
+    # registered by rails/test_help before any parallelize_setup block)
+    # creates db_test-N and loads the schema; with pristine the worker leases
+    # its database there, so parallelize_setup blocks (whenever they were
+    # declared) run on it, in the order they do on Rails' own path.
     module SkipStockTestDatabases
-      def create_and_load_schema(*args, **kwargs)
-        return if Pristine::Rails.enabled?
+      def create_and_load_schema(i, *args, **kwargs)
+        return super unless Pristine::Rails.enabled?
 
-        super
+        Pristine::Rails.lease_process!("#{Pristine::Rails.config.holder} worker #{i}")
       end
     end
 
@@ -356,6 +409,9 @@ module Pristine
         return if Pristine::Rails.disabled_by_env?
 
         Pristine::Rails.setup(**options)
+        # The worker's lease is taken in create_and_load_schema (see
+        # SkipStockTestDatabases); this is a no-op then, and leases where
+        # that hook is not registered.
         parallelize_setup { |i| Pristine::Rails.lease_process!("#{Pristine::Rails.config.holder} worker #{i}") }
         parallelize_teardown { |_| Pristine::Rails.release_process! }
       end

@@ -101,6 +101,15 @@ public record TemplateSpec(String name, List<String> patterns, List<String> extr
     }
 
     /**
+     * Forgets which templates this JVM has made sure of, so the next
+     * {@link #ensure} asks the daemon again, as a new JVM would (for tests
+     * of test tooling that compare a building and a reusing run).
+     */
+    public static void forgetEnsured() {
+        ENSURED.clear();
+    }
+
+    /**
      * Ends a lease: keeps it when the test failed and keep was asked for
      * (answers the message to print), else releases it (unchanged: the
      * daemon checks that nothing was written and skips the reset).

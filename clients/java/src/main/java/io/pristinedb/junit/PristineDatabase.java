@@ -72,6 +72,14 @@ public @interface PristineDatabase {
     /** A fleet cache (an OCI repository the daemon allows); "" for {@code $PRISTINE_CACHE}. */
     String cache() default "";
 
+    /**
+     * Per-database work a stock setup does after migrating: its
+     * {@code setup(lease)} runs on every database handed out, before the
+     * test sees it, whether this run built the template or reused it (the
+     * build itself only makes the schema). A public no-argument constructor.
+     */
+    Class<? extends io.pristinedb.client.LeaseSetup> setup() default io.pristinedb.client.LeaseSetup.class;
+
     /** How long a lease lives. */
     enum Scope {
         /** One database per test method. */

@@ -2,6 +2,7 @@ package io.pristinedb.junit;
 
 import io.pristinedb.client.DatabaseConnection;
 import io.pristinedb.client.Lease;
+import io.pristinedb.client.LeaseSetup;
 import io.pristinedb.client.PristineClient;
 import io.pristinedb.client.TemplateSpec;
 import io.pristinedb.migrations.TemplateSpecs;
@@ -89,6 +90,7 @@ public final class PristineExtension implements BeforeAllCallback, AfterAllCallb
         PristineClient c = client();
         spec.ensure(c);
         Lease l = spec.lease(c, holder, a.waitSeconds());
+        LeaseSetup.run(a.setup(), c, l);
         context.getStore(NS).put(LEASE, new Held(l, a, c));
     }
 

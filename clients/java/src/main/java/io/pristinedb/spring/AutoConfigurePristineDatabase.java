@@ -76,6 +76,15 @@ public @interface AutoConfigurePristineDatabase {
     /** A fleet cache (an OCI repository the daemon allows); "" for {@code $PRISTINE_CACHE}. */
     String cache() default "";
 
+    /**
+     * Per-database work Spring's startup does after migrating that the
+     * tests' databases need too: its {@code setup(lease)} runs on every
+     * database leased for a test (or class), before the test's transaction,
+     * whether this run built the template or reused it. A public
+     * no-argument constructor.
+     */
+    Class<? extends io.pristinedb.client.LeaseSetup> setup() default io.pristinedb.client.LeaseSetup.class;
+
     /** How long a lease lives. */
     enum Scope {
         /** One database per test method. */

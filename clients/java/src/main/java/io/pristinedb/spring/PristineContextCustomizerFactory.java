@@ -64,7 +64,7 @@ public final class PristineContextCustomizerFactory implements ContextCustomizer
             PristineRoutingDataSource ds = new PristineRoutingDataSource(c, spec, settings, holder, lease);
             context.addApplicationListener((ApplicationListener<ContextRefreshedEvent>) e -> {
                 if (e.getApplicationContext() == context) {
-                    ds.releaseContextLease();
+                    ds.releaseContextLease(true);
                 }
             });
             context.getEnvironment().getPropertySources().addFirst(new MapPropertySource("pristine", Map.of(

@@ -24,6 +24,7 @@ public final class PristineRoutingDataSource extends AbstractDataSource implemen
     private final AutoConfigurePristineDatabase settings;
     private final String holder;
     private Lease contextLease; // guarded by this
+    private volatile boolean startupWrote;
 
     PristineRoutingDataSource(PristineClient client, TemplateSpec spec, AutoConfigurePristineDatabase settings, String holder, Lease contextLease) {
         this.client = client;
@@ -51,15 +52,45 @@ public final class PristineRoutingDataSource extends AbstractDataSource implemen
      * cached context does not hold a database of the pool while tests run.
      */
     synchronized void releaseContextLease() {
-        if (contextLease != null) {
-            Lease l = contextLease;
-            contextLease = null;
-            try {
-                client.release(l.id(), true);
-            } catch (PristineException ignored) {
-                // the daemon reclaims it when this JVM exits
-            }
+        releaseContextLease(false);
+    }
+
+    /**
+     * As {@link #releaseContextLease()}; after the context's startup, says
+     * so when the startup wrote to its database: the tests' databases are
+     * copies of the template and do not have what it wrote.
+     */
+    synchronized boolean releaseContextLease(boolean afterStartup) {
+        if (contextLease == null) {
+            return false;
         }
+        Lease l = contextLease;
+        contextLease = null;
+        boolean written;
+        try {
+            written = client.release(l.id(), true);
+        } catch (PristineException ignored) {
+            return false; // the daemon reclaims it when this JVM exits
+        }
+        if (afterStartup && written) {
+            startupWrote = true;
+            System.err.println(startupWroteMessage(spec.name()));
+        }
+        return afterStartup && written;
+    }
+
+    /** Whether the context's startup wrote to its database (the tests' databases lack those writes). */
+    public boolean startupWrote() {
+        return startupWrote;
+    }
+
+    /** What to tell the user when the context's startup wrote to its database. */
+    static String startupWroteMessage(String template) {
+        return "pristine: the Spring context's startup wrote to its database (template " + template + "): spring.sql.init"
+                + " scripts (mode=always), a Flyway callback or repeatable migration the template's build did not run, or"
+                + " Hibernate ddl-auto create/update. Each test's database is a copy of the template and does not have"
+                + " those writes: make them part of the template (the migrations or builder that build it), or run them on"
+                + " every test's database with @AutoConfigurePristineDatabase(setup = ...), or turn them off for tests.";
     }
 
     void bind(Lease l) {

@@ -1,6 +1,7 @@
 package io.pristinedb.spring;
 
 import io.pristinedb.client.Lease;
+import io.pristinedb.client.LeaseSetup;
 import io.pristinedb.client.TemplateSpec;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
@@ -49,6 +50,7 @@ public final class PristineTestExecutionListener extends AbstractTestExecutionLi
         if (a != null && a.scope() == AutoConfigurePristineDatabase.Scope.CLASS) {
             PristineRoutingDataSource ds = dataSource(tc);
             Lease l = ds.spec().lease(ds.client(), tc.getTestClass().getSimpleName(), ds.settings().waitSeconds());
+            LeaseSetup.run(ds.settings().setup(), ds.client(), l);
             CLASS_LEASES.put(tc.getTestClass(), new ClassLease(l));
         }
     }
@@ -66,6 +68,7 @@ public final class PristineTestExecutionListener extends AbstractTestExecutionLi
         }
         Lease l = ds.spec().lease(ds.client(), tc.getTestClass().getSimpleName() + "." + tc.getTestMethod().getName(),
                 ds.settings().waitSeconds());
+        LeaseSetup.run(ds.settings().setup(), ds.client(), l);
         tc.setAttribute(ATTR, l);
         ds.bind(l);
     }

@@ -7,13 +7,19 @@ import static org.junit.platform.engine.discovery.DiscoverySelectors.selectClass
 
 import io.pristinedb.client.DatabaseConnection;
 import io.pristinedb.client.Lease;
+import io.pristinedb.client.LeaseSetup;
 import io.pristinedb.client.PristineClient;
+import io.pristinedb.client.TemplateBuilder;
+import io.pristinedb.client.TemplateSpec;
 import io.pristinedb.client.TestDaemon;
 import java.sql.Connection;
 import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Statement;
 import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import javax.sql.DataSource;
@@ -174,6 +180,108 @@ class ExtensionTest {
                 .orElseThrow().getThrowable().orElseThrow();
         assertTrue(t.getMessage().startsWith("template java-junit-broken: build failed, so it was aborted: "), t.getMessage());
         assertTrue(t.getMessage().contains("ERROR 1064: bad SQL"), t.getMessage());
+    }
+
+    static final AtomicInteger PARITY_BUILDS = new AtomicInteger();
+    static volatile String parityRun = "";
+
+    /** The schema and its seed: the template's part, built once. */
+    public static final class ParityBuilder implements TemplateBuilder {
+        @Override
+        public void build(DatabaseConnection conn) throws Exception {
+            PARITY_BUILDS.incrementAndGet();
+            try (Connection c = conn.connect(); Statement st = c.createStatement()) {
+                st.execute("CREATE TABLE items (id INT AUTO_INCREMENT PRIMARY KEY, name VARCHAR(64) NOT NULL)");
+                st.execute("INSERT INTO items (name) VALUES ('seed')");
+            }
+        }
+    }
+
+    /** What a stock setup writes after migrating, every run: on every database. */
+    public static final class ParitySetup implements LeaseSetup {
+        @Override
+        public void setup(Lease lease) throws Exception {
+            try (Connection c = lease.connect(); Statement st = c.createStatement()) {
+                st.execute("INSERT INTO items (name) VALUES ('run " + parityRun + "')");
+            }
+        }
+    }
+
+    public static final class FailingSetup implements LeaseSetup {
+        @Override
+        public void setup(Lease lease) {
+            throw new IllegalStateException("no table settings");
+        }
+    }
+
+    static List<String> names(DataSource ds, String where) throws SQLException {
+        List<String> out = new java.util.ArrayList<>();
+        try (Connection c = ds.getConnection(); Statement st = c.createStatement();
+             ResultSet rs = st.executeQuery("SELECT name FROM items WHERE " + where + " ORDER BY id")) {
+            while (rs.next()) {
+                out.add(rs.getString(1));
+            }
+        }
+        return out;
+    }
+
+    /** The suite run twice: once building the template, once reusing it. */
+    @PristineDatabase(template = "java-parity", builder = ParityBuilder.class, setup = ParitySetup.class, poolSize = 2)
+    static class Parity {
+        @Test
+        void templateHasTheSeed(DataSource ds) throws Exception {
+            assertEquals(List.of("seed"), names(ds, "name = 'seed'"));
+        }
+
+        @Test
+        void setupWroteThisRunsRowOnce(DataSource ds) throws Exception {
+            assertEquals(List.of("run " + parityRun), names(ds, "name LIKE 'run %'"));
+        }
+
+        @Test
+        void writesAreTheTestsOwn(DataSource ds) throws Exception {
+            assertEquals(1, insertOwnRowAndCount(ds, "mine") - 1); // the setup's row and this one
+        }
+    }
+
+    @PristineDatabase(template = "java-parity", builder = ParityBuilder.class, setup = FailingSetup.class, poolSize = 2)
+    static class ParityFailingSetup {
+        @Test
+        void never(DataSource ds) {
+        }
+    }
+
+    static Map<String, String> outcomes(String run) {
+        parityRun = run;
+        TemplateSpec.forgetEnsured(); // as a new JVM: ask the daemon
+        Map<String, String> out = new TreeMap<>();
+        EngineTestKit.engine("junit-jupiter").selectors(selectClass(Parity.class)).execute().testEvents().finished().list()
+                .forEach(e -> out.put(e.getTestDescriptor().getDisplayName(),
+                        e.getPayload(org.junit.platform.engine.TestExecutionResult.class).orElseThrow().getStatus().toString()));
+        return out;
+    }
+
+    /**
+     * Parity by construction (issue 22): the run that builds the template and
+     * the run that reuses it give every test the same outcome, since the
+     * setup runs on every database of every run.
+     */
+    @Test
+    void buildingAndReusingRunsGiveTheSameOutcomes() {
+        Map<String, String> built = outcomes("one");
+        assertEquals(1, PARITY_BUILDS.get(), "the first run did not build the template");
+        Map<String, String> reused = outcomes("two");
+        assertEquals(1, PARITY_BUILDS.get(), "the second run built the template again");
+        assertEquals(3, built.size(), built.toString());
+        assertTrue(built.values().stream().allMatch("SUCCESSFUL"::equals), built.toString());
+        assertEquals(built, reused, "per-test outcomes differ between the building and the reusing run");
+        var results = EngineTestKit.engine("junit-jupiter").selectors(selectClass(ParityFailingSetup.class)).execute();
+        results.testEvents().assertStatistics(s -> s.failed(1));
+        Throwable t = results.testEvents().failed().list().get(0).getPayload(org.junit.platform.engine.TestExecutionResult.class)
+                .orElseThrow().getThrowable().orElseThrow();
+        assertTrue(t.getMessage().contains("setup " + FailingSetup.class.getName() + " failed on a new database")
+                && t.getMessage().contains("no table settings"), t.getMessage());
+        assertEquals(List.of(), TestDaemon.get().unix().leases().stream().filter(l -> "java-parity".equals(l.template())).toList());
     }
 
     static void assertLeasesGone() {

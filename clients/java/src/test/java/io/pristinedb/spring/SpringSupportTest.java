@@ -222,4 +222,114 @@ class SpringSupportTest {
         assertTrue(all.contains("template java-spring-broken: build failed, so it was aborted: "), all);
         assertTrue(all.contains("Table 'app.nope' doesn't exist"), all);
     }
+
+    /** A context whose startup writes, as spring.sql.init's data.sql or a Flyway callback would. */
+    @Configuration
+    static class WritingConfig {
+        @Bean
+        JdbcTemplate jdbc(DataSource ds) {
+            JdbcTemplate t = new JdbcTemplate(ds);
+            t.update("INSERT INTO items (name) VALUES ('startup')");
+            return t;
+        }
+    }
+
+    /** The same row on every test's database, whether this run built the template or reused it. */
+    public static final class StartupRow implements io.pristinedb.client.LeaseSetup {
+        @Override
+        public void setup(Lease lease) throws Exception {
+            try (Connection c = lease.connect(); Statement st = c.createStatement()) {
+                st.execute("INSERT INTO items (name) VALUES ('startup')");
+            }
+        }
+    }
+
+    @SpringJUnitConfig(WritingConfig.class)
+    @AutoConfigurePristineDatabase(template = "java-spring", files = "src/test/resources/schema.sql", migrate = MIGRATE, poolSize = 4,
+            setup = StartupRow.class)
+    static class StartupWrites {
+        @Autowired
+        JdbcTemplate jdbc;
+
+        @Autowired
+        PristineRoutingDataSource ds;
+
+        @Test
+        void seesTheStartupRowAndIsToldTheStartupWrote() {
+            assertEquals(List.of("startup"), jdbc.queryForList("SELECT name FROM items WHERE name <> 'seed'", String.class));
+            assertTrue(ds.startupWrote(), "the startup's write was not noticed");
+        }
+    }
+
+    /**
+     * Parity (issue 22): what the context's startup writes goes to the
+     * context's own database; the tests' databases get it from setup = ...,
+     * and pristine says when a startup wrote.
+     */
+    @Test
+    void startupWritesAreNoticedAndSetupGivesThemToEveryTest() {
+        EngineTestKit.engine("junit-jupiter").selectors(selectClass(StartupWrites.class)).execute()
+                .testEvents().assertStatistics(s -> s.started(1).succeeded(1));
+        assertTrue(PristineRoutingDataSource.startupWroteMessage("t").contains("@AutoConfigurePristineDatabase(setup = ...)"));
+    }
+
+    static final java.util.concurrent.atomic.AtomicInteger PARITY_BUILDS = new java.util.concurrent.atomic.AtomicInteger();
+
+    /** The template's part: the schema and its seed, built once. */
+    public static final class ParityBuilder implements io.pristinedb.client.TemplateBuilder {
+        @Override
+        public void build(io.pristinedb.client.DatabaseConnection conn) throws Exception {
+            PARITY_BUILDS.incrementAndGet();
+            try (Connection c = conn.connect(); Statement st = c.createStatement()) {
+                st.execute("CREATE TABLE items (id INT AUTO_INCREMENT PRIMARY KEY, name VARCHAR(64) NOT NULL)");
+                st.execute("INSERT INTO items (name) VALUES ('seed')");
+            }
+        }
+    }
+
+    /** A context per run (@DirtiesContext), as each run of a suite starts its own. */
+    @SpringJUnitConfig(WritingConfig.class)
+    @AutoConfigurePristineDatabase(template = "java-spring-parity", builder = ParityBuilder.class, setup = StartupRow.class, poolSize = 3)
+    @org.springframework.test.annotation.DirtiesContext
+    static class Parity {
+        @Autowired
+        JdbcTemplate jdbc;
+
+        @Test
+        void seesTheSeed() {
+            assertEquals(1, jdbc.queryForObject("SELECT COUNT(*) FROM items WHERE name = 'seed'", Integer.class));
+        }
+
+        @Test
+        void seesTheStartupRowOnce() {
+            assertEquals(List.of("startup"), jdbc.queryForList("SELECT name FROM items WHERE name <> 'seed'", String.class));
+        }
+
+        @Test
+        void writesAreItsOwn() {
+            jdbc.update("INSERT INTO items (name) VALUES ('mine')");
+            assertEquals(List.of("startup", "mine"), jdbc.queryForList("SELECT name FROM items WHERE name <> 'seed' ORDER BY id", String.class));
+        }
+    }
+
+    static java.util.Map<String, String> outcomes() {
+        io.pristinedb.client.TemplateSpec.forgetEnsured(); // as a new JVM: ask the daemon
+        java.util.Map<String, String> out = new java.util.TreeMap<>();
+        EngineTestKit.engine("junit-jupiter").selectors(selectClass(Parity.class)).execute().testEvents().finished().list()
+                .forEach(e -> out.put(e.getTestDescriptor().getDisplayName(),
+                        e.getPayload(TestExecutionResult.class).orElseThrow().getStatus().toString()));
+        return out;
+    }
+
+    /** Parity by construction (issue 22): a run that builds the template and one that reuses it, per-test outcomes compared. */
+    @Test
+    void buildingAndReusingRunsGiveTheSameOutcomes() {
+        java.util.Map<String, String> built = outcomes();
+        assertEquals(1, PARITY_BUILDS.get(), "the first run did not build the template");
+        java.util.Map<String, String> reused = outcomes();
+        assertEquals(1, PARITY_BUILDS.get(), "the second run built the template again");
+        assertEquals(3, built.size(), built.toString());
+        assertTrue(built.values().stream().allMatch("SUCCESSFUL"::equals), built.toString());
+        assertEquals(built, reused, "per-test outcomes differ between the building and the reusing run");
+    }
 }
