@@ -100,7 +100,7 @@ func Soak(ctx context.Context, c *client.Client, root *rootdir.Root, opt SoakOpt
 	if opt.Pattern != PatternDefault && opt.Pattern != PatternThreeTables {
 		return nil, fmt.Errorf("soak: unknown write pattern %q: use %s or %s", opt.Pattern, PatternDefault, PatternThreeTables)
 	}
-	res := &SoakResult{Template: opt.Template, Clients: opt.Clients, HoldMS: float64(opt.Hold.Microseconds()) / 1000, Pattern: opt.Pattern, LoadBefore: loadAverage()}
+	res := &SoakResult{Template: opt.Template, Clients: opt.Clients, HoldMS: float64(opt.Hold.Microseconds()) / 1000, Pattern: opt.Pattern, LoadBefore: stats.LoadAverage()}
 	st, err := c.Pool(ctx, opt.Template)
 	ours := false
 	if err != nil {
@@ -207,7 +207,7 @@ func Soak(ctx context.Context, c *client.Client, root *rootdir.Root, opt SoakOpt
 		res.CPUPerResetMS = float64(cpu) * 1000 / clockTicks / float64(resets)
 		res.PristineCPUPerResetMS = float64(own) * 1000 / clockTicks / float64(resets)
 	}
-	res.LoadAfter = loadAverage()
+	res.LoadAfter = stats.LoadAverage()
 	say("%d cycles in %.1fs: %.1f leases/s, lease wait p99 %.2f ms, %d not pristine, %d errors", res.Cycles, res.Seconds, res.LeasesPerSec, res.LeaseP99MS, res.NotPristine, res.Errors)
 	say("resets by path %v, %.1f ms of machine CPU (%.1f ms of pristine's daemon and servers) per reset; %d leases verified, %d differed; load %s -> %s", res.Resets, res.CPUPerResetMS, res.PristineCPUPerResetMS, res.Verified, res.NotVerified, res.LoadBefore, res.LoadAfter)
 	if ours {

@@ -178,19 +178,6 @@ func patternTables(ctx context.Context, c *client.Client, template string) ([]st
 	return writeTables(ctx, db, 3)
 }
 
-// loadAverage is /proc/loadavg's first three fields.
-func loadAverage() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return ""
-	}
-	f := strings.Fields(string(b))
-	if len(f) < 3 {
-		return ""
-	}
-	return strings.Join(f[:3], " ")
-}
-
 // procTicks reads fields of /proc/PID/stat (counted from 1 as in
 // proc(5)): the CPU times utime 14, stime 15, cutime 16, cstime 17; and
 // ppid 4.

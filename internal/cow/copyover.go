@@ -105,9 +105,19 @@ func overTree(src, dst string) error {
 	return nil
 }
 
-// eachFile runs fn on every file, spread over workers as cloneFiles does;
-// it returns the first error and stops handing out work after it.
+// eachFile runs fn on every file, spread over workers (one goroutine when
+// there is one file or one worker); it returns the first error and stops
+// handing out work after it.
 func eachFile(files []treeEntry, fn func(f *treeEntry) error) error {
+	n := min(workers, len(files))
+	if n <= 1 {
+		for i := range files {
+			if err := fn(&files[i]); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
 	var (
 		mu    sync.Mutex
 		next  int
@@ -123,7 +133,7 @@ func eachFile(files []treeEntry, fn func(f *treeEntry) error) error {
 		next++
 		return next - 1
 	}
-	for range max(1, min(workers, len(files))) {
+	for range n {
 		wg.Go(func() {
 			for i := take(); i >= 0; i = take() {
 				if err := fn(&files[i]); err != nil {

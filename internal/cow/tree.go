@@ -6,7 +6,6 @@ import (
 	"io/fs"
 	"os"
 	"runtime"
-	"sync"
 
 	"golang.org/x/sys/unix"
 )
@@ -132,48 +131,10 @@ func cloneTree(src, dst string, mk mkRoot, data fileData, own *Owner) (err error
 // workers is how many files cloneFiles copies at once.
 var workers = min(8, 2*runtime.GOMAXPROCS(0))
 
-// cloneFiles copies files, spreading them over workers; it returns the first
-// error and stops handing out work after it.
+// cloneFiles copies files, spreading them over workers (eachFile); it
+// returns the first error and stops handing out work after it.
 func cloneFiles(src, dst string, files []treeEntry, data fileData, own *Owner) error {
-	n := min(workers, len(files))
-	if n <= 1 {
-		for i := range files {
-			if err := cloneFile(src, dst, &files[i], data, own); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
-	var (
-		mu    sync.Mutex
-		next  int
-		first error
-		wg    sync.WaitGroup
-	)
-	take := func() int {
-		mu.Lock()
-		defer mu.Unlock()
-		if first != nil || next >= len(files) {
-			return -1
-		}
-		next++
-		return next - 1
-	}
-	for range n {
-		wg.Go(func() {
-			for i := take(); i >= 0; i = take() {
-				if err := cloneFile(src, dst, &files[i], data, own); err != nil {
-					mu.Lock()
-					if first == nil {
-						first = err
-					}
-					mu.Unlock()
-				}
-			}
-		})
-	}
-	wg.Wait()
-	return first
+	return eachFile(files, func(f *treeEntry) error { return cloneFile(src, dst, f, data, own) })
 }
 
 // testHookFile, when set by a test, runs before each file is cloned; an error
