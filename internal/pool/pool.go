@@ -114,8 +114,6 @@ type Pool struct {
 	// lastLease is when a lease was last handed out, for least-recently-
 	// used shrinking.
 	lastLease time.Time
-	// spares is the state of growing for waits (spares.go).
-	spares spareState
 	log       *slog.Logger
 	// lost are the leases that ended without their holder releasing them,
 	// oldest first in lostOrder, so a holder is told why.
@@ -131,6 +129,9 @@ type Pool struct {
 	ops ops
 	// retryEvery is the pause before a failed reset is retried.
 	retryEvery time.Duration
+
+	// spares is the state of growing for waits (spares.go).
+	spares spareState
 }
 
 // Dir is where a template's pool keeps its clones.
