@@ -15,11 +15,12 @@ import (
 // row and releases it, and holds its in-place reset in the middle
 // (inplaceHook) until the test ends: the slot stays Resetting, so the
 // next lease request has to wait.
-func heldReset(t *testing.T, spares int) *Pool {
+func heldReset(t *testing.T, opt Options) *Pool {
 	t.Helper()
+	opt.Size, opt.Profile = 1, mariadb.DefaultProfile()
 	st := templatetest.NewScratchBuilder(t, "btrfs", 1<<30)
 	m := templatetest.Build(t, st, "app", inplaceSchema, template.BuildOptions{})
-	p, err := Up(context.Background(), st.Catalog(), st.Binary(), m, Options{Size: 1, Profile: mariadb.DefaultProfile(), Spares: spares})
+	p, err := Up(context.Background(), st.Catalog(), st.Binary(), m, opt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,10 +67,11 @@ func noGrowth(t *testing.T, p *Pool, live int, grown int64, why string) {
 
 // A lease request waiting behind a reset makes the pool grow by one
 // slot, which the waiter gets; at the ceiling (Spares slots beyond the
-// size) it does not grow again, and with Spares 0 it never does.
+// size) it does not grow again, with Spares 0 it never does, and a
+// growth the budget refuses starts nothing.
 func TestSparesGrowForWaits(t *testing.T) {
 	t.Run("on", func(t *testing.T) {
-		p := heldReset(t, 1)
+		p := heldReset(t, Options{Spares: 1})
 		l := leaseIn(t, p) // waits: slot 0 is held in its reset
 		if l.Slot != 1 {
 			t.Fatalf("the waiter got slot %d; want the new slot 1", l.Slot)
@@ -85,8 +87,26 @@ func TestSparesGrowForWaits(t *testing.T) {
 		noGrowth(t, p, 2, 1, "at the ceiling")
 	})
 	t.Run("off", func(t *testing.T) {
-		p := heldReset(t, 0)
+		p := heldReset(t, Options{})
 		noGrowth(t, p, 1, 0, "spares off")
+	})
+	t.Run("over budget", func(t *testing.T) {
+		asked := make(chan int, 1)
+		p := heldReset(t, Options{Spares: 1, GrowForWait: func(p *Pool, want int) error {
+			asked <- want
+			return errors.New("over the daemon's memory budget")
+		}})
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		if _, err := p.Lease(ctx, LeaseOptions{Holder: "spares-test"}); !errors.Is(err, ErrLeaseTimeout) {
+			t.Fatalf("a lease with every slot busy = %v; want %v", err, ErrLeaseTimeout)
+		}
+		if want := <-asked; want != 2 {
+			t.Fatalf("the budget was asked for %d slots; want 2", want)
+		}
+		if st := p.Status(false); st.Size != 1 || st.States[Starting] != 0 || st.Stats.GrownForWaits != 0 {
+			t.Fatalf("refused by the budget: size %d, %d starting, grown for waits %d; want 1, 0, 0", st.Size, st.States[Starting], st.Stats.GrownForWaits)
+		}
 	})
 }
 
