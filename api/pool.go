@@ -56,6 +56,9 @@ type PoolStats struct {
 	// the daemon's --shrink-after idle.
 	Grown      int64 `json:"grown,omitempty"`
 	ShrunkIdle int64 `json:"shrunk_idle,omitempty"`
+	// GrownForWaits counts the slots of Grown the pool grew by itself
+	// because lease requests waited behind resets (serve --max-spares).
+	GrownForWaits int64 `json:"grown_for_waits,omitempty"`
 	// IllegalMoves counts slot moves the pool's state machine refused, and
 	// resets queued against the reset queue's rule: bugs in pristine, 0 in
 	// a healthy daemon.

@@ -31,6 +31,7 @@ type ServeFlags struct {
 	MaxDisk      string
 	MaxWaiters   int
 	ShrinkAfter  time.Duration
+	MaxSpares    int
 	Cache        server.Cache
 	Net          NetFlags
 }
@@ -80,6 +81,7 @@ out with every lease), lease accounts require TLS, and the API over a non-loopba
 	cmd.Flags().StringVar(&f.MaxMemory, "max-memory", "", "memory all pools may take together, e.g. 16G (idle pools are shrunk to make room)")
 	cmd.Flags().StringVar(&f.MaxDisk, "max-disk", "", "disk all pools may take together, e.g. 50G")
 	cmd.Flags().DurationVar(&f.ShrinkAfter, "shrink-after", server.DefaultShrinkAfter, "retire a slot a pool grew beyond its size (a client asked for more) once it has been ready and unused this long; 0: never")
+	cmd.Flags().IntVar(&f.MaxSpares, "max-spares", server.DefaultMaxSpares, "let a pool grow by itself, one slot at a time, up to this many slots beyond its size while lease requests wait behind resets (within --max-memory/--max-disk; retired again after --shrink-after idle); 0: off")
 	cmd.Flags().IntVar(&f.MaxWaiters, "max-waiters", 0, "lease requests in progress at once; one more is answered 429 with Retry-After (0: 1024, or a quarter of the open-file limit if lower)")
 	cmd.Flags().StringArrayVar(&f.Cache.Allow, "allow-cache", nil, "OCI repository (or prefix) template requests may name as their fleet cache, e.g. ghcr.io/acme/templates; http://HOST/REPO for a plain-HTTP registry on loopback (repeatable; also $"+server.EnvAllowCache+")")
 	cmd.Flags().StringVar(&f.Cache.CAFile, "cache-ca-file", "", "PEM file of certificate authorities to trust for the cache registries")
@@ -144,6 +146,7 @@ func RunServe(ctx context.Context, g *Globals, f ServeFlags) error {
 	srv.ExitWhenIdle = f.ExitWhenIdle
 	srv.MaxWaiters = f.MaxWaiters
 	srv.ShrinkAfter = f.ShrinkAfter
+	srv.MaxSpares = f.MaxSpares
 	srv.Cache = f.Cache
 	srv.Cache.AllowFromEnv()
 	for _, b := range []struct {

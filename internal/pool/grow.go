@@ -35,7 +35,11 @@ func (p *Pool) Base() int { return p.opt.Size }
 // returns how many slots it added (0 when the pool has want already,
 // counting slots still starting). A slot that does not start is retired
 // again and logged. Grow does not check memory or disk: its caller does.
-func (p *Pool) Grow(want int) (int, error) {
+func (p *Pool) Grow(want int) (int, error) { return p.grow(want, false) }
+
+// grow is Grow; forWait marks a growth for waiting lease requests
+// (spares.go), which does not move the pool's asked-for size.
+func (p *Pool) grow(want int, forWait bool) (int, error) {
 	if want > MaxSlots {
 		return 0, fmt.Errorf("%w: %d slots asked for, at most %d", ErrTooLarge, want, MaxSlots)
 	}
@@ -43,6 +47,9 @@ func (p *Pool) Grow(want int) (int, error) {
 	defer p.mu.Unlock()
 	if p.closed {
 		return 0, ErrClosed
+	}
+	if !forWait {
+		p.spares.asked = max(p.spares.asked, want)
 	}
 	live := 0
 	for _, s := range p.slots {
@@ -76,6 +83,9 @@ func (p *Pool) Grow(want int) (int, error) {
 		return 0, nil
 	}
 	p.stats.Grown += int64(len(added))
+	if forWait {
+		p.stats.GrownForWaits += int64(len(added))
+	}
 	p.log.Info("pool growing", "template", p.Meta.Name, "slots", len(added), "to", live+len(added), "base", p.opt.Size)
 	p.wg.Add(1)
 	go p.startGrown(added)

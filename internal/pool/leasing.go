@@ -113,6 +113,10 @@ func (p *Pool) Lease(ctx context.Context, opt LeaseOptions) (*Lease, error) {
 			}
 			return &cp, nil
 		}
+		if want := p.needSpare(); want > 0 {
+			p.wg.Add(1)
+			go p.growSpare(want)
+		}
 		wake := p.wake
 		p.mu.Unlock()
 		select {

@@ -74,6 +74,15 @@ type Options struct {
 	// Network, when set, makes the slots reachable from other machines
 	// (network.go); nil: loopback only.
 	Network *Network
+	// Spares, when more than 0, lets the pool grow by itself while lease
+	// requests wait behind resets: one slot at a time, up to Spares slots
+	// beyond its size (or the size a client last grew it to); the idle
+	// shrink retires them again (spares.go). 0: off.
+	Spares int
+	// GrowForWait, when set, grows the pool by a spare (the daemon's
+	// budget checks, then GrowForWait); nil: CheckGrow, then
+	// GrowForWait.
+	GrowForWait func(p *Pool, want int) error
 }
 
 // Errors callers map to messages, exit codes and HTTP statuses.
@@ -120,6 +129,9 @@ type Pool struct {
 	ops ops
 	// retryEvery is the pause before a failed reset is retried.
 	retryEvery time.Duration
+
+	// spares is the state of growing for waits (spares.go).
+	spares spareState
 }
 
 // Dir is where a template's pool keeps its clones.

@@ -26,6 +26,9 @@ type Stats struct {
 	// slots ShrinkIdle retired.
 	Grown      int64 `json:"grown,omitempty"`
 	ShrunkIdle int64 `json:"shrunk_idle,omitempty"`
+	// GrownForWaits counts the slots of Grown the pool grew by itself
+	// because lease requests waited behind resets (Options.Spares).
+	GrownForWaits int64 `json:"grown_for_waits,omitempty"`
 	// IllegalMoves counts slot moves the state machine refused and resets
 	// queued against the queue's rule (resetworker.go): each a bug, logged.
 	IllegalMoves int64 `json:"illegal_moves,omitempty"`

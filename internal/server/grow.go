@@ -21,6 +21,22 @@ const DefaultShrinkAfter = 5 * time.Minute
 // they do not fit, nothing is started and the error names the limit and
 // the fix.
 func (s *Server) grow(p *pool.Pool, want int) (int, error) {
+	return s.growWith(p, want, p.Grow)
+}
+
+// DefaultMaxSpares is how many slots beyond its size a pool may grow by
+// itself while lease requests wait behind resets (`serve --max-spares`).
+const DefaultMaxSpares = 2
+
+// growForWait is pool.Options.GrowForWait: the pool grows by a spare for
+// waiting lease requests within the same budget as grow.
+func (s *Server) growForWait(p *pool.Pool, want int) error {
+	_, err := s.growWith(p, want, p.GrowForWait)
+	return err
+}
+
+// growWith is grow, growing with fn (Grow or GrowForWait).
+func (s *Server) growWith(p *pool.Pool, want int, fn func(int) (int, error)) (int, error) {
 	if want > pool.MaxSlots {
 		return 0, fmt.Errorf("%w: %d slots asked for; a pool has at most %d", errBadRequest, want, pool.MaxSlots)
 	}
@@ -39,7 +55,7 @@ func (s *Server) grow(p *pool.Pool, want int) (int, error) {
 	if err := s.roomFor(p.Meta.Name, mem1, disk1, want); err != nil {
 		return 0, fmt.Errorf("grow the pool of %s from %d to %d slots: %w", p.Meta.Name, live, want, err)
 	}
-	n, err := p.Grow(want)
+	n, err := fn(want)
 	if err != nil {
 		return 0, fmt.Errorf("grow the pool of %s: %w", p.Meta.Name, err)
 	}

@@ -85,6 +85,7 @@ var (
 	descReclm  = prometheus.NewDesc("pristine_leases_reclaimed_total", "Leases reclaimed because they expired or their holder exited.", []string{"template", "reason"}, nil)
 	descRepl   = prometheus.NewDesc("pristine_slots_replaced_total", "Slots whose server died and was replaced.", []string{"template"}, nil)
 	descGrown  = prometheus.NewDesc("pristine_slots_grown_total", "Slots a pool grew by because a client needed more (lease min_size, or pool up of a larger size).", []string{"template"}, nil)
+	descSpares = prometheus.NewDesc("pristine_slots_grown_for_waits_total", "Slots a pool grew by itself because lease requests waited behind resets (serve --max-spares); counted in pristine_slots_grown_total too.", []string{"template"}, nil)
 	descShrunk = prometheus.NewDesc("pristine_slots_shrunk_idle_total", "Grown slots retired after the daemon's --shrink-after idle.", []string{"template"}, nil)
 	descIllegl = prometheus.NewDesc("pristine_slot_illegal_moves_total", "Slot moves the state machine refused: a bug in pristine (each is logged with the slot and the move); 0 in a healthy daemon.", []string{"template"}, nil)
 	descBase   = prometheus.NewDesc("pristine_pool_base_size", "The size a pool was brought up with, which idle shrinking keeps.", []string{"template"}, nil)
@@ -96,7 +97,7 @@ var (
 )
 
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descSlots, descLeased, descLeases, descReused, descReclm, descRepl, descGrown, descShrunk, descIllegl, descBase, descBuild, descTBytes, descMem, descDisk, descDiskF} {
+	for _, d := range []*prometheus.Desc{descSlots, descLeased, descLeases, descReused, descReclm, descRepl, descGrown, descSpares, descShrunk, descIllegl, descBase, descBuild, descTBytes, descMem, descDisk, descDiskF} {
 		ch <- d
 	}
 }
@@ -119,6 +120,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(descReclm, prometheus.CounterValue, float64(st.Stats.HolderGone), name, "holder_gone")
 		ch <- prometheus.MustNewConstMetric(descRepl, prometheus.CounterValue, float64(st.Stats.Replaced), name)
 		ch <- prometheus.MustNewConstMetric(descGrown, prometheus.CounterValue, float64(st.Stats.Grown), name)
+		ch <- prometheus.MustNewConstMetric(descSpares, prometheus.CounterValue, float64(st.Stats.GrownForWaits), name)
 		ch <- prometheus.MustNewConstMetric(descShrunk, prometheus.CounterValue, float64(st.Stats.ShrunkIdle), name)
 		ch <- prometheus.MustNewConstMetric(descIllegl, prometheus.CounterValue, float64(st.Stats.IllegalMoves), name)
 		ch <- prometheus.MustNewConstMetric(descBase, prometheus.GaugeValue, float64(st.Base), name)

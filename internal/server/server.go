@@ -45,6 +45,11 @@ type Server struct {
 	// MaxWaiters caps the lease requests in progress at once (0:
 	// DefaultMaxWaiters); one more is answered 429 with Retry-After.
 	MaxWaiters int
+	// MaxSpares is how many slots beyond its size (or the size a client
+	// grew it to) a pool may grow by itself, one at a time, while lease
+	// requests wait behind resets; within Budget; retired again after
+	// ShrinkAfter idle. 0: never. The CLI's default is DefaultMaxSpares.
+	MaxSpares int
 	// ShrinkAfter is how long a slot beyond its pool's base size may stay
 	// ready and unused before it is retired (a pool grows for a client
 	// that needs more slots); 0 or less: never. The CLI's default is
@@ -175,7 +180,7 @@ func (s *Server) poolOptions(rec state.Pool, restore []pool.Lease) pool.Options 
 	}
 	return pool.Options{Size: rec.Size, Slots: rec.Slots, Profile: prof, Parallel: rec.Parallel, Journal: s.state, Restore: restore,
 		Observe: s.metrics.observe, Log: s.log, Event: s.metrics.event, SlotDisk: max(rec.SlotDisk, 0),
-		SlotMemory: max(rec.SlotMemory, 0), Network: s.Network}
+		SlotMemory: max(rec.SlotMemory, 0), Network: s.Network, Spares: max(s.MaxSpares, 0), GrowForWait: s.growForWait}
 }
 
 // removeStalePools removes clone directories no live pool owns.

@@ -29,7 +29,7 @@ func StatusOut(st pool.Status) api.PoolStatus {
 			HolderGone: st.Stats.HolderGone, Reused: st.Stats.Reused, JournalErrors: st.Stats.JournalErrors,
 			Replaced: st.Stats.Replaced, ResetFailures: st.Stats.ResetFailures, OverCap: st.Stats.OverCap, CapKills: st.Stats.CapKills,
 			SlotDeaths: st.Stats.SlotDeaths, LeasesLost: st.Stats.LeasesLost,
-			Grown: st.Stats.Grown, ShrunkIdle: st.Stats.ShrunkIdle, IllegalMoves: st.Stats.IllegalMoves,
+			Grown: st.Stats.Grown, ShrunkIdle: st.Stats.ShrunkIdle, GrownForWaits: st.Stats.GrownForWaits, IllegalMoves: st.Stats.IllegalMoves,
 			ResetPaths: st.Stats.ResetPaths, TablesRestored: st.Stats.TablesRestored}}
 	if st.States != nil {
 		out.States = make(map[string]int, len(st.States))
