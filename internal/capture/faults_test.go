@@ -6,8 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -191,25 +189,7 @@ func TestFailuresLeaveNothing(t *testing.T) {
 func TestGTIDMarkerReusesTemplateUntilTheSourceChanges(t *testing.T) {
 	bin := mariadbtest.Binary(t)
 	st := templatetest.NewBuilder(t, "auto")
-	dir, err := mariadbtest.TempDir("/dev/shm", "pristine-capture-binlog-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	data := filepath.Join(dir, "data")
-	if err := bin.InitDatadir(context.Background(), data); err != nil {
-		t.Fatal(err)
-	}
-	// The profile turns the binary log off; the options after it turn it on.
-	in, err := mariadb.Start(bin, mariadb.Config{Datadir: data, RunDir: filepath.Join(dir, "run"), Profile: mariadb.DefaultProfile(),
-		Extra: []string{"--log-bin=" + filepath.Join(dir, "run", "binlog"), "--server-id=7"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(in.Kill)
-	if err := in.WaitReady(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	in := mariadbtest.StartBinlog(t)
 	db := mariadbtest.Open(t, in, "")
 	execAll(t, db, "CREATE DATABASE g", "CREATE TABLE g.t (id INT PRIMARY KEY)", "INSERT INTO g.t VALUES (1)")
 	opt := template.BuildOptions{Name: "g", Profile: mariadb.DefaultProfile(), Server: template.ServerSource{DSN: sourceURL(in, "root", ""), Method: "logical"}}

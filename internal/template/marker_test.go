@@ -19,26 +19,7 @@ import (
 // marker is a GTID position) holding g.t with one row.
 func binlogSource(t *testing.T) (*mariadb.Instance, *sql.DB) {
 	t.Helper()
-	bin := mariadbtest.Binary(t)
-	dir, err := mariadbtest.TempDir("/dev/shm", "pristine-source-binlog-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	data := filepath.Join(dir, "data")
-	if err := bin.InitDatadir(context.Background(), data); err != nil {
-		t.Fatal(err)
-	}
-	// The profile turns the binary log off; the options after it turn it on.
-	in, err := mariadb.Start(bin, mariadb.Config{Datadir: data, RunDir: filepath.Join(dir, "run"), Profile: mariadb.DefaultProfile(),
-		Extra: []string{"--log-bin=" + filepath.Join(dir, "run", "binlog"), "--server-id=7"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(in.Kill)
-	if err := in.WaitReady(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	in := mariadbtest.StartBinlog(t)
 	db := mariadbtest.Open(t, in, "")
 	mariadbtest.Exec(t, db, "CREATE DATABASE g", "CREATE TABLE g.t (id INT PRIMARY KEY)", "INSERT INTO g.t VALUES (1)")
 	return in, db

@@ -217,3 +217,31 @@ func Client(name string) string {
 	}
 	return name
 }
+
+// StartBinlog starts a throwaway server with the binary log on (server id
+// 7), a source whose change marker is a GTID, on a freshly initialised
+// data directory; t.Cleanup kills it and removes its files.
+func StartBinlog(t testing.TB) *mariadb.Instance {
+	t.Helper()
+	bin := Binary(t)
+	dir, err := TempDir("/dev/shm", "pristine-source-binlog-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	data := filepath.Join(dir, "data")
+	if err := bin.InitDatadir(context.Background(), data); err != nil {
+		t.Fatal(err)
+	}
+	// The profile turns the binary log off; the options after it turn it on.
+	in, err := mariadb.Start(bin, mariadb.Config{Datadir: data, RunDir: filepath.Join(dir, "run"), Profile: mariadb.DefaultProfile(),
+		Extra: []string{"--log-bin=" + filepath.Join(dir, "run", "binlog"), "--server-id=7"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(in.Kill)
+	if err := in.WaitReady(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return in
+}
