@@ -103,7 +103,7 @@ func (p *Pool) resetInPlace(s *slot) bool {
 	}
 	gen, acct, db, files := s.gen, s.units[0].acct, s.units[0].db, s.files
 	job := inplaceJob{slot: s.idx, admin: live.admin, base: base, acct: acct, db: db, files: files,
-		dirs: slotDirs(s), data: filepath.Join(s.dir, "data"), src: p.pristineSource(s), meta: filepath.Join(p.dir, metaDir)}
+		dirs: slotDirs(s), data: filepath.Join(s.dir, "data"), src: p.pristineSource(s), meta: p.metaPath()}
 	p.mu.Unlock()
 
 	start := time.Now()

@@ -337,6 +337,8 @@ func (b *Builder) finish(ctx context.Context, in *mariadb.Instance, db *sql.DB, 
 		return err
 	}
 	tl.Mark(PhaseDefiners)
+	b.exportMeta(ctx, db, in.Config.Datadir)
+	tl.Mark(PhaseExport)
 	// A slow shutdown purges undo logs and merges buffers, so slots start
 	// with no background work and every clone is byte-identical.
 	if _, err := db.ExecContext(ctx, "SET GLOBAL innodb_fast_shutdown=0"); err != nil {

@@ -36,6 +36,7 @@ const (
 	PhaseInit     = "init command"
 	PhaseChecks   = "checks (keys, counters, MEMORY)"
 	PhaseDefiners = "definers"
+	PhaseExport   = "InnoDB export metadata"
 	PhaseStop     = "slow clean stop"
 	PhaseSeal     = "seal"
 	PhaseFile     = "into the store"
