@@ -10,8 +10,11 @@
 package exportmeta
 
 import (
+	"archive/tar"
+	"bufio"
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -23,12 +26,15 @@ import (
 )
 
 // Dir is the directory beside a template's data directory that holds the
-// template's export metadata, one db/table.cfg per InnoDB table (root's
-// only, mode 0700), and Done once complete.
+// template's export metadata (root's only, mode 0700): the file Pack.
 const Dir = "export-meta"
 
-// Done marks a complete export directory.
-const Done = "complete"
+// Pack is the one file of an export directory: a tar archive of one
+// db/table.cfg entry per InnoDB table. It is written under a temporary
+// name and renamed when complete, so it is whole or absent; one file, not
+// one per table, because creating a file on btrfs costs 0.25-0.4 ms
+// (2,000 tables: 0.5 s).
+const Pack = "tables.tar"
 
 // Batch is how many tables one FLUSH TABLES ... FOR EXPORT names. One
 // statement per table cost a pool's first slot a round trip and a flush
@@ -38,7 +44,7 @@ const Batch = 100
 
 // Complete reports whether dir holds a complete export.
 func Complete(dir string) bool {
-	_, err := os.Stat(filepath.Join(dir, Done))
+	_, err := os.Stat(filepath.Join(dir, Pack))
 	return err == nil
 }
 
@@ -49,13 +55,28 @@ func (t table) String() string { return "`" + t.db + "`.`" + t.name + "`" }
 var plainName = regexp.MustCompile(`^[A-Za-z0-9_]+$`)
 
 // Export writes the export metadata of every InnoDB table of the server
-// behind admin, whose data directory is data, into dir (made 0700), then
-// marks dir complete. Tables whose names are not plain identifiers are
-// left out (an in-place reset resets them fully).
-func Export(ctx context.Context, admin *sql.DB, data, dir string) error {
+// behind admin, whose data directory is data, into dir (made 0700) as its
+// Pack. Tables whose names are not plain identifiers are left out (an
+// in-place reset resets them fully). On failure no Pack is left.
+func Export(ctx context.Context, admin *sql.DB, data, dir string) (err error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
 	}
+	tmp := filepath.Join(dir, "."+Pack+".tmp")
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if f != nil {
+			f.Close()
+		}
+		if err != nil {
+			os.Remove(tmp)
+		}
+	}()
+	bw := bufio.NewWriter(f)
+	tw := tar.NewWriter(bw)
 	conn, err := admin.Conn(ctx)
 	if err != nil {
 		return err
@@ -85,18 +106,29 @@ func Export(ctx context.Context, admin *sql.DB, data, dir string) error {
 	}
 	for len(tables) > 0 {
 		n := min(Batch, len(tables))
-		if err := exportSome(ctx, conn, data, dir, tables[:n]); err != nil {
+		if err := exportSome(ctx, conn, data, tw, tables[:n]); err != nil {
 			return err
 		}
 		tables = tables[n:]
 	}
-	return os.WriteFile(filepath.Join(dir, Done), nil, 0o600)
+	if err := tw.Close(); err != nil {
+		return err
+	}
+	if err := bw.Flush(); err != nil {
+		return err
+	}
+	if err := f.Close(); err != nil {
+		f = nil
+		return err
+	}
+	f = nil
+	return os.Rename(tmp, filepath.Join(dir, Pack))
 }
 
 // exportSome exports the metadata of tables: FLUSH TABLES ... FOR EXPORT
-// writes it beside each table, it is copied to dir, and UNLOCK TABLES
+// writes it beside each table, it is added to tw, and UNLOCK TABLES
 // removes it from the data directory.
-func exportSome(ctx context.Context, conn *sql.Conn, data, dir string, tables []table) error {
+func exportSome(ctx context.Context, conn *sql.Conn, data string, tw *tar.Writer, tables []table) error {
 	names := make([]string, len(tables))
 	for i, t := range tables {
 		names[i] = quote.Ident(t.db) + "." + quote.Ident(t.name)
@@ -106,7 +138,14 @@ func exportSome(ctx context.Context, conn *sql.Conn, data, dir string, tables []
 	}
 	var err error
 	for _, t := range tables {
-		if err = copyFile(filepath.Join(data, t.db, t.name+".cfg"), filepath.Join(dir, t.db, t.name+".cfg")); err != nil {
+		var b []byte
+		if b, err = os.ReadFile(filepath.Join(data, t.db, t.name+".cfg")); err == nil {
+			err = tw.WriteHeader(&tar.Header{Name: t.db + "/" + t.name + ".cfg", Mode: 0o600, Size: int64(len(b)), Typeflag: tar.TypeReg})
+		}
+		if err == nil {
+			_, err = tw.Write(b)
+		}
+		if err != nil {
 			err = fmt.Errorf("export %s: %w", t, err)
 			break
 		}
@@ -117,23 +156,61 @@ func exportSome(ctx context.Context, conn *sql.Conn, data, dir string, tables []
 	return err
 }
 
-// copyFile copies src to dst (made 0600, its directory 0700).
-func copyFile(src, dst string) error {
-	if err := os.MkdirAll(filepath.Dir(dst), 0o700); err != nil {
-		return err
-	}
-	in, err := os.Open(src)
+// Set is an export directory's metadata, read into memory.
+type Set struct {
+	cfg map[string][]byte // "db/table" -> the table's .cfg
+}
+
+// Read reads the Pack of dir. Entries that are not a plain db/table.cfg
+// are refused: the pack is pristine's own, and anything else in it means
+// it is not.
+func Read(dir string) (*Set, error) {
+	f, err := os.Open(filepath.Join(dir, Pack))
 	if err != nil {
-		return err
+		return nil, err
 	}
-	defer in.Close()
-	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
-	if err != nil {
-		return err
+	defer f.Close()
+	s := &Set{cfg: map[string][]byte{}}
+	tr := tar.NewReader(bufio.NewReader(f))
+	for {
+		h, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			return s, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("read %s: %w", filepath.Join(dir, Pack), err)
+		}
+		db, file, ok := strings.Cut(h.Name, "/")
+		name, isCfg := strings.CutSuffix(file, ".cfg")
+		if !ok || !isCfg || !plainName.MatchString(db) || !plainName.MatchString(name) || h.Typeflag != tar.TypeReg || h.Size > maxCfg {
+			return nil, fmt.Errorf("read %s: unexpected entry %q", filepath.Join(dir, Pack), h.Name)
+		}
+		b, err := io.ReadAll(tr)
+		if err != nil {
+			return nil, fmt.Errorf("read %s: %w", filepath.Join(dir, Pack), err)
+		}
+		s.cfg[db+"/"+name] = b
 	}
-	if _, err := io.Copy(out, in); err != nil {
-		out.Close()
-		return err
+}
+
+// maxCfg bounds one table's metadata (a table of 4,096 columns and 64
+// indexes takes well under 1 MiB).
+const maxCfg = 4 << 20
+
+// Get returns the .cfg of table db.name; ok is false when the set has
+// none (or s is nil).
+func (s *Set) Get(db, name string) (cfg []byte, ok bool) {
+	if s == nil {
+		return nil, false
 	}
-	return out.Close()
+	cfg, ok = s.cfg[db+"/"+name]
+	return cfg, ok
+}
+
+// Len is the number of tables in the set.
+func (s *Set) Len() int {
+	if s == nil {
+		return 0
+	}
+	return len(s.cfg)
 }

@@ -3,8 +3,10 @@ package pool
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"path/filepath"
 	"sync"
+	"syscall"
 
 	"github.com/pristinedb/pristine/internal/exportmeta"
 )
@@ -19,8 +21,7 @@ import (
 // boots on a fresh clone, and kept in the pool's directory (metaDir,
 // root's only).
 
-// metaDir holds the pool's export metadata, one db/table.cfg per InnoDB
-// table, and exportmeta.Done once complete.
+// metaDir holds the pool's export metadata (exportmeta.Pack).
 const metaDir = ".export-meta"
 
 // exportMu makes one slot of a pool export at a time (the others find it
@@ -50,4 +51,30 @@ func (p *Pool) exportMeta(ctx context.Context, admin *sql.DB, s *slot) {
 	if err := exportmeta.Export(ctx, admin, filepath.Join(s.dir, "data"), dir); err != nil {
 		p.log.Warn("in-place reset: the template's InnoDB export metadata could not be read; changed InnoDB tables reset fully", "template", p.Meta.Name, "error", err.Error())
 	}
+}
+
+// metaSets caches the export metadata read from each pack, keyed by the
+// pack's path, inode and modification time (a rebuilt template's pack is
+// read again).
+var metaSets sync.Map
+
+// metaSet returns the pool's export metadata, read once per pack; nil
+// when there is none (every changed InnoDB table then resets fully).
+func (p *Pool) metaSet() *exportmeta.Set {
+	dir := p.metaPath()
+	var st syscall.Stat_t
+	if err := syscall.Stat(filepath.Join(dir, exportmeta.Pack), &st); err != nil {
+		return nil
+	}
+	key := fmt.Sprintf("%s %d %d.%d", dir, st.Ino, st.Mtim.Sec, st.Mtim.Nsec)
+	if v, ok := metaSets.Load(key); ok {
+		return v.(*exportmeta.Set)
+	}
+	set, err := exportmeta.Read(dir)
+	if err != nil {
+		p.log.Warn("in-place reset: the template's InnoDB export metadata could not be read; changed InnoDB tables reset fully", "template", p.Meta.Name, "error", err.Error())
+		return nil
+	}
+	metaSets.Store(key, set)
+	return set
 }

@@ -1,6 +1,7 @@
 package pool
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -36,11 +37,18 @@ func TestExportMeta(t *testing.T) {
 		if !exportmeta.Complete(dir) {
 			t.Fatalf("no complete export metadata in %s", dir)
 		}
-		if cfgs, _ := filepath.Glob(filepath.Join(dir, "app", "*.cfg")); len(cfgs) != n {
-			t.Errorf("%d .cfg files in %s, want %d (one per InnoDB table)", len(cfgs), dir, n)
+		set, err := exportmeta.Read(dir)
+		if err != nil {
+			t.Fatal(err)
 		}
-		if _, err := os.Stat(filepath.Join(dir, "app", "plain.cfg")); err == nil {
+		if set.Len() != n {
+			t.Errorf("%d tables' metadata in %s, want %d (one per InnoDB table)", set.Len(), dir, n)
+		}
+		if _, ok := set.Get("app", "plain"); ok {
 			t.Error("a MyISAM table got export metadata")
+		}
+		if ents, _ := os.ReadDir(dir); len(ents) != 1 {
+			t.Errorf("%s holds %d entries, want only %s", dir, len(ents), exportmeta.Pack)
 		}
 		if fi, err := os.Stat(dir); err != nil || fi.Mode().Perm() != 0o700 {
 			t.Errorf("%s: %v, want mode 0700 (no server may read or write it)", dir, fi.Mode())
@@ -78,11 +86,28 @@ func TestExportMeta(t *testing.T) {
 		}
 	})
 	t.Run("by the first slot", func(t *testing.T) {
+		built, err := exportmeta.Read(tmplMeta)
+		if err != nil {
+			t.Fatal(err)
+		}
 		if err := os.RemoveAll(tmplMeta); err != nil { // a template of an older build
 			t.Fatal(err)
 		}
 		p := up(t)
 		check(t, filepath.Join(p.dir, metaDir))
+		// What the build exported is what a fresh slot exports: the
+		// slow shutdown after the export changes no table's metadata.
+		slot, err := exportmeta.Read(filepath.Join(p.dir, metaDir))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range n {
+			name := fmt.Sprintf("t%d", i)
+			want, _ := built.Get("app", name)
+			if got, ok := slot.Get("app", name); !ok || !bytes.Equal(got, want) {
+				t.Errorf("%s: the build's export differs from a fresh slot's", name)
+			}
+		}
 		if got := p.metaPath(); got != filepath.Join(p.dir, metaDir) {
 			t.Errorf("the pool reads export metadata from %s, want its own", got)
 		}
