@@ -93,3 +93,14 @@ func (t *Timeline) Phases() []Phase {
 	defer t.mu.Unlock()
 	return append([]Phase(nil), t.phases...)
 }
+
+// Restart begins the next phase now, dropping the time since the last
+// Mark (work the caller does not want counted).
+func (t *Timeline) Restart() {
+	if t == nil {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.last = time.Now()
+}

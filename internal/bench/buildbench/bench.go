@@ -201,8 +201,12 @@ func buildOnce(ctx context.Context, st *template.Builder, name, file string, wor
 	saved := st.RAM
 	st.RAM.Off = noRAM
 	defer func() { st.RAM = saved }()
+	// The previous run's template goes first, untimed: a first build has
+	// none to remove (the warm-up template keeps the base data directory).
+	removeTemplates(st, name)
 	if tl != nil {
 		ctx = template.WithTimeline(ctx, tl)
+		tl.Restart()
 	}
 	m, _, err := st.Build(ctx, template.BuildOptions{Name: name, FromSQL: file, Profile: mariadb.DefaultProfile(), Workers: workers, Rebuild: true})
 	if err != nil {
