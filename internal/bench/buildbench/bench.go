@@ -1,10 +1,12 @@
 // Package buildbench measures first template builds (create + migrate of
 // a real schema) against the stock path: a plain mariadbd with its data on
 // tmpfs, already running, loading the same SQL with the same client
-// (internal/sqlload). Pristine's figure is a whole template build, end to
-// end: base clone, server start, the load, the slow clean shutdown, the
-// move into the copy-on-write store and the publish. It is `pristine
-// bench --first-build`.
+// (internal/sqlload). Pristine's figures are a whole template build, end
+// to end (base clone, server start, the load, the checks, the slow clean
+// shutdown, the move into the copy-on-write store and the publish), and
+// the same build followed by a pool of one slot and its first lease, with
+// the build's timeline (template.Timeline) per phase. It is
+// `pristine-bench bench --first-build`.
 package buildbench
 
 import (
