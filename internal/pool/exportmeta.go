@@ -53,10 +53,15 @@ func (p *Pool) exportMeta(ctx context.Context, admin *sql.DB, s *slot) {
 	}
 }
 
-// metaSets caches the export metadata read from each pack, keyed by the
-// pack's path, inode and modification time (a rebuilt template's pack is
-// read again).
-var metaSets sync.Map
+// metaSets caches the export metadata read from each pack directory:
+// one entry per directory, read again when the pack's inode or
+// modification time changed (a rebuilt template).
+var metaSets sync.Map // dir -> cachedSet
+
+type cachedSet struct {
+	stamp string
+	set   *exportmeta.Set
+}
 
 // metaSet returns the pool's export metadata, read once per pack; nil
 // when there is none (every changed InnoDB table then resets fully).
@@ -66,15 +71,25 @@ func (p *Pool) metaSet() *exportmeta.Set {
 	if err := syscall.Stat(filepath.Join(dir, exportmeta.Pack), &st); err != nil {
 		return nil
 	}
-	key := fmt.Sprintf("%s %d %d.%d", dir, st.Ino, st.Mtim.Sec, st.Mtim.Nsec)
-	if v, ok := metaSets.Load(key); ok {
-		return v.(*exportmeta.Set)
+	stamp := fmt.Sprintf("%d %d.%d", st.Ino, st.Mtim.Sec, st.Mtim.Nsec)
+	if v, ok := metaSets.Load(dir); ok && v.(cachedSet).stamp == stamp {
+		return v.(cachedSet).set
 	}
 	set, err := exportmeta.Read(dir)
 	if err != nil {
 		p.log.Warn("in-place reset: the template's InnoDB export metadata could not be read; changed InnoDB tables reset fully", "template", p.Meta.Name, "error", err.Error())
 		return nil
 	}
-	metaSets.Store(key, set)
+	metaSets.Store(dir, cachedSet{stamp: stamp, set: set})
 	return set
+}
+
+// forgetMeta drops the pool's cached export metadata (Down): the next
+// pool of the template reads its pack again.
+func (p *Pool) forgetMeta() {
+	metaSets.Delete(filepath.Join(p.dir, metaDir))
+	if p.cat == nil || p.Meta == nil {
+		return // a pool of the unit tests' fakes
+	}
+	metaSets.Delete(filepath.Join(p.cat.Dir(p.Meta.Hash), exportmeta.Dir))
 }

@@ -81,8 +81,14 @@ func TestExportMeta(t *testing.T) {
 			t.Error("the pool exported metadata the template has")
 		}
 		noCfgIn(t, filepath.Join(p.slots[0].dir, "data"))
+		if set := p.metaSet(); set.Len() != n {
+			t.Errorf("the in-place reset gets metadata of %d tables, want %d", set.Len(), n)
+		}
 		if err := p.Down(context.Background()); err != nil {
 			t.Fatal(err)
+		}
+		if _, ok := metaSets.Load(tmplMeta); ok {
+			t.Error("the pool's metadata stays cached after Down")
 		}
 	})
 	t.Run("by the first slot", func(t *testing.T) {
