@@ -40,6 +40,10 @@ type inplaceBase struct {
 	other int64
 	// globals hashes the global variables (globalsHash).
 	globals string
+	// sets is the server's count of SET statements (COM_SET_OPTION) when
+	// globals was valid, -1 when not read: while it holds, no statement
+	// can have set a global variable and the hash need not be read again.
+	sets int64
 	// rows is TABLE_STATISTICS.ROWS_CHANGED per table ("db\x00table").
 	rows map[string]int64
 	// ineligible, when set, says why the slot's template cannot be reset
@@ -86,6 +90,19 @@ func sumOther(status map[string]string, mysql bool) (int64, error) {
 		sum += n
 	}
 	return sum, nil
+}
+
+// setCount is COM_SET_OPTION of a SHOW STATUS map, -1 when it is not
+// there. Every SET statement counts, whoever runs it and however (a
+// prepared statement, a routine, SET GLOBAL, SET @@global., SET
+// PASSWORD): only SET and the plugin statements (counted with the other
+// writes) change a global variable.
+func setCount(status map[string]string) int64 {
+	n, err := strconv.ParseInt(status["COM_SET_OPTION"], 10, 64)
+	if err != nil {
+		return -1
+	}
+	return n
 }
 
 // templateBases holds, per pool directory, the base of the pool's first
@@ -138,7 +155,7 @@ func baseFrom(ctx context.Context, admin querier, prev *inplaceBase, status map[
 	if err != nil {
 		return nil, err
 	}
-	b := &inplaceBase{other: other, globals: globals}
+	b := &inplaceBase{other: other, globals: globals, sets: setCount(status)}
 	if prev != nil && prev.ineligible != "" {
 		b.ineligible = prev.ineligible
 		return b, nil

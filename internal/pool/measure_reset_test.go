@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"log/slog"
+
 	"github.com/pristinedb/pristine/internal/demo"
 	"github.com/pristinedb/pristine/internal/mariadb"
 	"github.com/pristinedb/pristine/internal/template"
@@ -43,7 +45,8 @@ func TestMeasureResetPaths(t *testing.T) {
 	}
 	st := templatetest.NewScratchBuilder(t, "btrfs", 4<<30)
 	m := templatetest.Build(t, st, "demo", sqlText.String(), template.BuildOptions{Workers: 4})
-	p, err := Up(context.Background(), st.Catalog(), st.Binary(), m, Options{Size: 1, Profile: mariadb.DefaultProfile()})
+	p, err := Up(context.Background(), st.Catalog(), st.Binary(), m, Options{Size: 1, Profile: mariadb.DefaultProfile(),
+		Log: slog.New(slog.NewTextHandler(phaseLog{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -185,4 +188,14 @@ func loadavg() string {
 		return ""
 	}
 	return fmt.Sprint(strings.Join(f[:3], " "))
+}
+
+// phaseLog passes the pool's in-place phase lines to the test's log.
+type phaseLog struct{ t *testing.T }
+
+func (w phaseLog) Write(b []byte) (int, error) {
+	if bytes.Contains(b, []byte("phases=")) {
+		w.t.Log(strings.TrimSpace(string(b)))
+	}
+	return len(b), nil
 }
