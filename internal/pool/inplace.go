@@ -226,7 +226,7 @@ func (j *inplaceJob) run(ctx context.Context) (*inplaceDone, error) {
 	if err != nil {
 		return nil, err
 	}
-	commands, err := readStatusWhere(ctx, conn, "GLOBAL", statusCommands)
+	commands, err := readStatusWhere(ctx, conn, "GLOBAL", statusInPlace)
 	if err != nil {
 		return nil, err
 	}
@@ -315,7 +315,7 @@ func (j *inplaceJob) run(ctx context.Context) (*inplaceDone, error) {
 	lap("new account")
 	// One read of the counters for the mark and the base; the global
 	// variables are the ones just checked (nothing here sets one).
-	status, err := readStatusWhere(ctx, conn, "GLOBAL", statusWrites)
+	status, err := readStatusWhere(ctx, conn, "GLOBAL", statusInPlace)
 	if err != nil {
 		return nil, err
 	}
@@ -383,10 +383,16 @@ func (p *Pool) settleMark(s *slot, gen uint64, srv *liveServer, globals string) 
 // done) and its log sequence number held still for one round (at most
 // settleRounds), then reads the write mark. An empty mark
 // with no error: it never held still; the mark taken at the restore's end
-// stays (a release --unchanged then resets: safe, only slower).
+// stays (a release --unchanged then resets: safe, only slower). Each
+// round waits first: a slot leased at once (a busy pool) needs no poll,
+// and no poll runs into the next reset, which would kill its connection.
 func settledMark(ctx context.Context, srv *liveServer, globals string, still func() bool) (string, error) {
 	last := ""
 	for i := 0; ; i++ {
+		if i == settleRounds {
+			return "", nil
+		}
+		time.Sleep(settleEvery)
 		if !still() {
 			return "", nil
 		}
@@ -395,11 +401,7 @@ func settledMark(ctx context.Context, srv *liveServer, globals string, still fun
 			return "", err
 		}
 		if hist > 0 {
-			if i == settleRounds {
-				return "", nil
-			}
 			last = ""
-			time.Sleep(settleEvery)
 			continue
 		}
 		var name, lsn string
@@ -409,13 +411,9 @@ func settledMark(ctx context.Context, srv *liveServer, globals string, still fun
 		if lsn == last {
 			break
 		}
-		if i == settleRounds {
-			return "", nil
-		}
 		last = lsn
-		time.Sleep(settleEvery)
 	}
-	status, err := readStatusWhere(ctx, srv.admin, "GLOBAL", statusWrites)
+	status, err := readStatusWhere(ctx, srv.admin, "GLOBAL", statusInPlace)
 	if err != nil {
 		return "", err
 	}

@@ -140,9 +140,13 @@ func TestMeasureResetPaths(t *testing.T) {
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
-// procCPU is a process's user+system CPU in ms and its minor faults.
+// procCPU is a process's CPU in ms and its minor faults: the time its
+// live threads ran (/proc/PID/task/*/schedstat, in ns) plus what its
+// ended threads spent (/proc/PID/stat counts them; its user+system time,
+// in 10 ms ticks, less the live threads' ticks).
 func procCPU(pid int) (float64, float64) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	dir := "/proc/" + strconv.Itoa(pid)
+	b, err := os.ReadFile(dir + "/stat")
 	if err != nil {
 		return 0, 0
 	}
@@ -151,7 +155,25 @@ func procCPU(pid int) (float64, float64) {
 	minflt, _ := strconv.ParseFloat(f[7], 64)
 	ut, _ := strconv.ParseFloat(f[11], 64)
 	st, _ := strconv.ParseFloat(f[12], 64)
-	return (ut + st) * 10, minflt
+	ticks, ran := (ut+st)*10, 0.0
+	tasks, _ := os.ReadDir(dir + "/task")
+	for _, t := range tasks {
+		if ss, err := os.ReadFile(dir + "/task/" + t.Name() + "/schedstat"); err == nil {
+			if n, err := strconv.ParseFloat(strings.Fields(string(ss))[0], 64); err == nil {
+				ran += n / 1e6
+			}
+		}
+		if ts, err := os.ReadFile(dir + "/task/" + t.Name() + "/stat"); err == nil {
+			tf := strings.Fields(string(ts)[strings.LastIndexByte(string(ts), ')')+1:])
+			tu, _ := strconv.ParseFloat(tf[11], 64)
+			tsy, _ := strconv.ParseFloat(tf[12], 64)
+			ticks -= (tu + tsy) * 10
+		}
+	}
+	if ticks < 0 {
+		ticks = 0
+	}
+	return ran + ticks, minflt
 }
 
 // rusage is getrusage(who)'s user+system CPU in ms.
