@@ -119,6 +119,8 @@ type reference struct {
 	db *sql.DB
 	// name is the lease's database.
 	name string
+	// src is its schemas and rows, read once: the lease is never written.
+	src *verify.Source
 }
 
 func newReference(ctx context.Context, c *client.Client, template string) (*reference, error) {
@@ -131,7 +133,16 @@ func newReference(ctx context.Context, c *client.Client, template string) (*refe
 		_, _ = c.Release(context.WithoutCancel(ctx), l.ID, true)
 		return nil, err
 	}
-	return &reference{c: c, id: l.ID, db: db, name: l.Database}, nil
+	src, err := verify.ReadSource(ctx, verify.Side{DB: db, Label: "reference lease"},
+		// One connection reads the sampled lease: a verify takes one core,
+		// not both, from the soak's other clients.
+		verify.Options{Pairs: []verify.Pair{{Source: l.Database}}, SkipUsers: true, Workers: 1})
+	if err != nil {
+		db.Close()
+		_, _ = c.Release(context.WithoutCancel(ctx), l.ID, true)
+		return nil, err
+	}
+	return &reference{c: c, id: l.ID, db: db, name: l.Database, src: src}, nil
 }
 
 // close releases the reference lease, unchanged.
@@ -140,12 +151,12 @@ func (r *reference) close(ctx context.Context) {
 	_, _ = r.c.Release(context.WithoutCancel(ctx), r.id, true)
 }
 
-// verify compares a fresh lease's database with the reference's: schema
-// object by object and every table's rows by checksum. It returns the
+// verify compares a fresh lease's database with the reference's (read
+// once, when the soak began): schema object by object and every table's
+// rows by checksum. It returns the
 // differences found, as text.
 func (r *reference) verify(ctx context.Context, db *sql.DB, name string) ([]string, error) {
-	rep, err := verify.Compare(ctx, verify.Side{DB: r.db, Label: "reference lease"}, verify.Side{DB: db, Label: "sampled lease"},
-		verify.Options{Pairs: []verify.Pair{{Source: r.name, Target: name}}, SkipUsers: true})
+	rep, err := r.src.Compare(ctx, verify.Side{DB: db, Label: "sampled lease"}, []verify.Pair{{Source: r.name, Target: name}})
 	if err != nil {
 		return nil, err
 	}

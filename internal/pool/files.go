@@ -57,8 +57,7 @@ func markFilesExcept(skip string, dirs ...string) (fileMark, error) {
 				}
 				return err
 			}
-			m[path] = fileStat{ino: st.Ino, mode: st.Mode, size: st.Size,
-				mtime: st.Mtim.Nano(), ctime: st.Ctim.Nano()}
+			m[path] = statOf(&st)
 			return nil
 		})
 		if err != nil {
@@ -66,6 +65,32 @@ func markFilesExcept(skip string, dirs ...string) (fileMark, error) {
 		}
 	}
 	return m, nil
+}
+
+// restat is a copy of m with paths looked at again (a path gone is
+// dropped): the mark after a change to those paths alone, without a walk.
+func (m fileMark) restat(paths ...string) (fileMark, error) {
+	out := make(fileMark, len(m)+len(paths))
+	for p, st := range m {
+		out[p] = st
+	}
+	for _, p := range paths {
+		var st syscall.Stat_t
+		if err := syscall.Lstat(p, &st); err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				delete(out, p)
+				continue
+			}
+			return nil, fmt.Errorf("look at %s again: %w", p, err)
+		}
+		out[p] = statOf(&st)
+	}
+	return out, nil
+}
+
+// statOf is what a fileMark keeps of a stat.
+func statOf(st *syscall.Stat_t) fileStat {
+	return fileStat{ino: st.Ino, mode: st.Mode, size: st.Size, mtime: st.Mtim.Nano(), ctime: st.Ctim.Nano()}
 }
 
 // diff lists what changed from old to now, at most max entries: files that

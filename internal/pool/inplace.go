@@ -227,7 +227,7 @@ func (j *inplaceJob) run(ctx context.Context) (*inplaceDone, error) {
 	if err != nil {
 		return nil, err
 	}
-	commands, err := readStatusWhere(ctx, conn, "GLOBAL", statusCommands)
+	commands, err := readStatusWhere(ctx, conn, "GLOBAL", statusInPlace)
 	if err != nil {
 		return nil, err
 	}
@@ -256,14 +256,19 @@ func (j *inplaceJob) run(ctx context.Context) (*inplaceDone, error) {
 		return nil, notInPlace(FallbackTemp, "%d temporary table(s) outlived their connections", n)
 	}
 	lap("XA and temporary tables")
-	globals, err := globalsHash(ctx, conn)
-	if err != nil {
-		return nil, err
+	// The global variables are hashed again only when a SET statement ran
+	// since the base (the hash costs the server ~4 ms; most holders run
+	// no SET).
+	globals := j.base.globals
+	if sets := setCount(commands); sets < 0 || sets != j.base.sets {
+		if globals, err = globalsHash(ctx, conn); err != nil {
+			return nil, err
+		}
+		if globals != j.base.globals {
+			return nil, notInPlace(FallbackGlobals, "the server's global variables changed")
+		}
+		lap("globals")
 	}
-	if globals != j.base.globals {
-		return nil, notInPlace(FallbackGlobals, "the server's global variables changed")
-	}
-	lap("globals")
 	files, err := markFiles(j.dirs...)
 	if err != nil {
 		return nil, err
@@ -311,7 +316,7 @@ func (j *inplaceJob) run(ctx context.Context) (*inplaceDone, error) {
 	lap("new account")
 	// One read of the counters for the mark and the base; the global
 	// variables are the ones just checked (nothing here sets one).
-	status, err := readStatusWhere(ctx, conn, "GLOBAL", statusWrites)
+	status, err := readStatusWhere(ctx, conn, "GLOBAL", statusInPlace)
 	if err != nil {
 		return nil, err
 	}
@@ -322,7 +327,7 @@ func (j *inplaceJob) run(ctx context.Context) (*inplaceDone, error) {
 	}
 	out.mark = strconv.FormatUint(counters, 10) + " " + globals
 	lap("write mark")
-	if out.files, err = markFiles(j.dirs...); err != nil {
+	if out.files, err = files.restat(restoredFiles(j.data, plan)...); err != nil {
 		return nil, err
 	}
 	lap("files again")
@@ -379,10 +384,16 @@ func (p *Pool) settleMark(s *slot, gen uint64, srv *liveServer, globals string) 
 // done) and its log sequence number held still for one round (at most
 // settleRounds), then reads the write mark. An empty mark
 // with no error: it never held still; the mark taken at the restore's end
-// stays (a release --unchanged then resets: safe, only slower).
+// stays (a release --unchanged then resets: safe, only slower). Each
+// round waits first: a slot leased at once (a busy pool) needs no poll,
+// and no poll runs into the next reset, which would kill its connection.
 func settledMark(ctx context.Context, srv *liveServer, globals string, still func() bool) (string, error) {
 	last := ""
 	for i := 0; ; i++ {
+		if i == settleRounds {
+			return "", nil
+		}
+		time.Sleep(settleEvery)
 		if !still() {
 			return "", nil
 		}
@@ -391,11 +402,7 @@ func settledMark(ctx context.Context, srv *liveServer, globals string, still fun
 			return "", err
 		}
 		if hist > 0 {
-			if i == settleRounds {
-				return "", nil
-			}
 			last = ""
-			time.Sleep(settleEvery)
 			continue
 		}
 		var name, lsn string
@@ -405,13 +412,9 @@ func settledMark(ctx context.Context, srv *liveServer, globals string, still fun
 		if lsn == last {
 			break
 		}
-		if i == settleRounds {
-			return "", nil
-		}
 		last = lsn
-		time.Sleep(settleEvery)
 	}
-	status, err := readStatusWhere(ctx, srv.admin, "GLOBAL", statusWrites)
+	status, err := readStatusWhere(ctx, srv.admin, "GLOBAL", statusInPlace)
 	if err != nil {
 		return "", err
 	}

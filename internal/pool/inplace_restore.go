@@ -67,6 +67,18 @@ var tableFiles = map[string][]string{
 	"MyISAM": {".MYD", ".MYI"},
 }
 
+// restoredFiles are the paths in the slot's clone of the files the
+// restore of plan replaced.
+func restoredFiles(data string, plan []tablePlan) []string {
+	var out []string
+	for _, t := range plan {
+		for _, ext := range tableFiles[t.engine] {
+			out = append(out, filepath.Join(data, t.ref.db, t.ref.name+ext))
+		}
+	}
+	return out
+}
+
 // restore gives one table the template's files back.
 func (j inplaceJob) restore(ctx context.Context, conn *sql.Conn, t tablePlan) error {
 	name := quote.Ident(t.ref.db) + "." + quote.Ident(t.ref.name)

@@ -196,6 +196,14 @@ func TestInPlaceReset(t *testing.T) {
 		{"a global variable", func(t *testing.T, _, admin *sql.DB, _ string) {
 			mustDo(admin, "SET GLOBAL max_connect_errors = 7")
 		}, PathFull + ":" + FallbackGlobals},
+		{"a global variable by a prepared statement", func(t *testing.T, _, admin *sql.DB, _ string) {
+			mustDo(admin, "PREPARE s FROM 'SET @@global.max_connect_errors = 8'", "EXECUTE s")
+		}, PathFull + ":" + FallbackGlobals},
+		{"a session variable", func(t *testing.T, db, _ *sql.DB, _ string) {
+			// A SET makes the reset hash the global variables again; they
+			// did not change.
+			mustDo(db, "SET SESSION sql_mode = ''", "INSERT INTO parent (name) VALUES ('set')")
+		}, PathInPlace},
 		{"a file", func(t *testing.T, _, _ *sql.DB, dir string) {
 			if err := os.WriteFile(filepath.Join(dir, "data", "app", "planted.txt"), []byte("x"), 0o644); err != nil {
 				t.Fatal(err)
@@ -251,4 +259,40 @@ func TestInPlaceReset(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestInPlaceResetSessionsNotEnded plays a holder whose connection does
+// not end when killed: it is still rolling back a big transaction when the
+// kill rounds run out (one round here, ~2 s in the product). The reset is
+// then full (reason "sessions"), and the next holder sees the template.
+func TestInPlaceResetSessionsNotEnded(t *testing.T) {
+	p, ref := inplacePool(t)
+	old := killRounds
+	killRounds = 1
+	t.Cleanup(func() { killRounds = old })
+	l := leaseIn(t, p)
+	conn, err := openLease(t, l).Conn(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	// Left open on purpose: the kill makes the server roll it back.
+	for _, q := range []string{"BEGIN", "INSERT INTO parent (name) SELECT CONCAT('bulk', seq) FROM seq_1_to_200000"} {
+		if _, err := conn.ExecContext(context.Background(), q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	before := paths(p)
+	if _, err := p.Release(context.Background(), l.ID, Dirty); err != nil {
+		t.Fatal(err)
+	}
+	next := leaseIn(t, p)
+	if next.Slot != l.Slot {
+		t.Fatalf("the next lease got slot %d, want the reset slot %d", next.Slot, l.Slot)
+	}
+	want := PathFull + ":" + FallbackSessions
+	if after := paths(p); after[want]-before[want] != 1 || after[PathInPlace] != before[PathInPlace] {
+		t.Errorf("want one reset by path %s, none in place: paths before %v, after %v", want, before, after)
+	}
+	verifyClean(t, ref, openLease(t, next), "a connection rolling back past the kill rounds")
 }

@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"log/slog"
+
 	"github.com/pristinedb/pristine/internal/demo"
 	"github.com/pristinedb/pristine/internal/mariadb"
 	"github.com/pristinedb/pristine/internal/template"
@@ -43,7 +45,8 @@ func TestMeasureResetPaths(t *testing.T) {
 	}
 	st := templatetest.NewScratchBuilder(t, "btrfs", 4<<30)
 	m := templatetest.Build(t, st, "demo", sqlText.String(), template.BuildOptions{Workers: 4})
-	p, err := Up(context.Background(), st.Catalog(), st.Binary(), m, Options{Size: 1, Profile: mariadb.DefaultProfile()})
+	p, err := Up(context.Background(), st.Catalog(), st.Binary(), m, Options{Size: 1, Profile: mariadb.DefaultProfile(),
+		Log: slog.New(slog.NewTextHandler(phaseLog{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,6 +91,7 @@ func TestMeasureResetPaths(t *testing.T) {
 			oldPID := p.slots[0].srv.PID()
 			p.mu.Unlock()
 			oldCPU, _ := procCPU(oldPID)
+			oldTicks := procTicks(oldPID)
 			self0, kids0 := rusage(syscall.RUSAGE_SELF), rusage(syscall.RUSAGE_CHILDREN)
 			btrfs0 := btrfsThreadsCPU()
 			start := time.Now()
@@ -104,7 +108,7 @@ func TestMeasureResetPaths(t *testing.T) {
 			btrfs := btrfsThreadsCPU() - btrfs0
 			var exitCPU, newCPU, faults float64
 			if newPID != oldPID {
-				exitCPU = kids - oldCPU
+				exitCPU = kids - oldTicks // both counted by the kernel in ticks
 				newCPU, faults = procCPU(newPID)
 			} else {
 				now, _ := procCPU(oldPID)
@@ -137,9 +141,13 @@ func TestMeasureResetPaths(t *testing.T) {
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
-// procCPU is a process's user+system CPU in ms and its minor faults.
+// procCPU is a process's CPU in ms and its minor faults: the time its
+// live threads ran (/proc/PID/task/*/schedstat, in ns) plus what its
+// ended threads spent (/proc/PID/stat counts them; its user+system time,
+// in 10 ms ticks, less the live threads' ticks).
 func procCPU(pid int) (float64, float64) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	dir := "/proc/" + strconv.Itoa(pid)
+	b, err := os.ReadFile(dir + "/stat")
 	if err != nil {
 		return 0, 0
 	}
@@ -148,7 +156,39 @@ func procCPU(pid int) (float64, float64) {
 	minflt, _ := strconv.ParseFloat(f[7], 64)
 	ut, _ := strconv.ParseFloat(f[11], 64)
 	st, _ := strconv.ParseFloat(f[12], 64)
-	return (ut + st) * 10, minflt
+	ticks, ran := (ut+st)*10, 0.0
+	tasks, _ := os.ReadDir(dir + "/task")
+	for _, t := range tasks {
+		if ss, err := os.ReadFile(dir + "/task/" + t.Name() + "/schedstat"); err == nil {
+			if n, err := strconv.ParseFloat(strings.Fields(string(ss))[0], 64); err == nil {
+				ran += n / 1e6
+			}
+		}
+		if ts, err := os.ReadFile(dir + "/task/" + t.Name() + "/stat"); err == nil {
+			tf := strings.Fields(string(ts)[strings.LastIndexByte(string(ts), ')')+1:])
+			tu, _ := strconv.ParseFloat(tf[11], 64)
+			tsy, _ := strconv.ParseFloat(tf[12], 64)
+			ticks -= (tu + tsy) * 10
+		}
+	}
+	if ticks < 0 {
+		ticks = 0
+	}
+	return ran + ticks, minflt
+}
+
+// procTicks is a process's user+system CPU in ms from /proc/PID/stat, in
+// 10 ms ticks, as a reaped child's CPU is counted.
+func procTicks(pid int) float64 {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0
+	}
+	s := string(b)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	ut, _ := strconv.ParseFloat(f[11], 64)
+	st, _ := strconv.ParseFloat(f[12], 64)
+	return (ut + st) * 10
 }
 
 // rusage is getrusage(who)'s user+system CPU in ms.
@@ -185,4 +225,14 @@ func loadavg() string {
 		return ""
 	}
 	return fmt.Sprint(strings.Join(f[:3], " "))
+}
+
+// phaseLog passes the pool's in-place phase lines to the test's log.
+type phaseLog struct{ t *testing.T }
+
+func (w phaseLog) Write(b []byte) (int, error) {
+	if bytes.Contains(b, []byte("phases=")) {
+		w.t.Log(strings.TrimSpace(string(b)))
+	}
+	return len(b), nil
 }

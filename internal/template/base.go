@@ -30,7 +30,7 @@ func (b *Builder) base(ctx context.Context, p mariadb.Profile) (string, error) {
 	}
 	b.progress("initialising an empty %s data directory (once per server version)", b.bin.Version)
 	if tz == "" && !b.NoTimezones && b.bin.Flavor == mariadb.MariaDB {
-		b.progress("time zone tables stay empty: mariadb-tzinfo-to-sql or %s is missing", ZoneinfoDir)
+		b.progress("time zone tables stay empty: mariadb-tzinfo-to-sql or %s is missing", b.zoneinfoDir())
 	}
 	if err := b.cat.Discard(dir); err != nil {
 		return "", err

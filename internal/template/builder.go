@@ -35,6 +35,9 @@ type Builder struct {
 	// NoTimezones leaves the base data directory's time zone tables empty
 	// (by default they are loaded: timezones.go).
 	NoTimezones bool
+	// zoneinfo is where the time zone files are read from: ZoneinfoDir
+	// unless a test names another.
+	zoneinfo string
 	// RAM says where and whether builds run their server in RAM (ram.go).
 	RAM RAMOptions
 	// ids are the server ids of the data directories the builder's

@@ -15,7 +15,9 @@ import (
 // options (SQL files, a directory, an init command with watched paths, a
 // client's key, a live capture) is the one pristine computed before the
 // catalog was split from the builder (values taken from that code), so no
-// existing template is built again.
+// existing template is built again; on a base whose time zone tables are
+// empty, as every base was then (loaded tables change the key: the last
+// case).
 func TestHashPinned(t *testing.T) {
 	dir := t.TempDir()
 	for name, body := range map[string]string{
@@ -34,6 +36,7 @@ func TestHashPinned(t *testing.T) {
 	}
 	t.Chdir(dir) // watch paths are hashed by name
 	b := NewBuilder(nil, &mariadb.Binary{Version: "10.11.6-MariaDB-0+deb12u1", Flavor: "mariadb"})
+	b.zoneinfo = filepath.Join(dir, "no-zoneinfo")
 	p := mariadb.Profile{LogFileSize: 100 << 20, Options: []string{"character-set-server=utf8mb4", "collation-server=utf8mb4_general_ci"}}
 	for _, tc := range []struct {
 		opt  BuildOptions
@@ -68,5 +71,18 @@ func TestHashPinned(t *testing.T) {
 		if got := b.hashLive(tc.opt, &tc.ls); got != tc.want {
 			t.Errorf("hashLive(%s) = %s, want %s", tc.opt.Name, got, tc.want)
 		}
+	}
+	// With time zone tables to load, the key changes: a template built on
+	// a base without them is built again.
+	zones := filepath.Join(dir, "zoneinfo")
+	if err := os.Mkdir(zones, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	b.zoneinfo = zones
+	if b.timezoneLoader() == "" {
+		t.Skip("mariadb-tzinfo-to-sql is not installed: run scripts/install-deps.sh")
+	}
+	if got, err := b.Hash(context.Background(), BuildOptions{Name: "app", FromSQL: "one.sql", Profile: p}); err != nil || got == "9e02cdea269f9f0fbd9b3e240c24e8c2bddd35f415bf8991e0ddf5b728de81a8" {
+		t.Errorf("Hash(app, one.sql) with time zone tables = %s, %v: the same key as without them", got, err)
 	}
 }

@@ -22,6 +22,14 @@ import (
 // ZoneinfoDir is where the system's time zone files are read from.
 const ZoneinfoDir = "/usr/share/zoneinfo"
 
+// zoneinfoDir is where the time zone files are read from.
+func (b *Builder) zoneinfoDir() string {
+	if b.zoneinfo != "" {
+		return b.zoneinfo
+	}
+	return ZoneinfoDir
+}
+
 // timezoneLoader returns the server's own loader of time zone tables
 // (mariadb-tzinfo-to-sql) when the base data directory gets them: unless
 // NoTimezones, for a MariaDB server, with the loader installed and the
@@ -30,7 +38,7 @@ func (b *Builder) timezoneLoader() string {
 	if b.NoTimezones || b.bin.Flavor != mariadb.MariaDB {
 		return ""
 	}
-	if _, err := os.Stat(ZoneinfoDir); err != nil {
+	if _, err := os.Stat(b.zoneinfoDir()); err != nil {
 		return ""
 	}
 	for _, name := range []string{"mariadb-tzinfo-to-sql", "mysql_tzinfo_to_sql"} {
@@ -52,12 +60,17 @@ func (b *Builder) baseKey(p mariadb.Profile, loader string) string {
 }
 
 // timezonesKey is what a template's hash adds for its base's time zone
-// tables: nothing by default (so the hashes of templates built before
-// they were loaded stay as they were: key_test.go pins them), a marker
-// with NoTimezones, so a template is built again when the flag changes.
+// tables: a marker when they are loaded, another with NoTimezones, and
+// nothing when they stay empty because the loader or the zoneinfo is
+// missing (as every template was before they were loaded). A template
+// built on a base without them is built again once they are loaded, and
+// when the flag changes.
 func (b *Builder) timezonesKey() string {
-	if b.NoTimezones {
+	switch {
+	case b.NoTimezones:
 		return " no-timezones"
+	case b.timezoneLoader() != "":
+		return " timezones"
 	}
 	return ""
 }
@@ -66,10 +79,10 @@ func (b *Builder) timezonesKey() string {
 // system's zoneinfo with loader, as MariaDB's and MySQL's official images
 // do, on one connection (the loader's output locks the tables).
 func (b *Builder) loadTimezones(ctx context.Context, in *mariadb.Instance, loader string) error {
-	b.progress("loading time zone tables (%s %s; --no-timezones skips them)", loader, ZoneinfoDir)
+	b.progress("loading time zone tables (%s %s; --no-timezones skips them)", loader, b.zoneinfoDir())
 	start := time.Now()
 	var stderr bytes.Buffer
-	cmd := exec.CommandContext(ctx, loader, ZoneinfoDir)
+	cmd := exec.CommandContext(ctx, loader, b.zoneinfoDir())
 	cmd.Stderr = &stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {

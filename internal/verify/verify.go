@@ -16,6 +16,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -104,11 +105,9 @@ func (r *Report) Clean() bool { return len(r.Diffs) == 0 }
 // answer); differences are in the report.
 func Compare(ctx context.Context, src, dst Side, opt Options) (*Report, error) {
 	start := time.Now()
-	if len(opt.Pairs) == 0 {
-		return nil, fmt.Errorf("verify: no schemas to compare")
-	}
-	if opt.Workers <= 0 {
-		opt.Workers = 2
+	opt, err := checkOptions(opt)
+	if err != nil {
+		return nil, err
 	}
 	var (
 		wg         sync.WaitGroup
@@ -131,6 +130,61 @@ func Compare(ctx context.Context, src, dst Side, opt Options) (*Report, error) {
 	if errB != nil {
 		return nil, fmt.Errorf("verify: read target %s: %w", dst.Label, errB)
 	}
+	return report(src, dst, a, b, opt, start), nil
+}
+
+// Source is the source side of comparisons read once (ReadSource), for
+// comparing many targets with a source that does not change, such as a
+// lease kept untouched.
+type Source struct {
+	side Side
+	opt  Options
+	snap *snapshot
+}
+
+// ReadSource reads the source schemas of opt.Pairs on src.
+func ReadSource(ctx context.Context, src Side, opt Options) (*Source, error) {
+	opt, err := checkOptions(opt)
+	if err != nil {
+		return nil, err
+	}
+	a, err := read(ctx, src.DB, sourceSchemas(opt.Pairs), newCanon(opt.Pairs, false), opt)
+	if err != nil {
+		return nil, fmt.Errorf("verify: read source %s: %w", src.Label, err)
+	}
+	return &Source{side: src, opt: opt, snap: a}, nil
+}
+
+// Compare reads dst's schemas, paired with the source's by pairs (whose
+// sources must be the ones read), and returns every difference, as the
+// package's Compare does.
+func (s *Source) Compare(ctx context.Context, dst Side, pairs []Pair) (*Report, error) {
+	start := time.Now()
+	if !slices.Equal(sourceSchemas(pairs), sourceSchemas(s.opt.Pairs)) {
+		return nil, fmt.Errorf("verify: the pairs' sources %v are not the ones read (%v)", sourceSchemas(pairs), sourceSchemas(s.opt.Pairs))
+	}
+	opt := s.opt
+	opt.Pairs = pairs
+	b, err := read(ctx, dst.DB, targetSchemas(pairs), newCanon(pairs, true), opt)
+	if err != nil {
+		return nil, fmt.Errorf("verify: read target %s: %w", dst.Label, err)
+	}
+	return report(s.side, dst, s.snap, b, opt, start), nil
+}
+
+// checkOptions refuses options without pairs and fills in the defaults.
+func checkOptions(opt Options) (Options, error) {
+	if len(opt.Pairs) == 0 {
+		return opt, fmt.Errorf("verify: no schemas to compare")
+	}
+	if opt.Workers <= 0 {
+		opt.Workers = 2
+	}
+	return opt, nil
+}
+
+// report compares two snapshots read since start.
+func report(src, dst Side, a, b *snapshot, opt Options, start time.Time) *Report {
 	r := &Report{Source: src.Label, Target: dst.Label, Pairs: opt.Pairs, Objects: map[string]int{}}
 	r.Notes = append(r.Notes, a.notes...)
 	for _, n := range b.notes {
@@ -138,7 +192,7 @@ func Compare(ctx context.Context, src, dst Side, opt Options) (*Report, error) {
 	}
 	r.Diffs, r.Known = splitKnown(diff(a, b, r.Objects))
 	r.Seconds = time.Since(start).Seconds()
-	return r, nil
+	return r
 }
 
 func sourceSchemas(ps []Pair) []string {

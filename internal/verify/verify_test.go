@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"reflect"
 	"sort"
 	"strings"
 	"testing"
@@ -57,6 +58,14 @@ CREATE SEQUENCE s START WITH 10;
 	if !r.Clean() {
 		t.Fatalf("two loads of the same SQL differ:\n%s", text(t, r))
 	}
+	// The source read once, before the changes, finds the same ones.
+	src, err := verify.ReadSource(ctx, side("app"), verify.Options{Pairs: pairs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := src.Compare(ctx, side("copy"), []verify.Pair{{Source: "app", Target: "copy"}}); err == nil {
+		t.Error("a comparison with other sources than the ones read was not refused")
+	}
 	changes := []struct{ sql, want string }{
 		{"ALTER TABLE copy.book MODIFY title VARCHAR(201) NOT NULL", "table `app`.`book` column `title` differs"},
 		{"ALTER TABLE copy.author ALTER INDEX ix_born NOT IGNORED", "table `app`.`author` index `ix_born` differs"},
@@ -95,6 +104,13 @@ CREATE SEQUENCE s START WITH 10;
 	sort.Strings(want)
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("differences:\n%s\n\nwant:\n%s\n\nreport:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"), text(t, r))
+	}
+	once, err := src.Compare(ctx, side("copy"), pairs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(once.Diffs, r.Diffs) || !reflect.DeepEqual(once.Known, r.Known) {
+		t.Errorf("the source read once reports otherwise:\n%s\n\nthan both read now:\n%s", text(t, once), text(t, r))
 	}
 	// The view in the copy that still reads the original is marked as such.
 	for _, d := range r.Diffs {
