@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pristinedb/pristine/internal/exportmeta"
 	"github.com/pristinedb/pristine/internal/quote"
 )
 
@@ -103,7 +104,7 @@ func (p *Pool) resetInPlace(s *slot) bool {
 	}
 	gen, acct, db, files := s.gen, s.units[0].acct, s.units[0].db, s.files
 	job := inplaceJob{slot: s.idx, admin: live.admin, base: base, acct: acct, db: db, files: files,
-		dirs: slotDirs(s), data: filepath.Join(s.dir, "data"), src: p.pristineSource(s), meta: filepath.Join(p.dir, metaDir)}
+		dirs: slotDirs(s), data: filepath.Join(s.dir, "data"), src: p.pristineSource(s), meta: p.metaSet()}
 	p.mu.Unlock()
 
 	start := time.Now()
@@ -174,13 +175,13 @@ type inplaceJob struct {
 	slot  int
 	admin *sql.DB
 	base  *inplaceBase
-	acct  account  // the last holder's
-	db    string   // the slot's database
-	files fileMark // the slot's files when it became ready
-	dirs  []string // slotDirs
-	data  string   // the slot's clone
-	src   string   // the pristine data directory to take tables from
-	meta  string   // the InnoDB tables' export metadata (exportmeta.go)
+	acct  account         // the last holder's
+	db    string          // the slot's database
+	files fileMark        // the slot's files when it became ready
+	dirs  []string        // slotDirs
+	data  string          // the slot's clone
+	src   string          // the pristine data directory to take tables from
+	meta  *exportmeta.Set // the InnoDB tables' export metadata (exportmeta.go); nil: none
 	// phases are the times the work's steps took, for the debug log.
 	phases []string
 }

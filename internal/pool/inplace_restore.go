@@ -94,13 +94,14 @@ func (j inplaceJob) restore(ctx context.Context, conn *sql.Conn, t tablePlan) er
 		if err := j.cloneFile(filepath.Join(j.src, t.ref.db, t.ref.name+".ibd"), t.ref, ".ibd"); err != nil {
 			return err
 		}
-		cfg := filepath.Join(j.meta, t.ref.db, t.ref.name+".cfg")
-		withMeta := false
-		if _, err := os.Stat(cfg); err == nil {
-			if err := j.cloneFile(cfg, t.ref, ".cfg"); err != nil {
+		cfg, withMeta := j.meta.Get(t.ref.db, t.ref.name)
+		if withMeta {
+			if err := j.placeFile("export metadata", t.ref, ".cfg", func(out *os.File) error {
+				_, err := out.Write(cfg)
+				return err
+			}); err != nil {
 				return err
 			}
-			withMeta = true
 		}
 		_, err := conn.ExecContext(ctx, "ALTER TABLE "+name+" IMPORT TABLESPACE")
 		if withMeta {
@@ -130,21 +131,35 @@ func (j inplaceJob) restore(ctx context.Context, conn *sql.Conn, t tablePlan) er
 // owned as the database directory is (the slot server's id), moved over
 // the old file.
 func (j inplaceJob) cloneFile(src string, t tableRef, ext string) error {
-	dir := filepath.Join(j.data, t.db)
-	dst := filepath.Join(dir, t.name+ext)
-	var st syscall.Stat_t
-	if err := syscall.Stat(dir, &st); err != nil {
-		return fmt.Errorf("clone %s: %w", src, err)
-	}
 	in, err := os.Open(src)
 	if err != nil {
 		return fmt.Errorf("clone %s: %w", src, err)
 	}
 	defer in.Close()
+	return j.placeFile(src, t, ext, func(out *os.File) error {
+		if err := unix.IoctlFileClone(int(out.Fd()), int(in.Fd())); err != nil {
+			if _, err := io.Copy(out, in); err != nil {
+				return fmt.Errorf("copy: %w", err)
+			}
+		}
+		return nil
+	})
+}
+
+// placeFile puts what fill writes as table t's file of extension ext in
+// the slot's clone, owned as the database directory is (the slot server's
+// id), moved over the old file; what names the source in errors.
+func (j inplaceJob) placeFile(what string, t tableRef, ext string, fill func(out *os.File) error) error {
+	dir := filepath.Join(j.data, t.db)
+	dst := filepath.Join(dir, t.name+ext)
+	var st syscall.Stat_t
+	if err := syscall.Stat(dir, &st); err != nil {
+		return fmt.Errorf("clone %s: %w", what, err)
+	}
 	tmp := filepath.Join(dir, "#pristine-restore-"+randomHex(4)+ext)
 	out, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o660)
 	if err != nil {
-		return fmt.Errorf("clone %s: %w", src, err)
+		return fmt.Errorf("clone %s: %w", what, err)
 	}
 	ok := false
 	defer func() {
@@ -153,19 +168,17 @@ func (j inplaceJob) cloneFile(src string, t tableRef, ext string) error {
 			os.Remove(tmp)
 		}
 	}()
-	if err := unix.IoctlFileClone(int(out.Fd()), int(in.Fd())); err != nil {
-		if _, err := io.Copy(out, in); err != nil {
-			return fmt.Errorf("copy %s: %w", src, err)
-		}
+	if err := fill(out); err != nil {
+		return fmt.Errorf("clone %s: %w", what, err)
 	}
 	if err := out.Chown(int(st.Uid), int(st.Gid)); err != nil {
-		return fmt.Errorf("clone %s: give it to the server's id: %w", src, err)
+		return fmt.Errorf("clone %s: give it to the server's id: %w", what, err)
 	}
 	if err := out.Close(); err != nil {
-		return fmt.Errorf("clone %s: %w", src, err)
+		return fmt.Errorf("clone %s: %w", what, err)
 	}
 	if err := os.Rename(tmp, dst); err != nil {
-		return fmt.Errorf("clone %s: %w", src, err)
+		return fmt.Errorf("clone %s: %w", what, err)
 	}
 	ok = true
 	return nil

@@ -88,6 +88,7 @@ func (p *Pool) Down(ctx context.Context) error {
 		close(p.stop)
 	}
 	p.wg.Wait()
+	p.forgetMeta()
 	// Every slot is tried, whatever others did: each error is kept.
 	var g errgroup.Group
 	g.SetLimit(p.opt.Parallel)

@@ -85,6 +85,7 @@ func (b *Builder) Build(ctx context.Context, opt BuildOptions) (*catalog.Meta, b
 		return nil, false, err
 	}
 	defer p.Close()
+	timelineOf(ctx).Mark(PhaseKey)
 	return p.Build(ctx)
 }
 
@@ -123,6 +124,8 @@ func (b *Builder) build(ctx context.Context, p *Plan) (m *catalog.Meta, built bo
 			_, _ = b.cat.PruneBases() // a store with no template holds nothing
 		}
 	}()
+	tl := timelineOf(ctx)
+	tl.Mark(PhaseStage)
 	m = b.newMeta(opt, hash)
 	if opt.FromSQL != "" {
 		m.Inputs = []string{opt.FromSQL}
@@ -139,6 +142,7 @@ func (b *Builder) build(ctx context.Context, p *Plan) (m *catalog.Meta, built bo
 	if err := b.settle(dir); err != nil {
 		return nil, false, fmt.Errorf("template build %s: %w", opt.Name, err)
 	}
+	tl.Mark(PhaseFile)
 	if m.Hash != hash {
 		// Re-keyed (rekey): filed under the key of the data it holds.
 		done, have, err := b.takeRekeyed(dir, m)
@@ -155,6 +159,7 @@ func (b *Builder) build(ctx context.Context, p *Plan) (m *catalog.Meta, built bo
 	if err := b.publish(dir, m, start); err != nil {
 		return nil, false, err
 	}
+	tl.Mark(PhasePublish)
 	return m, true, nil
 }
 
@@ -216,16 +221,19 @@ func (b *Builder) buildData(ctx context.Context, dir string, opt BuildOptions, m
 	defer os.RemoveAll(in.Config.RunDir) // after the kill: a failed build leaves no run/build-*
 	defer in.Kill()
 	defer db.Close()
+	tl := timelineOf(ctx)
 	if opt.FromSQL != "" {
 		if err := b.load(ctx, in, opt); err != nil {
 			return err
 		}
+		tl.Mark(PhaseLoad)
 	}
 	if opt.InitCmd != "" {
 		b.progress("running init command")
 		if err := runInitCmd(ctx, in, opt, m); err != nil {
 			return err
 		}
+		tl.Mark(PhaseInit)
 	}
 	facts, err := readSchemaFacts(ctx, db)
 	if err != nil {
@@ -239,10 +247,12 @@ func (b *Builder) buildData(ctx context.Context, dir string, opt BuildOptions, m
 // server on it with the build profile, with the template's database and
 // account made. The caller kills the server if it does not finish.
 func (b *Builder) startBuild(ctx context.Context, dir string, opt BuildOptions, m *catalog.Meta) (*mariadb.Instance, *sql.DB, error) {
+	tl := timelineOf(ctx)
 	base, err := b.base(ctx, opt.Profile)
 	if err != nil {
 		return nil, nil, err
 	}
+	tl.Mark(PhaseBase)
 	// The build server runs as a server id of its own, on a clone that
 	// belongs to it: the build account (every privilege, handed to an API
 	// client) reaches no other template and no slot. The clone is in RAM
@@ -251,6 +261,7 @@ func (b *Builder) startBuild(ctx context.Context, dir string, opt BuildOptions, 
 	if err != nil {
 		return nil, nil, err
 	}
+	tl.Mark(PhaseRAMCopy)
 	runDir := filepath.Join(b.cat.Root().Path, "run", "build-"+m.Hash[:12])
 	in, err := mariadb.Start(b.bin, mariadb.Config{Datadir: data, RunDir: runDir, Profile: mariadb.BuildProfile(opt.Profile), AdminPassword: b.cat.Admin(), Account: &id.Account})
 	if err != nil {
@@ -273,6 +284,7 @@ func (b *Builder) startBuild(ctx context.Context, dir string, opt BuildOptions, 
 		_ = b.seal(data)
 		return nil, nil, err
 	}
+	tl.Mark(PhaseStart)
 	return in, db, nil
 }
 
@@ -316,12 +328,17 @@ func (b *Builder) finish(ctx context.Context, in *mariadb.Instance, db *sql.DB, 
 		m.Warnings = append(m.Warnings, w)
 		b.progress("warning: %s", w)
 	}
+	tl := timelineOf(ctx)
+	tl.Mark(PhaseChecks)
 	// The build account's password was handed to the builder: no clone may
 	// accept it. Then no object may run as it, as root or with a global
 	// privilege in a slot: they are re-owned or reduced.
 	if err := b.secureDefiners(ctx, db, m); err != nil {
 		return err
 	}
+	tl.Mark(PhaseDefiners)
+	b.exportMeta(ctx, db, in.Config.Datadir)
+	tl.Mark(PhaseExport)
 	// A slow shutdown purges undo logs and merges buffers, so slots start
 	// with no background work and every clone is byte-identical.
 	if _, err := db.ExecContext(ctx, "SET GLOBAL innodb_fast_shutdown=0"); err != nil {
@@ -332,12 +349,15 @@ func (b *Builder) finish(ctx context.Context, in *mariadb.Instance, db *sql.DB, 
 	if err := in.Stop(ctx, 10*time.Minute); err != nil {
 		return err
 	}
+	tl.Mark(PhaseStop)
 	// Every clone a server of its own (MySQL's auto.cnf), and read-only
 	// to every server from now on: slots clone it.
 	if err := b.bin.ForgetIdentity(in.Config.Datadir); err != nil {
 		return err
 	}
-	return b.seal(in.Config.Datadir)
+	err := b.seal(in.Config.Datadir)
+	tl.Mark(PhaseSeal)
+	return err
 }
 
 func (b *Builder) load(ctx context.Context, in *mariadb.Instance, opt BuildOptions) error {

@@ -44,6 +44,7 @@ type BenchFlags struct {
 	FirstBuild  bool
 	Migrations  int
 	BuildRuns   int
+	BuildStore  bool
 }
 
 func newBenchCmd(g *cli.Globals) *cobra.Command {
@@ -93,6 +94,7 @@ template builds (create + migrate) against a stock mariadbd on tmpfs.`,
 	fl.BoolVar(&f.FirstBuild, "first-build", false, "measure first template builds (the demo schema, a DDL-heavy migration set) against a stock mariadbd on tmpfs instead; --scale scales the demo data")
 	fl.IntVar(&f.Migrations, "migrations", 300, "models of the --first-build migration set (a CREATE TABLE and three ALTERs each)")
 	fl.IntVar(&f.BuildRuns, "build-runs", 3, "timed runs of each --first-build row; the median is reported")
+	fl.BoolVar(&f.BuildStore, "build-store", true, "with --first-build: also time builds on the store (--no-ram-build); --build-store=false for big sets, where they take minutes")
 	fl.BoolVar(&f.Capture, "capture", false, "run pristine-bench bench-capture (template capture from a live server) instead")
 	return cmd
 }
@@ -133,7 +135,7 @@ func runBench(ctx context.Context, g *cli.Globals, f BenchFlags) error {
 		if log == nil {
 			st.Progress = nil
 		}
-		rep, err := buildbench.Run(ctx, st, buildbench.Options{Runs: f.BuildRuns, DemoScale: f.Scale, Migrations: f.Migrations, Workers: f.Workers, Log: log})
+		rep, err := buildbench.Run(ctx, st, buildbench.Options{Runs: f.BuildRuns, DemoScale: f.Scale, Migrations: f.Migrations, Workers: f.Workers, NoStore: !f.BuildStore, Log: log})
 		if err != nil {
 			return err
 		}

@@ -1,10 +1,12 @@
 // Package buildbench measures first template builds (create + migrate of
 // a real schema) against the stock path: a plain mariadbd with its data on
 // tmpfs, already running, loading the same SQL with the same client
-// (internal/sqlload). Pristine's figure is a whole template build, end to
-// end: base clone, server start, the load, the slow clean shutdown, the
-// move into the copy-on-write store and the publish. It is `pristine
-// bench --first-build`.
+// (internal/sqlload). Pristine's figures are a whole template build, end
+// to end (base clone, server start, the load, the checks, the slow clean
+// shutdown, the move into the copy-on-write store and the publish), and
+// the same build followed by a pool of one slot and its first lease, with
+// the build's timeline (template.Timeline) per phase. It is
+// `pristine-bench bench --first-build`.
 package buildbench
 
 import (
@@ -17,8 +19,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pristinedb/pristine/internal/catalog"
 	"github.com/pristinedb/pristine/internal/demo"
 	"github.com/pristinedb/pristine/internal/mariadb"
+	"github.com/pristinedb/pristine/internal/pool"
 	"github.com/pristinedb/pristine/internal/sqlload"
 	"github.com/pristinedb/pristine/internal/template"
 	"golang.org/x/sys/unix"
@@ -41,6 +45,9 @@ type Options struct {
 	// Workers are the load connections of the demo schema (default 4); the
 	// migrations run on one, in order, as a framework's migrate does.
 	Workers int
+	// NoStore leaves out the builds on the store (--no-ram-build), which
+	// take minutes for thousands of models.
+	NoStore bool
 	Log     io.Writer
 }
 
@@ -55,13 +62,26 @@ type Result struct {
 
 // Report is what Run measured.
 type Report struct {
-	Store      string   `json:"store"`     // filesystem of the template store
-	StockDir   string   `json:"stock_dir"` // where the stock server's data was
-	Server     string   `json:"server"`
-	Cores      int      `json:"cores"`
-	Load       string   `json:"load"`
-	Statements []string `json:"statements"` // per workload, what it runs
-	Results    []Result `json:"results"`
+	Store     string `json:"store"`     // filesystem of the template store
+	StockDir  string `json:"stock_dir"` // where the stock server's data was
+	Server    string `json:"server"`
+	Cores     int    `json:"cores"`
+	LoadStart string `json:"load_start"` // load average when the run began
+	Load      string `json:"load"`       // and when it ended
+	// Statements says per workload what it runs.
+	Statements []string   `json:"statements"`
+	Results    []Result   `json:"results"`
+	Phases     []PhaseRow `json:"phases"`
+}
+
+// PhaseRow is one phase of the in-RAM builds' timeline, from the build
+// asked for to the first lease of a pool of one slot: the median over the
+// runs, and its share of the median build.
+type PhaseRow struct {
+	Workload string    `json:"workload"`
+	Phase    string    `json:"phase"`
+	Seconds  float64   `json:"seconds"`
+	Runs     []float64 `json:"runs"`
 }
 
 type workload struct {
@@ -106,7 +126,7 @@ func Run(ctx context.Context, st *template.Builder, opt Options) (*Report, error
 	if err := os.Chmod(work, 0o711); err != nil { // the servers' account passes through
 		return nil, err
 	}
-	rep := &Report{Store: fsName(st.Catalog().Root().Data()), StockDir: opt.Dir, Server: st.Binary().Version, Cores: numCPU()}
+	rep := &Report{Store: fsName(st.Catalog().Root().Data()), StockDir: opt.Dir, Server: st.Binary().Version, Cores: numCPU(), LoadStart: loadAverage()}
 	wls, err := writeWorkloads(work, opt)
 	if err != nil {
 		return nil, err
@@ -118,15 +138,21 @@ func Run(ctx context.Context, st *template.Builder, opt Options) (*Report, error
 	if err := os.WriteFile(warm, []byte("CREATE TABLE warm (id INT PRIMARY KEY);\n"), 0o644); err != nil {
 		return nil, err
 	}
-	if _, err := buildOnce(ctx, st, "bench-build-warmup", warm, 1, false); err != nil {
+	if _, err := buildOnce(ctx, st, "bench-build-warmup", warm, 1, false, nil); err != nil {
 		return nil, err
 	}
 	for _, wl := range wls {
 		rep.Statements = append(rep.Statements, wl.name+": "+wl.what)
-		var rows [3]Result
-		for i, m := range []string{"stock mariadbd, data on tmpfs (baseline)", "pristine template build, in RAM (default)", "pristine template build, on the store (--no-ram-build)"} {
+		methods := []string{"stock mariadbd, data on tmpfs (baseline)", "pristine template build, in RAM (default)",
+			"pristine, in RAM, to the first lease (build, pool of 1 up, lease)", "pristine template build, on the store (--no-ram-build)"}
+		if opt.NoStore {
+			methods = methods[:3]
+		}
+		rows := make([]Result, len(methods))
+		for i, m := range methods {
 			rows[i] = Result{Workload: wl.name, Method: m}
 		}
+		var timelines [][]template.Phase
 		for run := range opt.Runs {
 			logf("%s: run %d of %d: stock", wl.name, run+1, opt.Runs)
 			d, err := stock(ctx, st.Binary(), filepath.Join(work, "stock"), wl)
@@ -134,43 +160,117 @@ func Run(ctx context.Context, st *template.Builder, opt Options) (*Report, error
 				return nil, err
 			}
 			rows[0].Runs = append(rows[0].Runs, d.Seconds())
-			for i, off := range []bool{false, true} {
-				logf("%s: run %d of %d: %s", wl.name, run+1, opt.Runs, rows[i+1].Method)
-				d, err := buildOnce(ctx, st, "bench-build-"+wl.name, wl.file, wl.workers, off)
-				if err != nil {
+			logf("%s: run %d of %d: %s", wl.name, run+1, opt.Runs, rows[1].Method)
+			tl := template.NewTimeline()
+			m, err := buildOnce(ctx, st, "bench-build-"+wl.name, wl.file, wl.workers, false, tl)
+			if err != nil {
+				return nil, err
+			}
+			rows[1].Runs = append(rows[1].Runs, sum(tl.Phases()))
+			if err := firstLease(ctx, st, m, tl); err != nil {
+				return nil, err
+			}
+			rows[2].Runs = append(rows[2].Runs, sum(tl.Phases()))
+			timelines = append(timelines, tl.Phases())
+			if !opt.NoStore {
+				logf("%s: run %d of %d: %s", wl.name, run+1, opt.Runs, rows[3].Method)
+				tl := template.NewTimeline()
+				if _, err := buildOnce(ctx, st, "bench-build-"+wl.name, wl.file, wl.workers, true, tl); err != nil {
 					return nil, err
 				}
-				rows[i+1].Runs = append(rows[i+1].Runs, d.Seconds())
+				rows[3].Runs = append(rows[3].Runs, sum(tl.Phases()))
 			}
 		}
+		rep.Phases = append(rep.Phases, phaseRows(wl.name, timelines)...)
 		for i := range rows {
 			rows[i].Seconds = median(rows[i].Runs)
 			if i > 0 && rows[0].Seconds > 0 {
 				rows[i].Ratio = rows[i].Seconds / rows[0].Seconds
 			}
 		}
-		rep.Results = append(rep.Results, rows[:]...)
+		rep.Results = append(rep.Results, rows...)
 	}
 	for _, name := range []string{"bench-build-warmup", "bench-build-demo", "bench-build-migrate"} {
 		removeTemplates(st, name)
 	}
-	if b, err := os.ReadFile("/proc/loadavg"); err == nil {
-		rep.Load = strings.Join(strings.Fields(string(b))[:3], " ")
-	}
+	rep.Load = loadAverage()
 	return rep, nil
 }
 
-// buildOnce times one template build of file (a rebuild when it exists).
-func buildOnce(ctx context.Context, st *template.Builder, name, file string, workers int, noRAM bool) (time.Duration, error) {
+// buildOnce runs one template build of file (a rebuild when it exists),
+// its phases recorded in tl (nil: not recorded).
+func buildOnce(ctx context.Context, st *template.Builder, name, file string, workers int, noRAM bool, tl *template.Timeline) (*catalog.Meta, error) {
 	saved := st.RAM
 	st.RAM.Off = noRAM
 	defer func() { st.RAM = saved }()
-	start := time.Now()
-	_, _, err := st.Build(ctx, template.BuildOptions{Name: name, FromSQL: file, Profile: mariadb.DefaultProfile(), Workers: workers, Rebuild: true})
-	if err != nil {
-		return 0, fmt.Errorf("bench --first-build: %w", err)
+	// The previous run's template goes first, untimed: a first build has
+	// none to remove (the warm-up template keeps the base data directory).
+	removeTemplates(st, name)
+	if tl != nil {
+		ctx = template.WithTimeline(ctx, tl)
+		tl.Restart()
 	}
-	return time.Since(start), nil
+	m, _, err := st.Build(ctx, template.BuildOptions{Name: name, FromSQL: file, Profile: mariadb.DefaultProfile(), Workers: workers, Rebuild: true})
+	if err != nil {
+		return nil, fmt.Errorf("bench --first-build: %w", err)
+	}
+	return m, nil
+}
+
+// firstLease brings up a pool of one slot of the template m just built,
+// takes its first lease and takes the pool down again, recording the
+// pool's start and the lease in tl (the pool's removal is not timed).
+func firstLease(ctx context.Context, st *template.Builder, m *catalog.Meta, tl *template.Timeline) error {
+	p, err := pool.Up(ctx, st.Catalog(), st.Binary(), m, pool.Options{Size: 1})
+	if err != nil {
+		return fmt.Errorf("bench --first-build: pool up: %w", err)
+	}
+	defer p.Down(context.WithoutCancel(ctx))
+	tl.Mark(template.PhasePoolUp)
+	if _, err := p.Lease(ctx, pool.LeaseOptions{Holder: "bench"}); err != nil {
+		return fmt.Errorf("bench --first-build: first lease: %w", err)
+	}
+	tl.Mark(template.PhaseLease)
+	return nil
+}
+
+// phaseRows are the medians of each phase over the timelines, in the
+// order the phases ran.
+func phaseRows(workload string, timelines [][]template.Phase) []PhaseRow {
+	var rows []PhaseRow
+	at := map[string]int{}
+	for _, tl := range timelines {
+		for _, ph := range tl {
+			i, ok := at[ph.Name]
+			if !ok {
+				i = len(rows)
+				at[ph.Name] = i
+				rows = append(rows, PhaseRow{Workload: workload, Phase: ph.Name})
+			}
+			rows[i].Runs = append(rows[i].Runs, ph.Seconds)
+		}
+	}
+	for i := range rows {
+		rows[i].Seconds = median(rows[i].Runs)
+	}
+	return rows
+}
+
+func sum(phases []template.Phase) float64 {
+	var s float64
+	for _, p := range phases {
+		s += p.Seconds
+	}
+	return s
+}
+
+// loadAverage is /proc/loadavg's three averages.
+func loadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return ""
+	}
+	return strings.Join(strings.Fields(string(b))[:3], " ")
 }
 
 // stock times CREATE DATABASE and the load of wl on a plain server with

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/pristinedb/pristine/internal/bench/buildbench"
+	"github.com/pristinedb/pristine/internal/template"
 	"github.com/pristinedb/pristine/internal/template/templatetest"
 )
 
@@ -29,12 +30,26 @@ func TestRunSmall(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rep.Results) != 6 {
-		t.Fatalf("%d rows, want 6 (2 workloads x 3 methods)", len(rep.Results))
+	if len(rep.Results) != 8 {
+		t.Fatalf("%d rows, want 8 (2 workloads x 4 methods)", len(rep.Results))
 	}
 	for i, r := range rep.Results {
-		if r.Seconds <= 0 || (i%3 > 0) != (r.Ratio > 0) {
+		if r.Seconds <= 0 || (i%4 > 0) != (r.Ratio > 0) {
 			t.Errorf("row %+v: want a time, and a ratio except on the stock row", r)
+		}
+	}
+	// The first lease comes after the build it was served from.
+	if build, lease := rep.Results[1], rep.Results[2]; lease.Runs[0] <= build.Runs[0] {
+		t.Errorf("to the first lease %v s, the build alone %v s: want more", lease.Runs, build.Runs)
+	}
+	// The timeline names every phase from the key to the first lease.
+	seen := map[string]bool{}
+	for _, p := range rep.Phases {
+		seen[p.Workload+"/"+p.Phase] = true
+	}
+	for _, ph := range []string{template.PhaseKey, template.PhaseRAMCopy, template.PhaseStart, template.PhaseLoad, template.PhaseStop, template.PhaseFile, template.PhasePoolUp, template.PhaseLease} {
+		if !seen["migrate/"+ph] {
+			t.Errorf("no phase %q in the migrate timeline: %+v", ph, rep.Phases)
 		}
 	}
 	var md strings.Builder
