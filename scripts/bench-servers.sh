@@ -21,7 +21,9 @@
 # in /var/tmp (for pools whose clones do not fit in memory beside their
 # servers); --scratch-size is the image's size (sparse, default 24G).
 # --measure runs internal/pool's TestMeasureSlotStart on the copy backend
-# instead, with PRISTINE_MEASURE_EXTRA, _N, _THREADS and _SMAPS passed on.
+# instead, with PRISTINE_MEASURE_EXTRA, _N, _THREADS and _SMAPS passed on,
+# and PRISTINE_MEASURE_ENV="K=V ..." added to the servers' environment
+# (e.g. the allocator's settings).
 #
 # The root is never written: the run sees it through an overlay (its
 # writes go to a directory of the run, thrown away at the end), chroots
@@ -133,7 +135,7 @@ run() { # run CMD...: in the root (chroot, a clean environment) or on the host
       PRISTINE_MEASURE_START="${PRISTINE_MEASURE_START:-}" PRISTINE_MEASURE_FS="${PRISTINE_MEASURE_FS:-}" \
       PRISTINE_MEASURE_EXTRA="${PRISTINE_MEASURE_EXTRA:-}" PRISTINE_MEASURE_N="${PRISTINE_MEASURE_N:-}" \
       PRISTINE_MEASURE_THREADS="${PRISTINE_MEASURE_THREADS:-}" PRISTINE_MEASURE_SMAPS="${PRISTINE_MEASURE_SMAPS:-}" \
-      sh -c 'cd / && exec "$@"' sh "$@"
+      ${PRISTINE_MEASURE_ENV:-} sh -c 'cd / && exec "$@"' sh "$@"
   else
     (cd / && "$@")
   fi

@@ -27,21 +27,50 @@ func (p Profile) mariadbArgs() []string {
 	}
 }
 
+// mysqlMinRedo is the smallest innodb_redo_log_capacity MySQL takes.
+const mysqlMinRedo = 8 << 20
+
 // mysqlArgs are MySQL's spellings and its own options. MySQL sizes its
 // redo log by innodb_redo_log_capacity (innodb_log_file_size is gone in
-// 9.x) and keeps it in #innodb_redo as 32 files of capacity/32, all
-// written out: the capacity is the profile's log size (MariaDB's one log
-// file), at least MySQL's 8 MiB minimum.
+// 9.x) and keeps it in #innodb_redo as 32 files of capacity/32, which it
+// writes out in full at every start: builds use the profile's log size
+// (MariaDB's one log file), slots MySQL's 8 MiB minimum (MySQLRedo), which
+// cuts what a slot's start writes into its clone from about 57 MiB to 20
+// (docs/benchmarks.md, "The server matrix"). MySQL resizes the redo log of
+// a template built with a larger one as it starts.
+// innodb_validate_tablespace_paths=OFF: a clone's tablespaces are where
+// the template's data dictionary says (pristine never moves them), so the
+// start need not open every one to check.
 // No X Protocol listener (mysqlx): one socket and one port per slot. No
 // Aria, no flush method without fsync (O_DIRECT_NO_FSYNC is the nearest).
 func (p Profile) mysqlArgs() []string {
+	redo := p.MySQLRedo
+	if redo <= 0 {
+		redo = p.LogFileSize
+	}
 	return []string{
-		"--innodb-redo-log-capacity=" + strconv.FormatInt(max(p.LogFileSize, 8<<20), 10),
+		"--innodb-redo-log-capacity=" + strconv.FormatInt(max(redo, mysqlMinRedo), 10),
 		"--innodb-flush-method=O_DIRECT_NO_FSYNC",
 		"--innodb-purge-threads=1",
+		"--innodb-validate-tablespace-paths=OFF",
 		"--mysqlx=OFF",
 		"--skip-replica-start",
 	}
+}
+
+// noAutoTLS are the options that keep a server without a configured
+// certificate (Config.TLS nil) from making one: MariaDB 11.4 and later
+// generate a self-signed certificate at every start when none is given,
+// which was 0.45-0.65 s of the 0.5-0.7 s of CPU a MariaDB 11.8 slot took
+// to start here, against 20 ms without it (docs/benchmarks.md, "The
+// server matrix"). Such a server speaks plain TCP on loopback, as MariaDB
+// 10.x and MySQL slots without --tls do; slots that must offer TLS get
+// pristine's own certificate (Config.TLS), and with it no --skip-ssl.
+func (b *Binary) noAutoTLS() []string {
+	if b.Flavor == MariaDB && (b.Major > 11 || b.Major == 11 && b.Minor >= 4) {
+		return []string{"--skip-ssl"}
+	}
+	return nil
 }
 
 // StatusTable is the table of global status variables: MySQL moved it

@@ -119,6 +119,8 @@ func Start(b *Binary, cfg Config) (*Instance, error) {
 			return nil, err
 		}
 		args = append(args, tlsArgs...)
+	} else {
+		args = append(args, b.noAutoTLS()...)
 	}
 	args = append(args, cfg.Profile.args(b.Flavor)...)
 	args = append(args, cfg.Extra...)

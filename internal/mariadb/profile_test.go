@@ -2,6 +2,7 @@ package mariadb
 
 import (
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -19,6 +20,51 @@ func TestProfileCommit(t *testing.T) {
 	} {
 		if args := tc.p.args(MariaDB); !slices.Contains(args, tc.want) {
 			t.Errorf("%s profile: %v lacks %s", tc.name, args, tc.want)
+		}
+	}
+}
+
+// MySQL slots run at the smallest redo log MySQL takes (it writes the whole
+// log out at every start); builds keep the template's log size.
+func TestProfileMySQLRedo(t *testing.T) {
+	slot := DefaultProfile()
+	for _, tc := range []struct {
+		name string
+		p    Profile
+		want string
+	}{
+		{"slot", slot, "--innodb-redo-log-capacity=8388608"},
+		{"build", BuildProfile(slot), "--innodb-redo-log-capacity=50331648"},
+		{"zero profile", Profile{}, "--innodb-redo-log-capacity=8388608"},
+		{"build of a small log", BuildProfile(Profile{LogFileSize: 4 << 20}), "--innodb-redo-log-capacity=8388608"},
+	} {
+		if args := tc.p.args(MySQL); !slices.Contains(args, tc.want) {
+			t.Errorf("%s profile: %v lacks %s", tc.name, args, tc.want)
+		}
+	}
+	for _, a := range slot.args(MariaDB) {
+		if strings.Contains(a, "redo") || strings.Contains(a, "validate-tablespace") {
+			t.Errorf("MariaDB gets MySQL's option %s", a)
+		}
+	}
+}
+
+// Only MariaDB 11.4 and later make a TLS certificate at start; they are
+// told not to when pristine configures none.
+func TestNoAutoTLS(t *testing.T) {
+	for _, tc := range []struct {
+		b    Binary
+		want bool
+	}{
+		{Binary{Flavor: MariaDB, Major: 10, Minor: 11}, false},
+		{Binary{Flavor: MariaDB, Major: 11, Minor: 3}, false},
+		{Binary{Flavor: MariaDB, Major: 11, Minor: 4}, true},
+		{Binary{Flavor: MariaDB, Major: 11, Minor: 8}, true},
+		{Binary{Flavor: MariaDB, Major: 12, Minor: 0}, true},
+		{Binary{Flavor: MySQL, Major: 9, Minor: 7}, false},
+	} {
+		if got := slices.Contains(tc.b.noAutoTLS(), "--skip-ssl"); got != tc.want {
+			t.Errorf("%s %d.%d: --skip-ssl %v, want %v", tc.b.Flavor, tc.b.Major, tc.b.Minor, got, tc.want)
 		}
 	}
 }
