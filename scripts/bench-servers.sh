@@ -15,6 +15,7 @@
 #   sudo bash scripts/bench-servers.sh mysql-9.7 --scratch disk --scratch-size 60G
 #   PRISTINE_MEASURE_N=4 PRISTINE_MEASURE_THREADS=1 \
 #     sudo -E bash scripts/bench-servers.sh mysql-9.7 --measure      # TestMeasureSlotStart
+#   SCALE=9 RUNS=3 sudo -E bash scripts/bench-servers.sh mysql-9.7 --capture
 #
 # Arguments after -- go to `pristine demo` (default: --slots 200 --runs 3).
 # --scratch ram (default) puts the btrfs image in /dev/shm, --scratch disk
@@ -24,6 +25,10 @@
 # instead, with PRISTINE_MEASURE_EXTRA, _N, _THREADS and _SMAPS passed on,
 # and PRISTINE_MEASURE_ENV="K=V ..." added to the servers' environment
 # (e.g. the allocator's settings).
+# --capture (MySQL only) runs scripts/lib/bench-capture-mysql.sh in the
+# root: a 1 GB demo schema (SCALE, default 9) on a MySQL started by hand
+# with the clone plugin, then pristine's physical capture through it beside
+# mysqldump | mysql of the same schema, RUNS times (default 3).
 #
 # The root is never written: the run sees it through an overlay (its
 # writes go to a directory of the run, thrown away at the end), chroots
@@ -51,12 +56,14 @@ while [ $# -gt 0 ]; do
     --scratch) shift; scratch="${1:-}" ;;
     --scratch-size) shift; size="${1:-}" ;;
     --measure) measure=1 ;;
+    --capture) measure=2 ;;
     --) shift; demo=("$@"); break ;;
     *) die "unknown argument $1: want mysql-9.7, mariadb-11.8 or host, --scratch ram|disk, --scratch-size SIZE, --measure, then -- and pristine demo's flags" ;;
   esac
   shift
 done
 [ -n "$server" ] || die "name a server: mysql-9.7, mariadb-11.8 or host"
+[ "$measure" -ne 2 ] || [ "$server" = mysql-9.7 ] || die "--capture measures MySQL's clone plugin: name mysql-9.7"
 case "$scratch" in ram) imgdir=/dev/shm ;; disk) imgdir=/var/tmp ;; *) die "--scratch $scratch: want ram or disk" ;; esac
 [ ${#demo[@]} -gt 0 ] || demo=(--slots 200 --runs 3)
 r=""
@@ -76,7 +83,8 @@ trap 'rm -rf --one-file-system "$work"; rm -f "$img"' EXIT
 trap 'exit 130' INT TERM
 log "building bin/pristine (and the pool test binary with --measure) into $work"
 CGO_ENABLED=0 "$GO" build -trimpath -o "$work/pristine" ./cmd/pristine
-[ "$measure" -eq 0 ] || CGO_ENABLED=0 "$GO" test -c -o "$work/pool.test" ./internal/pool
+[ "$measure" -ne 1 ] || CGO_ENABLED=0 "$GO" test -c -o "$work/pool.test" ./internal/pool
+cp scripts/lib/bench-capture-mysql.sh "$work/"
 truncate -s "$size" "$img"
 mkfs.btrfs -q "$img" >/dev/null
 
@@ -117,6 +125,7 @@ if [ -n "$r" ]; then
   mkdir -p "$sys/opt/bench"
   cp "$work/pristine" "$sys/usr/local/bin/pristine"
   [ ! -f "$work/pool.test" ] || cp "$work/pool.test" "$sys/opt/bench/"
+  cp "$work/bench-capture-mysql.sh" "$sys/opt/bench/"
   ver="$(chroot "$sys" "$SERVERD_PATH" --no-defaults --version)"
 else
   mkdir -p "$work/host/opt/bench"
@@ -135,13 +144,15 @@ run() { # run CMD...: in the root (chroot, a clean environment) or on the host
       PRISTINE_MEASURE_START="${PRISTINE_MEASURE_START:-}" PRISTINE_MEASURE_FS="${PRISTINE_MEASURE_FS:-}" \
       PRISTINE_MEASURE_EXTRA="${PRISTINE_MEASURE_EXTRA:-}" PRISTINE_MEASURE_N="${PRISTINE_MEASURE_N:-}" \
       PRISTINE_MEASURE_THREADS="${PRISTINE_MEASURE_THREADS:-}" PRISTINE_MEASURE_SMAPS="${PRISTINE_MEASURE_SMAPS:-}" \
-      ${PRISTINE_MEASURE_ENV:-} sh -c 'cd / && exec "$@"' sh "$@"
+      SCALE="${SCALE:-}" RUNS="${RUNS:-}" ${PRISTINE_MEASURE_ENV:-} sh -c 'cd / && exec "$@"' sh "$@"
   else
     (cd / && "$@")
   fi
 }
 echo "bench-servers: load average before: $(load)"
-if [ "$measure" -eq 1 ]; then
+if [ "$measure" -eq 2 ]; then
+  run sh /opt/bench/bench-capture-mysql.sh
+elif [ "$measure" -eq 1 ]; then
   export PRISTINE_MEASURE_START=1 PRISTINE_MEASURE_FS=copy
   if [ -n "$sys" ]; then
     run /opt/bench/pool.test -test.count=1 -test.v -test.timeout 30m -test.run 'TestMeasureSlotStart$'

@@ -120,7 +120,11 @@ func Start(b *Binary, cfg Config) (*Instance, error) {
 		}
 		args = append(args, tlsArgs...)
 	} else {
-		args = append(args, b.noAutoTLS()...)
+		own, err := b.ownCertificate(acct, cfg.RunDir)
+		if err != nil {
+			return nil, err
+		}
+		args = append(args, own...)
 	}
 	args = append(args, cfg.Profile.args(b.Flavor)...)
 	args = append(args, cfg.Extra...)

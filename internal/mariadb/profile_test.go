@@ -1,9 +1,15 @@
 package mariadb
 
 import (
+	"crypto/x509"
+	"encoding/pem"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/pristinedb/pristine/internal/svcuser"
 )
 
 // Slots commit to the page cache at every commit; builds, which are thrown
@@ -49,9 +55,11 @@ func TestProfileMySQLRedo(t *testing.T) {
 	}
 }
 
-// Only MariaDB 11.4 and later make a TLS certificate at start; they are
-// told not to when pristine configures none.
-func TestNoAutoTLS(t *testing.T) {
+// Only MariaDB 11.4 and later make a TLS certificate at start; they get
+// one of pristine's, a self-signed certificate for loopback, 0600 in the
+// run directory, when pristine configures no TLS.
+func TestOwnCertificate(t *testing.T) {
+	acct := svcuser.Account{Name: "test", UID: os.Getuid(), GID: os.Getgid()}
 	for _, tc := range []struct {
 		b    Binary
 		want bool
@@ -63,8 +71,38 @@ func TestNoAutoTLS(t *testing.T) {
 		{Binary{Flavor: MariaDB, Major: 12, Minor: 0}, true},
 		{Binary{Flavor: MySQL, Major: 9, Minor: 7}, false},
 	} {
-		if got := slices.Contains(tc.b.noAutoTLS(), "--skip-ssl"); got != tc.want {
-			t.Errorf("%s %d.%d: --skip-ssl %v, want %v", tc.b.Flavor, tc.b.Major, tc.b.Minor, got, tc.want)
+		run := t.TempDir()
+		args, err := tc.b.ownCertificate(acct, run)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := len(args) > 0; got != tc.want {
+			t.Fatalf("%s %d.%d: options %v, want a certificate: %v", tc.b.Flavor, tc.b.Major, tc.b.Minor, args, tc.want)
+		}
+		if !tc.want {
+			continue
+		}
+		certPEM, err := os.ReadFile(filepath.Join(run, "tls-cert.pem"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, err := os.Stat(filepath.Join(run, "tls-key.pem"))
+		if err != nil || st.Mode().Perm() != 0o600 {
+			t.Fatalf("key file: %v, mode %v; want 0600", err, st)
+		}
+		blk, _ := pem.Decode(certPEM)
+		if blk == nil {
+			t.Fatal("no PEM certificate")
+		}
+		c, err := x509.ParseCertificate(blk.Bytes)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.VerifyHostname("127.0.0.1"); err != nil {
+			t.Error(err)
+		}
+		if !slices.Equal(args, []string{"--ssl-cert=" + filepath.Join(run, "tls-cert.pem"), "--ssl-key=" + filepath.Join(run, "tls-key.pem")}) {
+			t.Errorf("options %v", args)
 		}
 	}
 }
