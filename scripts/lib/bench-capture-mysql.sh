@@ -39,7 +39,7 @@ echo "capture: source loaded (demo schema, scale $SCALE) in $(el "$t") s; load $
 # The capture's account: what docs/capture.md lists, and BACKUP_ADMIN for the clone plugin.
 mysql -uroot -S "$B/src.sock" -e "CREATE USER cap@'127.0.0.1' IDENTIFIED BY 'cap-secret-1'; GRANT SELECT, RELOAD, PROCESS, SHOW VIEW, TRIGGER, EVENT, LOCK TABLES, BACKUP_ADMIN ON *.* TO cap@'127.0.0.1'"
 mysql -uroot -S "$B/src.sock" -N -e "SELECT CONCAT('capture: schema shop: ', COUNT(*), ' tables, ', SUM(TABLE_ROWS), ' rows (estimate), ', ROUND(SUM(DATA_LENGTH + INDEX_LENGTH) / 1048576), ' MiB of data and indexes') FROM information_schema.TABLES WHERE TABLE_SCHEMA = 'shop'"
-echo "capture: source data directory: $(du -sm "$B/src" | cut -f1) MiB"
+echo "capture: source data directory: $(du -sm "$B/src" | cut -f1) MiB, of which the schema's tablespace files (shop/): $(du -sm "$B/src/shop" | cut -f1) MiB"
 R=$B/root
 # The base data directory, once per server version, as any first build makes it.
 echo 'CREATE TABLE t (id INT PRIMARY KEY);' >"$B/tiny.sql"
