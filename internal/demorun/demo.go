@@ -162,7 +162,8 @@ func Demo(ctx context.Context, store *template.Builder, opt DemoOptions) (*DemoR
 
 	// 4. The baseline, in the same run: one copy by mariadb-dump | mariadb.
 	if opt.Baseline {
-		say("timing the baseline: mariadb-dump | mariadb, one copy")
+		b := store.Binary()
+		say("timing the baseline: %s | %s, one copy", b.Client("mariadb-dump"), b.Client("mariadb"))
 		d, err := DumpLoadOnce(ctx, store, m)
 		if err != nil {
 			return nil, fmt.Errorf("baseline: %w", err)
