@@ -127,6 +127,7 @@ func printDemo(w io.Writer, r *demorun.DemoResult) {
 	fmt.Fprintf(w, "| reset of a released slot, all %d at once, p50 / p99 (median of %d) | %.0f / %.0f ms | %s | |\n", r.Slots, len(r.Runs), r.ResetP50MS, r.ResetP99MS, once)
 	fmt.Fprintf(w, "| resident memory per slot (RSS), mean / max | %.1f / %.1f MB | | |\n", r.RSSMeanMB, r.RSSMaxMB)
 	fmt.Fprintf(w, "| memory per slot with the shared code divided among slots (PSS), mean | %.1f MB | | |\n", r.PSSMeanMB)
+	fmt.Fprintf(w, "| server CPU per slot, from exec to ready and leased (user + system), mean | %.0f ms | | |\n", r.StartCPUMS)
 	fmt.Fprintf(w, "| first query on a leased slot (%d rows counted) | %.2f ms | | |\n", r.RowsInFirstTable, r.QueryMS)
 	fmt.Fprintf(w, "\n| run | state | %d slots ready | reset p50 / p99 | load average before | after |\n|---:|---|---:|---:|---|---|\n", r.Slots)
 	for i, run := range r.Runs {

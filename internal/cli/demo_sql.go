@@ -19,7 +19,8 @@ engine, about 110 MB of data and indexes at scale 1. It runs in the current
 database:
 
   pristine demo-sql | mariadb shop
-  pristine template build demo --from-sql <(pristine demo-sql --scale 10)`,
+  pristine template build demo --from-sql <(pristine demo-sql --scale 10)
+  pristine demo-sql --mysql | mysql shop      # MySQL 8.0.30 and later`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if opt.Scale <= 0 || opt.Tables < 1 {
@@ -30,5 +31,6 @@ database:
 	}
 	cmd.Flags().Float64Var(&opt.Scale, "scale", 1, "multiply every table's row count by this")
 	cmd.Flags().IntVar(&opt.Tables, "tables", demo.DefaultTables, "number of tables; more than 51 repeats the schema with fewer rows per table")
+	cmd.Flags().BoolVar(&opt.MySQL, "mysql", false, "MySQL's dialect: rows from a helper table instead of MariaDB's sequence engine, SHA2 for hashes")
 	return cmd
 }

@@ -64,7 +64,11 @@ type DemoResult struct {
 	RSSMaxMB        float64 `json:"rss_max_mb"`
 	// PSSMeanMB is the proportional set size per slot: its private memory
 	// plus its share of what the slots share (the server's code).
-	PSSMeanMB        float64   `json:"pss_mean_mb"`
+	PSSMeanMB float64 `json:"pss_mean_mb"`
+	// StartCPUMS is the CPU time (user + system) each slot's server used
+	// from its exec until it was ready and leased, mean over the slots
+	// of the first run (SlotCPU).
+	StartCPUMS       float64   `json:"start_cpu_ms_per_slot"`
 	Runs             []PoolRun `json:"runs"`
 	LoadBefore       string    `json:"load_before"`
 	LoadAfter        string    `json:"load_after"`
@@ -158,7 +162,8 @@ func Demo(ctx context.Context, store *template.Builder, opt DemoOptions) (*DemoR
 
 	// 4. The baseline, in the same run: one copy by mariadb-dump | mariadb.
 	if opt.Baseline {
-		say("timing the baseline: mariadb-dump | mariadb, one copy")
+		b := store.Binary()
+		say("timing the baseline: %s | %s, one copy", b.Client("mariadb-dump"), b.Client("mariadb"))
 		d, err := DumpLoadOnce(ctx, store, m)
 		if err != nil {
 			return nil, fmt.Errorf("baseline: %w", err)
@@ -275,6 +280,7 @@ func demoRun(ctx context.Context, c *client.Client, name string, opt DemoOptions
 			res.QueryMS = float64(time.Since(tq).Microseconds()) / 1000
 			res.RowsInFirstTable = n
 			res.RSSMeanMB, res.RSSMaxMB, res.PSSMeanMB = SlotMemory(ctx, c, name)
+			res.StartCPUMS = SlotCPU(ctx, c, name)
 			return nil
 		}
 	}

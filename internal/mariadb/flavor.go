@@ -1,11 +1,22 @@
 package mariadb
 
 import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
 	"errors"
 	"fmt"
+	"math/big"
+	"net"
 	"os"
 	"path/filepath"
 	"strconv"
+	"time"
+
+	"github.com/pristinedb/pristine/internal/svcuser"
 )
 
 // What differs between MariaDB and MySQL (8.0.30 and later: 8.4 LTS, 9.x)
@@ -27,21 +38,99 @@ func (p Profile) mariadbArgs() []string {
 	}
 }
 
+// mysqlMinRedo is the smallest innodb_redo_log_capacity MySQL takes.
+const mysqlMinRedo = 8 << 20
+
 // mysqlArgs are MySQL's spellings and its own options. MySQL sizes its
 // redo log by innodb_redo_log_capacity (innodb_log_file_size is gone in
-// 9.x) and keeps it in #innodb_redo as 32 files of capacity/32, all
-// written out: the capacity is the profile's log size (MariaDB's one log
-// file), at least MySQL's 8 MiB minimum.
+// 9.x) and keeps it in #innodb_redo as 32 files of capacity/32, which it
+// writes out in full at every start: builds use the profile's log size
+// (MariaDB's one log file), slots MySQL's 8 MiB minimum (MySQLRedo), which
+// cuts what a slot's start writes into its clone from about 57 MiB to 20
+// (docs/benchmarks.md, "The server matrix"). MySQL resizes the redo log of
+// a template built with a larger one as it starts.
+// innodb_validate_tablespace_paths=OFF: a clone's tablespaces are where
+// the template's data dictionary says (pristine never moves them), so the
+// start need not open every one to check.
 // No X Protocol listener (mysqlx): one socket and one port per slot. No
 // Aria, no flush method without fsync (O_DIRECT_NO_FSYNC is the nearest).
 func (p Profile) mysqlArgs() []string {
+	redo := p.MySQLRedo
+	if redo <= 0 {
+		redo = p.LogFileSize
+	}
 	return []string{
-		"--innodb-redo-log-capacity=" + strconv.FormatInt(max(p.LogFileSize, 8<<20), 10),
+		"--innodb-redo-log-capacity=" + strconv.FormatInt(max(redo, mysqlMinRedo), 10),
 		"--innodb-flush-method=O_DIRECT_NO_FSYNC",
 		"--innodb-purge-threads=1",
+		"--innodb-validate-tablespace-paths=OFF",
 		"--mysqlx=OFF",
 		"--skip-replica-start",
 	}
+}
+
+// ownCertificate gives a server that makes a TLS certificate of its own
+// at every start when none is configured (Config.TLS nil) one made by
+// pristine instead, and returns the options that use it. MariaDB 11.4 and
+// later generate a self-signed certificate at start, which was 0.45-0.65 s
+// of the 0.5-0.7 s of CPU a MariaDB 11.8 slot took to start here, against
+// 20-60 ms with a certificate given (docs/benchmarks.md, "The server
+// matrix"). pristine's is self-signed as well (an ECDSA P-256 key, made in
+// well under a millisecond), one per server, written 0600 into its run
+// directory and its account's, so TLS stays on by default as 11.4 has it
+// and its clients verify it as they verify the server's own (by the
+// password exchange, for the MitM-safe authentication plugins). TCP
+// connections without TLS are still taken, as before.
+func (b *Binary) ownCertificate(acct svcuser.Account, run string) ([]string, error) {
+	if b.Flavor != MariaDB || b.Major < 11 || b.Major == 11 && b.Minor < 4 {
+		return nil, nil
+	}
+	cert, key, err := selfSigned()
+	if err != nil {
+		return nil, fmt.Errorf("make the server's TLS certificate: %w", err)
+	}
+	var args []string
+	for i, pem := range [][]byte{cert, key} {
+		path := filepath.Join(run, tlsFiles[i+1])
+		if err := writeOwned(acct, path, pem); err != nil {
+			return nil, fmt.Errorf("write the server's TLS files: %w", err)
+		}
+		args = append(args, "--"+[]string{"ssl-cert", "ssl-key"}[i]+"="+path)
+	}
+	return args, nil
+}
+
+// selfSigned makes a self-signed server certificate for localhost and
+// 127.0.0.1 with an ECDSA P-256 key, as PEM.
+func selfSigned() (cert, key []byte, err error) {
+	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, nil, err
+	}
+	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127))
+	if err != nil {
+		return nil, nil, err
+	}
+	now := time.Now()
+	tmpl := &x509.Certificate{
+		SerialNumber: serial,
+		Subject:      pkix.Name{CommonName: "pristine slot"},
+		NotBefore:    now.Add(-time.Hour),
+		NotAfter:     now.AddDate(20, 0, 0),
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		DNSNames:     []string{"localhost"},
+		IPAddresses:  []net.IP{net.IPv4(127, 0, 0, 1)},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &k.PublicKey, k)
+	if err != nil {
+		return nil, nil, err
+	}
+	pk, err := x509.MarshalPKCS8PrivateKey(k)
+	if err != nil {
+		return nil, nil, err
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: pk}), nil
 }
 
 // StatusTable is the table of global status variables: MySQL moved it

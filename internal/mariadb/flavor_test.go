@@ -9,15 +9,16 @@ import (
 
 // Each flavour gets only options it knows: a MySQL server refuses
 // innodb_log_file_size (9.x) and Aria's, MariaDB refuses
-// innodb_redo_log_capacity and mysqlx.
+// innodb_redo_log_capacity and mysqlx. MySQL slots run at its smallest
+// redo log (TestProfileMySQLRedo).
 func TestFlavorArgs(t *testing.T) {
 	for _, tc := range []struct {
 		flavor     Flavor
 		want, deny []string
 	}{
 		{MariaDB, []string{"--innodb-log-file-size=50331648", "--innodb-flush-method=nosync", "--aria-pagecache-buffer-size=1048576"},
-			[]string{"--innodb-redo-log-capacity", "--mysqlx", "O_DIRECT_NO_FSYNC"}},
-		{MySQL, []string{"--innodb-redo-log-capacity=50331648", "--mysqlx=OFF", "--innodb-flush-method=O_DIRECT_NO_FSYNC"},
+			[]string{"--innodb-redo-log-capacity", "--mysqlx", "O_DIRECT_NO_FSYNC", "validate-tablespace"}},
+		{MySQL, []string{"--innodb-redo-log-capacity=8388608", "--mysqlx=OFF", "--innodb-flush-method=O_DIRECT_NO_FSYNC"},
 			[]string{"--innodb-log-file-size", "aria", "nosync", "slave"}},
 	} {
 		args := strings.Join(DefaultProfile().args(tc.flavor), " ")

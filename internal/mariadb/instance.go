@@ -119,6 +119,12 @@ func Start(b *Binary, cfg Config) (*Instance, error) {
 			return nil, err
 		}
 		args = append(args, tlsArgs...)
+	} else {
+		own, err := b.ownCertificate(acct, cfg.RunDir)
+		if err != nil {
+			return nil, err
+		}
+		args = append(args, own...)
 	}
 	args = append(args, cfg.Profile.args(b.Flavor)...)
 	args = append(args, cfg.Extra...)

@@ -9,8 +9,13 @@ import (
 // Profile is the throwaway-server configuration: durability against a
 // machine crash off, small memory. Sizes are in bytes.
 type Profile struct {
-	BufferPool     int64 // innodb_buffer_pool_size
-	LogFileSize    int64 // innodb_log_file_size; a template and its slots must agree
+	BufferPool  int64 // innodb_buffer_pool_size
+	LogFileSize int64 // innodb_log_file_size; a template and its slots must agree
+	// MySQLRedo is MySQL's innodb_redo_log_capacity when set (0 means
+	// LogFileSize). MySQL resizes its redo log at start and writes all of
+	// it out, so a slot runs at the minimum (DefaultProfile) while builds
+	// keep LogFileSize (BuildProfile); MariaDB ignores it.
+	MySQLRedo      int64
 	MaxConnections int
 	TableCache     int   // table_open_cache
 	KeyBuffer      int64 // key_buffer_size (MyISAM)
@@ -43,6 +48,7 @@ func DefaultProfile() Profile {
 	return Profile{
 		BufferPool:     16 << 20,
 		LogFileSize:    48 << 20,
+		MySQLRedo:      mysqlMinRedo,
 		MaxConnections: 64,
 		TableCache:     400,
 		KeyBuffer:      1 << 20,
@@ -59,6 +65,7 @@ func BuildProfile(slot Profile) Profile {
 		p.BufferPool = 256 << 20
 	}
 	p.MaxConnections = 200
+	p.MySQLRedo = 0
 	// A build that is killed is thrown away: its commits need not survive.
 	p.LazyCommit = true
 	return p
@@ -129,10 +136,17 @@ func (p Profile) flushLogAtTrxCommit() string {
 // the first large free, so a connection's large buffers come from the heap
 // and stay resident when it ends: about 4.5 MB per slot after three
 // sessions, none with this.
+//
+// Debian's MySQL links tcmalloc instead (gperftools), which keeps freed
+// spans mapped: TCMALLOC_AGGRESSIVE_DECOMMIT returns them, 21 MB less
+// anonymous memory per idle MySQL slot at no measurable CPU
+// (docs/benchmarks.md, "The server matrix"). glibc ignores it, as
+// tcmalloc ignores glibc's.
 func (p Profile) env() []string {
 	return []string{
 		"MALLOC_ARENA_MAX=1",
 		"MALLOC_TRIM_THRESHOLD_=131072",
 		"MALLOC_TOP_PAD_=65536",
+		"TCMALLOC_AGGRESSIVE_DECOMMIT=true",
 	}
 }

@@ -17,7 +17,9 @@ import (
 	"github.com/pristinedb/pristine/internal/catalog"
 	"github.com/pristinedb/pristine/internal/demo"
 	"github.com/pristinedb/pristine/internal/mariadb"
+	"github.com/pristinedb/pristine/internal/mariadb/mariadbtest"
 	"github.com/pristinedb/pristine/internal/pool"
+	"github.com/pristinedb/pristine/internal/svcuser"
 	"github.com/pristinedb/pristine/internal/template"
 	"github.com/pristinedb/pristine/internal/template/templatetest"
 )
@@ -30,7 +32,12 @@ import (
 // it changed; its resident set (smaps_rollup) idle and after a soak's kind
 // of queries. It only reports; set PRISTINE_MEASURE_START=1 to run it
 // (PRISTINE_MEASURE_FS=btrfs or xfs for one filesystem,
-// PRISTINE_MEASURE_EXTRA="--opt=v ..." adds server options to compare).
+// PRISTINE_MEASURE_EXTRA="--opt=v ..." adds server options to compare;
+// PRISTINE_MEASURE_FS=copy uses the copy backend on /dev/shm, where no
+// scratch filesystem can be made, as in the server roots of
+// scripts/servers.sh; PRISTINE_MEASURE_N sets the slots per round, default
+// 8; PRISTINE_MEASURE_THREADS=1 lists the first slot's threads by CPU).
+// On MySQL the template is the demo schema in MySQL's dialect.
 func TestMeasureSlotStart(t *testing.T) {
 	if os.Getenv("PRISTINE_MEASURE_START") == "" {
 		t.Skip("a measurement: set PRISTINE_MEASURE_START=1 to run it")
@@ -40,15 +47,23 @@ func TestMeasureSlotStart(t *testing.T) {
 		fss = []string{f}
 	}
 	extra := strings.Fields(os.Getenv("PRISTINE_MEASURE_EXTRA"))
+	n := 8
+	if v, err := strconv.Atoi(os.Getenv("PRISTINE_MEASURE_N")); err == nil && v > 0 {
+		n = v
+	}
 	var sqlText bytes.Buffer
-	if err := demo.Write(&sqlText, demo.Options{Scale: 1}); err != nil {
+	if err := demo.Write(&sqlText, demo.Options{Scale: 1, MySQL: mariadbtest.Binary(t).Flavor == mariadb.MySQL}); err != nil {
 		t.Fatal(err)
 	}
 	for _, fsName := range fss {
 		t.Run(fsName, func(t *testing.T) {
-			st := templatetest.NewScratchBuilder(t, fsName, 4<<30)
+			var st *template.Builder
+			if fsName == "copy" {
+				st = templatetest.NewBuilder(t, "copy")
+			} else {
+				st = templatetest.NewScratchBuilder(t, fsName, 4<<30)
+			}
 			m := templatetest.Build(t, st, "demo", sqlText.String(), template.BuildOptions{Workers: 4})
-			const n = 8
 			for _, round := range []string{"cold", "warm"} {
 				var rows []startSample
 				for i := 0; i < n; i++ {
@@ -72,6 +87,7 @@ type startSample struct {
 	changedBytes               float64 // bytes of files changed or made in the clone
 	rssIdle, pssIdle, anonIdle float64 // kB
 	rssUsed, pssUsed, anonUsed float64 // kB, after soak-like queries
+	threads                    float64
 	changed                    string
 }
 
@@ -89,6 +105,15 @@ func startOne(t *testing.T, st *template.Builder, m *catalog.Meta, name string, 
 		t.Fatal(err)
 	}
 	s.clone = ms(time.Since(t0))
+	// The server runs as the shared servers' account here (a pool claims
+	// an id per slot): it must own its clone.
+	acct, err := svcuser.Get()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := acct.OwnTree(data); err != nil {
+		t.Fatal(err)
+	}
 	before := fileTimes(t, data)
 	prof := mariadb.DefaultProfile()
 	prof.LogFileSize = m.LogFileSize
@@ -128,8 +153,12 @@ func startOne(t *testing.T, st *template.Builder, m *catalog.Meta, name string, 
 	s.wchar, s.writeBytes = io["wchar"], io["write_bytes"]
 	sm := procKV(t, pid, "smaps_rollup")
 	s.rssIdle, s.pssIdle, s.anonIdle = sm["Rss"], sm["Pss"], sm["Anonymous"]
+	s.threads = procKV(t, pid, "status")["Threads"]
 	if os.Getenv("PRISTINE_MEASURE_SMAPS") != "" && strings.HasSuffix(name, "-0") {
 		t.Logf("largest resident mappings of %s:\n%s", name, topMappings(t, pid))
+	}
+	if os.Getenv("PRISTINE_MEASURE_THREADS") != "" && strings.HasSuffix(name, "-0") {
+		t.Logf("threads of %s by CPU at ready:\n%s", name, threadCPU(t, pid))
 	}
 	s.changed, s.changedBytes = changedFiles(t, data, before)
 	soakQueries(t, in)
@@ -166,8 +195,14 @@ func soakQueries(t *testing.T, in *mariadb.Instance) {
 			t.Fatal(err)
 		}
 	}
-	for _, q := range []string{"CREATE DATABASE IF NOT EXISTS soak", "CREATE TABLE soak.w (id INT PRIMARY KEY, v VARCHAR(64))",
-		"INSERT INTO soak.w SELECT seq, SHA2(seq, 256) FROM soak.seq_1_to_2000"} {
+	// 2,000 rows: MariaDB's sequence engine, or a cross join of a
+	// recursive CTE on MySQL (which has neither seq_1_to_N nor more than
+	// 1,000 recursions by default).
+	insert := "INSERT INTO soak.w SELECT seq, SHA2(seq, 256) FROM soak.seq_1_to_2000"
+	if in.Binary.Flavor == mariadb.MySQL {
+		insert = "INSERT INTO soak.w WITH RECURSIVE s(n) AS (SELECT 0 UNION ALL SELECT n+1 FROM s WHERE n < 49) SELECT a.n*40+b.n+1, SHA2(a.n*40+b.n, 256) FROM s a JOIN s b ON b.n < 40"
+	}
+	for _, q := range []string{"CREATE DATABASE IF NOT EXISTS soak", "CREATE TABLE soak.w (id INT PRIMARY KEY, v VARCHAR(64))", insert} {
 		if _, err := db.Exec(q); err != nil {
 			t.Fatalf("%s: %v", q, err)
 		}
@@ -269,8 +304,8 @@ func medianSample(v []startSample) string {
 		sort.Float64s(s)
 		return s[len(s)/2]
 	}
-	return fmt.Sprintf("| clone ms | exec to listening ms | first query ms | user CPU ms | sys CPU ms | minor faults | major faults | wchar KiB | write_bytes KiB | files changed KiB | RSS idle MiB | PSS idle MiB | anon idle MiB | RSS used MiB | PSS used MiB | anon used MiB |\n"+
-		"| %.1f | %.1f | %.1f | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f |",
+	return fmt.Sprintf("| clone ms | exec to listening ms | first query ms | user CPU ms | sys CPU ms | minor faults | major faults | wchar KiB | write_bytes KiB | files changed KiB | RSS idle MiB | PSS idle MiB | anon idle MiB | RSS used MiB | PSS used MiB | anon used MiB | threads |\n"+
+		"| %.1f | %.1f | %.1f | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f | %.0f |",
 		med(func(s startSample) float64 { return s.clone }), med(func(s startSample) float64 { return s.listen }),
 		med(func(s startSample) float64 { return s.query }), med(func(s startSample) float64 { return s.utime }),
 		med(func(s startSample) float64 { return s.stime }), med(func(s startSample) float64 { return s.minflt }),
@@ -278,7 +313,49 @@ func medianSample(v []startSample) string {
 		med(func(s startSample) float64 { return s.writeBytes / 1024 }), med(func(s startSample) float64 { return s.changedBytes / 1024 }),
 		med(func(s startSample) float64 { return s.rssIdle / 1024 }), med(func(s startSample) float64 { return s.pssIdle / 1024 }),
 		med(func(s startSample) float64 { return s.anonIdle / 1024 }), med(func(s startSample) float64 { return s.rssUsed / 1024 }),
-		med(func(s startSample) float64 { return s.pssUsed / 1024 }), med(func(s startSample) float64 { return s.anonUsed / 1024 }))
+		med(func(s startSample) float64 { return s.pssUsed / 1024 }), med(func(s startSample) float64 { return s.anonUsed / 1024 }),
+		med(func(s startSample) float64 { return s.threads }))
+}
+
+// threadCPU lists pid's threads by the CPU they used (user + system, from
+// /proc/PID/task/TID/stat), with their names: where a start's CPU went.
+func threadCPU(t *testing.T, pid int) string {
+	t.Helper()
+	tasks, err := os.ReadDir("/proc/" + strconv.Itoa(pid) + "/task")
+	if err != nil {
+		t.Fatal(err)
+	}
+	type thread struct {
+		name      string
+		user, sys float64
+	}
+	byName := map[string]*thread{}
+	var all []*thread
+	for _, e := range tasks {
+		b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/task/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		open, end := bytes.IndexByte(b, '('), bytes.LastIndexByte(b, ')')
+		name := string(b[open+1 : end])
+		f := strings.Fields(string(b[end+2:]))
+		u, _ := strconv.ParseFloat(f[14-3], 64)
+		s, _ := strconv.ParseFloat(f[15-3], 64)
+		th := byName[name]
+		if th == nil {
+			th = &thread{name: name}
+			byName[name] = th
+			all = append(all, th)
+		}
+		th.user += u * 10
+		th.sys += s * 10
+	}
+	sort.Slice(all, func(i, j int) bool { return all[i].user+all[i].sys > all[j].user+all[j].sys })
+	var out []string
+	for _, th := range all {
+		out = append(out, fmt.Sprintf("  %-16s user %4.0f ms sys %4.0f ms", th.name, th.user, th.sys))
+	}
+	return strings.Join(out, "\n")
 }
 
 func netDialUnix(path string) (net.Conn, error) { return net.Dial("unix", path) }
