@@ -46,12 +46,12 @@ declare -A SUITE=([mariadb-11.8]=trixie [mysql-9.7]=sid)
 # MySQL's root also has what the Python client's tests need against a MySQL
 # lease: PyMySQL, and cryptography for caching_sha2_password over TCP
 # without TLS (PyMySQL encrypts the password with the server's RSA key).
-declare -A PKGS=([mariadb-11.8]="mariadb-server mariadb-client mariadb-backup" [mysql-9.7]="mysql-server-core mysql-client-core python3-pytest python3-pymysql python3-cryptography")
+declare -A PKGS=([mariadb-11.8]="mariadb-server mariadb-client mariadb-backup" [mysql-9.7]="mysql-server-core mysql-client-core python3-pytest python3-pytest-xdist python3-pymysql python3-cryptography python3-django php-cli php-mysql php-curl php-xml php-mbstring phpunit php-laravel-framework php-mockery")
 declare -A SERVERD=([mariadb-11.8]=/usr/sbin/mariadbd [mysql-9.7]=/usr/sbin/mysqld)
 # Packages only one server runs: MySQL's capture (logical and through the
 # clone plugin), its fidelity corpus (testdata/fidelity-mysql), and the Go
 # client and pristinetest against MySQL leases.
-declare -A EXTRA=([mariadb-11.8]="" [mysql-9.7]="./internal/capture ./internal/verify ./client ./pristinetest")
+declare -A EXTRA=([mariadb-11.8]="./internal/capture ./internal/verify" [mysql-9.7]="./internal/capture ./internal/verify ./client ./pristinetest")
 [ -z "${SERVERS_PACKAGES:-}" ] || EXTRA=([mariadb-11.8]="" [mysql-9.7]="")
 # The Python client's tests each server runs after its Go packages (pytest
 # -k), unless SERVERS_PACKAGES focuses the run (SERVERS_PYTEST=1 runs them
@@ -64,7 +64,7 @@ declare -A PYTEST_K=([mariadb-11.8]="" [mysql-9.7]="socket_and_tcp or reclaimed"
 declare -A WANT=([mariadb-11.8]="Ver 11\.8\..*MariaDB" [mysql-9.7]="Ver 9\.7\.")
 ALL=(mariadb-11.8 mysql-9.7)
 
-log() { echo "servers: $*"; }
+log() { echo "servers: $(date -u +%T) $*"; }
 die() { echo "servers: FAILED: $*" >&2; exit 1; }
 
 [ "$(id -u)" -eq 0 ] || die "run as root: debootstrap and chroot need it (sudo bash $0)"

@@ -28,7 +28,7 @@ final class ClientTest extends TestCase
 
     private static function canary(array $conn): void
     {
-        Pristine::runCommand('mariadb -u"$MYSQL_USER" "$MYSQL_DATABASE" -e "CREATE TABLE canary (id INT PRIMARY KEY, v VARCHAR(20)); INSERT INTO canary VALUES (1, \'pristine\')"', $conn);
+        Pristine::runCommand(Daemon::sqlClient() . ' -u"$MYSQL_USER" "$MYSQL_DATABASE" -e "CREATE TABLE canary (id INT PRIMARY KEY, v VARCHAR(20)); INSERT INTO canary VALUES (1, \'pristine\')"', $conn);
     }
 
     /** testdata/contentkey/vectors.json, which every client's tests check. */
@@ -112,7 +112,7 @@ final class ClientTest extends TestCase
         }
         $c = self::$d->client;
         try {
-            Pristine::ensureTemplate($c, 'phpfault', 'key-fault', fn (array $conn) => Pristine::runCommand('mariadb -u"$MYSQL_USER" "$MYSQL_DATABASE" -e "CREATE TABLE broken ("', $conn));
+            Pristine::ensureTemplate($c, 'phpfault', 'key-fault', fn (array $conn) => Pristine::runCommand(Daemon::sqlClient() . ' -u"$MYSQL_USER" "$MYSQL_DATABASE" -e "CREATE TABLE broken ("', $conn));
             $this->fail('a failing build succeeded');
         } catch (TemplateBuildException $e) {
             $this->assertStringContainsString('build failed, so it was aborted', $e->getMessage());
