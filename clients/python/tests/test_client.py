@@ -12,7 +12,7 @@ import pytest
 from pristine_client import (Client, NoDaemonError, PristineError, TemplateBuildError, content_key,
                              ensure_pool, ensure_template, run_command)
 
-from conftest import canary_sql
+from conftest import canary_sql, sql_client
 
 
 def connect(lease_or_conn):
@@ -106,7 +106,7 @@ def test_faults_say_cause_and_fix(daemon, tmp_path):
     c = daemon.client
 
     def bad(conn):
-        run_command("""mariadb -u"$MYSQL_USER" "$MYSQL_DATABASE" -e 'CREATE TABLE broken ('""", conn)
+        run_command(sql_client() + """ -u"$MYSQL_USER" "$MYSQL_DATABASE" -e 'CREATE TABLE broken ('""", conn)
 
     with pytest.raises(TemplateBuildError, match="(?s)build failed, so it was aborted.*SQL syntax"):
         ensure_template(c, "pyfault", "key-fault", bad)
