@@ -126,9 +126,12 @@ final class PristineParallelTesting
         // the schema build (see PristineFreshCommand).
         if (getenv('LARAVEL_PARALLEL_TESTING') && Pristine::processesSeen() > 0) {
             // Laravel 8 binds its commands as command.migrate.fresh; 9 and
-            // later by class, with the migrator in the constructor.
-            $fresh = app()->bound('command.migrate.fresh') ? 'command.migrate.fresh' : FreshCommand::class;
-            app()->extend($fresh, static fn ($command, $app) => new PristineFreshCommand($app['migrator']));
+            // later by class, with the migrator in the constructor (8's
+            // FreshCommand has none and takes no argument). Both names:
+            // each version resolves only its own.
+            foreach (['command.migrate.fresh', FreshCommand::class] as $fresh) {
+                app()->extend($fresh, static fn ($command, $app) => new PristineFreshCommand($app['migrator']));
+            }
             // pristine provides the worker's databases: Laravel's own
             // TestDatabases (which would create {db}_test_{token} on the
             // configured server) steps aside, as with --without-databases.
