@@ -2,9 +2,11 @@
 # The server matrix (issue 21): runs pristine's server-facing Go tests and
 # its core flow inside Debian roots that carry other servers than the
 # machine's own MariaDB (internal/mariadb, internal/template, internal/pool
-# in both; internal/capture, internal/verify with MySQL's own fidelity
-# corpus, the Go client, pristinetest and the Python client's core tests in
-# MySQL's):
+# in both; internal/capture and internal/verify in both (with MySQL's own
+# fidelity corpus in MySQL's); in MySQL's also the Go client, pristinetest,
+# the e2e test of `eval "$(pristine lease)"` with MySQL's mysql and
+# mysqldump, and the Python (pytest, Django) and PHP (PHPUnit, Laravel)
+# clients' tests):
 #
 #   mariadb-11.8  Debian 13 "trixie": mariadb-server, mariadb-client, mariadb-backup
 #   mysql-9.7     Debian unstable "sid": mysql-server-core, mysql-client-core
@@ -14,6 +16,7 @@
 #   bash scripts/servers.sh mysql-9.7       one server
 #   bash scripts/servers.sh --build-only    build or refresh the roots, run nothing
 #   SERVERS_PACKAGES="./internal/mariadb" SERVERS_RUN='TestStart' bash scripts/servers.sh
+#   SERVERS_PACKAGES=none SERVERS_CLIENTS=1 bash scripts/servers.sh mysql-9.7   the clients' tests only
 #
 # A root is made once with debootstrap --variant=minbase and the machine's
 # apt configuration (its proxy and validity settings; the Debian mirror of
@@ -43,28 +46,42 @@ TIMEOUT="${SERVERS_TIMEOUT:-12m}"
 
 # server -> suite, packages, server binary.
 declare -A SUITE=([mariadb-11.8]=trixie [mysql-9.7]=sid)
-# MySQL's root also has what the Python client's tests need against a MySQL
+# MySQL's root also has what the clients' tests need against a MySQL
 # lease: PyMySQL, and cryptography for caching_sha2_password over TCP
-# without TLS (PyMySQL encrypts the password with the server's RSA key).
-declare -A PKGS=([mariadb-11.8]="mariadb-server mariadb-client mariadb-backup" [mysql-9.7]="mysql-server-core mysql-client-core python3-pytest python3-pymysql python3-cryptography")
+# without TLS (PyMySQL encrypts the password with the server's RSA key),
+# pytest-xdist and Django (5.2 in sid) for the pytest plugin and the Django
+# integration; PHP (8.4) with mysqlnd (pdo_mysql: it asks the server for
+# its RSA key itself) and curl, PHPUnit (13) and Laravel (13, from
+# php-laravel-framework; php-mockery for its testing layer).
+declare -A PKGS=([mariadb-11.8]="mariadb-server mariadb-client mariadb-backup" [mysql-9.7]="mysql-server-core mysql-client-core python3-pytest python3-pytest-xdist python3-pymysql python3-cryptography python3-django php-cli php-mysql php-curl php-xml php-mbstring phpunit php-laravel-framework php-mockery")
 declare -A SERVERD=([mariadb-11.8]=/usr/sbin/mariadbd [mysql-9.7]=/usr/sbin/mysqld)
-# Packages only one server runs: MySQL's capture (logical and through the
-# clone plugin), its fidelity corpus (testdata/fidelity-mysql), and the Go
-# client and pristinetest against MySQL leases.
-declare -A EXTRA=([mariadb-11.8]="" [mysql-9.7]="./internal/capture ./internal/verify ./client ./pristinetest")
+# Packages each server runs beyond PACKAGES: capture (on MySQL logical and
+# through the clone plugin) and verify with the fidelity corpus of the
+# flavour (testdata/fidelity, testdata/fidelity-mysql); on MySQL the Go
+# client and pristinetest against MySQL leases, and of internal/e2e only
+# (PACKAGE:REGEX runs the tests REGEX matches) TestConnectByHand:
+# `eval "$(pristine lease)"`, then MySQL's mysql, mysqldump and mysqladmin
+# with no flags.
+declare -A EXTRA=([mariadb-11.8]="./internal/capture ./internal/verify" [mysql-9.7]="./internal/capture ./internal/verify ./client ./pristinetest ./internal/e2e:^TestConnectByHand\$")
 [ -z "${SERVERS_PACKAGES:-}" ] || EXTRA=([mariadb-11.8]="" [mysql-9.7]="")
-# The Python client's tests each server runs after its Go packages (pytest
-# -k), unless SERVERS_PACKAGES focuses the run (SERVERS_PYTEST=1 runs them
-# anyway, =0 never): on MySQL, a template built
-# through the client over the daemon's socket and TCP, leases over TCP
-# (caching_sha2_password), a write seen by release --unchanged, and a
-# killed holder's lease reclaimed.
-declare -A PYTEST_K=([mariadb-11.8]="" [mysql-9.7]="socket_and_tcp or reclaimed")
+[ "${SERVERS_PACKAGES:-}" != none ] || PACKAGES=""
+# The clients' tests each server runs after its Go packages, unless
+# SERVERS_PACKAGES focuses the run (SERVERS_CLIENTS=1 runs them anyway, =0
+# never; SERVERS_PYTEST is its older name): on MySQL every test of the
+# Python client (pytest; the plugin with xdist; Django's parallel runs) and
+# of the PHP client (PHPUnit; the Laravel suite), leases over TCP and the
+# socket with caching_sha2_password. What cannot run there skips with its
+# cause (the PHPUnit 9 extension on PHPUnit 13, docker-registry).
+declare -A PYTEST=([mariadb-11.8]="" [mysql-9.7]="clients/python/tests")
+declare -A PHPUNIT=([mariadb-11.8]="" [mysql-9.7]="clients/php/phpunit.xml")
+clients="${SERVERS_CLIENTS:-${SERVERS_PYTEST:-}}"
+run_clients=0
+if [ "$clients" = 1 ] || [ -z "${SERVERS_PACKAGES:-}$clients" ]; then run_clients=1; fi
 # What --version must say: the flavour and the major.minor the matrix is for.
 declare -A WANT=([mariadb-11.8]="Ver 11\.8\..*MariaDB" [mysql-9.7]="Ver 9\.7\.")
 ALL=(mariadb-11.8 mysql-9.7)
 
-log() { echo "servers: $*"; }
+log() { echo "servers: $(date -u +%T) $*"; }
 die() { echo "servers: FAILED: $*" >&2; exit 1; }
 
 [ "$(id -u)" -eq 0 ] || die "run as root: debootstrap and chroot need it (sudo bash $0)"
@@ -225,6 +242,7 @@ WORK="$(mktemp -d /tmp/pristine-servers-XXXXXX)"
 all_pkgs="$PACKAGES"
 for s in "${servers[@]}"; do
   for p in ${EXTRA[$s]}; do
+    p="${p%%:*}"
     case " $all_pkgs " in *" $p "*) ;; *) all_pkgs="$all_pkgs $p" ;; esac
   done
 done
@@ -250,7 +268,10 @@ for s in "${servers[@]}"; do
   cp "$WORK/pristine" "$r/usr/local/bin/pristine"
   # The checkout's files (testdata, and the sources that tests which read
   # the module itself parse), each test binary in its package's directory.
-  tar -C "$repo" --exclude=./.git --exclude=./.venv --exclude=./artifacts --exclude=./bin --exclude=node_modules --exclude=vendor -cf - . |
+  # Not Laravel's caches of the fixture either: a host run writes them for
+  # Debian 12's Laravel 8, and sid's Laravel 13 would read them.
+  tar -C "$repo" --exclude=./.git --exclude=./.venv --exclude=./artifacts --exclude=./bin --exclude=node_modules --exclude=vendor \
+      --exclude='./clients/php/tests/fixture/laravel/bootstrap/cache/*.php' -cf - . |
     tar -C "$r/opt/pristine-test" -xf -
   for t in "${tests[@]}"; do
     p="${t%%=*}"; bin="${t#*=}"
@@ -258,10 +279,15 @@ for s in "${servers[@]}"; do
   done
   for t in "${tests[@]}"; do
     p="${t%%=*}"; bin="${t#*=}"
-    case " $PACKAGES ${EXTRA[$s]} " in *" $p "*) ;; *) continue ;; esac
-    log "$s: go test $p (in the $s root)"
+    run="$RUN"
+    case " $PACKAGES ${EXTRA[$s]} " in
+      *" $p "*) ;;
+      *" $p:"*) run="$(for e in ${EXTRA[$s]}; do [ "${e%%:*}" != "$p" ] || echo "${e#*:}"; done)" ;;
+      *) continue ;;
+    esac
+    log "$s: go test $p${run:+ -run '$run'} (in the $s root)"
     args=(-test.count=1 -test.timeout "$TIMEOUT")
-    [ -z "$RUN" ] || args+=(-test.run "$RUN")
+    [ -z "$run" ] || args+=(-test.run "$run")
     [ -z "${SERVERS_VERBOSE:-}" ] || args+=(-test.v)
     if chroot "$r" /usr/bin/env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin LANG=C.UTF-8 \
         HOME=/root TMPDIR=/tmp PRISTINE_MARIADBD="${SERVERD[$s]}" PRISTINE_BIN=/usr/local/bin/pristine \
@@ -273,16 +299,31 @@ for s in "${servers[@]}"; do
       log "$s: FAIL $p"
     fi
   done
-  if [ -n "${PYTEST_K[$s]}" ] && { [ "${SERVERS_PYTEST:-}" = 1 ] || [ -z "${SERVERS_PACKAGES:-}${SERVERS_PYTEST:-}" ]; }; then
-    log "$s: pytest clients/python/tests/test_client.py -k '${PYTEST_K[$s]}' (in the $s root)"
-    if chroot "$r" /usr/bin/env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin LANG=C.UTF-8 \
-        HOME=/root TMPDIR=/tmp PRISTINE_MARIADBD="${SERVERD[$s]}" PRISTINE_BIN=/usr/local/bin/pristine \
-        PRISTINE_SERVER_MATRIX="$s" PYTHONPATH=/opt/pristine-test/clients/python/src PYTHONDONTWRITEBYTECODE=1 \
-        sh -c 'cd /opt/pristine-test && exec python3 -m pytest -p no:cacheprovider -q clients/python/tests/test_client.py -k "$1"' sh "${PYTEST_K[$s]}"; then
+  # The clients' tests, as a user runs them, with the server of the root.
+  client_env=(/usr/bin/env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin LANG=C.UTF-8
+    HOME=/root TMPDIR=/tmp PRISTINE_MARIADBD="${SERVERD[$s]}" PRISTINE_BIN=/usr/local/bin/pristine
+    PRISTINE_SERVER_MATRIX="$s")
+  if [ "$run_clients" = 1 ] && [ -n "${PYTEST[$s]}" ]; then
+    log "$s: pytest ${PYTEST[$s]} (in the $s root)"
+    # The client from the checkout (PYTHONPATH), its pytest plugin named
+    # as its entry point would name it (pytester's runs inherit it).
+    if chroot "$r" "${client_env[@]}" PYTHONPATH=/opt/pristine-test/clients/python/src PYTHONDONTWRITEBYTECODE=1 \
+        PYTEST_PLUGINS=pristine_client.pytest_plugin \
+        sh -c 'cd /opt/pristine-test && exec python3 -m pytest -p no:cacheprovider -q -rs $1' sh "${PYTEST[$s]}"; then
       log "$s: ok clients/python"
     else
       failed+=("$s clients/python")
       log "$s: FAIL clients/python"
+    fi
+  fi
+  if [ "$run_clients" = 1 ] && [ -n "${PHPUNIT[$s]}" ]; then
+    log "$s: phpunit -c ${PHPUNIT[$s]} (in the $s root)"
+    if chroot "$r" "${client_env[@]}" \
+        sh -c 'cd /opt/pristine-test && exec phpunit --display-skipped -c "$1"' sh "${PHPUNIT[$s]}"; then
+      log "$s: ok clients/php"
+    else
+      failed+=("$s clients/php")
+      log "$s: FAIL clients/php"
     fi
   fi
   rm -rf "$r/opt/pristine-test"

@@ -7,11 +7,15 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/pristinedb/pristine/internal/mariadb/mariadbtest"
 )
 
-// TestConnectByHand: after `eval "$(pristine lease)"`, MariaDB's own
-// clients connect to the leased database with no flags, and `pristine sql`
-// runs the client on a lease or on a fresh one it releases.
+// TestConnectByHand: after `eval "$(pristine lease)"`, the server's own
+// clients (MariaDB's, or MySQL's mysql, mysqldump and mysqladmin in the
+// MySQL root of scripts/servers.sh) connect to the leased database with no
+// flags, and `pristine sql` runs the client on a lease or on a fresh one it
+// releases.
 func TestConnectByHand(t *testing.T) {
 	e := newEnv(t)
 	in := filepath.Join(t.TempDir(), "s.sql")
@@ -22,14 +26,14 @@ func TestConnectByHand(t *testing.T) {
 	home := t.TempDir() // no ~/.my.cnf
 	script := `set -e
 eval "$(pristine lease)"
-mariadb -N -e 'SELECT CONCAT(DATABASE(), ":", v) FROM canary'
-mariadb-dump "$MYSQL_DATABASE" canary | grep -c "INSERT INTO .canary."
-mariadb-admin ping
+"$1" -N -e 'SELECT CONCAT(DATABASE(), ":", v) FROM canary'
+"$2" "$MYSQL_DATABASE" canary | grep -c "INSERT INTO .canary."
+"$3" ping
 pristine sql -- -N -e "SELECT CONCAT('sql:', DATABASE())"
 pristine release "$PRISTINE_LEASE"
 test ! -e "$MYSQL_HOME/my.cnf" && echo "option file removed"
 pristine sql -- -N -e "SELECT CONCAT('after release:', DATABASE())"`
-	cmd := exec.Command("bash", "-c", script)
+	cmd := exec.Command("bash", "-c", script, "bash", mariadbtest.Client("mariadb"), mariadbtest.Client("mariadb-dump"), mariadbtest.Client("mariadb-admin"))
 	cmd.Env = append(os.Environ(), "PATH="+filepath.Dir(bin)+":"+os.Getenv("PATH"), "PRISTINE_ROOT="+e.root, "HOME="+home)
 	out, err := cmd.CombinedOutput()
 	if err != nil {

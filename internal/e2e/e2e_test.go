@@ -33,8 +33,13 @@ func TestMain(m *testing.M) {
 		panic(err)
 	}
 	bin = filepath.Join(dir, "pristine")
-	out, err := exec.Command("go", "build", "-o", bin, "github.com/pristinedb/pristine/cmd/pristine").CombinedOutput()
-	if err != nil {
+	if b := os.Getenv("PRISTINE_BIN"); b != "" {
+		// A binary built already (scripts/servers.sh: a root without Go),
+		// under the name the tests' shell scripts call it by.
+		if err := os.Symlink(b, bin); err != nil {
+			panic(err)
+		}
+	} else if out, err := exec.Command("go", "build", "-o", bin, "github.com/pristinedb/pristine/cmd/pristine").CombinedOutput(); err != nil {
 		os.Stderr.Write(out)
 		panic(err)
 	}

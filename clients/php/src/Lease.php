@@ -86,10 +86,24 @@ final class Lease
         return new \PDO($this->pdoDsn(), $this->user, $this->password, [\PDO::ATTR_ERRMODE => \PDO::ERRMODE_EXCEPTION] + $this->pdoOptions());
     }
 
-    /** A mariadb client command line that opens the database. */
+    /** A client command line that opens the database: mariadb, or MySQL's mysql where only that is installed. */
     public function mysqlCommand(): string
     {
         $tls = $this->ca === '' ? '' : sprintf(' --ssl-ca=%s --ssl-verify-server-cert', $this->caFile());
-        return sprintf('mariadb -h%s -P%d -u%s -p%s%s %s', $this->host, $this->port, $this->user, $this->password, $tls, $this->database);
+        return sprintf('%s -h%s -P%d -u%s -p%s%s %s', self::sqlClient(), $this->host, $this->port, $this->user, $this->password, $tls, $this->database);
+    }
+
+    /** The command-line client on PATH: mariadb, else MySQL's mysql, else mariadb. */
+    private static function sqlClient(): string
+    {
+        $on = static function (string $name): bool {
+            foreach (explode(':', (string) getenv('PATH')) as $dir) {
+                if ($dir !== '' && is_executable("$dir/$name")) {
+                    return true;
+                }
+            }
+            return false;
+        };
+        return $on('mariadb') || !$on('mysql') ? 'mariadb' : 'mysql';
     }
 }

@@ -28,7 +28,7 @@ final class ClientTest extends TestCase
 
     private static function canary(array $conn): void
     {
-        Pristine::runCommand('mariadb -u"$MYSQL_USER" "$MYSQL_DATABASE" -e "CREATE TABLE canary (id INT PRIMARY KEY, v VARCHAR(20)); INSERT INTO canary VALUES (1, \'pristine\')"', $conn);
+        Pristine::runCommand(Daemon::sqlClient() . ' -u"$MYSQL_USER" "$MYSQL_DATABASE" -e "CREATE TABLE canary (id INT PRIMARY KEY, v VARCHAR(20)); INSERT INTO canary VALUES (1, \'pristine\')"', $conn);
     }
 
     /** testdata/contentkey/vectors.json, which every client's tests check. */
@@ -101,6 +101,44 @@ final class ClientTest extends TestCase
         $c->poolDown('phponce');
     }
 
+    /**
+     * A lease's account is reachable over TCP (no TLS on a loopback slot)
+     * and over the slot's socket; on MySQL it is a caching_sha2_password
+     * account, whose first login over plain TCP needs the server's RSA key
+     * (mysqlnd asks the server for it).
+     */
+    public function testLeaseConnectsOverTcpAndTheSocket(): void
+    {
+        $c = self::$d->client;
+        $t = Pristine::ensureTemplate($c, 'phpconn', 'key-conn', fn (array $conn) => self::canary($conn));
+        Pristine::ensurePool($c, 'phpconn', $t['hash'], 1);
+        $l = $c->lease('phpconn');
+        try {
+            $tcp = $l->pdo();
+            $this->assertSame('', (string) $tcp->query("SHOW SESSION STATUS LIKE 'Ssl_cipher'")->fetch(\PDO::FETCH_NUM)[1], 'a loopback lease without TLS');
+            $this->assertSame('pristine', $tcp->query('SELECT v FROM canary')->fetchColumn());
+            $version = (string) $tcp->query('SELECT VERSION()')->fetchColumn();
+            $create = (string) $tcp->query('SHOW CREATE USER CURRENT_USER()')->fetchColumn();
+            if (!str_contains(strtolower($version), 'mariadb')) {
+                $this->assertStringContainsString('caching_sha2_password', $create, "the lease's account on MySQL $version");
+            }
+            $this->assertNotSame('', $l->socket);
+            $sock = new \PDO(sprintf('mysql:unix_socket=%s;dbname=%s', $l->socket, $l->database), $l->user, $l->password,
+                [\PDO::ATTR_ERRMODE => \PDO::ERRMODE_EXCEPTION]);
+            $this->assertSame('pristine', $sock->query('SELECT v FROM canary')->fetchColumn());
+            $this->assertSame($tcp->query('SELECT CURRENT_USER()')->fetchColumn(), $sock->query('SELECT CURRENT_USER()')->fetchColumn());
+            try {
+                new \PDO($l->pdoDsn(), $l->user, $l->password . 'x');
+                $this->fail('a wrong password was accepted');
+            } catch (\PDOException $e) {
+                $this->assertStringContainsString('Access denied', $e->getMessage());
+            }
+        } finally {
+            $c->release($l->id);
+            $c->poolDown('phpconn');
+        }
+    }
+
     public function testFaultsSayCauseAndFix(): void
     {
         try {
@@ -112,7 +150,7 @@ final class ClientTest extends TestCase
         }
         $c = self::$d->client;
         try {
-            Pristine::ensureTemplate($c, 'phpfault', 'key-fault', fn (array $conn) => Pristine::runCommand('mariadb -u"$MYSQL_USER" "$MYSQL_DATABASE" -e "CREATE TABLE broken ("', $conn));
+            Pristine::ensureTemplate($c, 'phpfault', 'key-fault', fn (array $conn) => Pristine::runCommand(Daemon::sqlClient() . ' -u"$MYSQL_USER" "$MYSQL_DATABASE" -e "CREATE TABLE broken ("', $conn));
             $this->fail('a failing build succeeded');
         } catch (TemplateBuildException $e) {
             $this->assertStringContainsString('build failed, so it was aborted', $e->getMessage());

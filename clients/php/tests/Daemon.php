@@ -27,8 +27,11 @@ final class Daemon
      */
     public static function start(array $env = [], array $args = []): self
     {
-        if (!is_executable('/usr/sbin/mariadbd')) {
-            throw new \PHPUnit\Framework\SkippedTestError('mariadbd is not installed: run scripts/install-deps.sh');
+        // $PRISTINE_MARIADBD names the server (MySQL's mysqld in the server
+        // matrix, scripts/servers.sh), as pristine itself reads it.
+        $server = getenv('PRISTINE_MARIADBD') ?: '/usr/sbin/mariadbd';
+        if (!is_executable($server)) {
+            \PHPUnit\Framework\Assert::markTestSkipped("$server is not installed: run scripts/install-deps.sh");
         }
         $bin = getenv('PRISTINE_BIN') ?: dirname(__DIR__, 3) . '/bin/pristine';
         if (!is_executable($bin)) {
@@ -55,6 +58,21 @@ final class Daemon
         return $d;
     }
 
+    /**
+     * The command-line client of the server under test: mariadb, or MySQL's
+     * mysql where no mariadb is installed (the MySQL root of the server
+     * matrix).
+     */
+    public static function sqlClient(): string
+    {
+        foreach (explode(':', (string) getenv('PATH')) as $dir) {
+            if ($dir !== '' && is_executable("$dir/mariadb")) {
+                return 'mariadb';
+            }
+        }
+        return 'mysql';
+    }
+
     public function stop(): void
     {
         try {
@@ -70,7 +88,7 @@ final class Daemon
         // Kill servers under our root only, then remove it.
         foreach (glob('/proc/[0-9]*/cmdline') ?: [] as $f) {
             $cmd = (string) @file_get_contents($f);
-            if (str_contains($cmd, 'mariadbd') && str_contains($cmd, $this->base)) {
+            if ((str_contains($cmd, 'mariadbd') || str_contains($cmd, 'mysqld')) && str_contains($cmd, $this->base)) {
                 posix_kill((int) basename(dirname($f)), 9);
             }
         }

@@ -13,6 +13,12 @@ final class ExtensionTest extends TestCase
 
     public static function setUpBeforeClass(): void
     {
+        if (version_compare(\PHPUnit\Runner\Version::id(), '10', '>=')) {
+            // PHPUnit 10 dropped the TestHook interfaces the extension is made of
+            // (the MySQL root of the server matrix has Debian sid's PHPUnit 13).
+            self::markTestSkipped('Pristine\\PHPUnit\\Extension is a PHPUnit 9 extension (its TestHook interfaces are gone since PHPUnit 10); PHPUnit '
+                . \PHPUnit\Runner\Version::id() . ' loads extensions through its event system, which the extension does not use yet');
+        }
         self::$d = Daemon::start();
     }
 

@@ -51,6 +51,7 @@ final class KeyTest extends TestCase
      * @param callable(string):void $edit
      * @param list<string> $extra
      */
+    #[\PHPUnit\Framework\Attributes\DataProvider('inputs')]
     public function testAChangeRebuildsAndANonChangeDoesNot(string $pattern, callable $edit, array $extra, bool $same): void
     {
         $before = ContentKey::of(["$this->dir/$pattern"]);

@@ -131,6 +131,7 @@ final class LaravelTest extends TestCase
      * @dataProvider keyInputs
      * @param array<string,mixed> $options
      */
+    #[\PHPUnit\Framework\Attributes\DataProvider('keyInputs')]
     public function testTheKeySeesEveryInputAndNothingElse(string $file, ?string $from, ?string $to, array $options, bool $changes): void
     {
         $before = self::key();

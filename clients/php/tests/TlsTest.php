@@ -30,7 +30,7 @@ final class TlsTest extends TestCase
     {
         $c = self::$d->client;
         $t = Pristine::ensureTemplate($c, 'phptls', 'key-tls', function (array $conn): void {
-            Pristine::runCommand('mariadb -u"$MYSQL_USER" "$MYSQL_DATABASE" -e "CREATE TABLE canary (id INT PRIMARY KEY, v VARCHAR(20)); INSERT INTO canary VALUES (1, \'pristine\')"', $conn);
+            Pristine::runCommand(Daemon::sqlClient() . ' -u"$MYSQL_USER" "$MYSQL_DATABASE" -e "CREATE TABLE canary (id INT PRIMARY KEY, v VARCHAR(20)); INSERT INTO canary VALUES (1, \'pristine\')"', $conn);
         });
         Pristine::ensurePool($c, 'phptls', $t['hash'], 1);
         $l = $c->lease('phptls', ttl: 60);

@@ -102,6 +102,12 @@ def running_daemon(binary, env=None, args=()):
         shutil.rmtree(base, ignore_errors=True)
 
 
+def sql_client() -> str:
+    """The server's command-line client: mariadb, or MySQL's mysql where no
+    mariadb is installed (the MySQL root of scripts/servers.sh)."""
+    return "mariadb" if shutil.which("mariadb") else "mysql"
+
+
 def need_mariadb():
     # $PRISTINE_MARIADBD names the server (MySQL's mysqld in the server
     # matrix, scripts/servers.sh), as pristine itself reads it.

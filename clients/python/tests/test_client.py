@@ -12,7 +12,7 @@ import pytest
 from pristine_client import (Client, NoDaemonError, PristineError, TemplateBuildError, content_key,
                              ensure_pool, ensure_template, run_command)
 
-from conftest import canary_sql
+from conftest import canary_sql, sql_client
 
 
 def connect(lease_or_conn):
@@ -99,6 +99,44 @@ def test_build_once_across_threads_socket_and_tcp(daemon):
     daemon.client.pool_down("pyonce")
 
 
+def test_lease_connects_over_tcp_and_the_socket(daemon):
+    """A lease's account is reachable over plain TCP, over TCP with the TLS
+    the server offers (MySQL makes itself a certificate; PyMySQL takes it
+    unverified when not asked to verify) and over the slot's socket; on
+    MySQL it is a caching_sha2_password account, whose first login over
+    plain TCP needs the server's RSA key (PyMySQL asks for it and encrypts
+    with python3-cryptography)."""
+    c = daemon.client
+    t = ensure_template(c, "pyconn", "key-conn", build_canary)
+    ensure_pool(c, "pyconn", t["hash"], 1)
+    lease = c.lease("pyconn")
+    try:
+        with pymysql.connect(ssl_disabled=True, **lease.connect_kwargs()) as db, db.cursor() as cur:
+            cur.execute("SHOW SESSION STATUS LIKE 'Ssl_cipher'")
+            assert cur.fetchone()[1] == "", "ssl_disabled: plain TCP"
+            cur.execute("SELECT v FROM canary")
+            assert cur.fetchone()[0] == "pristine"
+        with connect(lease) as db, db.cursor() as cur:
+            cur.execute("SELECT v FROM canary")
+            assert cur.fetchone()[0] == "pristine"
+            cur.execute("SELECT VERSION(), CURRENT_USER()")
+            version, tcp_user = cur.fetchone()
+            cur.execute("SHOW CREATE USER CURRENT_USER()")
+            create = cur.fetchone()[0]
+        if "mariadb" not in version.lower():
+            assert "caching_sha2_password" in create, f"the lease's account on MySQL {version} is not caching_sha2_password"
+        assert lease.socket
+        with pymysql.connect(unix_socket=lease.socket, user=lease.user, password=lease.password,
+                             database=lease.database) as db, db.cursor() as cur:
+            cur.execute("SELECT v, CURRENT_USER() FROM canary")
+            assert cur.fetchone() == ("pristine", tcp_user)
+        with pytest.raises(pymysql.err.OperationalError, match="Access denied"):
+            pymysql.connect(host=lease.host, port=lease.port, user=lease.user, password=lease.password + "x")
+    finally:
+        c.release(lease.id)
+        c.pool_down("pyconn")
+
+
 def test_faults_say_cause_and_fix(daemon, tmp_path):
     nobody = Client(socket=str(tmp_path / "pristine.sock"))
     with pytest.raises(NoDaemonError, match="no pristine daemon is running.*pristine serve"):
@@ -106,7 +144,7 @@ def test_faults_say_cause_and_fix(daemon, tmp_path):
     c = daemon.client
 
     def bad(conn):
-        run_command("""mariadb -u"$MYSQL_USER" "$MYSQL_DATABASE" -e 'CREATE TABLE broken ('""", conn)
+        run_command(sql_client() + """ -u"$MYSQL_USER" "$MYSQL_DATABASE" -e 'CREATE TABLE broken ('""", conn)
 
     with pytest.raises(TemplateBuildError, match="(?s)build failed, so it was aborted.*SQL syntax"):
         ensure_template(c, "pyfault", "key-fault", bad)

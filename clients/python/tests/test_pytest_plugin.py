@@ -1,4 +1,4 @@
-from conftest import canary_sql
+from conftest import canary_sql, sql_client
 
 INNER = '''
 import pymysql
@@ -36,14 +36,14 @@ def test_plugin_with_xdist_builds_once_and_keeps_the_failed(pytester, in_root):
 [pytest]
 pristine_template = pyplugin
 pristine_files = migrations/*.sql
-pristine_migrate = echo built >> builds.log && mariadb -u"$MYSQL_USER" "$MYSQL_DATABASE" < migrations/001.sql
+pristine_migrate = echo built >> builds.log && CLIENT -u"$MYSQL_USER" "$MYSQL_DATABASE" < migrations/001.sql
 pristine_pool_size = 3
-""")
+""".replace("CLIENT", sql_client()))
     pytester.makepyfile(test_inner=INNER)
     result = pytester.runpytest_subprocess("-n", "2", "--pristine-keep-failed")
     result.assert_outcomes(passed=7, failed=1)
     result.stdout.fnmatch_lines(["*pristine: kept the database of this failed test for debugging:*",
-                                 "*mariadb -h127.0.0.1 -P*", "*release it with: pristine release *"])
+                                 "*%s -h127.0.0.1 -P*" % sql_client(), "*release it with: pristine release *"])
     assert (pytester.path / "builds.log").read_text() == "built\n"
     c = in_root.client
     leases = c.leases()

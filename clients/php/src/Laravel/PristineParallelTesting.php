@@ -4,6 +4,7 @@ declare(strict_types=1);
 
 namespace Pristine\Laravel;
 
+use Illuminate\Database\Console\Migrations\FreshCommand;
 use Illuminate\Database\Events\QueryExecuted;
 use Illuminate\Foundation\Testing\DatabaseMigrations;
 use Illuminate\Foundation\Testing\DatabaseTransactions;
@@ -124,7 +125,13 @@ final class PristineParallelTesting
         // In a worker, migrate:fresh keeps Laravel's steps but the wipe and
         // the schema build (see PristineFreshCommand).
         if (getenv('LARAVEL_PARALLEL_TESTING') && Pristine::processesSeen() > 0) {
-            app()->extend('command.migrate.fresh', static fn () => new PristineFreshCommand());
+            // Laravel 8 binds its commands as command.migrate.fresh; 9 and
+            // later by class, with the migrator in the constructor (8's
+            // FreshCommand has none and takes no argument). Both names:
+            // each version resolves only its own.
+            foreach (['command.migrate.fresh', FreshCommand::class] as $fresh) {
+                app()->extend($fresh, static fn ($command, $app) => new PristineFreshCommand($app['migrator']));
+            }
             // pristine provides the worker's databases: Laravel's own
             // TestDatabases (which would create {db}_test_{token} on the
             // configured server) steps aside, as with --without-databases.

@@ -4,6 +4,7 @@ import hashlib
 import http.client
 import json
 import os
+import shutil
 import socket
 import ssl
 import tempfile
@@ -116,9 +117,18 @@ class Lease:
         return kw
 
     def mysql_command(self) -> str:
-        """A mariadb client command line that opens this database."""
+        """A client command line that opens this database: mariadb, or
+        MySQL's mysql where only that is installed."""
         tls = f" --ssl-ca={self.ca_file()} --ssl-verify-server-cert" if self.ca else ""
-        return f"mariadb -h{self.host} -P{self.port} -u{self.user} -p{self.password}{tls} {self.database}"
+        return f"{sql_client()} -h{self.host} -P{self.port} -u{self.user} -p{self.password}{tls} {self.database}"
+
+
+def sql_client() -> str:
+    """The command-line client on PATH: mariadb, else MySQL's mysql (a
+    machine with MySQL's client only), else mariadb."""
+    if shutil.which("mariadb") or not shutil.which("mysql"):
+        return "mariadb"
+    return "mysql"
 
 
 class Client:

@@ -3,6 +3,9 @@ processes the run uses (so the pool is sized to fit) and, with
 --pristine-keep-failed, keeps the databases of a run with failures and
 prints how to open them."""
 
+import multiprocessing
+
+import django
 from django.test.runner import DiscoverRunner
 
 from .creation import run_state
@@ -12,6 +15,13 @@ class PristineRunner(DiscoverRunner):
     def __init__(self, pristine_keep_failed=False, **kwargs):
         super().__init__(**kwargs)
         self.pristine_keep_failed = pristine_keep_failed
+        # Python 3.14 starts multiprocessing workers with forkserver by
+        # default on Linux; Django before 6.0 sets up --parallel workers
+        # only under fork (inherited) or spawn (set up again), so a
+        # forkserver worker dies with AppRegistryNotReady. Take fork, the
+        # method those Djangos were made for on Linux.
+        if django.VERSION < (6, 0) and multiprocessing.get_start_method() == "forkserver":
+            multiprocessing.set_start_method("fork", force=True)
 
     @classmethod
     def add_arguments(cls, parser):
