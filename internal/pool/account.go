@@ -145,13 +145,17 @@ func writeCounterNames(mysql bool) []string {
 	return append(names, mariadb.MariaDB.LSNStatus(), "HANDLER_WRITE", "HANDLER_UPDATE", "HANDLER_DELETE")
 }
 
+// writeCounterPrefixes start the names of the statement counters of DDL
+// (isWriteCounter; temporary tables' aside).
+var writeCounterPrefixes = []string{"COM_CREATE_", "COM_DROP_", "COM_ALTER_", "COM_RENAME_"}
+
 // isWriteCounter tells whether the status variable name (upper case) is
 // one of the write counters (writeCounterNames).
 func isWriteCounter(name string, mysql bool) bool {
 	if name == "COM_CREATE_TEMPORARY_TABLE" || name == "COM_DROP_TEMPORARY_TABLE" {
 		return false
 	}
-	for _, p := range []string{"COM_CREATE_", "COM_DROP_", "COM_ALTER_", "COM_RENAME_"} {
+	for _, p := range writeCounterPrefixes {
 		if strings.HasPrefix(name, p) {
 			return true
 		}

@@ -143,8 +143,8 @@ func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
 // procCPU is a process's CPU in ms and its minor faults: the time its
 // live threads ran (/proc/PID/task/*/schedstat, in ns) plus what its
-// ended threads spent (/proc/PID/stat counts them; its user+system time,
-// in 10 ms ticks, less the live threads' ticks).
+// ended threads spent (the process's ticks, procTicks, less the live
+// threads' ticks).
 func procCPU(pid int) (float64, float64) {
 	dir := "/proc/" + strconv.Itoa(pid)
 	b, err := os.ReadFile(dir + "/stat")
@@ -152,24 +152,17 @@ func procCPU(pid int) (float64, float64) {
 		return 0, 0
 	}
 	s := string(b)
-	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-	minflt, _ := strconv.ParseFloat(f[7], 64)
-	ut, _ := strconv.ParseFloat(f[11], 64)
-	st, _ := strconv.ParseFloat(f[12], 64)
-	ticks, ran := (ut+st)*10, 0.0
+	minflt, _ := strconv.ParseFloat(strings.Fields(s[strings.LastIndexByte(s, ')')+1:])[7], 64)
+	ticks, ran := procTicks(pid), 0.0
 	tasks, _ := os.ReadDir(dir + "/task")
 	for _, t := range tasks {
-		if ss, err := os.ReadFile(dir + "/task/" + t.Name() + "/schedstat"); err == nil {
+		task := dir + "/task/" + t.Name()
+		if ss, err := os.ReadFile(task + "/schedstat"); err == nil {
 			if n, err := strconv.ParseFloat(strings.Fields(string(ss))[0], 64); err == nil {
 				ran += n / 1e6
 			}
 		}
-		if ts, err := os.ReadFile(dir + "/task/" + t.Name() + "/stat"); err == nil {
-			tf := strings.Fields(string(ts)[strings.LastIndexByte(string(ts), ')')+1:])
-			tu, _ := strconv.ParseFloat(tf[11], 64)
-			tsy, _ := strconv.ParseFloat(tf[12], 64)
-			ticks -= (tu + tsy) * 10
-		}
+		ticks -= statTicks(task + "/stat")
 	}
 	if ticks < 0 {
 		ticks = 0
@@ -179,8 +172,12 @@ func procCPU(pid int) (float64, float64) {
 
 // procTicks is a process's user+system CPU in ms from /proc/PID/stat, in
 // 10 ms ticks, as a reaped child's CPU is counted.
-func procTicks(pid int) float64 {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+func procTicks(pid int) float64 { return statTicks("/proc/" + strconv.Itoa(pid) + "/stat") }
+
+// statTicks is the user+system CPU in ms of a process's or thread's stat
+// file, in 10 ms ticks; 0 when it cannot be read.
+func statTicks(path string) float64 {
+	b, err := os.ReadFile(path)
 	if err != nil {
 		return 0
 	}
