@@ -31,20 +31,10 @@ cleanup() {
 trap cleanup EXIT
 
 # Django's own cloning, against a plain server with pristine's profile.
-# --skip-name-resolve --force: a machine whose host name does not resolve (a
-# fresh chroot) is fine.
-if ! out=$(mariadb-install-db --no-defaults --datadir="$W/plain" --auth-root-authentication-method=normal --skip-name-resolve --force 2>&1); then
-  echo "$out" | tail -20 >&2
-  echo "bench-django: mariadb-install-db failed (above)" >&2
-  exit 1
-fi
-mariadbd --no-defaults --datadir="$W/plain" --socket="$W/plain.sock" --skip-networking \
-  --innodb-buffer-pool-size=128M --innodb-flush-log-at-trx-commit=0 --innodb-doublewrite=0 \
-  --innodb-flush-method=nosync --skip-log-bin --performance-schema=0 --user=root \
-  --log-error="$W/plain.err" --pid-file="$W/plain.pid" 2>/dev/null &
-MPID=$!
-for _ in $(seq 100); do [ -S "$W/plain.sock" ] && mariadb --no-defaults -S "$W/plain.sock" -uroot -e 'SELECT 1' >/dev/null 2>&1 && break; sleep 0.1; done
-mariadb --no-defaults -S "$W/plain.sock" -uroot -e "CREATE USER bench@localhost IDENTIFIED BY 'bench'; GRANT ALL ON *.* TO bench@localhost; CREATE DATABASE shop"
+# shellcheck source=lib/plain.sh
+source scripts/lib/plain.sh
+start_plain "$W" bench
+mariadb --no-defaults -S "$W/plain.sock" -uroot -e "CREATE DATABASE shop"
 
 # setup TIME of one run: the suite must pass; prints "seconds tests".
 run() {

@@ -37,21 +37,9 @@ cleanup() {
 }
 trap cleanup EXIT
 
-if ! out=$(mariadb-install-db --no-defaults --datadir="$W/plain" --auth-root-authentication-method=normal --skip-name-resolve --force 2>&1); then
-  echo "$out" | tail -20 >&2
-  echo "parity-django: mariadb-install-db failed (above)" >&2
-  exit 1
-fi
-mariadbd --no-defaults --datadir="$W/plain" --socket="$W/plain.sock" --skip-networking \
-  --innodb-buffer-pool-size=128M --innodb-flush-log-at-trx-commit=0 --innodb-doublewrite=0 \
-  --innodb-flush-method=nosync --skip-log-bin --performance-schema=0 --user=root \
-  --character-set-server=utf8mb4 --collation-server=utf8mb4_general_ci \
-  --log-error="$W/plain.err" --pid-file="$W/plain.pid" 2>/dev/null &
-MPID=$!
-for _ in $(seq 100); do [ -S "$W/plain.sock" ] && mariadb --no-defaults -S "$W/plain.sock" -uroot -e 'SELECT 1' >/dev/null 2>&1 && break; sleep 0.1; done
-mariadb --no-defaults -S "$W/plain.sock" -uroot -e "CREATE USER parity@localhost IDENTIFIED BY 'parity'; GRANT ALL ON *.* TO parity@localhost"
-# Time zone tables, as pristine's base (and MariaDB's official image) has them.
-mariadb-tzinfo-to-sql /usr/share/zoneinfo 2>/dev/null | mariadb --no-defaults -S "$W/plain.sock" -uroot mysql
+# shellcheck source=lib/plain.sh
+source scripts/lib/plain.sh
+start_plain "$W" parity
 
 # run NAME: one run of the suite; its outcomes in $W/NAME.json, its output
 # in $W/NAME.out, its exit status in $W/NAME.rc.

@@ -196,7 +196,7 @@ func (s *Server) finishTemplate(w http.ResponseWriter, r *http.Request) {
 		fail(w, err)
 		return
 	}
-	s.log.Info("template built", "template", m.Name, "hash", m.Hash[:12], "seconds", m.BuildSeconds)
+	s.log.Info("template built", "template", m.Name, "hash", m.Hash[:12], "seconds", m.BuildSeconds, "phases", bs.Timeline())
 	writeJSON(w, 200, ready(m))
 }
 

@@ -101,6 +101,17 @@ func TestBuildSessionRunsInRAM(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The daemon logs where the session's time went: pristine's steps
+	// around the client's own.
+	phases := map[string]bool{}
+	for _, ph := range ss.Timeline().Phases() {
+		phases[ph.Name] = true
+	}
+	for _, want := range []string{template.PhaseRAMCopy, template.PhaseStart, template.PhaseClient, template.PhaseStop, template.PhaseFile, template.PhasePublish} {
+		if !phases[want] {
+			t.Errorf("session timeline %q has no phase %q", ss.Timeline(), want)
+		}
+	}
 	assertEmpty(t, ram, "after the build")
 	data := st.Catalog().DataDir(m.Hash)
 	if fsType(t, data) != unix.BTRFS_SUPER_MAGIC {

@@ -29,6 +29,7 @@ type Session struct {
 	dir   string
 	db    *sql.DB
 	start time.Time
+	tl    *Timeline
 	done  func()
 }
 
@@ -73,6 +74,12 @@ func (b *Builder) begin(ctx context.Context, opt BuildOptions, hash string) (*Se
 		unlock()
 		return nil, nil, err
 	}
+	tl := timelineOf(ctx)
+	if tl == nil {
+		tl = NewTimeline()
+		ctx = WithTimeline(ctx, tl)
+	}
+	tl.Mark(PhaseStage)
 	m := b.newMeta(opt, hash)
 	in, db, err := b.startBuild(ctx, dir, opt, m)
 	if err != nil {
@@ -80,7 +87,7 @@ func (b *Builder) begin(ctx context.Context, opt BuildOptions, hash string) (*Se
 		unlock()
 		return nil, nil, fmt.Errorf("template build %s: %w", opt.Name, err)
 	}
-	return &Session{Meta: m, Inst: in, b: b, opt: opt, dir: dir, db: db, start: time.Now(), done: unlock}, nil, nil
+	return &Session{Meta: m, Inst: in, b: b, opt: opt, dir: dir, db: db, start: time.Now(), tl: tl, done: unlock}, nil, nil
 }
 
 // Hash is the hash the session's template will have.
@@ -91,15 +98,23 @@ func (ss *Session) Env() []string {
 	return dsn.Env(ss.Inst.Config.Port, ss.Inst.Config.Socket(), ss.Meta.User, ss.Meta.Password, ss.opt.database())
 }
 
+// Timeline is where the session's time went so far: pristine's own steps
+// around the client's build (PhaseClient).
+func (ss *Session) Timeline() *Timeline { return ss.tl }
+
 // Finish stops the template server cleanly and publishes the template.
 func (ss *Session) Finish(ctx context.Context) (*catalog.Meta, error) {
 	defer ss.done()
+	ss.tl.Mark(PhaseClient)
+	ctx = WithTimeline(ctx, ss.tl)
 	err := ss.b.finishBuild(ctx, ss.Inst, ss.db, ss.opt, ss.Meta)
 	if err == nil {
 		err = ss.b.settle(ss.dir)
+		ss.tl.Mark(PhaseFile)
 	}
 	if err == nil {
 		err = ss.b.publish(ss.dir, ss.Meta, ss.start)
+		ss.tl.Mark(PhasePublish)
 	}
 	if err != nil {
 		ss.Inst.Kill()

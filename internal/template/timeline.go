@@ -2,6 +2,8 @@ package template
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"sync"
 	"time"
 )
@@ -34,6 +36,7 @@ const (
 	PhaseStart    = "server start, account"
 	PhaseLoad     = "load (SQL)"
 	PhaseInit     = "init command"
+	PhaseClient   = "the client's build (a session's migrations)"
 	PhaseChecks   = "checks (keys, counters, MEMORY)"
 	PhaseDefiners = "definers"
 	PhaseExport   = "InnoDB export metadata"
@@ -92,6 +95,18 @@ func (t *Timeline) Phases() []Phase {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return append([]Phase(nil), t.phases...)
+}
+
+// String is the phases on one line, "name 0.123s, ...", for a log.
+func (t *Timeline) String() string {
+	var b strings.Builder
+	for i, p := range t.Phases() {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "%s %.3fs", p.Name, p.Seconds)
+	}
+	return b.String()
 }
 
 // Restart begins the next phase now, dropping the time since the last

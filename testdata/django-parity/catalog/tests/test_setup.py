@@ -5,7 +5,7 @@ from django.core.cache import cache
 from django.db import connection, connections
 from django.test import SimpleTestCase, TestCase, TransactionTestCase
 
-from catalog.apps import HANDLED
+from catalog.apps import HANDLED, MIGRATE_SENDS
 from catalog.models import Parent, Tag
 from notes.models import Note
 
@@ -14,6 +14,10 @@ class PostMigrateTests(TestCase):
     def test_handler_ran_in_this_process(self):
         self.assertIn("default", HANDLED)
         self.assertIn("other", HANDLED)
+
+    def test_migrate_sent_post_migrate_once_per_alias(self):
+        self.assertEqual(MIGRATE_SENDS["default"], 1, MIGRATE_SENDS)
+        self.assertEqual(MIGRATE_SENDS["other"], 1, MIGRATE_SENDS)
 
     def test_handler_row(self):
         self.assertTrue(Tag.objects.filter(name="from-post-migrate").exists())

@@ -183,6 +183,7 @@ class _Group:
         self.client: Optional[Client] = None
         self.template = ""
         self.main: Optional[Lease] = None
+        self.built = False  # this process built the template (migrate and its signals ran here)
         self.main_users = set()
         self.clones: Dict[str, Lease] = {}
         self.clone_users: Dict[str, set] = {}
@@ -295,7 +296,7 @@ class DatabaseCreation(MySQLCreation):
         # NAME stays the alias's own: Django's create_test_db derives the
         # test database's name from it, and sets it.
         self._point_at(g.main.__dict__)
-        return self._create_on_lease(verbosity, autoclobber, serialize, keepdb)
+        return self._create_on_lease(verbosity, autoclobber, serialize, keepdb, g.built)
 
     def _lease_group(self, g, verbosity):
         g.client = self._client()
@@ -331,16 +332,20 @@ class DatabaseCreation(MySQLCreation):
                     MySQLCreation.create_test_db(c.creation, max(verbosity - 1, 0), True, False, True)
                 finally:
                     c.creation._pristine_direct = False
+            g.built = True
         finally:
             for a in g.aliases:
                 connections[a].close()
                 connections[a].settings_dict.update(g.original[a])
                 settings.DATABASES[a]["NAME"] = g.original[a]["NAME"]
 
-    def _create_on_lease(self, verbosity, autoclobber, serialize, keepdb):
+    def _create_on_lease(self, verbosity, autoclobber, serialize, keepdb, built):
         """Django's own create_test_db against the lease, with CREATE
         DATABASE skipped (the lease has it) and migrate reduced to its
-        process-side part (_migrate_on_lease)."""
+        process-side part (_migrate_on_lease). When this process built
+        the template (built), migrate ran here already, its signals
+        included, against the data the lease holds a copy of: it does not
+        run twice, and the first run costs what a stock run does."""
         from django.core import management
 
         real = management.call_command
@@ -348,7 +353,7 @@ class DatabaseCreation(MySQLCreation):
 
         def call_command(command_name, *args, **options):
             if command_name == "migrate" and options.get("database") == creation.connection.alias:
-                return creation._migrate_on_lease(options)
+                return None if built else creation._migrate_on_lease(options)
             return real(command_name, *args, **options)
 
         self._create_test_db = lambda *a, **k: self._get_test_db_name()
