@@ -124,6 +124,16 @@ final class ExtensionTest extends TestCase
         $this->assertSame([], self::$d->client->leases());
     }
 
+    public function testProcessThatExitsInATestReturnsItsLease(): void
+    {
+        $out = self::$d->base . '/exit.out';
+        [$code, $log] = self::sh('PRISTINE_FIXTURE_OUT=' . escapeshellarg($out) . ' phpunit -c '
+            . escapeshellarg(self::config('ExitTest.php', ['template' => 'php-exit'])));
+        $this->assertSame(3, $code, $log);
+        $this->assertMatchesRegularExpression('/^[0-9a-f]+$/', (string) @file_get_contents($out), $log);
+        $this->assertSame([], self::$d->client->leases(), $log);
+    }
+
     public function testFailedTestKeepsItsDatabase(): void
     {
         [$code, $out] = self::sh('phpunit -c ' . escapeshellarg(self::config('FailingTest.php', ['template' => 'php-fixture', 'keepFailed' => true])));

@@ -51,6 +51,7 @@ final class TestDatabase
     private ?string $test = null;
     private bool $failed = false;
     private bool $anyFailed = false;
+    private bool $started = false;
     private bool $ready = false;
 
     /** @param array<string,mixed> $options see the class comment */
@@ -78,6 +79,13 @@ final class TestDatabase
      */
     public function start(): void
     {
+        if ($this->started) {
+            return;
+        }
+        $this->started = true;
+        // Whatever ends the process (a runner that never says the run
+        // finished, exit() in a test), the lease it holds goes back.
+        register_shutdown_function(fn () => $this->finish());
         try {
             if (!in_array($this->scope, ['test', 'process'], true)) {
                 throw new PristineException(sprintf('scope "%s" of the pristine PHPUnit extension: want "test" (a database per test) or "process" (one per phpunit process)', $this->scope));
@@ -106,9 +114,14 @@ final class TestDatabase
         }
     }
 
-    /** Before test $test (its name, Class::method): with scope "test", its lease. */
+    /**
+     * Before test $test (its name, Class::method): with scope "test", its
+     * lease. A runner that runs tests without announcing the run first
+     * gets start() here.
+     */
     public function beforeTest(string $test): void
     {
+        $this->start();
         if ($this->scope === 'test' && self::$current !== null) {
             // A test PHPUnit ended without an "after" call (skipped or
             // errored before it was prepared): its lease goes now.
