@@ -129,7 +129,9 @@ final class ExtensionTest extends TestCase
         $out = self::$d->base . '/exit.out';
         [$code, $log] = self::sh('PRISTINE_FIXTURE_OUT=' . escapeshellarg($out) . ' phpunit -c '
             . escapeshellarg(self::config('ExitTest.php', ['template' => 'php-exit'])));
-        $this->assertSame(3, $code, $log);
+        // 3 from the test's exit() on PHPUnit 9; PHPUnit 10+ report the
+        // premature end and exit with 2.
+        $this->assertContains($code, [2, 3], $log);
         $this->assertMatchesRegularExpression('/^[0-9a-f]+$/', (string) @file_get_contents($out), $log);
         $this->assertSame([], self::$d->client->leases(), $log);
     }
