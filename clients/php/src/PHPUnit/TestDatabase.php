@@ -61,6 +61,11 @@ final class TestDatabase
         $this->scope = (string) ($options['scope'] ?? 'test');
         $this->keepFailed = filter_var($options['keepFailed'] ?? getenv('PRISTINE_KEEP_FAILED') ?: false, FILTER_VALIDATE_BOOLEAN);
         $this->release = (string) ($options['release'] ?? 'unchanged');
+        // Whatever ends the process (a runner that never says the run
+        // finished, exit() in a test), the lease it holds goes back.
+        // Registered here, as PHPUnit loads the extension: before PHPUnit
+        // 10+'s own shutdown handler, which exits and so ends the others.
+        register_shutdown_function(fn () => $this->finish());
     }
 
     /** The database of the running test (or of this process, with scope "process"). */
@@ -83,9 +88,6 @@ final class TestDatabase
             return;
         }
         $this->started = true;
-        // Whatever ends the process (a runner that never says the run
-        // finished, exit() in a test), the lease it holds goes back.
-        register_shutdown_function(fn () => $this->finish());
         try {
             if (!in_array($this->scope, ['test', 'process'], true)) {
                 throw new PristineException(sprintf('scope "%s" of the pristine PHPUnit extension: want "test" (a database per test) or "process" (one per phpunit process)', $this->scope));
