@@ -65,7 +65,13 @@ final class TestDatabase
         // finished, exit() in a test), the lease it holds goes back.
         // Registered here, as PHPUnit loads the extension: before PHPUnit
         // 10+'s own shutdown handler, which exits and so ends the others.
-        register_shutdown_function(fn () => $this->finish());
+        // Not in a child a test forked: the lease is its parent's.
+        $pid = getmypid();
+        register_shutdown_function(function () use ($pid): void {
+            if (getmypid() === $pid) {
+                $this->finish();
+            }
+        });
     }
 
     /** The database of the running test (or of this process, with scope "process"). */
