@@ -5,10 +5,14 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 N="${1:-3}"
+# phpunit.xml registers the extension as PHPUnit 10 and later do
+# (PristineExtension, <bootstrap>); phpunit9.xml as PHPUnit 9 does.
+config=phpunit.xml
+case "$(phpunit --version)" in *"PHPUnit 9."*) config=phpunit9.xml ;; esac
 pids=()
 i=0
 for f in tests/*Test.php; do
-  phpunit -c phpunit.xml "$f" > "/tmp/pristine-php-example.$$.$i.log" 2>&1 &
+  phpunit -c "$config" "$f" > "/tmp/pristine-php-example.$$.$i.log" 2>&1 &
   pids+=("$!")
   i=$((i + 1))
   if [ "${#pids[@]}" -ge "$N" ]; then wait "${pids[0]}" || fail=1; pids=("${pids[@]:1}"); fi

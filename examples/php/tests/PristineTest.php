@@ -3,7 +3,7 @@
 declare(strict_types=1);
 
 use PHPUnit\Framework\TestCase;
-use Pristine\PHPUnit\Extension;
+use Pristine\PHPUnit\TestDatabase;
 
 /** Every test starts from the schema's rows, whatever the others wrote. */
 final class PristineTest extends TestCase
@@ -14,10 +14,11 @@ final class PristineTest extends TestCase
         return ['first' => [1], 'second' => [2], 'third' => [3]];
     }
 
-    /** @dataProvider runs */
+    /** @dataProvider runs (PHPUnit 9; the attribute for PHPUnit 10+) */
+    #[\PHPUnit\Framework\Attributes\DataProvider('runs')]
     public function testStartsPristineThenWrites(int $n): void
     {
-        $db = Extension::lease()->pdo();
+        $db = TestDatabase::lease()->pdo();
         $this->assertSame(0, (int) $db->query('SELECT COUNT(*) FROM transfers')->fetchColumn());
         $this->assertSame(10000, (int) $db->query("SELECT balance_cents FROM accounts WHERE owner = 'alice'")->fetchColumn());
         $db->exec("UPDATE accounts SET balance_cents = $n WHERE owner = 'alice'");
@@ -26,7 +27,7 @@ final class PristineTest extends TestCase
 
     public function testEnvironmentNamesTheLease(): void
     {
-        $l = Extension::lease();
+        $l = TestDatabase::lease();
         $this->assertSame($l->id, getenv('PRISTINE_LEASE'));
         $this->assertSame($l->database, getenv('DB_DATABASE'));
         $this->assertStringStartsWith('mysql://', (string) getenv('DATABASE_URL'));

@@ -3,13 +3,13 @@
 declare(strict_types=1);
 
 use PHPUnit\Framework\TestCase;
-use Pristine\PHPUnit\Extension;
+use Pristine\PHPUnit\TestDatabase;
 
 final class TransferTest extends TestCase
 {
     public function testTransferMovesMoney(): void
     {
-        $bank = new Bank(Extension::lease()->pdo());
+        $bank = new Bank(TestDatabase::lease()->pdo());
         $bank->transfer('alice', 'bob', 2500);
         $this->assertSame(7500, $bank->balance('alice'));
         $this->assertSame(7500, $bank->balance('bob'));
@@ -17,7 +17,7 @@ final class TransferTest extends TestCase
 
     public function testOverdraftIsRefused(): void
     {
-        $bank = new Bank(Extension::lease()->pdo());
+        $bank = new Bank(TestDatabase::lease()->pdo());
         $this->expectException(RuntimeException::class);
         $bank->transfer('carol', 'alice', 1);
     }
