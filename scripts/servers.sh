@@ -1,12 +1,11 @@
 #!/usr/bin/env bash
 # The server matrix (issue 21): runs pristine's server-facing Go tests and
 # its core flow inside Debian roots that carry other servers than the
-# machine's own MariaDB (internal/mariadb, internal/template, internal/pool
-# in both; internal/capture and internal/verify in both (with MySQL's own
-# fidelity corpus in MySQL's); in MySQL's also the Go client, pristinetest,
-# the e2e test of `eval "$(pristine lease)"` with MySQL's mysql and
-# mysqldump, and the Python (pytest, Django) and PHP (PHPUnit, Laravel)
-# clients' tests):
+# machine's own MariaDB (internal/mariadb, internal/template, internal/pool,
+# internal/capture, internal/verify (with MySQL's own fidelity corpus in
+# MySQL's) and the whole of internal/e2e in both; in MySQL's also the Go
+# client, pristinetest, and the Python (pytest, Django) and PHP (PHPUnit,
+# Laravel) clients' tests):
 #
 #   mariadb-11.8  Debian 13 "trixie": mariadb-server, mariadb-client, mariadb-backup
 #   mysql-9.7     Debian unstable "sid": mysql-server-core, mysql-client-core
@@ -28,10 +27,12 @@
 #
 # The tests are compiled on the host (go test -c, no cgo, so the binaries
 # run on any newer glibc), copied with bin/pristine into the root, and run
-# there by chroot with /proc mounted and a private tmpfs on /dev/shm; the
-# server is the only one installed in the root and is named by
-# PRISTINE_MARIADBD. Every mount is undone and every server of the run is
-# gone when the script exits, whatever happens.
+# there by chroot in the root made a mount point of its own, with /proc,
+# /sys, the host's /dev (loop devices for btrfs scratch filesystems), a
+# devpts and a private tmpfs on /dev/shm (mount_in); the server is the only
+# one installed in the root and is named by PRISTINE_MARIADBD. Every mount
+# is undone and every server of the run is gone when the script exits,
+# whatever happens. Each package's time is logged with its result.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repo="$PWD"
@@ -64,12 +65,14 @@ declare -A PKGS=([mariadb-11.8]="mariadb-server mariadb-client mariadb-backup $E
 declare -A SERVERD=([mariadb-11.8]=/usr/sbin/mariadbd [mysql-9.7]=/usr/sbin/mysqld)
 # Packages each server runs beyond PACKAGES: capture (on MySQL logical and
 # through the clone plugin) and verify with the fidelity corpus of the
-# flavour (testdata/fidelity, testdata/fidelity-mysql); on MySQL the Go
-# client and pristinetest against MySQL leases, and of internal/e2e only
-# (PACKAGE:REGEX runs the tests REGEX matches) TestConnectByHand:
-# `eval "$(pristine lease)"`, then MySQL's mysql, mysqldump and mysqladmin
-# with no flags.
-declare -A EXTRA=([mariadb-11.8]="./internal/capture ./internal/verify" [mysql-9.7]="./internal/capture ./internal/verify ./client ./pristinetest ./internal/e2e:^TestConnectByHand\$")
+# flavour (testdata/fidelity, testdata/fidelity-mysql); the whole of
+# internal/e2e (the CLI end to end: restarts, scratch, the demo small, a
+# pool node in network namespaces, the server's own clients; what cannot
+# apply skips with its cause, docs/servers.md); on MySQL the Go client and
+# pristinetest against MySQL leases. PACKAGE:REGEX runs only the tests
+# REGEX matches. Like the other root packages, without -race: the race
+# detector runs on the host, where the same code runs.
+declare -A EXTRA=([mariadb-11.8]="./internal/capture ./internal/verify ./internal/e2e" [mysql-9.7]="./internal/capture ./internal/verify ./client ./pristinetest ./internal/e2e")
 [ -z "${SERVERS_PACKAGES:-}" ] || EXTRA=([mariadb-11.8]="" [mysql-9.7]="")
 [ "${SERVERS_PACKAGES:-}" != none ] || PACKAGES=""
 # The clients' tests each server runs after its Go packages, unless
