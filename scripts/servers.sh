@@ -81,7 +81,7 @@ declare -A EXTRA=([mariadb-11.8]="./internal/capture ./internal/verify ./interna
 # Python client (pytest; the plugin with xdist; Django's parallel runs) and
 # of the PHP client (PHPUnit; the Laravel suite), leases over TCP and the
 # socket with caching_sha2_password. What cannot run there skips with its
-# cause (the PHPUnit 9 extension on PHPUnit 13, docker-registry).
+# cause (the PHPUnit 9 extension on PHPUnit 13).
 declare -A PYTEST=([mariadb-11.8]="" [mysql-9.7]="clients/python/tests")
 declare -A PHPUNIT=([mariadb-11.8]="" [mysql-9.7]="clients/php/phpunit.xml")
 clients="${SERVERS_CLIENTS:-${SERVERS_PYTEST:-}}"
