@@ -38,6 +38,7 @@ func SlotIdle(ctx context.Context, c *client.Client, name string, d time.Duratio
 			before[pid] = ms
 		}
 	}
+	up := uptimeSec() // the age when StartCPUMS was read, before this wait
 	t0 := time.Now()
 	select {
 	case <-ctx.Done():
@@ -45,7 +46,6 @@ func SlotIdle(ctx context.Context, c *client.Client, name string, d time.Duratio
 	case <-time.After(d):
 	}
 	secs := time.Since(t0).Seconds()
-	up := uptimeSec()
 	var idle, age float64
 	n, na := 0, 0
 	for pid, b := range before {
