@@ -128,6 +128,10 @@ func printDemo(w io.Writer, r *demorun.DemoResult) {
 	fmt.Fprintf(w, "| resident memory per slot (RSS), mean / max | %.1f / %.1f MB | | |\n", r.RSSMeanMB, r.RSSMaxMB)
 	fmt.Fprintf(w, "| memory per slot with the shared code divided among slots (PSS), mean | %.1f MB | | |\n", r.PSSMeanMB)
 	fmt.Fprintf(w, "| server CPU per slot, from exec to ready and leased (user + system), mean | %.0f ms | | |\n", r.StartCPUMS)
+	if r.SlotAgeSec > 0 {
+		fmt.Fprintf(w, "| of which waiting for the rest of the pool: idle CPU per slot x mean slot age | %.1f ms/s x %.0f s = %.0f ms | start alone: %.0f ms | |\n",
+			r.IdleCPUMSPerSec, r.SlotAgeSec, r.IdleCPUMSPerSec*r.SlotAgeSec, max(r.StartCPUMS-r.IdleCPUMSPerSec*r.SlotAgeSec, 0))
+	}
 	fmt.Fprintf(w, "| first query on a leased slot (%d rows counted) | %.2f ms | | |\n", r.RowsInFirstTable, r.QueryMS)
 	fmt.Fprintf(w, "\n| run | state | %d slots ready | reset p50 / p99 | load average before | after |\n|---:|---|---:|---:|---|---|\n", r.Slots)
 	for i, run := range r.Runs {

@@ -68,7 +68,13 @@ type DemoResult struct {
 	// StartCPUMS is the CPU time (user + system) each slot's server used
 	// from its exec until it was ready and leased, mean over the slots
 	// of the first run (SlotCPU).
-	StartCPUMS       float64   `json:"start_cpu_ms_per_slot"`
+	StartCPUMS float64 `json:"start_cpu_ms_per_slot"`
+	// IdleCPUMSPerSec is the CPU a ready slot's server uses per second
+	// while it only waits, and SlotAgeSec the slots' mean age when
+	// StartCPUMS was read: StartCPUMS holds about their product of
+	// waiting for the rest of the pool (SlotIdle).
+	IdleCPUMSPerSec  float64   `json:"idle_cpu_ms_per_sec_per_slot,omitempty"`
+	SlotAgeSec       float64   `json:"slot_age_sec,omitempty"`
 	Runs             []PoolRun `json:"runs"`
 	LoadBefore       string    `json:"load_before"`
 	LoadAfter        string    `json:"load_after"`
@@ -281,6 +287,7 @@ func demoRun(ctx context.Context, c *client.Client, name string, opt DemoOptions
 			res.RowsInFirstTable = n
 			res.RSSMeanMB, res.RSSMaxMB, res.PSSMeanMB = SlotMemory(ctx, c, name)
 			res.StartCPUMS = SlotCPU(ctx, c, name)
+			res.IdleCPUMSPerSec, res.SlotAgeSec = SlotIdle(ctx, c, name, 5*time.Second)
 			return nil
 		}
 	}

@@ -167,6 +167,18 @@ func (b *Binary) ForgetIdentity(datadir string) error {
 	return nil
 }
 
+// TimezoneLoaders are the names of the flavour's loader of time zone
+// tables from the system's zoneinfo, in the order tried: MariaDB's
+// mariadb-tzinfo-to-sql (or its older name), MySQL's own
+// mysql_tzinfo_to_sql, whose output fits MySQL's InnoDB time zone tables
+// (MariaDB's is not used there: it writes MariaDB's statements).
+func (b *Binary) TimezoneLoaders() []string {
+	if b != nil && b.Flavor == MySQL {
+		return []string{"mysql_tzinfo_to_sql"}
+	}
+	return []string{"mariadb-tzinfo-to-sql", "mysql_tzinfo_to_sql"}
+}
+
 // mysqlClients are MySQL's names of MariaDB's client programs.
 var mysqlClients = map[string]string{"mariadb": "mysql", "mariadb-dump": "mysqldump", "mariadb-admin": "mysqladmin"}
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/pristinedb/pristine/internal/mariadb"
@@ -29,8 +30,8 @@ func (b *Builder) base(ctx context.Context, p mariadb.Profile) (string, error) {
 		return data, nil
 	}
 	b.progress("initialising an empty %s data directory (once per server version)", b.bin.Version)
-	if tz == "" && !b.NoTimezones && b.bin.Flavor == mariadb.MariaDB {
-		b.progress("time zone tables stay empty: mariadb-tzinfo-to-sql or %s is missing", b.zoneinfoDir())
+	if tz == "" && !b.NoTimezones {
+		b.progress("time zone tables stay empty: %s or %s is missing", strings.Join(b.bin.TimezoneLoaders(), " or "), b.zoneinfoDir())
 	}
 	if err := b.cat.Discard(dir); err != nil {
 		return "", err

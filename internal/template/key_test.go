@@ -80,7 +80,7 @@ func TestHashPinned(t *testing.T) {
 	}
 	b.zoneinfo = zones
 	if b.timezoneLoader() == "" {
-		t.Skip("mariadb-tzinfo-to-sql is not installed: run scripts/install-deps.sh")
+		t.Skipf("%s is not installed: run scripts/install-deps.sh", b.bin.TimezoneLoaders()[0])
 	}
 	if got, err := b.Hash(context.Background(), BuildOptions{Name: "app", FromSQL: "one.sql", Profile: p}); err != nil || got == "9e02cdea269f9f0fbd9b3e240c24e8c2bddd35f415bf8991e0ddf5b728de81a8" {
 		t.Errorf("Hash(app, one.sql) with time zone tables = %s, %v: the same key as without them", got, err)

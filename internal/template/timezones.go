@@ -31,17 +31,18 @@ func (b *Builder) zoneinfoDir() string {
 }
 
 // timezoneLoader returns the server's own loader of time zone tables
-// (mariadb-tzinfo-to-sql) when the base data directory gets them: unless
-// NoTimezones, for a MariaDB server, with the loader installed and the
-// system's zoneinfo present. "" means the tables stay empty.
+// (mariadb-tzinfo-to-sql, MySQL's mysql_tzinfo_to_sql: Binary.TimezoneLoaders)
+// when the base data directory gets them: unless NoTimezones, with the
+// loader installed and the system's zoneinfo present. "" means the tables
+// stay empty.
 func (b *Builder) timezoneLoader() string {
-	if b.NoTimezones || b.bin.Flavor != mariadb.MariaDB {
+	if b.NoTimezones {
 		return ""
 	}
 	if _, err := os.Stat(b.zoneinfoDir()); err != nil {
 		return ""
 	}
-	for _, name := range []string{"mariadb-tzinfo-to-sql", "mysql_tzinfo_to_sql"} {
+	for _, name := range b.bin.TimezoneLoaders() {
 		if p, err := exec.LookPath(name); err == nil {
 			return p
 		}
@@ -77,7 +78,9 @@ func (b *Builder) timezonesKey() string {
 
 // loadTimezones fills mysql.time_zone* of the base's server from the
 // system's zoneinfo with loader, as MariaDB's and MySQL's official images
-// do, on one connection (the loader's output locks the tables).
+// do, on one connection: MariaDB's loader locks the tables (UNLOCK TABLES
+// at the end releases them), MySQL's truncates its InnoDB tables and
+// inserts in one transaction (where UNLOCK TABLES does nothing).
 func (b *Builder) loadTimezones(ctx context.Context, in *mariadb.Instance, loader string) error {
 	b.progress("loading time zone tables (%s %s; --no-timezones skips them)", loader, b.zoneinfoDir())
 	start := time.Now()

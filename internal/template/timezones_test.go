@@ -16,18 +16,21 @@ import (
 // Time zone tables are in the base data directory by default, so named
 // zones work in every template (CONVERT_TZ is NULL without them);
 // NoTimezones leaves them empty, in a base of its own.
+// On MySQL the loader is MySQL's own mysql_tzinfo_to_sql, into its InnoDB
+// tables.
 func TestTimezoneTables(t *testing.T) {
-	if _, err := exec.LookPath("mariadb-tzinfo-to-sql"); err != nil {
-		t.Skip("mariadb-tzinfo-to-sql is not installed: run scripts/install-deps.sh")
-	}
 	if _, err := os.Stat(template.ZoneinfoDir); err != nil {
 		t.Skipf("%s is missing (package tzdata)", template.ZoneinfoDir)
 	}
 	st := templatetest.NewBuilder(t, "auto")
+	loaders := st.Binary().TimezoneLoaders()
+	if _, err := exec.LookPath(loaders[0]); err != nil {
+		t.Skipf("%s is not installed: run scripts/install-deps.sh", loaders[0])
+	}
 	st.NoTimezones = false // the default of pristine's commands (templatetest turns it off)
 	convert := func(name string) string {
 		out := filepath.Join(t.TempDir(), "tz.txt")
-		cmd := `mariadb --no-defaults -N -h"$MYSQL_HOST" -P"$MYSQL_PORT" -u"$MYSQL_USER" -e "SELECT CONVERT_TZ('2020-07-01 12:00:00', 'UTC', 'Europe/Paris')" > ` + out
+		cmd := st.Binary().Client("mariadb") + ` --no-defaults -N -h"$MYSQL_HOST" -P"$MYSQL_PORT" -u"$MYSQL_USER" -e "SELECT CONVERT_TZ('2020-07-01 12:00:00', 'UTC', 'Europe/Paris')" > ` + out
 		if _, _, err := st.Build(context.Background(), template.BuildOptions{Name: name, InitCmd: cmd, Profile: mariadb.DefaultProfile()}); err != nil {
 			t.Fatal(err)
 		}

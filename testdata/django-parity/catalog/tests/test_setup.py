@@ -104,11 +104,9 @@ class DirectCreateTests(SimpleTestCase):
 
 class TimeZoneTests(TestCase):
     def test_named_time_zones(self):
-        # MariaDB's time zone tables: loaded in pristine's base, and by the
-        # stock path's server setup (scripts/parity-django.sh).
-        if not connection.mysql_is_mariadb:
-            self.skipTest("pristine loads the time zone tables into MariaDB's base data directory only: "
-                          "on MySQL mysql.time_zone* stay empty and CONVERT_TZ with a named zone is NULL")
+        # The time zone tables: loaded in pristine's base on MariaDB and
+        # MySQL alike (mariadb-tzinfo-to-sql, MySQL's mysql_tzinfo_to_sql),
+        # and by the stock path's server setup (scripts/parity-django.sh).
         with connection.cursor() as c:
             c.execute("SELECT CONVERT_TZ('2020-07-01 12:00:00', 'UTC', 'Europe/Paris')")
             self.assertEqual(str(c.fetchone()[0]), "2020-07-01 14:00:00")
