@@ -48,6 +48,11 @@ func (b *Builder) Begin(ctx context.Context, opt BuildOptions) (*Session, *catal
 
 // begin is Plan.Begin: a session for opt under its key hash.
 func (b *Builder) begin(ctx context.Context, opt BuildOptions, hash string) (*Session, *catalog.Meta, error) {
+	tl := timelineOf(ctx)
+	if tl == nil {
+		tl = NewTimeline()
+		ctx = WithTimeline(ctx, tl)
+	}
 	if m, err := b.cat.Load(hash); err == nil && catalog.CheckSecured(m) == nil {
 		return nil, m, nil
 	}
@@ -73,11 +78,6 @@ func (b *Builder) begin(ctx context.Context, opt BuildOptions, hash string) (*Se
 	if err != nil {
 		unlock()
 		return nil, nil, err
-	}
-	tl := timelineOf(ctx)
-	if tl == nil {
-		tl = NewTimeline()
-		ctx = WithTimeline(ctx, tl)
 	}
 	tl.Mark(PhaseStage)
 	m := b.newMeta(opt, hash)
