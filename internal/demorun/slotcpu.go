@@ -41,19 +41,11 @@ func SlotCPU(ctx context.Context, c *client.Client, name string) float64 {
 // procCPUms is the user + system CPU time of pid in milliseconds
 // (/proc/PID/stat fields 14 and 15, in clock ticks of 10 ms).
 func procCPUms(pid int) (float64, bool) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
+	f, ok := procStat(pid)
+	if !ok || len(f) < 13 {
 		return 0, false
 	}
-	end := bytes.LastIndexByte(b, ')')
-	if end < 0 || end+2 > len(b) {
-		return 0, false
-	}
-	f := strings.Fields(string(b[end+2:]))
-	if len(f) < 13 {
-		return 0, false
-	}
-	// f[0] is field 3 (state): utime is field 14, stime 15.
+	// utime is field 14, stime 15.
 	u, err1 := strconv.ParseFloat(f[14-3], 64)
 	s, err2 := strconv.ParseFloat(f[15-3], 64)
 	if err1 != nil || err2 != nil {
@@ -61,4 +53,19 @@ func procCPUms(pid int) (float64, bool) {
 	}
 	const tick = 10 // ms per clock tick (USER_HZ 100)
 	return (u + s) * tick, true
+}
+
+// procStat returns the fields of /proc/PID/stat from field 3 (state) on:
+// field N is f[N-3]. The command name before them may hold spaces and
+// parentheses, so the split starts after its last ')'.
+func procStat(pid int) ([]string, bool) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return nil, false
+	}
+	end := bytes.LastIndexByte(b, ')')
+	if end < 0 || end+2 > len(b) {
+		return nil, false
+	}
+	return strings.Fields(string(b[end+2:])), true
 }

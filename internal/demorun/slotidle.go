@@ -70,16 +70,8 @@ func SlotIdle(ctx context.Context, c *client.Client, name string, d time.Duratio
 // procStartSec is when pid started, in seconds since boot (/proc/PID/stat
 // field 22, in clock ticks).
 func procStartSec(pid int) (float64, bool) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return 0, false
-	}
-	end := strings.LastIndexByte(string(b), ')')
-	if end < 0 || end+2 > len(b) {
-		return 0, false
-	}
-	f := strings.Fields(string(b[end+2:]))
-	if len(f) < 22-2 {
+	f, ok := procStat(pid)
+	if !ok || len(f) < 22-2 {
 		return 0, false
 	}
 	v, err := strconv.ParseFloat(f[22-3], 64)
