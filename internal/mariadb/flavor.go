@@ -60,8 +60,8 @@ const mysqlMinRedo = 8 << 20
 // No X Protocol listener (mysqlx): one socket and one port per slot. No
 // Aria, no flush method without fsync (O_DIRECT_NO_FSYNC is the nearest).
 // log_error_verbosity=2 (errors and warnings, MySQL's default, pinned):
-// MySQL logs a refused login as a note, at 3 only (docs/security.md,
-// "Logs are capped").
+// at 2 MySQL 9.7 does not log a refused login (docs/security.md, "Logs
+// are capped").
 func (p Profile) mysqlArgs() []string {
 	redo := p.MySQLRedo
 	if redo <= 0 {
