@@ -70,7 +70,7 @@ func RunDashboard(ctx context.Context, g *Globals, listen string, ready func(url
 			http.Error(w, fmt.Sprintf("the pristine daemon on %s does not answer (%v): is a pool up?", sock, err), http.StatusBadGateway)
 		},
 	}
-	hs := &http.Server{Handler: d, ReadHeaderTimeout: 10 * time.Second}
+	hs := &http.Server{Handler: d, ReadHeaderTimeout: server.DefaultTimeouts.Header, IdleTimeout: server.DefaultTimeouts.Idle}
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
 	ready(fmt.Sprintf("http://%s/?login=%s", ln.Addr(), d.login))

@@ -30,6 +30,8 @@ type ServeFlags struct {
 	MaxMemory    string
 	MaxDisk      string
 	MaxWaiters   int
+	MaxConns     int // TCP connections to the API at once
+	MaxConnsAddr int // of those, from one remote address
 	ShrinkAfter  time.Duration
 	MaxSpares    int
 	Cache        server.Cache
@@ -83,6 +85,8 @@ out with every lease), lease accounts require TLS, and the API over a non-loopba
 	cmd.Flags().DurationVar(&f.ShrinkAfter, "shrink-after", server.DefaultShrinkAfter, "retire a slot a pool grew beyond its size (a client asked for more) once it has been ready and unused this long; 0: never")
 	cmd.Flags().IntVar(&f.MaxSpares, "max-spares", server.DefaultMaxSpares, "let a pool grow by itself, one slot at a time, up to this many slots beyond its size while lease requests wait behind resets (within --max-memory/--max-disk; retired again after --shrink-after idle); 0: off")
 	cmd.Flags().IntVar(&f.MaxWaiters, "max-waiters", 0, "lease requests in progress at once; one more is answered 429 with Retry-After (0: 1024, or a quarter of the open-file limit if lower)")
+	cmd.Flags().IntVar(&f.MaxConns, "max-connections", 0, "TCP connections to the API (--listen) open at once; one more is closed at once (0: a quarter of the open-file limit, at most 16384); the unix socket is not counted")
+	cmd.Flags().IntVar(&f.MaxConnsAddr, "max-connections-per-address", 0, "of those, from one remote address (0: a quarter of --max-connections); raise it when runners reach the API through one proxy")
 	cmd.Flags().StringArrayVar(&f.Cache.Allow, "allow-cache", nil, "OCI repository (or prefix) template requests may name as their fleet cache, e.g. ghcr.io/acme/templates; http://HOST/REPO for a plain-HTTP registry on loopback (repeatable; also $"+server.EnvAllowCache+")")
 	cmd.Flags().StringVar(&f.Cache.CAFile, "cache-ca-file", "", "PEM file of certificate authorities to trust for the cache registries")
 	cmd.Flags().DurationVar(&f.Cache.Wait, "cache-wait", server.DefaultCacheWait, "longest wait for another machine's build of a cached template before building here")
@@ -118,10 +122,10 @@ func RunServe(ctx context.Context, g *Globals, f ServeFlags) error {
 		return err
 	}
 	var tcp net.Listener
+	var tlsConf *tls.Config
 	scheme := "http"
 	if f.Listen != "" {
-		tlsConf, err := server.APITLS(root, f.Listen, f.Net.TLSCert, f.Net.TLSKey, f.Net.Advertise, f.Net.TLSNames, f.Net.InsecureHTTP)
-		if err != nil {
+		if tlsConf, err = server.APITLS(root, f.Listen, f.Net.TLSCert, f.Net.TLSKey, f.Net.Advertise, f.Net.TLSNames, f.Net.InsecureHTTP); err != nil {
 			return err
 		}
 		if tcp, err = server.ListenTCP(f.Listen, f.AllowRemote); err != nil {
@@ -129,7 +133,7 @@ func RunServe(ctx context.Context, g *Globals, f ServeFlags) error {
 		}
 		defer tcp.Close()
 		if tlsConf != nil {
-			tcp, scheme = tls.NewListener(tcp, tlsConf), "https"
+			scheme = "https"
 		}
 	}
 	srv, err := server.New(ctx, root, st, log)
@@ -137,6 +141,8 @@ func RunServe(ctx context.Context, g *Globals, f ServeFlags) error {
 		return err
 	}
 	srv.Network = network
+	srv.TLS = tlsConf
+	srv.MaxConns, srv.MaxConnsPerAddress = f.MaxConns, f.MaxConnsAddr
 	srv.MaxLeasesPerGroup = f.Net.MaxPerGroup
 	if f.Net.GroupTokens != "" {
 		if srv.GroupTokens, err = server.LoadGroupTokens(f.Net.GroupTokens); err != nil {

@@ -223,9 +223,10 @@ func (in *Instance) exitError() error {
 // with another port.
 var ErrPortInUse = errors.New("port in use")
 
-// LogTail returns the last n lines of the error log, for messages.
+// LogTail returns the last n lines of the error log, for messages (read
+// from its last logTailBytes).
 func (in *Instance) LogTail(n int) string {
-	b, err := os.ReadFile(in.Config.ErrorLog())
+	b, err := readTail(in.Config.ErrorLog(), logTailBytes)
 	if err != nil {
 		return "no error log: " + err.Error()
 	}

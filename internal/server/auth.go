@@ -84,6 +84,10 @@ func (s *Server) requireToken(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
+		// A peer without the token keeps no connection: it is closed
+		// after this answer, and the refusal counted and logged quietly.
+		s.refused(refusedUnauthorized, r.RemoteAddr, r.Method+" "+r.URL.Path)
+		w.Header().Set("Connection", "close")
 		w.Header().Set("WWW-Authenticate", `Bearer realm="pristine"`)
 		writeJSON(w, http.StatusUnauthorized, ErrorBody{Error: "missing or wrong token: send Authorization: Bearer TOKEN (the token is in " + TokenFile(s.root) + " on the daemon's host), or open the one-time URL `pristine dashboard` prints"})
 	})

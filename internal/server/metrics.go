@@ -25,7 +25,10 @@ type metrics struct {
 	// deaths and lost count slot deaths and lost leases by reason.
 	deaths *prometheus.CounterVec
 	lost   *prometheus.CounterVec
-	recent recent
+	// refused counts the peers of the API over TCP refused, by reason
+	// (peers.go).
+	refused *prometheus.CounterVec
+	recent  recent
 }
 
 var durationBuckets = []float64{.0005, .001, .002, .005, .01, .025, .05, .1, .15, .2, .25, .35, .5, 1, 2.5, 5, 10}
@@ -44,7 +47,13 @@ func newMetrics(s *Server) *metrics {
 	m.lost = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "pristine_leases_lost_total", Help: "Leases that ended without their holder releasing them (their slot died or was not restored after a restart), by reason.",
 	}, []string{"template", "reason"})
-	m.reg.MustRegister(m.leaseWait, m.reset, m.deaths, m.lost, &collector{s: s},
+	m.refused = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "pristine_api_refused_total", Help: "Peers of the API over TCP refused, by reason: unauthorized (a request without the token, answered 401 and its connection closed), tls_handshake (a failed TLS handshake), connection_cap and address_cap (a connection over serve --max-connections or --max-connections-per-address, closed at once).",
+	}, []string{"reason"})
+	for _, r := range refusedReasons {
+		m.refused.WithLabelValues(r)
+	}
+	m.reg.MustRegister(m.leaseWait, m.reset, m.deaths, m.lost, m.refused, &collector{s: s},
 		prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
 	return m
 }

@@ -5,6 +5,7 @@ package server
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -40,6 +41,17 @@ type Server struct {
 	ExitWhenIdle bool
 	// Token is the bearer token TCP clients must present.
 	Token string
+	// TLS, when set, makes the API over TCP serve HTTPS.
+	TLS *tls.Config
+	// Timeouts bound the API's connections (zero: DefaultTimeouts).
+	Timeouts Timeouts
+	// MaxConns and MaxConnsPerAddress cap the API's TCP connections open
+	// at once, in all and from one remote address (0: ConnCaps of the
+	// open-file limit); one more is closed at once. The unix socket is
+	// not counted.
+	MaxConns           int
+	MaxConnsPerAddress int
+	peerLogs           peerLogs
 	// Budget caps the memory and disk of all pools together.
 	Budget Budget
 	// MaxWaiters caps the lease requests in progress at once (0:
@@ -281,7 +293,7 @@ func (l *unixListener) Close() error {
 func (s *Server) Serve(ctx context.Context, ln, tcp net.Listener) error {
 	defer s.stop()
 	h := s.Handler()
-	hs := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	hs := s.httpServer(h)
 	errc := make(chan error, 2)
 	go func() { errc <- hs.Serve(ln) }()
 	s.log.Info("serving", "socket", ln.Addr().String(), "backend", s.cat.Backend().Name(), "server", s.builder.Binary().Version)
@@ -289,10 +301,12 @@ func (s *Server) Serve(ctx context.Context, ln, tcp net.Listener) error {
 		if s.Token == "" {
 			return errors.New("serve on TCP: no token: every TCP client must present one")
 		}
-		ts := &http.Server{Handler: s.requireToken(h), ReadHeaderTimeout: 10 * time.Second}
+		ts := s.httpServer(s.requireToken(h))
+		tcp, scheme := s.listenTCP(tcp)
 		go func() { errc <- ts.Serve(tcp) }()
 		defer ts.Close()
-		s.log.Info("serving", "tcp", tcp.Addr().String(), "dashboard", "http://"+tcp.Addr().String()+"/")
+		total, per := s.connCaps()
+		s.log.Info("serving", "tcp", tcp.Addr().String(), "dashboard", scheme+"://"+tcp.Addr().String()+"/", "max_connections", total, "max_connections_per_address", per)
 	}
 	go func() {
 		t := time.NewTicker(time.Second)

@@ -119,7 +119,7 @@ func loadSuite(b *testing.B, opt demo.Options, workers ...int) {
 		b.Skipf("mariadb-dump: %v", err)
 	}
 	os.WriteFile(dumpPath, dump, 0o644)
-	dumpSrcs, _ := sqlload.Sources(dumpPath)
+	dumpSrcs, _ := sqlload.Sources(dumpPath, nil)
 	b.Logf("generated SQL %d bytes, dump %d bytes", gen.Len(), len(dump))
 
 	fresh := func(b *testing.B) {

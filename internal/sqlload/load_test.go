@@ -106,7 +106,7 @@ func TestLoadErrorNamesFileAndLine(t *testing.T) {
 	write("03-c.sql", []byte("INSERT INTO a VALUES (2);\n\n\nINSERT INTO missing\n  VALUES (1);\nINSERT INTO a VALUES (3);\n"))
 	write("notes.txt", []byte("not SQL"))
 
-	srcs, err := sqlload.Sources(dir)
+	srcs, err := sqlload.Sources(dir, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -30,8 +31,12 @@ var sqlSuffixes = []string{".sql", ".sql.gz", ".sql.zst"}
 
 // Sources returns the sources a path names: "-" is standard input, a file is
 // itself (plain, gzip or zstd), and a directory is its *.sql, *.sql.gz and
-// *.sql.zst files in lexical order of their names.
-func Sources(path string) ([]Source, error) {
+// *.sql.zst files in lexical order of their names. An entry of a directory
+// with such a name that is not a regular file is skipped, and said so to
+// skipped (when not nil) with its path and why: a symlink is not followed
+// (the directory's SQL is what lies in it), a directory or a device is no
+// SQL file.
+func Sources(path string, skipped func(path, why string)) ([]Source, error) {
 	if path == "-" {
 		return []Source{{Name: "stdin", Open: func() (io.ReadCloser, error) {
 			return io.NopCloser(os.Stdin), nil
@@ -50,12 +55,22 @@ func Sources(path string) ([]Source, error) {
 	}
 	var out []Source
 	for _, e := range ents {
-		if e.Type().IsRegular() && hasSQLSuffix(e.Name()) {
-			out = append(out, fileSource(filepath.Join(path, e.Name())))
+		if !hasSQLSuffix(e.Name()) {
+			continue
+		}
+		file := filepath.Join(path, e.Name())
+		switch {
+		case e.Type().IsRegular():
+			out = append(out, fileSource(file))
+		case skipped == nil:
+		case e.Type()&fs.ModeSymlink != 0:
+			skipped(file, "a symlink in a --from-sql directory is not followed: copy the file into the directory, or pass it as --from-sql itself")
+		default:
+			skipped(file, "not a regular file")
 		}
 	}
 	if len(out) == 0 {
-		return nil, fmt.Errorf("sql input: directory %s has no .sql, .sql.gz or .sql.zst files", path)
+		return nil, fmt.Errorf("sql input: directory %s has no .sql, .sql.gz or .sql.zst files (symlinks are not followed)", path)
 	}
 	return out, nil
 }

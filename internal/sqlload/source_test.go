@@ -18,9 +18,16 @@ func TestSources(t *testing.T) {
 		os.WriteFile(filepath.Join(dir, name), nil, 0o644)
 	}
 	os.Mkdir(filepath.Join(dir, "e.sql"), 0o755) // a directory is no input file
-	srcs, err := Sources(dir)
+	outside := filepath.Join(t.TempDir(), "secret.sql")
+	os.WriteFile(outside, []byte("SELECT 1;"), 0o644)
+	os.Symlink(outside, filepath.Join(dir, "f.sql")) // not followed, and said so
+	var skipped []string
+	srcs, err := Sources(dir, func(path, why string) { skipped = append(skipped, filepath.Base(path)+": "+why) })
 	if err != nil {
 		t.Fatal(err)
+	}
+	if len(skipped) != 2 || !strings.HasPrefix(skipped[0], "e.sql: not a regular file") || !strings.HasPrefix(skipped[1], "f.sql: a symlink") {
+		t.Errorf("Sources(dir) said it skipped %q, want e.sql (a directory) and f.sql (a symlink)", skipped)
 	}
 	var names []string
 	for _, s := range srcs {
@@ -30,14 +37,14 @@ func TestSources(t *testing.T) {
 		t.Errorf("Sources(dir) = %s, want %s", got, want)
 	}
 
-	if srcs, err := Sources("-"); err != nil || len(srcs) != 1 || srcs[0].Name != "stdin" {
+	if srcs, err := Sources("-", nil); err != nil || len(srcs) != 1 || srcs[0].Name != "stdin" {
 		t.Errorf("Sources(-) = %+v, %v; want stdin", srcs, err)
 	}
-	if srcs, err := Sources(filepath.Join(dir, "notes.txt")); err != nil || len(srcs) != 1 {
+	if srcs, err := Sources(filepath.Join(dir, "notes.txt"), nil); err != nil || len(srcs) != 1 {
 		t.Errorf("a file of any name is a source: got %+v, %v", srcs, err)
 	}
 	for _, bad := range []string{filepath.Join(dir, "missing.sql"), filepath.Join(dir, "e.sql")} {
-		if _, err := Sources(bad); err == nil {
+		if _, err := Sources(bad, nil); err == nil {
 			t.Errorf("Sources(%s) succeeded, want an error", bad)
 		}
 	}

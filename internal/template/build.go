@@ -361,7 +361,9 @@ func (b *Builder) finish(ctx context.Context, in *mariadb.Instance, db *sql.DB, 
 }
 
 func (b *Builder) load(ctx context.Context, in *mariadb.Instance, opt BuildOptions) error {
-	srcs, err := sqlload.Sources(opt.FromSQL)
+	srcs, err := sqlload.Sources(opt.FromSQL, func(path, why string) {
+		b.progress("skipped %s: %s", path, why)
+	})
 	if err != nil {
 		return err
 	}

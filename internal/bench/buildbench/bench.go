@@ -297,7 +297,7 @@ func stock(ctx context.Context, bin *mariadb.Binary, dir string, wl workload) (t
 	if err != nil {
 		return 0, fmt.Errorf("bench --first-build: stock server: %w", err)
 	}
-	srcs, err := sqlload.Sources(wl.file)
+	srcs, err := sqlload.Sources(wl.file, nil)
 	if err != nil {
 		return 0, err
 	}
