@@ -143,6 +143,9 @@ func TestGroupTemplatesAreTheirOwn(t *testing.T) {
 	if code, got := d.begin(tokA, `{"name":"shared","key":"k-shared"}`); code != 200 || got.Hash != o.Hash {
 		t.Errorf("runner-a naming the operator's key: %d %s %s, want 200 ready with the operator's %s", code, got.Status, got.Hash, o.Hash)
 	}
+	if code, body := d.as(tokA, "DELETE", "/v1/templates/shared", ""); code != http.StatusForbidden {
+		t.Errorf("runner-a removing the operator's template shared (no pool): %d %s, want 403", code, body)
+	}
 }
 
 // TestGroupPoolLimits: a group token cannot lift a slot's disk or memory
@@ -154,12 +157,14 @@ func TestGroupPoolLimits(t *testing.T) {
 	tokA, _, groups := groupTokens(t)
 	d := newDaemon(t, func(s *server.Server) { s.GroupTokens, s.MaxSlotsPerGroup = groups, 3 })
 	d.buildFromSQL("app", "CREATE TABLE t (id INT PRIMARY KEY);")
+	d.buildFromSQL("fresh", "CREATE TABLE t (id INT PRIMARY KEY);") // no pool yet
 	d.poolUp("app", 1)
 	for _, c := range []struct{ body, want string }{
-		{`{"template":"app","size":1,"slot_disk":-1}`, "slot_disk -1 (no cap)"},
-		{`{"template":"app","size":1,"slot_memory":-1}`, "slot_memory -1"},
-		{`{"template":"app","size":1,"slot_disk":2147483648}`, "at most 1073741824 bytes"},
-		{`{"template":"app","size":1,"slot_memory":536870912}`, "at most 268435456 bytes"},
+		{`{"template":"fresh","size":1,"slot_disk":-1}`, "slot_disk -1 (no cap)"},
+		{`{"template":"fresh","size":1,"slot_memory":-1}`, "slot_memory -1"},
+		{`{"template":"fresh","size":1,"slot_disk":2147483648}`, "at most 1073741824 bytes"},
+		{`{"template":"fresh","size":1,"slot_memory":536870912}`, "at most 268435456 bytes"},
+		{`{"template":"fresh","size":4}`, "serve --max-slots-per-group 3"},
 		{`{"template":"app","size":4}`, "serve --max-slots-per-group 3"},
 	} {
 		if code, body := d.as(tokA, "POST", "/v1/pools", c.body); code != http.StatusForbidden || !strings.Contains(body, c.want) {
