@@ -20,6 +20,11 @@ import (
 // brings down only what it built (the operator's: 403). Its pools keep
 // the node's per-slot limits and stay within --max-slots-per-group.
 
+// MaxGroupBufferPool is the largest InnoDB buffer pool a group token may
+// give the slots of a pool it brings up: a slot's memory cgroup is sized
+// from it (pool.memLimit), so it may not lift a slot's memory bound.
+const MaxGroupBufferPool = 256 << 20
+
 // DefaultMaxSlotsPerGroup is the slot cap of a group when neither
 // --max-slots-per-group nor --max-leases-per-group is given.
 const DefaultMaxSlotsPerGroup = 64
@@ -131,7 +136,7 @@ func (s *Server) nameFree(r *http.Request, m *catalog.Meta) error {
 // groupPoolLimits refuses a group token's pool request beyond the node's
 // per-slot limits: no "no cap" (-1), nothing above the defaults the
 // operator's pools get unless it asks for more (DefaultSlotDisk,
-// DefaultSlotMemory).
+// DefaultSlotMemory), and a buffer pool of at most MaxGroupBufferPool.
 func groupPoolLimits(r *http.Request, req PoolRequest) error {
 	g, isGroup := tokenGroup(r)
 	if !isGroup {
@@ -147,6 +152,8 @@ func groupPoolLimits(r *http.Request, req PoolRequest) error {
 		return fmt.Errorf("%w: slot_memory %d (the server's own limits, which a lease can raise) is for the node's operator: a group token's (group %s) slots take at most %d bytes (256 MiB, the node's default slot memory); %s", errForbidden, req.SlotMemory, g, DefaultSlotMemory, fix)
 	case req.SlotMemory > DefaultSlotMemory:
 		return fmt.Errorf("%w: slot_memory %d is above the node's limit for a group token (group %s): at most %d bytes (256 MiB, the node's default slot memory); %s", errForbidden, req.SlotMemory, g, DefaultSlotMemory, fix)
+	case req.BufferPool > MaxGroupBufferPool:
+		return fmt.Errorf("%w: buffer_pool %d is above the node's limit for a group token (group %s): at most %d bytes (256 MiB); %s", errForbidden, req.BufferPool, g, MaxGroupBufferPool, fix)
 	}
 	return nil
 }

@@ -58,7 +58,8 @@ func (d *daemon) begin(token, body string) (int, server.TemplateAnswer) {
 // same key gets a build of its own (another hash, a server without B's
 // row), not B's template, and cannot find, pool, lease, abort, finish or
 // remove what B built, nor remove the operator's template. The operator's
-// template of the same name and key is the groups' to use.
+// template of the same name and key is the groups' to use; a group's
+// build of the operator's template name never stands in for it.
 func TestGroupTemplatesAreTheirOwn(t *testing.T) {
 	tokA, tokB, groups := groupTokens(t)
 	d := newDaemon(t, func(s *server.Server) { s.GroupTokens = groups })
@@ -146,10 +147,28 @@ func TestGroupTemplatesAreTheirOwn(t *testing.T) {
 	if code, body := d.as(tokA, "DELETE", "/v1/templates/shared", ""); code != http.StatusForbidden {
 		t.Errorf("runner-a removing the operator's template shared (no pool): %d %s, want 403", code, body)
 	}
+	// A group's newer build of the operator's template name: the group
+	// finds its own, the operator (and so every pool up by name) its own,
+	// and the group cannot take the name for a pool of its own.
+	code, mine := d.begin(tokA, `{"name":"shared","key":"k-mine"}`)
+	if code != http.StatusCreated {
+		t.Fatalf("runner-a's build named shared: %d %+v", code, mine)
+	}
+	if code, body := d.as(tokA, "PUT", "/v1/templates/"+mine.Hash, ""); code != 200 {
+		t.Fatalf("runner-a's finish of shared: %d %s", code, body)
+	}
+	for _, c := range []struct{ who, token, want string }{{"runner-a", tokA, mine.Hash}, {"the operator", d.token, o.Hash}} {
+		if code, body := d.as(c.token, "GET", "/v1/templates/shared", ""); code != 200 || !strings.Contains(body, `"hash":"`+c.want) {
+			t.Errorf("%s looking up shared: %d %s, want %s", c.who, code, body, c.want)
+		}
+	}
+	if code, body := d.as(tokA, "POST", "/v1/pools", `{"template":"shared","size":1}`); code != http.StatusConflict || !strings.Contains(body, "another name") {
+		t.Errorf("runner-a's pool of its own shared, the operator's template's name: %d %s, want 409", code, body)
+	}
 }
 
 // TestGroupPoolLimits: a group token cannot lift a slot's disk or memory
-// cap (-1) nor raise it above the node's defaults, cannot make a pool
+// cap (-1) nor raise it, or the buffer pool, above the node's limits, cannot make a pool
 // larger than its slot cap, by pool up or a lease's min_size, nor its own
 // templates' pools together; it may bring down its own pool, not the
 // operator's.
@@ -164,6 +183,7 @@ func TestGroupPoolLimits(t *testing.T) {
 		{`{"template":"fresh","size":1,"slot_memory":-1}`, "slot_memory -1"},
 		{`{"template":"fresh","size":1,"slot_disk":2147483648}`, "at most 1073741824 bytes"},
 		{`{"template":"fresh","size":1,"slot_memory":536870912}`, "at most 268435456 bytes"},
+		{`{"template":"fresh","size":1,"buffer_pool":1073741824}`, "buffer_pool 1073741824"},
 		{`{"template":"fresh","size":4}`, "serve --max-slots-per-group 3"},
 		{`{"template":"app","size":4}`, "serve --max-slots-per-group 3"},
 	} {
