@@ -115,19 +115,39 @@ func (c *Catalog) List() ([]*Meta, error) {
 
 // Get finds a template by name (the newest build of that name), by full
 // hash, or by a unique hash prefix of at least 8 digits.
-func (c *Catalog) Get(ref string) (*Meta, error) {
+func (c *Catalog) Get(ref string) (*Meta, error) { return c.Find(ref, nil) }
+
+// Find is Get among the templates rank admits (rank(m) >= 0), preferring
+// the lowest rank, then the newest: a caller that sees only some
+// templates (a runner group, docs/security.md) finds only those. A nil
+// rank admits every template alike.
+func (c *Catalog) Find(ref string, rank func(*Meta) int) (*Meta, error) {
 	all, err := c.List()
 	if err != nil {
 		return nil, err
 	}
+	var best *Meta
+	bestRank := 0
 	var byPrefix []*Meta
 	for _, m := range all {
+		r := 0
+		if rank != nil {
+			if r = rank(m); r < 0 {
+				continue
+			}
+		}
 		if m.Name == ref || m.Hash == ref || (m.Key != "" && m.Key == ref) {
-			return m, nil
+			if best == nil || r < bestRank {
+				best, bestRank = m, r
+			}
+			continue
 		}
 		if len(ref) >= 8 && strings.HasPrefix(m.Hash, ref) {
 			byPrefix = append(byPrefix, m)
 		}
+	}
+	if best != nil {
+		return best, nil
 	}
 	if len(byPrefix) == 1 {
 		return byPrefix[0], nil

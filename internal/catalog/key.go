@@ -112,6 +112,18 @@ func ImportKey(source string) string {
 	return x.sum()
 }
 
+// GroupKey is the client key a runner group's build through the daemon
+// is filed under (docs/security.md, "Runner groups on a shared node"):
+// 64 hex digits of a SHA-256 over the group and the key it named. Two
+// groups naming the same key build two templates, and no client key
+// names another group's. key_test.go pins it.
+func GroupKey(group, key string) string {
+	x := newHasher()
+	x.field("group", group)
+	x.field("key", key)
+	return x.sum()
+}
+
 // BaseKey names the base data directory (BaseDir) of a server version and
 // build profile key: 16 hex digits.
 func BaseKey(server, profile string) string {

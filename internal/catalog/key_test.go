@@ -82,6 +82,13 @@ func TestKeyPinned(t *testing.T) {
 	if got, want := catalog.ImportKey("sha256:0000"), "db5a71a7c7bade34bf32e7849c276acd4d494489e23a303ec22d714e982c44de"; got != want {
 		t.Errorf("ImportKey = %s, want %s (imported templates would be imported again)", got, want)
 	}
+	// A group's key is the group's alone, and stays put.
+	if got, want := catalog.GroupKey("runner-a", "k"), "b4030d5efd6d0632071d9496c232ec6a0cb39a41aed3e3b984fbdb7a15fa6101"; got != want {
+		t.Errorf("GroupKey = %s, want %s (a group's templates would be built again)", got, want)
+	}
+	if catalog.GroupKey("runner-a", "k") == catalog.GroupKey("runner-b", "k") || catalog.GroupKey("a", "bk") == catalog.GroupKey("ab", "k") {
+		t.Errorf("GroupKey does not tell groups apart")
+	}
 }
 
 // TestKeyFields: every input moves the key, and a missing input file is

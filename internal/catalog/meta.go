@@ -51,6 +51,9 @@ type Meta struct {
 	// Warnings are what the build found that clones will not carry.
 	Warnings []string `json:"warnings,omitempty"`
 	InitCmd  string   `json:"init_cmd,omitempty"`
+	// Group is the runner group (serve --group-tokens) whose token built
+	// it through the daemon, under GroupKey; empty for the operator's.
+	Group string `json:"group,omitempty"`
 }
 
 // Database is the first (or only) database of the template.

@@ -49,6 +49,7 @@ type NetFlags struct {
 	InsecureHTTP bool     // plain HTTP on a non-loopback --listen, on purpose
 	GroupTokens  string   // file of GROUP TOKEN lines
 	MaxPerGroup  int      // leases one holder group may hold at once
+	MaxSlots     int      // slots a group's requests may bring pools to
 }
 
 func newServeCmd(g *Globals) *cobra.Command {
@@ -66,7 +67,16 @@ A pool node other machines use (docs/fleet.md): --slot-address puts the slots on
 address of this host and --advertise names the host leases tell clients; off loopback
 every slot serves TLS with a certificate of the root's CA (<root>/tls/ca.pem, handed
 out with every lease), lease accounts require TLS, and the API over a non-loopback
---listen serves HTTPS. --max-leases-per-group caps each runner group (--group-tokens).`,
+--listen serves HTTPS. --max-leases-per-group caps each runner group (--group-tokens).
+
+A group token may use the operator's templates and build, pool, lease, finish, abort,
+remove and bring down its own; it never sees another group's. Its pools keep the
+default slot caps (1 GiB of disk, 256 MiB of memory per slot) and at most
+--max-slots-per-group slots (default: twice --max-leases-per-group, or 64).
+
+All pools together stay within --max-memory and --max-disk. By default these are
+3/4 of the machine's memory (MemTotal in /proc/meminfo) and 3/4 of the size of the
+filesystem that holds the root's data; "none" leaves only what the machine has free.`,
 		Example: `  pristine serve --listen 127.0.0.1:7878      # then open the URL it prints
   pristine serve --max-memory 16G
   pristine serve --listen 10.0.0.5:7878 --allow-remote --slot-address 10.0.0.5 \
@@ -80,8 +90,8 @@ out with every lease), lease accounts require TLS, and the API over a non-loopba
 	cmd.Flags().StringVar(&f.Backend, "backend", "auto", "copy-on-write backend for new clones: auto, btrfs, reflink or copy")
 	cmd.Flags().StringVar(&f.Listen, "listen", "", "also serve loopback TCP on this address (token required)")
 	cmd.Flags().BoolVar(&f.AllowRemote, "allow-remote", false, "allow --listen on an address that is not loopback")
-	cmd.Flags().StringVar(&f.MaxMemory, "max-memory", "", "memory all pools may take together, e.g. 16G (idle pools are shrunk to make room)")
-	cmd.Flags().StringVar(&f.MaxDisk, "max-disk", "", "disk all pools may take together, e.g. 50G")
+	cmd.Flags().StringVar(&f.MaxMemory, "max-memory", "", "memory all pools may take together, e.g. 16G (idle pools are shrunk to make room); default: 3/4 of the machine's memory (MemTotal); none: only what the machine has available")
+	cmd.Flags().StringVar(&f.MaxDisk, "max-disk", "", "disk all pools may take together, e.g. 50G; default: 3/4 of the size of the filesystem holding the root's data; none: only what it has free")
 	cmd.Flags().DurationVar(&f.ShrinkAfter, "shrink-after", server.DefaultShrinkAfter, "retire a slot a pool grew beyond its size (a client asked for more) once it has been ready and unused this long; 0: never")
 	cmd.Flags().IntVar(&f.MaxSpares, "max-spares", server.DefaultMaxSpares, "let a pool grow by itself, one slot at a time, up to this many slots beyond its size while lease requests wait behind resets (within --max-memory/--max-disk; retired again after --shrink-after idle); 0: off")
 	cmd.Flags().IntVar(&f.MaxWaiters, "max-waiters", 0, "lease requests in progress at once; one more is answered 429 with Retry-After (0: 1024, or a quarter of the open-file limit if lower)")
@@ -99,6 +109,7 @@ out with every lease), lease accounts require TLS, and the API over a non-loopba
 	cmd.Flags().BoolVar(&f.Net.InsecureHTTP, "insecure-http", false, "serve plain HTTP on a non-loopback --listen (the token crosses the network in clear)")
 	cmd.Flags().StringVar(&f.Net.GroupTokens, "group-tokens", "", "file of GROUP TOKEN lines (0600): each token places its holders in its group, for --max-leases-per-group")
 	cmd.Flags().IntVar(&f.Net.MaxPerGroup, "max-leases-per-group", 0, "leases one holder group may hold at once (0: no cap); the group is its token's (--group-tokens), else the Pristine-Group header, else \"default\"")
+	cmd.Flags().IntVar(&f.Net.MaxSlots, "max-slots-per-group", 0, fmt.Sprintf("slots a group token's requests may bring a pool to, and the pools of its group's own templates to together (0: twice --max-leases-per-group, or %d when that is 0)", server.DefaultMaxSlotsPerGroup))
 	return cmd
 }
 
@@ -144,6 +155,7 @@ func RunServe(ctx context.Context, g *Globals, f ServeFlags) error {
 	srv.TLS = tlsConf
 	srv.MaxConns, srv.MaxConnsPerAddress = f.MaxConns, f.MaxConnsAddr
 	srv.MaxLeasesPerGroup = f.Net.MaxPerGroup
+	srv.MaxSlotsPerGroup = f.Net.MaxSlots
 	if f.Net.GroupTokens != "" {
 		if srv.GroupTokens, err = server.LoadGroupTokens(f.Net.GroupTokens); err != nil {
 			return err
@@ -155,16 +167,10 @@ func RunServe(ctx context.Context, g *Globals, f ServeFlags) error {
 	srv.MaxSpares = f.MaxSpares
 	srv.Cache = f.Cache
 	srv.Cache.AllowFromEnv()
-	for _, b := range []struct {
-		flag string
-		dst  *int64
-	}{{f.MaxMemory, &srv.Budget.Memory}, {f.MaxDisk, &srv.Budget.Disk}} {
-		if b.flag != "" {
-			if *b.dst, err = parseBytes(b.flag); err != nil {
-				return err
-			}
-		}
+	if srv.Budget, err = serveBudget(f, root.Data()); err != nil {
+		return err
 	}
+	log.Info("budget of all pools", "max_memory_mib", srv.Budget.Memory>>20, "max_disk_mib", srv.Budget.Disk>>20)
 	if tcp != nil {
 		if srv.Token, err = server.LoadToken(root); err != nil {
 			return err
@@ -174,6 +180,30 @@ func RunServe(ctx context.Context, g *Globals, f ServeFlags) error {
 			scheme, tcp.Addr(), srv.NewLogin(), server.LoginTTL, server.TokenFile(root))
 	}
 	return srv.Serve(ctx, ln, tcp)
+}
+
+// serveBudget is the budget --max-memory and --max-disk give: a size,
+// "none" (0: only the machine's limits), or by default
+// server.DefaultBudget of the root's data directory.
+func serveBudget(f ServeFlags, dataDir string) (server.Budget, error) {
+	b := server.DefaultBudget(dataDir)
+	for _, v := range []struct {
+		flag string
+		dst  *int64
+	}{{f.MaxMemory, &b.Memory}, {f.MaxDisk, &b.Disk}} {
+		switch v.flag {
+		case "":
+		case "none":
+			*v.dst = 0
+		default:
+			n, err := parseBytes(v.flag)
+			if err != nil {
+				return b, err
+			}
+			*v.dst = n
+		}
+	}
+	return b, nil
 }
 
 // daemon returns a client of the root's daemon, starting one in the

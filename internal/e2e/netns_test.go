@@ -147,7 +147,8 @@ func (s *syncBuffer) String() string {
 // name, or without TLS is refused, and so is the admin account with the
 // admin secret. From a third namespace without a lease the API answers
 // nothing without a token and the slot refuses the admin and wrong
-// credentials. A runner over its group's cap gets 429 naming it. A
+// credentials. A runner over its group's cap gets 429 naming it; a
+// runner group neither gets nor removes another's template. A
 // runner process that is killed has its lease reclaimed by its TTL (the
 // daemon ignores a remote holder's PID; a live holder renews). The Go
 // example's tests pass from the runner namespace against the pool.
@@ -347,6 +348,41 @@ func TestNetworkNamespaces(t *testing.T) {
 	for _, id := range []string{l.ID, l2.ID} {
 		if code, body := call(runnerHTTP, base, tokA, "DELETE", "/v1/leases/"+id, ""); code != 200 {
 			t.Errorf("release %s: %d %s", id, code, body)
+		}
+	}
+
+	// Two groups on the node are tenants (docs/security.md, "Runner groups
+	// on a shared node"): runner-b builds under a key, runner-a naming it
+	// gets a build of its own; runner-a cannot remove runner-b's template
+	// or the operator's, nor lift a slot's disk cap.
+	begin := func(token string) api.TemplateAnswer {
+		t.Helper()
+		code, body := call(runnerHTTP, base, token, "POST", "/v1/templates", `{"name":"victim","key":"sha256:victim-migrations-v1"}`)
+		var a api.TemplateAnswer
+		if err := json.Unmarshal([]byte(body), &a); err != nil || code != http.StatusCreated {
+			t.Fatalf("a build from the runner: %d %s", code, body)
+		}
+		return a
+	}
+	b := begin(tokB)
+	if code, body := call(runnerHTTP, base, tokB, "PUT", "/v1/templates/"+b.Hash, ""); code != 200 {
+		t.Fatalf("runner-b's finish: %d %s", code, body)
+	}
+	if a := begin(tokA); a.Hash == b.Hash {
+		t.Errorf("runner-a naming runner-b's key was handed runner-b's build %s", b.Hash)
+	} else if code, body := call(runnerHTTP, base, tokA, "DELETE", "/v1/templates/"+a.Hash, ""); code != 200 {
+		t.Errorf("runner-a aborting its own build: %d %s", code, body)
+	}
+	for _, c := range []struct {
+		what, method, path, body string
+		want                     int
+	}{
+		{"removing runner-b's template", "DELETE", "/v1/templates/" + b.Hash, "", http.StatusNotFound},
+		{"removing the operator's template", "DELETE", "/v1/templates/app", "", http.StatusForbidden},
+		{"a pool with no disk cap", "POST", "/v1/pools", `{"template":"victim","size":1,"slot_disk":-1}`, http.StatusForbidden},
+	} {
+		if code, body := call(runnerHTTP, base, tokA, c.method, c.path, c.body); code != c.want {
+			t.Errorf("runner-a %s: %d %s, want %d", c.what, code, body, c.want)
 		}
 	}
 

@@ -142,13 +142,19 @@ func (s *Server) listTemplates(w http.ResponseWriter, r *http.Request) {
 		fail(w, err)
 		return
 	}
-	writeJSON(w, 200, TemplatesOut(all))
+	out := all[:0:0]
+	for _, m := range all {
+		if sees(r, m.Group) {
+			out = append(out, m) // a group lists its own and the operator's
+		}
+	}
+	writeJSON(w, 200, TemplatesOut(out))
 }
 
 func (s *Server) listPools(w http.ResponseWriter, r *http.Request) {
 	out := []api.PoolStatus{}
 	for _, n := range s.poolNames() {
-		if p, err := s.pool(n); err == nil {
+		if p, err := s.pool(n); err == nil && sees(r, p.Meta.Group) {
 			out = append(out, StatusOut(p.Status(false)))
 		}
 	}
@@ -156,7 +162,7 @@ func (s *Server) listPools(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) getPool(w http.ResponseWriter, r *http.Request) {
-	p, err := s.pool(r.PathValue("template"))
+	p, err := s.visiblePool(r, r.PathValue("template"))
 	if err != nil {
 		fail(w, err)
 		return
@@ -183,8 +189,16 @@ func (s *Server) poolUp(w http.ResponseWriter, r *http.Request) {
 		fail(w, fmt.Errorf("%w: slot_memory is %d bytes: it must be at least %d (16 MiB), 0 for the default of %d (256 MiB), or negative for none", errBadRequest, req.SlotMemory, minSlotMemory, DefaultSlotMemory))
 		return
 	}
-	m, err := s.cat.Get(req.Template)
+	if err := groupPoolLimits(r, req); err != nil {
+		fail(w, err)
+		return
+	}
+	m, err := s.findTemplate(r, req.Template)
 	if err != nil {
+		fail(w, err)
+		return
+	}
+	if err := s.nameFree(r, m); err != nil {
 		fail(w, err)
 		return
 	}
@@ -192,7 +206,7 @@ func (s *Server) poolUp(w http.ResponseWriter, r *http.Request) {
 	if p, ok := s.pools[m.Name]; ok {
 		s.mu.Unlock()
 		if p != nil && p.Meta.Hash == m.Hash && req.Size > p.Live() {
-			s.growUp(w, p, req.Size)
+			s.growUp(w, r, p, req.Size)
 			return
 		}
 		fail(w, fmt.Errorf("%w: a pool of %s is up already: `pristine pool down --template %s` first", errConflict, m.Name, m.Name))
@@ -200,6 +214,15 @@ func (s *Server) poolUp(w http.ResponseWriter, r *http.Request) {
 	}
 	s.pools[m.Name] = nil // reserve the name while it comes up
 	s.mu.Unlock()
+	err = s.withinSlotCap(r, m, req.Size, func() error { s.addPending(r, m, req.Size); return nil })
+	defer s.donePending(m.Name)
+	if err != nil {
+		s.mu.Lock()
+		delete(s.pools, m.Name)
+		s.mu.Unlock()
+		fail(w, err)
+		return
+	}
 
 	if req.SlotDisk == 0 {
 		req.SlotDisk = DefaultSlotDisk
@@ -263,8 +286,12 @@ func (s *Server) poolUp(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) poolDown(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("template")
-	p, err := s.pool(name)
+	p, err := s.visiblePool(r, name)
 	if err != nil {
+		fail(w, err)
+		return
+	}
+	if err := mayChange(r, p.Meta.Group, "the pool of "+p.Meta.Name); err != nil {
 		fail(w, err)
 		return
 	}
@@ -329,7 +356,7 @@ func (s *Server) lease(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer unreserve()
-	p, err := s.pool(req.Template)
+	p, err := s.visiblePool(r, req.Template)
 	if err != nil {
 		fail(w, err)
 		return
@@ -339,7 +366,8 @@ func (s *Server) lease(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if req.MinSize > 0 {
-		n, err := s.grow(p, req.MinSize)
+		var n int
+		err := s.withinSlotCap(r, p.Meta, req.MinSize, func() (err error) { n, err = s.grow(p, req.MinSize); return err })
 		if err != nil {
 			fail(w, err)
 			return
@@ -371,8 +399,9 @@ const GrownHeader = "Pristine-Pool-Grown"
 
 // growUp answers a request for a larger pool of a template already up:
 // the pool grows to size at once, or the request fails naming the limit.
-func (s *Server) growUp(w http.ResponseWriter, p *pool.Pool, size int) {
-	n, err := s.grow(p, size)
+func (s *Server) growUp(w http.ResponseWriter, r *http.Request, p *pool.Pool, size int) {
+	var n int
+	err := s.withinSlotCap(r, p.Meta, size, func() (err error) { n, err = s.grow(p, size); return err })
 	if err != nil {
 		fail(w, err)
 		return

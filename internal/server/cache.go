@@ -99,7 +99,7 @@ func (s *Server) cachedBegin(w http.ResponseWriter, r *http.Request, req Templat
 		return nil, nil, true
 	}
 	opt, hash := plan.Opt, plan.Hash
-	if _, err := s.cat.Get(hash); err == nil || s.building(hash) {
+	if _, err := s.cat.Load(hash); err == nil || s.building(hash) {
 		return nil, nil, false // here already, or being built here: as without a cache
 	}
 	if entry, err = copt.Entry(opt.Name, hash); err != nil {
@@ -116,11 +116,12 @@ func (s *Server) cachedBegin(w http.ResponseWriter, r *http.Request, req Templat
 			return false
 		}
 		_, err, _ = s.caches.pulls.Do(hash, func() (any, error) { return entry.Pull(context.WithoutCancel(ctx), s.builder) })
-		m, gerr := s.cat.Get(hash)
+		m, gerr := s.cat.Load(hash)
 		if gerr != nil {
 			s.log.Warn("fleet cache pull failed; building here", "cache", entry, "err", err)
 			return false
 		}
+		s.claim(r, m)
 		writeJSON(w, 200, ready(m))
 		return true
 	}

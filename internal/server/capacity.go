@@ -7,6 +7,8 @@ import (
 	"github.com/pristinedb/pristine/internal/catalog"
 	"github.com/pristinedb/pristine/internal/mariadb"
 	"github.com/pristinedb/pristine/internal/pool"
+	"github.com/pristinedb/pristine/internal/sysmem"
+	"golang.org/x/sys/unix"
 )
 
 // Budget caps what every pool of the daemon may take together; zero means
@@ -14,6 +16,23 @@ import (
 type Budget struct {
 	Memory int64
 	Disk   int64
+}
+
+// DefaultBudget is the budget of a daemon whose operator named none
+// (`serve` without --max-memory/--max-disk): three quarters of the
+// machine's memory (MemTotal) and three quarters of the size of the
+// filesystem that holds dataDir (the root's data: templates and clones).
+// What cannot be read stays 0 (no cap beyond the machine's).
+func DefaultBudget(dataDir string) Budget {
+	var b Budget
+	if total, err := sysmem.Total(); err == nil {
+		b.Memory = total / 4 * 3
+	}
+	var st unix.Statfs_t
+	if unix.Statfs(dataDir, &st) == nil {
+		b.Disk = int64(st.Blocks) * st.Bsize / 4 * 3
+	}
+	return b
 }
 
 // makeRoom checks a pool of size slots of m (a new one, or one growing to

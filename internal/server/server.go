@@ -79,6 +79,13 @@ type Server struct {
 	MaxLeasesPerGroup int
 	groupMu           sync.Mutex
 	groupPending      map[string]int
+	// MaxSlotsPerGroup caps the slots a group token's requests may bring
+	// a pool to, and the pools of the group's own templates to together
+	// (0: twice MaxLeasesPerGroup, else DefaultMaxSlotsPerGroup;
+	// tenants.go).
+	MaxSlotsPerGroup int
+	slotsMu          sync.Mutex
+	upPending        map[string]pendingPool // by template name
 	// Cache says which fleet caches template requests may name.
 	Cache    Cache
 	caches   caches
@@ -112,7 +119,7 @@ func New(ctx context.Context, root *rootdir.Root, builder *template.Builder, log
 	s := &Server{root: root, cat: builder.Catalog(), builder: builder, log: log, state: st, pools: map[string]*pool.Pool{}, quit: make(chan struct{})}
 	s.metrics = newMetrics(s)
 	s.metrics.reg.MustRegister(s.waiterMetrics()...)
-	s.builds = builds{sessions: map[string]*buildSession{}, failed: map[string]string{}, changed: make(chan struct{})}
+	s.builds = builds{sessions: map[string]*buildSession{}, failed: map[string]failedBuild{}, changed: make(chan struct{})}
 	keep := s.restore(ctx)
 	s.removeStalePools(keep)
 	return s, nil

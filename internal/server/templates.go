@@ -29,8 +29,14 @@ type (
 type builds struct {
 	mu       sync.Mutex
 	sessions map[string]*buildSession // by hash
-	failed   map[string]string        // hash -> why, for waiters
+	failed   map[string]failedBuild   // by hash, for waiters
 	changed  chan struct{}            // closed and replaced on every change
+}
+
+// failedBuild is why a build session failed, and whose it was.
+type failedBuild struct {
+	why   string
+	group string // the group whose token began it; "" for the operator
 }
 
 type buildSession struct {
@@ -96,6 +102,17 @@ func (s *Server) beginTemplate(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	opt := template.BuildOptions{Name: req.Name, Key: req.Key, Database: req.Database, DBsPerSlot: req.DBsPerSlot, Profile: mariadb.DefaultProfile()}
+	// A group builds under a key of its own: the key it names never
+	// reaches another group's template. The operator's template of the
+	// same inputs is the group's to use.
+	group, isGroup := tokenGroup(r)
+	if isGroup {
+		if m := s.operatorTemplate(r.Context(), opt); m != nil {
+			writeJSON(w, 200, ready(m))
+			return
+		}
+		opt.Key = catalog.GroupKey(group, req.Key)
+	}
 	// The key is computed once, here; the fleet cache and the session
 	// take the plan.
 	plan, err := s.builder.Plan(r.Context(), opt)
@@ -125,10 +142,14 @@ func (s *Server) beginTemplate(w http.ResponseWriter, r *http.Request) {
 	case err != nil:
 		fail(w, fmt.Errorf("%w: %v", errBadRequest, err))
 		return
+	case m != nil && !sees(r, m.Group):
+		fail(w, fmt.Errorf("%w: template %s (%s) was built by another group: pick another name or key", errConflict, m.Name, m.Hash[:12]))
+		return
 	case m != nil:
 		writeJSON(w, 200, ready(m))
 		return
 	}
+	sess.Meta.Group = group // recorded in its meta.json when it is finished
 	s.builds.mu.Lock()
 	s.builds.sessions[sess.Hash()] = &buildSession{Session: sess, expires: time.Now().Add(ttl), cache: entry, cacheLock: lock}
 	delete(s.builds.failed, sess.Hash())
@@ -142,22 +163,26 @@ func (s *Server) beginTemplate(w http.ResponseWriter, r *http.Request) {
 		URL: dsn.URL(in.Config.Port, meta.User, meta.Password, db), Env: sess.Env()})
 }
 
-// takeSession removes and returns the session of a hash, unless it is
-// being finished.
-func (s *Server) takeSession(hash string) *buildSession {
+// takeSession removes and returns the session of a hash that request r
+// may change, unless it is being finished. Another group's session is
+// not there (nil); the operator's, for a group, is refused.
+func (s *Server) takeSession(r *http.Request, hash string) (*buildSession, error) {
 	s.builds.mu.Lock()
 	defer s.builds.mu.Unlock()
 	bs := s.builds.sessions[hash]
-	if bs == nil || bs.finishing {
-		return nil
+	if bs == nil || bs.finishing || !sees(r, bs.Meta.Group) {
+		return nil, nil
+	}
+	if err := mayChange(r, bs.Meta.Group, "the build session "+hash); err != nil {
+		return nil, err
 	}
 	delete(s.builds.sessions, hash)
-	return bs
+	return bs, nil
 }
 
-func (s *Server) failSession(hash, why string) {
+func (s *Server) failSession(hash, group, why string) {
 	s.builds.mu.Lock()
-	s.builds.failed[hash] = why
+	s.builds.failed[hash] = failedBuild{why: why, group: group}
 	s.builds.signal()
 	s.builds.mu.Unlock()
 }
@@ -166,10 +191,15 @@ func (s *Server) finishTemplate(w http.ResponseWriter, r *http.Request) {
 	hash := r.PathValue("hash")
 	s.builds.mu.Lock()
 	bs := s.builds.sessions[hash]
-	if bs != nil && bs.finishing {
+	if bs != nil && (bs.finishing || !sees(r, bs.Meta.Group)) {
 		bs = nil
 	}
 	if bs != nil {
+		if err := mayChange(r, bs.Meta.Group, "the build session "+hash); err != nil {
+			s.builds.mu.Unlock()
+			fail(w, err)
+			return
+		}
 		bs.finishing = true
 	}
 	s.builds.mu.Unlock()
@@ -188,7 +218,7 @@ func (s *Server) finishTemplate(w http.ResponseWriter, r *http.Request) {
 	s.builds.mu.Lock()
 	delete(s.builds.sessions, hash)
 	if err != nil {
-		s.builds.failed[hash] = err.Error()
+		s.builds.failed[hash] = failedBuild{why: err.Error(), group: bs.Meta.Group}
 	}
 	s.builds.signal()
 	s.builds.mu.Unlock()
@@ -219,16 +249,22 @@ func (s *Server) getTemplate(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	deadline := time.Now().Add(wait)
+	// A group's key is looked up as its own (catalog.GroupKey).
+	key := ref
+	if g, isGroup := tokenGroup(r); isGroup {
+		key = catalog.GroupKey(g, ref)
+	}
 	for {
-		if m, err := s.cat.Get(ref); err == nil {
+		if m, err := s.findTemplate(r, ref); err == nil {
 			writeJSON(w, 200, ready(m))
 			return
 		}
 		s.builds.mu.Lock()
-		why, failed := s.builds.failed[ref]
+		f, failed := s.builds.failed[ref]
+		failed = failed && sees(r, f.group)
 		building := false
 		for h, bs := range s.builds.sessions {
-			if h == ref || bs.Meta.Key == ref || bs.Meta.Name == ref {
+			if (h == ref || bs.Meta.Key == ref || bs.Meta.Key == key || bs.Meta.Name == ref) && sees(r, bs.Meta.Group) {
 				building = true
 			}
 		}
@@ -236,12 +272,12 @@ func (s *Server) getTemplate(w http.ResponseWriter, r *http.Request) {
 		s.builds.mu.Unlock()
 		switch {
 		case failed:
-			writeJSON(w, http.StatusGone, TemplateAnswer{Status: "failed", Hash: ref, Error: why})
+			writeJSON(w, http.StatusGone, TemplateAnswer{Status: "failed", Hash: ref, Error: f.why})
 			return
 		case !building:
 			// A session is dropped only once its template is stored: one
 			// finished since the lookup above is there now.
-			if m, err := s.cat.Get(ref); err == nil {
+			if m, err := s.findTemplate(r, ref); err == nil {
 				writeJSON(w, 200, ready(m))
 				return
 			}
@@ -261,17 +297,26 @@ func (s *Server) getTemplate(w http.ResponseWriter, r *http.Request) {
 }
 
 // deleteTemplate aborts a build session, or removes a built template that
-// no pool uses.
+// no pool uses: a group token's holder only its group's.
 func (s *Server) deleteTemplate(w http.ResponseWriter, r *http.Request) {
 	ref := r.PathValue("ref")
-	if bs := s.takeSession(ref); bs != nil {
+	bs, err := s.takeSession(r, ref)
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	if bs != nil {
 		bs.abort()
-		s.failSession(ref, "the builder aborted the build")
+		s.failSession(ref, bs.Meta.Group, "the builder aborted the build")
 		writeJSON(w, 200, TemplateAnswer{Status: "failed", Hash: ref, Error: "aborted"})
 		return
 	}
-	m, err := s.cat.Get(ref)
+	m, err := s.findTemplate(r, ref)
 	if err != nil {
+		fail(w, err)
+		return
+	}
+	if err := mayChange(r, m.Group, "template "+m.Name+" ("+m.Hash[:12]+")"); err != nil {
 		fail(w, err)
 		return
 	}
@@ -304,7 +349,7 @@ func (s *Server) expireBuilds() {
 	s.builds.mu.Unlock()
 	for _, bs := range doomed {
 		bs.abort()
-		s.failSession(bs.Hash(), "the build session expired before it was finished")
+		s.failSession(bs.Hash(), bs.Meta.Group, "the build session expired before it was finished")
 		s.log.Warn("template build session expired", "template", bs.Meta.Name, "hash", bs.Hash()[:12])
 	}
 }
