@@ -98,8 +98,10 @@ func TestPullRefusesCraftedServerOptions(t *testing.T) {
 
 // TestCachedBuildRefusesCraftedServerOptions: a fleet cache entry pushed
 // under the content key of a build, whose meta.json carries plugin-dir and
-// plugin-load-add, is not taken: `template build --cache` warns, naming
-// the option, and builds the template here with its own options.
+// plugin-load-add, is not taken: its pull (the daemon's, `serve
+// --allow-cache`) is refused naming the option, and `template build
+// --cache` warns, naming the option, and builds the template here with its
+// own options.
 func TestCachedBuildRefusesCraftedServerOptions(t *testing.T) {
 	reg := startRegistry(t, registryOpts{})
 	ctx := context.Background()
@@ -136,7 +138,13 @@ func TestCachedBuildRefusesCraftedServerOptions(t *testing.T) {
 		return st.Export(ctx, m, w, opt)
 	}
 
+	// The daemon's pull (`serve --allow-cache`: Entry.Pull, then a build
+	// here when it fails) is refused, naming the option.
 	victim := templatetest.NewBuilder(t, "auto")
+	if _, err := e.Pull(ctx, victim); !errors.Is(err, mariadb.ErrServerOption) || !strings.Contains(err.Error(), "plugin-dir=/proc/self/cwd/shop") {
+		t.Fatalf("the cache entry's pull: %v, want refused naming plugin-dir", err)
+	}
+	noLeftovers(t, victim, false)
 	m, outcome, err := cachedBuild(ctx, victim, opt, c)
 	if err != nil {
 		t.Fatal(err)
