@@ -501,3 +501,42 @@ func TestUnpackSetsItsOwnModes(t *testing.T) {
 		})
 	}
 }
+
+// TestPackReplace: PackOptions.Replace packs the given content for a file
+// instead of what is on disk (shorter, longer than an extent, empty), and
+// every other file as it is.
+func TestPackReplace(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		body []byte
+	}{
+		{"shorter", []byte(`{"name":"x"}`)},
+		{"several extents", bytes.Repeat([]byte("0123456789"), 3*testExtent/10+7)},
+		{"empty", []byte{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			src, dst := t.TempDir(), filepath.Join(t.TempDir(), "out")
+			makeTree(t, src)
+			raw := packBytes(t, src, PackOptions{Replace: map[string][]byte{"db/smallb": tc.body}})
+			if _, err := Unpack(context.Background(), bytes.NewReader(raw), dst, UnpackOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			if got, err := os.ReadFile(filepath.Join(dst, "db", "smallb")); err != nil || !bytes.Equal(got, tc.body) {
+				t.Fatalf("the replaced file holds %d bytes (%v), want the %d given", len(got), err, len(tc.body))
+			}
+			// The source with the replaced content, and its time (kept).
+			p := filepath.Join(src, "db", "smallb")
+			fi, err := os.Stat(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(p, tc.body, 0o640); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Chtimes(p, fi.ModTime(), fi.ModTime()); err != nil {
+				t.Fatal(err)
+			}
+			sameTree(t, src, dst)
+		})
+	}
+}

@@ -29,6 +29,11 @@ type PackOptions struct {
 	ExtentSize int64
 	// Progress, when set, receives a progress line a few times a second.
 	Progress io.Writer
+	// Replace gives the content of regular files (by slash-separated path
+	// relative to the directory) to pack instead of what is on disk: an
+	// export's meta.json without its secrets. The file keeps its mode and
+	// time.
+	Replace map[string][]byte
 }
 
 // Stats describe one Pack or Unpack.
@@ -64,7 +69,7 @@ func Pack(ctx context.Context, dir string, w io.Writer, opts PackOptions) (Stats
 	if ext == 0 {
 		ext = Align
 	}
-	sc, err := scan(dir, ext)
+	sc, err := scan(dir, ext, opts.Replace)
 	if err != nil {
 		return Stats{}, fmt.Errorf("pack: %w", err)
 	}
@@ -118,7 +123,7 @@ func Pack(ctx context.Context, dir string, w io.Writer, opts PackOptions) (Stats
 				defer enc.Close()
 			}
 			for x := range jobs {
-				p, err := prepare(dir, &sc.entries[x.file], x, enc)
+				p, err := prepare(dir, &sc.entries[x.file], x, enc, opts.Replace)
 				if err != nil {
 					cancel(err)
 					continue
@@ -195,7 +200,12 @@ func (p *packed) release() {
 
 // prepare maps one extent of a source file, hashes it and, when asked,
 // compresses it.
-func prepare(dir string, e *entry, x extent, enc *zstd.Encoder) (*packed, error) {
+func prepare(dir string, e *entry, x extent, enc *zstd.Encoder, replace map[string][]byte) (*packed, error) {
+	if b, ok := replace[e.path]; ok {
+		p := &packed{x: x, buf: b[x.offset : x.offset+x.length]}
+		p.hash = xxh3.Hash(p.buf)
+		return p, nil
+	}
 	name := filepath.Join(dir, filepath.FromSlash(e.path))
 	f, err := os.Open(name)
 	if err != nil {

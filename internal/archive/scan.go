@@ -33,7 +33,7 @@ type scanResult struct {
 // found with SEEK_DATA/SEEK_HOLE, so holes are never read or sent, and cut
 // into extents of at most extentSize bytes. Sockets, FIFOs and devices are
 // skipped and reported.
-func scan(root string, extentSize int64) (*scanResult, error) {
+func scan(root string, extentSize int64, replace map[string][]byte) (*scanResult, error) {
 	st, err := os.Stat(root)
 	if err != nil {
 		return nil, fmt.Errorf("scan %s: %w", root, err)
@@ -64,6 +64,11 @@ func scan(root string, extentSize int64) (*scanResult, error) {
 			e.kind = kindFile
 			e.size = uint64(info.Size())
 			id := uint32(len(res.entries))
+			if b, ok := replace[rel]; ok {
+				e.size = uint64(len(b))
+				e.extents = addExtents(id, 0, int64(len(b)), extentSize, &res.extents)
+				break
+			}
 			n, err := fileExtents(p, id, info.Size(), extentSize, &res.extents)
 			if err != nil {
 				return err
@@ -115,14 +120,7 @@ func fileExtents(p string, id uint32, size, extentSize int64, out *[]extent) (ui
 	defer f.Close()
 	fd := int(f.Fd())
 	var n uint32
-	add := func(start, end int64) {
-		for off := start; off < end; {
-			l := min(extentSize-off%extentSize, end-off)
-			*out = append(*out, extent{file: id, offset: uint64(off), length: uint64(l)})
-			n++
-			off += l
-		}
-	}
+	add := func(start, end int64) { n += addExtents(id, start, end, extentSize, out) }
 	for off := int64(0); off < size; {
 		data, err := unix.Seek(fd, off, unix.SEEK_DATA)
 		if errors.Is(err, unix.ENXIO) {
@@ -142,4 +140,17 @@ func fileExtents(p string, id uint32, size, extentSize int64, out *[]extent) (ui
 		off = hole
 	}
 	return n, nil
+}
+
+// addExtents appends the extents of bytes start to end of file id to out,
+// cut at multiples of extentSize, and returns how many it appended.
+func addExtents(id uint32, start, end, extentSize int64, out *[]extent) uint32 {
+	var n uint32
+	for off := start; off < end; {
+		l := min(extentSize-off%extentSize, end-off)
+		*out = append(*out, extent{file: id, offset: uint64(off), length: uint64(l)})
+		n++
+		off += l
+	}
+	return n
 }

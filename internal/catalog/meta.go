@@ -34,9 +34,11 @@ type Meta struct {
 	Databases []string `json:"databases"`
 	// User and Password name the account the build ran migrations and the
 	// init command as (never logged). The build locks it with a new random
-	// password before it stops, so the password opens no clone.
+	// password before it stops, so the password opens no clone. An export
+	// leaves the password out (Exported), and an import drops any an
+	// archive carries.
 	User     string `json:"user"`
-	Password string `json:"password"`
+	Password string `json:"password,omitempty"`
 	// Accounts is AccountsVersion when the data directory's accounts were
 	// secured (mariadb.SecureAccounts; see CheckSecured); empty for a template of an older
 	// pristine, which must be rebuilt.
@@ -78,6 +80,22 @@ func ReadMeta(dir string) (*Meta, error) {
 		return nil, fmt.Errorf("read %s: %w", filepath.Join(dir, metaFile), err)
 	}
 	return &m, nil
+}
+
+// MetaFile is the name of a template's meta.json, in its directory and in
+// its archive.
+const MetaFile = metaFile
+
+// Exported is the meta.json that goes into an archive of the template
+// (template export, push, a fleet cache): m without its build account's
+// password. The password opens nothing once the build stopped (the build
+// locks the account with another), and an importer ignores any password
+// an archive carries; but whoever reads an archive or a registry learns
+// no secret from it.
+func (m *Meta) Exported() ([]byte, error) {
+	c := *m
+	c.Password = ""
+	return json.MarshalIndent(&c, "", "  ")
 }
 
 // writeMeta writes meta.json through a temporary file and a rename, so a

@@ -9,6 +9,8 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+
+	"github.com/pristinedb/pristine/internal/mariadb"
 )
 
 // A template's hash is a SHA-256 in lowercase hex; it names the template's
@@ -178,7 +180,8 @@ func (m *Meta) CheckServer(version string) error {
 	return nil
 }
 
-// CheckImport checks an archive's meta.json (Validate), the server flavor
+// CheckImport checks an archive's meta.json (Validate, and its server
+// options against the allow-list, mariadb.CheckTemplateOptions), the server flavor
 // that built it against flavor, the one installed here, and what it says
 // against the data directory staged beside it (staged/data); it
 // recomputes what the data shows: the redo log size. The content key
@@ -188,6 +191,9 @@ func (m *Meta) CheckServer(version string) error {
 func (m *Meta) CheckImport(flavor, staged string) error {
 	if err := m.Validate(); err != nil {
 		return err
+	}
+	if err := mariadb.CheckTemplateOptions(m.ServerOptions); err != nil {
+		return fmt.Errorf("%w: %w: no template with it is imported; build it without that option where it was exported", ErrBadMeta, err)
 	}
 	if m.Flavor != "" && m.Flavor != flavor {
 		return fmt.Errorf("%w: %s was built by a %s server but %s is installed here", ErrIncompatible, m.Name, m.Flavor, flavor)
@@ -257,4 +263,15 @@ func (c *Catalog) warnBad(dir string, err error) {
 	}
 	c.logger().Warn("skipping a template directory whose meta.json is not valid: move it out of the store or remove it",
 		"dir", dir, "err", err)
+}
+
+// CheckServerOptions refuses a template whose server options are not all
+// ones a template may carry (mariadb.TemplateOptions): a meta.json
+// written by an older pristine, or edited on disk. Nothing starts a
+// server with them; the error names the option and the fix.
+func CheckServerOptions(m *Meta) error {
+	if err := mariadb.CheckTemplateOptions(m.ServerOptions); err != nil {
+		return fmt.Errorf("template %s (%s): %w; remove it (pristine template rm %s) or build it again without that option", m.Name, shortHash(m.Hash), err, m.Hash)
+	}
+	return nil
 }

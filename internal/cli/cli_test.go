@@ -91,6 +91,8 @@ func TestCommandsBadInputAndNoDaemon(t *testing.T) {
 		{[]string{"template", "key"}, ExitBadInput, "accepts 1 arg(s)"},
 		{[]string{"template", "key", "app"}, ExitBadInput, "nothing to key"},
 		{[]string{"template", "key", "app", "--from-sql", "-"}, ExitBadInput, "cannot read standard input"},
+		{[]string{"template", "key", "app", "--from-sql", sqlFile, "--server-option", "plugin_load_add=evil.so"}, ExitBadInput, `server option "plugin_load_add=evil.so": a template carries data settings only`},
+		{[]string{"template", "build", "app", "--from-sql", sqlFile, "--server-option", "LOOSE-REQUIRE-SECURE-TRANSPORT=OFF"}, ExitBadInput, `"LOOSE-REQUIRE-SECURE-TRANSPORT=OFF"`},
 		{[]string{"--ram-budget", "lots", "template", "ls"}, ExitBadInput, "--ram-budget"},
 		// pool
 		{[]string{"pool", "up", "extra"}, ExitBadInput, "unknown command"},

@@ -169,6 +169,7 @@ func (b *Binary) InitDatadirAs(ctx context.Context, dir string, acct svcuser.Acc
 	} else {
 		cmd = exec.CommandContext(ctx, b.Path, append(common, "--initialize-insecure")...)
 	}
+	cmd.Env = serverEnv(nil)
 	cmd.SysProcAttr = childAttr()
 	cmd.SysProcAttr.Credential = acct.Credential()
 	// The installer changes into its own directory; the account may not be

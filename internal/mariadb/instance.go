@@ -129,7 +129,7 @@ func Start(b *Binary, cfg Config) (*Instance, error) {
 	args = append(args, cfg.Profile.args(b.Flavor)...)
 	args = append(args, cfg.Extra...)
 	cmd := exec.Command(b.Path, args...)
-	cmd.Env = append(os.Environ(), cfg.Profile.env()...)
+	cmd.Env = serverEnv(cfg.Profile.env())
 	cmd.SysProcAttr = childAttr()
 	cmd.SysProcAttr.Credential = acct.Credential()
 	cmd.Dir = cfg.RunDir
@@ -349,4 +349,33 @@ func prepareDirs(acct svcuser.Account, cfg Config) error {
 		return err
 	}
 	return acct.CheckReachable(cfg.RunDir)
+}
+
+// defaultPath is a server's PATH when pristine has none.
+const defaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+// passedEnv are the variables of pristine's environment a server gets:
+// the time zone (the server's system time zone) and the dynamic loader's
+// settings (a server installed outside the library path, `eatmydata
+// pristine ...`). PATH is always set.
+var passedEnv = []string{"TZ", "LD_PRELOAD", "LD_LIBRARY_PATH"}
+
+// serverEnv is the whole environment of a server or of the program that
+// initialises its data directory: PATH, passedEnv where pristine has them,
+// then extra. Nothing else of pristine's environment, which may hold a
+// registry's credentials or a capture source's password, reaches a
+// server: it runs as another account, with code a template or a lease
+// may steer.
+func serverEnv(extra []string) []string {
+	path := os.Getenv("PATH")
+	if path == "" {
+		path = defaultPath
+	}
+	env := []string{"PATH=" + path}
+	for _, k := range passedEnv {
+		if v, ok := os.LookupEnv(k); ok {
+			env = append(env, k+"="+v)
+		}
+	}
+	return append(env, extra...)
 }

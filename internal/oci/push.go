@@ -179,6 +179,13 @@ func profileKey(m *catalog.Meta) string { return "log=" + strconv.FormatInt(m.Lo
 // filesystem, so archives there are reflinked in and cloned out.
 func scratchDir(st *template.Builder) string { return filepath.Dir(st.Catalog().Dir("x")) }
 
+// exportArchive writes template m's archive (template.Builder.Export). A
+// test replaces it to push an archive of its own, as anyone who may write
+// to a repository can.
+var exportArchive = func(ctx context.Context, st *template.Builder, m *catalog.Meta, w io.Writer, opt archive.PackOptions) (archive.Stats, error) {
+	return st.Export(ctx, m, w, opt)
+}
+
 // packToFile packs template m into a temporary file beside the templates.
 func packToFile(ctx context.Context, st *template.Builder, m *catalog.Meta, compress bool) (*os.File, error) {
 	f, err := os.CreateTemp(scratchDir(st), ".push-"+m.Hash[:12]+"-*.prsa")
@@ -187,7 +194,7 @@ func packToFile(ctx context.Context, st *template.Builder, m *catalog.Meta, comp
 	}
 	// One thread packs extents in the table's order, so the same template
 	// packs to the same bytes and a repeated push finds its chunks there.
-	if _, err := st.Export(ctx, m, f, archive.PackOptions{Compress: compress, Threads: 1}); err != nil {
+	if _, err := exportArchive(ctx, st, m, f, archive.PackOptions{Compress: compress, Threads: 1}); err != nil {
 		f.Close()
 		os.Remove(f.Name())
 		return nil, fmt.Errorf("push template %s: %w", m.Name, err)

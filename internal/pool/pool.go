@@ -155,6 +155,12 @@ func Up(ctx context.Context, cat *catalog.Catalog, bin *mariadb.Binary, m *catal
 	if err := catalog.CheckSecured(m); err != nil {
 		return nil, err
 	}
+	// The template's options were checked when it was built or imported;
+	// checked again here, so a meta.json from before the allow-list, or
+	// edited on disk, starts no server.
+	if err := catalog.CheckServerOptions(m); err != nil {
+		return nil, err
+	}
 	if opt.Profile.LogFileSize == 0 {
 		opt.Profile = mariadb.DefaultProfile()
 	}

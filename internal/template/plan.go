@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/pristinedb/pristine/internal/catalog"
+	"github.com/pristinedb/pristine/internal/mariadb"
 )
 
 // Plan is one build with its content key computed: the one way into a
@@ -40,6 +41,11 @@ type Plan struct {
 func (b *Builder) Plan(ctx context.Context, opt BuildOptions) (*Plan, error) {
 	if err := catalog.ValidName(opt.Name); err != nil {
 		return nil, err
+	}
+	// The options become the template's (its meta.json, its exports):
+	// only those a template may carry, whoever asks for the build.
+	if err := mariadb.CheckTemplateOptions(opt.Profile.Options); err != nil {
+		return nil, fmt.Errorf("template build %s: %w: build the template without it", opt.Name, err)
 	}
 	if opt.DBsPerSlot < 1 {
 		opt.DBsPerSlot = 1

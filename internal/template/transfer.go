@@ -19,8 +19,26 @@ import (
 
 // Export writes template m (its data directory and meta.json) to w in
 // pristine's archive format, so it can be imported on another runner.
+//
+// The archive carries data and a description, no secret: its meta.json is
+// the template's without the build account's password
+// (catalog.Meta.Exported). A template whose server options are not all
+// ones a template may carry (one from before the allow-list) is refused.
 func (b *Builder) Export(ctx context.Context, m *catalog.Meta, w io.Writer, opt archive.PackOptions) (archive.Stats, error) {
-	st, err := archive.Pack(ctx, b.cat.Dir(m.Hash), w, opt)
+	dir := b.cat.Dir(m.Hash)
+	meta, err := catalog.ReadMeta(dir)
+	if err != nil {
+		return archive.Stats{}, fmt.Errorf("export template %s: %w", m.Name, err)
+	}
+	if err := catalog.CheckServerOptions(meta); err != nil {
+		return archive.Stats{}, fmt.Errorf("export template %s: %w", m.Name, err)
+	}
+	exported, err := meta.Exported()
+	if err != nil {
+		return archive.Stats{}, fmt.Errorf("export template %s: %w", m.Name, err)
+	}
+	opt.Replace = map[string][]byte{catalog.MetaFile: exported}
+	st, err := archive.Pack(ctx, dir, w, opt)
 	if err != nil {
 		return st, fmt.Errorf("export template %s: %w", m.Name, err)
 	}
@@ -100,6 +118,10 @@ func (b *Builder) ImportWith(ctx context.Context, r io.Reader, opt ImportOptions
 	if err := m.CheckImport(string(b.bin.Flavor), staged); err != nil {
 		return nil, false, fmt.Errorf("import template: the archive's meta.json does not describe a template pristine made: %w", err)
 	}
+	// The build account is pristine's, locked below with a password
+	// nobody keeps (secure): a password the archive carries is dropped,
+	// and no other account is taken for it.
+	m.User, m.Password = "pristine", ""
 	if opt.Key != "" {
 		if m.Hash != opt.Key {
 			return nil, false, fmt.Errorf("import template: the archive's meta.json claims key %s, not the %s it was fetched as: the cache entry is not the template its tag names; push the template again", m.Hash[:12], opt.Key[:min(12, len(opt.Key))])
