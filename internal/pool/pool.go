@@ -121,10 +121,12 @@ type Pool struct {
 	lostOrder []string
 	// diskCap says how slots are capped, or why they are not.
 	diskCap string
-	// memcg are the slots' memory groups (nil: none); memCap says how
-	// slots' memory is bounded.
-	memcg  *memCgroups
-	memCap string
+	// groups are the slots' cgroups (nil: none; slotgroups.go); memCap
+	// says how slots' memory is bounded, procCap how their processes are
+	// held.
+	groups  *slotGroups
+	memCap  string
+	procCap string
 	// ops touch servers and files; fakes in unit tests.
 	ops ops
 	// retryEvery is the pause before a failed reset is retried.
@@ -177,7 +179,7 @@ func Up(ctx context.Context, cat *catalog.Catalog, bin *mariadb.Binary, m *catal
 		return nil, fmt.Errorf("pool up: %w", err)
 	}
 	_ = cat.Touch(m)
-	p.setupMemory()
+	p.setupGroups()
 	if err := p.up(ctx); err != nil {
 		return nil, err
 	}
