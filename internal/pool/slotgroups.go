@@ -50,6 +50,10 @@ import (
 // a variable for tests.
 var groupRoot = "pristine"
 
+// useV2 lets slot groups use cgroup v2; tests turn it off to drive
+// cgroup v1 alone.
+var useV2 = true
+
 // slotPids is the pids.max of a slot group whose server takes up to
 // maxConn connections: every connection is a thread, and a thread counts
 // as a process. An idle server has 10-50 threads of its own (measured:
@@ -171,7 +175,7 @@ func newSlotGroups(name string, memLimit, pidsMax int64) (*slotGroups, error) {
 	}
 	g := &slotGroups{memLimit: memLimit, pidsMax: pidsMax, made: map[int]bool{}, ooms: map[int]int64{}}
 	var v2err error
-	if m.v2 != "" {
+	if m.v2 != "" && useV2 {
 		v2err = g.addV2(m.v2, name)
 	}
 	if !g.limits("pids") {
@@ -348,12 +352,11 @@ func (g *slotGroups) kill(idx int) error {
 	if err != nil || len(pids) == 0 {
 		return nil // no group (never made, or removed): nothing in it
 	}
-	var pidsDir string
 	if h.kill {
 		if err := os.WriteFile(filepath.Join(d, "cgroup.kill"), []byte("1"), 0o644); err != nil {
 			return fmt.Errorf("kill slot %d's processes (cgroup.kill of %s): %w", idx, d, err)
 		}
-	} else if pidsDir = g.pidsSlotDir(idx); pidsDir != "" {
+	} else if pidsDir := g.pidsSlotDir(idx); pidsDir != "" {
 		// No fork from now on, so the kills below catch every process.
 		_ = os.WriteFile(filepath.Join(pidsDir, "pids.max"), []byte("0"), 0o644)
 	}
@@ -372,20 +375,25 @@ func (g *slotGroups) kill(idx int) error {
 		}
 		time.Sleep(pause)
 	}
-	if pidsDir != "" {
-		_ = os.WriteFile(filepath.Join(pidsDir, "pids.max"), []byte(strconv.FormatInt(g.pidsMax, 10)), 0o644)
-	}
-	if h.kill {
-		// Linux kills a process started into a group (clone3) that
-		// cgroup.kill killed before: the next server gets a new group.
-		g.mu.Lock()
-		delete(g.made, idx)
-		g.mu.Unlock()
-		if err := os.Remove(d); err != nil {
-			return fmt.Errorf("remove slot %d's killed cgroup %s: %w", idx, d, err)
+	// The next server gets new groups: Linux kills a process started
+	// into a group (clone3) that cgroup.kill killed before, and pids.max
+	// still counts the killed processes nobody has reaped yet.
+	return g.drop(idx)
+}
+
+// drop removes slot idx's groups, which hold no process; the slot's next
+// start makes them again.
+func (g *slotGroups) drop(idx int) error {
+	g.mu.Lock()
+	delete(g.made, idx)
+	g.mu.Unlock()
+	var errs []error
+	for _, h := range g.hs {
+		if err := os.Remove(h.slotDir(idx)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			errs = append(errs, fmt.Errorf("remove slot %d's cgroup: %w", idx, err))
 		}
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 // pidsSlotDir is slot idx's group in the hierarchy that limits its
@@ -420,16 +428,7 @@ func (g *slotGroups) remove(idx int) error {
 	if err := g.kill(idx); err != nil {
 		return err
 	}
-	g.mu.Lock()
-	delete(g.made, idx)
-	g.mu.Unlock()
-	var errs []error
-	for _, h := range g.hs {
-		if err := os.Remove(h.slotDir(idx)); err != nil && !errors.Is(err, os.ErrNotExist) {
-			errs = append(errs, fmt.Errorf("remove slot %d's cgroup: %w", idx, err))
-		}
-	}
-	return errors.Join(errs...)
+	return g.drop(idx)
 }
 
 // removePool removes the pool's groups, and pristine's when no other pool
