@@ -30,7 +30,7 @@ func TestSlotGroups(t *testing.T) {
 			if err != nil {
 				t.Skipf("no slot groups here: %v", err)
 			}
-			defer g.removePool()
+			t.Cleanup(func() { cleanGroups(g, 0) })
 			if g.hs[0].v2 != v2 {
 				t.Skipf("no writable cgroup v2 hierarchy here: %s", g.describe(nil))
 			}
@@ -136,4 +136,70 @@ func waitForks(t *testing.T, g *slotGroups, max int) int {
 		}
 	}
 	return last
+}
+
+// TestSlotGroupsLeftovers: a process left in a slot group by a pristine
+// killed before its pool went down (the server died with it, what it
+// forked did not) is killed, and its group removed, when the same pool
+// comes up again; another pool's group is not touched.
+func TestSlotGroupsLeftovers(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: cgroups")
+	}
+	name := fmt.Sprintf("test-%d-left", os.Getpid())
+	dead, err := newSlotGroups(name, 0, 16)
+	if err != nil {
+		t.Skipf("no slot groups here: %v", err)
+	}
+	t.Cleanup(func() { cleanGroups(dead, 3) })
+	other, err := newSlotGroups(name+"-other", 0, 16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cleanGroups(other, 3) })
+	started := func(g *slotGroups) chan struct{} {
+		cg, err := g.prepare(3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cmd, in := forkBomb(t, cg)
+		in.Close()
+		if err := g.enter(3, cmd.Process.Pid); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan struct{})
+		go func() { _ = cmd.Wait(); close(done) }()
+		return done
+	}
+	left, kept := started(dead), started(other)
+	again, err := newSlotGroups(name, 0, 16) // the next daemon's pool
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-left:
+	case <-time.After(5 * time.Second):
+		t.Fatal("a process left in the pool's slot group outlived the pool coming up again")
+	}
+	for _, h := range again.hs {
+		if _, err := os.Stat(h.slotDir(3)); err == nil {
+			t.Errorf("%s left after the pool came up again", h.slotDir(3))
+		}
+	}
+	select {
+	case <-kept:
+		t.Fatal("another pool's slot process was killed")
+	default:
+	}
+	if err := other.remove(3); err != nil {
+		t.Fatal(err)
+	}
+	<-kept
+}
+
+// cleanGroups removes slot idx's groups and the pool's, killing what is
+// left in them, whatever the test did.
+func cleanGroups(g *slotGroups, idx int) {
+	_ = g.remove(idx)
+	g.removePool()
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -258,4 +259,37 @@ func owner(t *testing.T, p string) int {
 		t.Fatal(err)
 	}
 	return int(st.Uid)
+}
+
+// TestMeasureClaim measures what the check for processes adds to a claim:
+// 200 claims in a row (a pool of 200 slots coming up: one walk over /proc
+// for all of them) against the same with a walk for each. It only
+// reports; set PRISTINE_MEASURE_CLAIM=1 to run it.
+func TestMeasureClaim(t *testing.T) {
+	if os.Getenv("PRISTINE_MEASURE_CLAIM") == "" || os.Geteuid() != 0 {
+		t.Skip("a measurement, as root: set PRISTINE_MEASURE_CLAIM=1 to run it")
+	}
+	old := IDDir
+	IDDir = filepath.Join(t.TempDir(), "ids")
+	t.Cleanup(func() { IDDir = old })
+	dir := t.TempDir()
+	procs, _ := os.ReadDir("/proc")
+	for _, walkEach := range []bool{false, true} {
+		var held []*Claimed
+		start := time.Now()
+		for i := 0; i < 200; i++ {
+			if walkEach {
+				busyScan.ok = false
+			}
+			c, err := Claim(filepath.Join(dir, strconv.Itoa(i)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			held = append(held, c)
+		}
+		t.Logf("200 claims, a walk over /proc (%d entries) %s: %v, %v a claim", len(procs), map[bool]string{false: "for all", true: "for each"}[walkEach], time.Since(start), time.Since(start)/200)
+		for _, c := range held {
+			c.Release()
+		}
+	}
 }
