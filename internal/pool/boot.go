@@ -46,11 +46,11 @@ func (p *Pool) bootServer(ctx context.Context, s *slot) (*booted, error) {
 	if err != nil {
 		return nil, fmt.Errorf("slot %d: %w", s.idx, err)
 	}
-	cgroup, err := p.slotCgroup(s.idx)
-	if err != nil {
-		return nil, fmt.Errorf("slot %d: %w", s.idx, err)
-	}
 	for try := 0; try < 3; try++ {
+		var cgroup string // made again after a kill that found processes
+		if cgroup, err = p.slotCgroup(s.idx); err != nil {
+			break
+		}
 		var in *mariadb.Instance
 		in, err = mariadb.Start(p.bin, mariadb.Config{Datadir: data, RunDir: s.run, Port: port, BindAddress: p.opt.Network.bind(), TLS: p.opt.Network.serverTLS(), Profile: p.opt.Profile, AdminPassword: p.cat.Admin(), Extra: extra, Account: &id.Account, Cgroup: cgroup})
 		if err != nil {
