@@ -140,7 +140,7 @@ func TestSecuritySlotProcessesDieWithSlot(t *testing.T) {
 	t.Cleanup(func() { p.Down(context.Background()) })
 	procs := p.Status(false).Processes
 	t.Logf("slot processes: %s", procs)
-	if !strings.Contains(procs, "per slot") {
+	if !strings.HasPrefix(procs, "cgroup") {
 		t.Skipf("no cgroup per slot here: %s", procs)
 	}
 	l := lease(t, p)
