@@ -138,14 +138,14 @@ func TestSecuritySlotProcessesDieWithSlot(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { p.Down(context.Background()) })
+	l := lease(t, p)
+	srv := serverPID(t, l)
+	t.Logf("idle slot server (%s): %d threads", st.Binary().Version, slotThreads(srv))
 	procs := p.Status(false).Processes
 	t.Logf("slot processes: %s", procs)
 	if !strings.HasPrefix(procs, "cgroup") {
 		t.Skipf("no cgroup per slot here: %s", procs)
 	}
-	l := lease(t, p)
-	srv := serverPID(t, l)
-	t.Logf("idle slot server (%s): %d threads", st.Binary().Version, slotThreads(srv))
 	groups := slotGroupsOf(t, srv)
 	if len(groups) == 0 {
 		t.Fatalf("slot server %d is in no slot group", srv)
