@@ -147,10 +147,6 @@ func Claim(path string) (*Claimed, error) {
 		_ = os.Remove(filepath.Join(IDDir, strconv.Itoa(mineID)))
 		noteRemoved()
 		mine.Close()
-		busy, err = busyIDs()
-		if err != nil {
-			return nil, fmt.Errorf("claim a server id: %w", err)
-		}
 	}
 	for id := range busy {
 		used[id] = true
