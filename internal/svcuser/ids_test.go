@@ -167,7 +167,7 @@ func TestSecurityClaimSkipsIDInUse(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.UID != a.UID {
+	if busy, _ := walkIDs(); c.UID != a.UID && !busy[a.UID] { // another root's server may have it now
 		t.Errorf("id %d not handed out again once its process was gone: got %d", a.UID, c.UID)
 	}
 	// Only the gid: a process in the id's group reads its group's files.

@@ -121,10 +121,3 @@ func lockIDs() (*os.File, error) {
 	}
 	return lock, nil
 }
-
-// InUse reports whether a process runs as id (its uid or gid), by a
-// fresh walk over /proc.
-func InUse(id int) (bool, error) {
-	busy, err := walkIDs()
-	return busy[id], err
-}
