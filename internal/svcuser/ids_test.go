@@ -293,3 +293,20 @@ func TestMeasureClaim(t *testing.T) {
 		}
 	}
 }
+
+// TestDeadStatus: a zombie with no thread left runs nothing and holds no
+// id; a zombie leader whose threads still run does.
+func TestDeadStatus(t *testing.T) {
+	for _, c := range []struct {
+		status string
+		dead   bool
+	}{
+		{"Name:\tsleep\nState:\tS (sleeping)\nUid:\t1\t1\t1\t1\nThreads:\t1\n", false},
+		{"Name:\tsleep\nState:\tZ (zombie)\nUid:\t1\t1\t1\t1\nThreads:\t1\n", true},
+		{"Name:\tpython3\nState:\tZ (zombie)\nUid:\t1\t1\t1\t1\nThreads:\t2\n", false},
+	} {
+		if got := dead([]byte(c.status)); got != c.dead {
+			t.Errorf("dead(%q) = %v, want %v", c.status, got, c.dead)
+		}
+	}
+}

@@ -67,7 +67,7 @@ func walkIDs() (map[int]bool, error) {
 		return nil, fmt.Errorf("list processes to see which server ids are in use: %w", err)
 	}
 	busy := map[int]bool{}
-	buf := make([]byte, 2048)
+	buf := make([]byte, 4096)
 	for _, e := range ents {
 		if _, err := strconv.Atoi(e.Name()); err != nil {
 			continue
@@ -78,13 +78,11 @@ func walkIDs() (map[int]bool, error) {
 		}
 		n, _ := f.Read(buf)
 		f.Close()
-		for _, key := range []string{"\nUid:", "\nGid:"} {
-			i := bytes.Index(buf[:n], []byte(key))
-			if i < 0 {
-				continue
-			}
-			line, _, _ := bytes.Cut(buf[i+len(key):n], []byte("\n"))
-			for _, f := range strings.Fields(string(line)) {
+		if dead(buf[:n]) {
+			continue
+		}
+		for _, key := range []string{"Uid:", "Gid:"} {
+			for _, f := range strings.Fields(statusField(buf[:n], key)) {
 				if id, err := strconv.Atoi(f); err == nil && id >= IDBase && id < IDBase+IDCount {
 					busy[id] = true
 				}
@@ -92,6 +90,25 @@ func walkIDs() (map[int]bool, error) {
 		}
 	}
 	return busy, nil
+}
+
+// statusField is the value of field key ("Uid:") in a /proc/<pid>/status.
+func statusField(status []byte, key string) string {
+	i := bytes.Index(status, []byte("\n"+key))
+	if i < 0 {
+		return ""
+	}
+	line, _, _ := bytes.Cut(status[i+1+len(key):], []byte("\n"))
+	return string(line)
+}
+
+// dead reports whether a process's status is a zombie's with no thread
+// left: it runs nothing, and its parent has yet to reap it (a killed
+// server's, reparented to an init that reaps late). A zombie leader whose
+// other threads still run counts them in Threads, and is alive.
+func dead(status []byte) bool {
+	return strings.HasPrefix(strings.TrimSpace(statusField(status, "State:")), "Z") &&
+		strings.TrimSpace(statusField(status, "Threads:")) == "1"
 }
 
 // noteRemoved counts a removed record in IDDir/.released, so every
