@@ -56,10 +56,10 @@ var useV2 = true
 
 // slotPids is the pids.max of a slot group whose server takes up to
 // maxConn connections: every connection is a thread, and a thread counts
-// as a process. An idle server has 10-50 threads of its own (measured:
-// MariaDB 10.11 and 11.8 and MySQL 9.7, docs/security.md); twice the
-// connections plus 256 leaves room for MySQL's background threads and the
-// ones a busy server adds, and still stops a fork bomb.
+// as a process. An idle server has 13 threads of its own (MariaDB 10.11
+// and 11.8) or 27 (MySQL 9.7; docs/security.md); twice the connections
+// plus 256 leaves room for the threads a busy server adds (InnoDB's
+// parallel reads and DDL), and still stops a fork bomb.
 func slotPids(maxConn int) int64 { return int64(256 + 2*maxConn) }
 
 // hierarchy is one cgroup hierarchy the pool's slot groups live in.
