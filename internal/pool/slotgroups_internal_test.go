@@ -83,19 +83,11 @@ func TestSlotGroups(t *testing.T) {
 }
 
 // forkBomb starts, in v2 group cg ("": none), a shell that ignores
-// SIGTERM and, once told on stdin, forks sleepers until it cannot.
+// SIGTERM and, once told on stdin, forks sleepers until it cannot (and
+// then exits: its sleepers stay).
 func forkBomb(t *testing.T, cg string) (*exec.Cmd, io.WriteCloser) {
 	t.Helper()
-	cmd := exec.Command("sh", "-c", `trap "" TERM; read x; i=0; while [ $i -lt 64 ]; do sleep 1000 & i=$((i+1)); done; wait`)
-	cmd.SysProcAttr = &syscall.SysProcAttr{}
-	if cg != "" {
-		f, err := os.Open(cg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer f.Close()
-		cmd.SysProcAttr.UseCgroupFD, cmd.SysProcAttr.CgroupFD = true, int(f.Fd())
-	}
+	cmd := command(t, cg, `trap "" TERM; read x; i=0; while [ $i -lt 64 ]; do sleep 1000 & i=$((i+1)); done; wait`)
 	in, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -105,6 +97,33 @@ func forkBomb(t *testing.T, cg string) (*exec.Cmd, io.WriteCloser) {
 	}
 	t.Cleanup(func() { _ = cmd.Process.Kill() })
 	return cmd, in
+}
+
+// startIn starts shell script in v2 group cg ("": none).
+func startIn(t *testing.T, cg, script string) *exec.Cmd {
+	t.Helper()
+	cmd := command(t, cg, script)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
+	return cmd
+}
+
+// command is shell script to be started in v2 group cg ("": none).
+func command(t *testing.T, cg, script string) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command("sh", "-c", script)
+	cmd.SysProcAttr = &syscall.SysProcAttr{}
+	if cg != "" {
+		f, err := os.Open(cg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { f.Close() })
+		cmd.SysProcAttr.UseCgroupFD, cmd.SysProcAttr.CgroupFD = true, int(f.Fd())
+	}
+	return cmd
 }
 
 // waitForks waits until slot 0's group stops growing and returns how
@@ -162,8 +181,7 @@ func TestSlotGroupsLeftovers(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		cmd, in := forkBomb(t, cg)
-		in.Close()
+		cmd := startIn(t, cg, `trap "" TERM; exec sleep 1000`)
 		if err := g.enter(3, cmd.Process.Pid); err != nil {
 			t.Fatal(err)
 		}
