@@ -68,7 +68,8 @@ type Options struct {
 	// SlotMemory caps the memory one MEMORY table, one temporary table
 	// and one session of a slot may take (ceilings a lease cannot raise)
 	// and, where pristine is root and a memory cgroup hierarchy is
-	// usable, each slot server's memory in all (memLimit; memcg.go).
+	// usable, each slot server's memory in all (memLimit; memcg.go,
+	// slotgroups.go).
 	// 0: the server's defaults, which a lease can raise without bound.
 	SlotMemory int64
 	// Network, when set, makes the slots reachable from other machines
