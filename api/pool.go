@@ -113,4 +113,7 @@ type PoolStatus struct {
 	// MemoryCap says how each slot's memory is bounded and, where a slot
 	// server has no memory cgroup, why.
 	MemoryCap string `json:"memory_cap,omitempty"`
+	// Processes says how a slot's processes are held and killed with it
+	// (a cgroup per slot) or why they are not.
+	Processes string `json:"processes,omitempty"`
 }

@@ -183,6 +183,9 @@ func (g *Globals) printPoolStatus(st api.PoolStatus) {
 	if st.DiskCap != "" {
 		fmt.Fprintf(g.IO.Out, "  disk cap: %s\n", st.DiskCap)
 	}
+	if st.Processes != "" {
+		fmt.Fprintf(g.IO.Out, "  slot processes: %s\n", st.Processes)
+	}
 	fmt.Fprintf(g.IO.Out, "  leases %d (expired %d), replaced %d; lease wait p50 %.2f ms p99 %.2f ms; reset p50 %.0f ms p99 %.0f ms\n",
 		st.Stats.Leases, st.Stats.Expired, st.Stats.Replaced, st.WaitP50MS, st.WaitP99MS, st.ResetP50MS, st.ResetP99MS)
 	for _, s := range st.Slots {

@@ -43,6 +43,11 @@ type Config struct {
 	// data and run directories. Nil means the shared servers' account
 	// (svcuser.Get).
 	Account *svcuser.Account
+	// Cgroup, when set, is a cgroup v2 group the server runs in from its
+	// first instruction (clone3 into the group), so nothing it forks can
+	// start outside it. A kernel that cannot start a process in a group
+	// gets the server moved there right after it starts.
+	Cgroup string
 }
 
 // FilesDir is the server's secure_file_priv: an empty directory of its own,
@@ -128,12 +133,15 @@ func Start(b *Binary, cfg Config) (*Instance, error) {
 	}
 	args = append(args, cfg.Profile.args(b.Flavor)...)
 	args = append(args, cfg.Extra...)
-	cmd := exec.Command(b.Path, args...)
-	cmd.Env = serverEnv(cfg.Profile.env())
-	cmd.SysProcAttr = childAttr()
-	cmd.SysProcAttr.Credential = acct.Credential()
-	cmd.Dir = cfg.RunDir
-	if err := cmd.Start(); err != nil {
+	cmd, err := startIn(cfg.Cgroup, func() *exec.Cmd {
+		cmd := exec.Command(b.Path, args...)
+		cmd.Env = serverEnv(cfg.Profile.env())
+		cmd.SysProcAttr = childAttr()
+		cmd.SysProcAttr.Credential = acct.Credential()
+		cmd.Dir = cfg.RunDir
+		return cmd
+	})
+	if err != nil {
 		return nil, fmt.Errorf("start %s: %w", b.Path, err)
 	}
 	in := &Instance{Binary: b, Config: cfg, cmd: cmd, done: make(chan struct{})}
@@ -142,6 +150,39 @@ func Start(b *Binary, cfg Config) (*Instance, error) {
 		close(in.done)
 	}()
 	return in, nil
+}
+
+// startIn starts the command newCmd makes in cgroup v2 group dir (none
+// when dir is empty): born in it where the kernel can (clone3 with
+// CLONE_INTO_CGROUP, Linux 5.7), else started and moved there before it
+// runs anything of the caller's.
+func startIn(dir string, newCmd func() *exec.Cmd) (*exec.Cmd, error) {
+	cmd := newCmd()
+	if dir == "" {
+		return cmd, cmd.Start()
+	}
+	g, err := os.Open(dir)
+	if err != nil {
+		return nil, fmt.Errorf("open the server's cgroup: %w", err)
+	}
+	cmd.SysProcAttr.UseCgroupFD, cmd.SysProcAttr.CgroupFD = true, int(g.Fd())
+	err = cmd.Start()
+	g.Close()
+	if err == nil {
+		return cmd, nil
+	}
+	// No clone3 into a group here (an older kernel, a seccomp filter):
+	// start it, then move it.
+	cmd = newCmd()
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "cgroup.procs"), []byte(strconv.Itoa(cmd.Process.Pid)), 0o644); err != nil {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		return nil, fmt.Errorf("move the server into its cgroup %s: %w", dir, err)
+	}
+	return cmd, nil
 }
 
 // PID is the server's process id.

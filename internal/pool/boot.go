@@ -47,12 +47,16 @@ func (p *Pool) bootServer(ctx context.Context, s *slot) (*booted, error) {
 		return nil, fmt.Errorf("slot %d: %w", s.idx, err)
 	}
 	for try := 0; try < 3; try++ {
+		var cgroup string // made again after a kill that found processes
+		if cgroup, err = p.slotCgroup(s.idx); err != nil {
+			break
+		}
 		var in *mariadb.Instance
-		in, err = mariadb.Start(p.bin, mariadb.Config{Datadir: data, RunDir: s.run, Port: port, BindAddress: p.opt.Network.bind(), TLS: p.opt.Network.serverTLS(), Profile: p.opt.Profile, AdminPassword: p.cat.Admin(), Extra: extra, Account: &id.Account})
+		in, err = mariadb.Start(p.bin, mariadb.Config{Datadir: data, RunDir: s.run, Port: port, BindAddress: p.opt.Network.bind(), TLS: p.opt.Network.serverTLS(), Profile: p.opt.Profile, AdminPassword: p.cat.Admin(), Extra: extra, Account: &id.Account, Cgroup: cgroup})
 		if err != nil {
 			break
 		}
-		if err = p.limitMemory(s.idx, in.PID()); err == nil {
+		if err = p.enterGroups(s.idx, in.PID()); err == nil {
 			err = in.WaitReady(ctx)
 		}
 		if err == nil {
@@ -62,6 +66,9 @@ func (p *Pool) bootServer(ctx context.Context, s *slot) (*booted, error) {
 			}
 		}
 		in.Kill()
+		if kerr := p.killGroup(s.idx); kerr != nil {
+			return nil, fmt.Errorf("slot %d: %w (and %v)", s.idx, err, kerr)
+		}
 		if !errors.Is(err, mariadb.ErrPortInUse) {
 			break
 		}

@@ -139,7 +139,7 @@ func (p *Pool) growFailed(s *slot, gen uint64, err error) {
 	if srv != nil {
 		srv.kill()
 	}
-	removed := p.backend.Remove(filepath.Join(s.dir, "data")) == nil
+	removed := p.dropGroup(s.idx) == nil && p.backend.Remove(filepath.Join(s.dir, "data")) == nil
 	if removed {
 		p.releaseID(s)
 	}

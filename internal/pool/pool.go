@@ -68,7 +68,8 @@ type Options struct {
 	// SlotMemory caps the memory one MEMORY table, one temporary table
 	// and one session of a slot may take (ceilings a lease cannot raise)
 	// and, where pristine is root and a memory cgroup hierarchy is
-	// usable, each slot server's memory in all (memLimit; memcg.go).
+	// usable, each slot server's memory in all (memLimit; memcg.go,
+	// slotgroups.go).
 	// 0: the server's defaults, which a lease can raise without bound.
 	SlotMemory int64
 	// Network, when set, makes the slots reachable from other machines
@@ -121,10 +122,12 @@ type Pool struct {
 	lostOrder []string
 	// diskCap says how slots are capped, or why they are not.
 	diskCap string
-	// memcg are the slots' memory groups (nil: none); memCap says how
-	// slots' memory is bounded.
-	memcg  *memCgroups
-	memCap string
+	// groups are the slots' cgroups (nil: none; slotgroups.go); memCap
+	// says how slots' memory is bounded, procCap how their processes are
+	// held.
+	groups  *slotGroups
+	memCap  string
+	procCap string
 	// ops touch servers and files; fakes in unit tests.
 	ops ops
 	// retryEvery is the pause before a failed reset is retried.
@@ -183,7 +186,7 @@ func Up(ctx context.Context, cat *catalog.Catalog, bin *mariadb.Binary, m *catal
 		return nil, fmt.Errorf("pool up: %w", err)
 	}
 	_ = cat.Touch(m)
-	p.setupMemory()
+	p.setupGroups()
 	if err := p.up(ctx); err != nil {
 		return nil, err
 	}

@@ -56,7 +56,10 @@ func (p *Pool) resetWorker() {
 		if srv != nil {
 			srv.kill()
 		}
-		err := p.startSlot(context.Background(), s, gen)
+		err := p.killGroup(s.idx) // what the old server forked
+		if err == nil {
+			err = p.startSlot(context.Background(), s, gen)
+		}
 		p.mu.Lock()
 		switch {
 		case errors.Is(err, errMovedOn) || (err != nil && s.gen != gen):

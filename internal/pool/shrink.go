@@ -65,7 +65,7 @@ func (p *Pool) retire(doomed []*slot) {
 		if srv != nil {
 			srv.kill()
 		}
-		removed := p.backend.Remove(filepath.Join(s.dir, "data")) == nil
+		removed := p.dropGroup(s.idx) == nil && p.backend.Remove(filepath.Join(s.dir, "data")) == nil
 		if removed {
 			p.releaseID(s)
 		}
@@ -101,7 +101,10 @@ func (p *Pool) Down(ctx context.Context) error {
 			if srv != nil {
 				srv.kill()
 			}
-			errs[i] = p.backend.Remove(filepath.Join(s.dir, "data"))
+			// What the server forked dies too, before its id can go.
+			if errs[i] = p.dropGroup(s.idx); errs[i] == nil {
+				errs[i] = p.backend.Remove(filepath.Join(s.dir, "data"))
+			}
 			if errs[i] == nil {
 				p.releaseID(s)
 			}
@@ -109,8 +112,8 @@ func (p *Pool) Down(ctx context.Context) error {
 		})
 	}
 	_ = g.Wait() // the errors are in errs
-	if p.memcg != nil {
-		p.memcg.remove(len(p.slots))
+	if p.groups != nil {
+		p.groups.removePool()
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("pool down: %w", err)

@@ -109,6 +109,9 @@ type Status struct {
 	// MemoryCap says how each slot's memory is bounded (pool up
 	// --slot-memory) and, where a slot server has no memory cgroup, why.
 	MemoryCap string `json:"memory_cap,omitempty"`
+	// Processes says how a slot's processes are held and killed with it
+	// (a cgroup per slot) or why they are not.
+	Processes string `json:"processes,omitempty"`
 }
 
 // Status reports the pool's slots and counters.
@@ -116,7 +119,7 @@ func (p *Pool) Status(withSlots bool) Status {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	st := Status{Template: p.Meta.Name, Hash: p.Meta.Hash, Size: p.live(), Base: p.opt.Size, DBsPerSlot: len(p.Meta.Databases),
-		Backend: p.backend.Name(), States: map[State]int{}, Leased: len(p.leases), Stats: p.stats, DiskCap: p.diskCap, MemoryCap: p.memCap}
+		Backend: p.backend.Name(), States: map[State]int{}, Leased: len(p.leases), Stats: p.stats, DiskCap: p.diskCap, MemoryCap: p.memCap, Processes: p.procCap}
 	st.Stats.SlotDeaths, st.Stats.LeasesLost = copyCounts(p.stats.SlotDeaths), copyCounts(p.stats.LeasesLost)
 	st.Stats.ResetPaths = copyCounts(p.stats.ResetPaths)
 	st.WaitP50MS, st.WaitP99MS, _ = p.stats.waits.quantiles()

@@ -31,6 +31,7 @@ func StatusOut(st pool.Status) api.PoolStatus {
 			SlotDeaths: st.Stats.SlotDeaths, LeasesLost: st.Stats.LeasesLost,
 			Grown: st.Stats.Grown, ShrunkIdle: st.Stats.ShrunkIdle, GrownForWaits: st.Stats.GrownForWaits, IllegalMoves: st.Stats.IllegalMoves,
 			ResetPaths: st.Stats.ResetPaths, TablesRestored: st.Stats.TablesRestored}}
+	out.Processes = st.Processes
 	if st.States != nil {
 		out.States = make(map[string]int, len(st.States))
 		for k, n := range st.States {

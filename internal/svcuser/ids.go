@@ -85,22 +85,18 @@ func Claim(path string) (*Claimed, error) {
 	}
 	idMu.Lock()
 	defer idMu.Unlock()
-	if err := os.MkdirAll(IDDir, 0o700); err != nil {
-		return nil, fmt.Errorf("claim a server id: %w", err)
-	}
-	lock, err := os.OpenFile(filepath.Join(IDDir, ".lock"), os.O_CREATE|os.O_RDWR, 0o600)
+	lock, err := lockIDs()
 	if err != nil {
 		return nil, fmt.Errorf("claim a server id: %w", err)
 	}
 	defer lock.Close()
-	if err := unix.Flock(int(lock.Fd()), unix.LOCK_EX); err != nil {
-		return nil, fmt.Errorf("claim a server id: %w", err)
-	}
 	ents, err := os.ReadDir(IDDir)
 	if err != nil {
 		return nil, fmt.Errorf("claim a server id: %w", err)
 	}
 	used := map[int]bool{}
+	var mine *os.File // path's own record, left by a holder that died
+	mineID := 0
 	for _, e := range ents {
 		id, err := strconv.Atoi(e.Name())
 		if err != nil {
@@ -119,17 +115,41 @@ func Claim(path string) (*Claimed, error) {
 			used[id] = true // a live holder
 		case f == nil:
 			used[id] = true // unreadable: leave it
-		case owner == abs:
-			// The tree's own id, left by a holder that died: take it back.
-			return claimed(shared, id, abs, f), nil
+		case owner == abs && mine == nil:
+			// The tree's own id: taken back below unless a process of
+			// its dead holder still runs as it.
+			mine, mineID = f, id
+			used[id] = true
 		case treeOwnedBy(owner, id):
 			f.Close() // its tree is still there: the id stays its
 			used[id] = true
 		default:
 			// Stale: the tree is gone. Reuse the number below.
 			_ = os.Remove(rec)
+			noteRemoved()
 			f.Close()
 		}
+	}
+	busy, err := busyIDs()
+	if err != nil {
+		if mine != nil {
+			mine.Close()
+		}
+		return nil, fmt.Errorf("claim a server id: %w", err)
+	}
+	if mine != nil {
+		if !busy[mineID] {
+			return claimed(shared, mineID, abs, mine), nil
+		}
+		// A process of the dead holder runs as it: the tree gets
+		// another id (its old files are not the new id's, so its server
+		// refuses them, and the tree is made again).
+		_ = os.Remove(filepath.Join(IDDir, strconv.Itoa(mineID)))
+		noteRemoved()
+		mine.Close()
+	}
+	for id := range busy {
+		used[id] = true
 	}
 	listed := listedIDs()
 	// A tree already on disk (a daemon restarting on its clones after a
@@ -151,7 +171,7 @@ func Claim(path string) (*Claimed, error) {
 			return c, nil
 		}
 	}
-	return nil, fmt.Errorf("%w: all %d ids from %d are held by running servers or by trees still on disk (listed in %s): stop some pools, or remove what a killed pristine left", ErrNoID, IDCount, IDBase, IDDir)
+	return nil, fmt.Errorf("%w: all %d ids from %d are held by running servers, by processes still running as them, or by trees still on disk (listed in %s): stop some pools, or remove what a killed pristine left", ErrNoID, IDCount, IDBase, IDDir)
 }
 
 // createRecord records id for path; nil, nil when the id was taken meanwhile.
@@ -243,7 +263,14 @@ func (c *Claimed) Release() {
 	}
 	idMu.Lock()
 	defer idMu.Unlock()
+	lock, err := lockIDs()
 	_ = os.Remove(filepath.Join(IDDir, strconv.Itoa(c.UID)))
+	if err == nil {
+		noteRemoved()
+		lock.Close()
+	} else {
+		busyScan.ok = false // other processes see the record gone and walk anyway
+	}
 	c.f.Close()
 	c.f = nil
 }
