@@ -24,8 +24,10 @@ func TestWireBytesUnchanged(t *testing.T) {
 	meta := &catalog.Meta{Name: "app", Hash: "abc", Key: "k", Created: now, LastUsed: now, Server: "10.11", Flavor: "mariadb",
 		Backend: "reflink", LogFileSize: 1 << 20, ServerOptions: []string{"a=b"}, Databases: []string{"d"}, User: "u",
 		Password: "hunter2", Accounts: "2", Bytes: 5, BuildSeconds: 1.5, Inputs: []string{"x"}, Warnings: []string{"w"}, InitCmd: "i"}
-	blanked := *meta
-	blanked.Password = ""
+	// What the daemon sent for a template before the wire types had a
+	// package of their own (meta.json has since dropped an empty password;
+	// the wire keeps it).
+	blanked := json.RawMessage(`{"name":"app","hash":"abc","key":"k","created":"2026-11-23T10:00:00.000000123Z","last_used":"2026-11-23T10:00:00.000000123Z","server":"10.11","flavor":"mariadb","backend":"reflink","log_file_size":1048576,"server_options":["a=b"],"databases":["d"],"user":"u","password":"","accounts":"2","bytes":5,"build_seconds":1.5,"inputs":["x"],"warnings":["w"],"init_cmd":"i"}`)
 	status := pool.Status{Template: "app", Hash: "abc", Size: 2, DBsPerSlot: 1, Backend: "reflink",
 		States: map[pool.State]int{pool.Ready: 1, pool.Leased: 1}, Leased: 1,
 		Stats: pool.Stats{UpSeconds: 1, Leases: 3, Expired: 1, HolderGone: 1, Reused: 1, JournalErrors: 1, Replaced: 1,
@@ -40,8 +42,8 @@ func TestWireBytesUnchanged(t *testing.T) {
 	}{
 		{"lease to its holder", full, leaseFor(full)},
 		{"lease in a list", listed, leaseOut(full)},
-		{"template", &blanked, TemplateOut(meta)},
-		{"template list", []*catalog.Meta{&blanked}, TemplatesOut([]*catalog.Meta{meta})},
+		{"template", blanked, TemplateOut(meta)},
+		{"template list", []json.RawMessage{blanked}, TemplatesOut([]*catalog.Meta{meta})},
 		{"no templates", []*catalog.Meta(nil), TemplatesOut(nil)},
 		{"pool status", status, StatusOut(status)},
 		{"pool status without slots", bare, StatusOut(bare)},
