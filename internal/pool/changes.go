@@ -262,6 +262,7 @@ const (
 	FallbackEngine     = "engine"       // a changed table's engine or shape cannot be restored in place
 	FallbackSessions   = "sessions"     // the holder's connections did not end
 	FallbackError      = "error"        // a query or file copy failed (the server lost, ...)
+	FallbackProcess    = "process"      // a process other than the server runs in the slot's cgroup
 )
 
 // fallbackReason is the reason label of an in-place reset's error.

@@ -102,6 +102,15 @@ func (p *Pool) resetInPlace(s *slot) bool {
 		p.mu.Unlock()
 		return false
 	}
+	if p.foreignProcess(s.idx, live.PID()) {
+		// Something the server forked (a lease that became root of its
+		// server) would live on into the next lease: the full reset
+		// replaces the server and kills its group.
+		p.countPath(PathFull + ":" + FallbackProcess)
+		p.log.Info("in-place reset: resetting fully", "template", p.Meta.Name, "slot", s.idx, "reason", FallbackProcess)
+		p.mu.Unlock()
+		return false
+	}
 	gen, acct, db, files := s.gen, s.units[0].acct, s.units[0].db, s.files
 	job := inplaceJob{slot: s.idx, admin: live.admin, base: base, acct: acct, db: db, files: files,
 		dirs: slotDirs(s), data: filepath.Join(s.dir, "data"), src: p.pristineSource(s), meta: p.metaSet()}

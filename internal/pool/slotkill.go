@@ -155,3 +155,23 @@ func (p *Pool) dropGroup(idx int) error {
 	}
 	return nil
 }
+
+// foreignProcess reports whether slot idx's group holds a process other
+// than its server, server: one read of the group's cgroup.procs (which
+// lists processes, not the server's threads). Without groups it reports
+// false.
+func (p *Pool) foreignProcess(idx, server int) bool {
+	if p.groups == nil {
+		return false
+	}
+	pids, err := groupPids(p.groups.hs[0].slotDir(idx))
+	if err != nil {
+		return false // no group made: nothing in it
+	}
+	for _, pid := range pids {
+		if pid != server {
+			return true
+		}
+	}
+	return false
+}

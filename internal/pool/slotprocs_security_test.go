@@ -20,8 +20,11 @@ import (
 	"time"
 
 	"github.com/pristinedb/pristine/internal/mariadb"
+	"github.com/pristinedb/pristine/internal/mariadb/mariadbtest"
 	"github.com/pristinedb/pristine/internal/pool"
 	"github.com/pristinedb/pristine/internal/svcuser"
+	"github.com/pristinedb/pristine/internal/template"
+	"github.com/pristinedb/pristine/internal/template/templatetest"
 )
 
 // leftover is a process the test started that pristine should or should
@@ -219,5 +222,42 @@ func TestSecuritySlotIDNotReusedWhileInUse(t *testing.T) {
 	}
 	if owner := ownerOf(t, slotData(st2, m2, l2)); owner == strconv.Itoa(id) {
 		t.Fatalf("the next pool's clone belongs to id %d while process %d still runs as it", id, escaped.cmd.Process.Pid)
+	}
+}
+
+// TestSecurityInPlaceResetKillsForked: a process forked from a slot's
+// server would outlive an in-place reset, which keeps the server running,
+// and meet the slot's next holder; the reset sees it in the slot's group
+// and takes the full reset instead (reason "process"), which kills it.
+func TestSecurityInPlaceResetKillsForked(t *testing.T) {
+	needRoot(t)
+	if mariadbtest.Binary(t).Flavor == mariadb.MySQL {
+		t.Skip("MySQL slots never reset in place (docs/servers.md)")
+	}
+	st := templatetest.NewScratchBuilder(t, "btrfs", 1<<30)
+	m := templatetest.Build(t, st, "app", "CREATE TABLE t (id INT PRIMARY KEY) ENGINE=InnoDB; INSERT INTO t VALUES (1);", template.BuildOptions{})
+	p, err := pool.Up(context.Background(), st.Catalog(), st.Binary(), m, pool.Options{Size: 1, Profile: mariadb.DefaultProfile()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Down(context.Background()) })
+	if procs := p.Status(false).Processes; !strings.HasPrefix(procs, "cgroup") {
+		t.Skipf("no cgroup per slot here: %s", procs)
+	}
+	l := lease(t, p)
+	srv := serverPID(t, l)
+	forked := startAs(t, uidOf(t, srv), slotGroupsOf(t, srv))
+	if _, err := p.Release(context.Background(), l.ID, pool.Dirty); err != nil {
+		t.Fatal(err)
+	}
+	l = lease(t, p) // after the reset: one slot
+	select {
+	case <-forked.done:
+	case <-time.After(5 * time.Second):
+		t.Fatalf("process %d, forked into slot %d's group, outlived its reset into the next lease", forked.cmd.Process.Pid, l.Slot)
+	}
+	want := "full:" + pool.FallbackProcess
+	if got := p.Status(false).Stats.ResetPaths; got[want] != 1 {
+		t.Errorf("reset paths %v, want one %s", got, want)
 	}
 }
