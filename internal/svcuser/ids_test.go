@@ -59,7 +59,7 @@ func TestClaim(t *testing.T) {
 	if err := os.Mkdir(dead, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	deadID := IDBase + 100
+	deadID := unusedID(t, IDBase+100)
 	if err := os.Chown(dead, deadID, deadID); err != nil {
 		t.Fatal(err)
 	}
@@ -309,4 +309,23 @@ func TestDeadStatus(t *testing.T) {
 			t.Errorf("dead(%q) = %v, want %v", c.status, got, c.dead)
 		}
 	}
+}
+
+// unusedID is the first id from from that has no record and that no
+// process runs as: other packages' tests claim ids of the same range at
+// the same time, and a dead holder's record must not overwrite theirs.
+func unusedID(t *testing.T, from int) int {
+	t.Helper()
+	busy, err := walkIDs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for id := from; id < IDBase+IDCount; id++ {
+		if _, err := os.Stat(filepath.Join(IDDir, strconv.Itoa(id))); busy[id] || err == nil {
+			continue
+		}
+		return id
+	}
+	t.Fatal("no unused id in the range")
+	return 0
 }
