@@ -1,0 +1,235 @@
+package pool
+
+// Unit tests of the pool's start (start.go) on the fakes of
+// machine_test.go: leases served while the pool comes up, Start returning
+// at MinReady, slots that fail before and after, Down during the start.
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+)
+
+// gatedBoots holds each slot's boot until its gate is opened (or the
+// boot's context ends) and reports every boot that waits on booting.
+type gatedBoots struct {
+	gates   []chan struct{}
+	booting chan int
+}
+
+func gateBoots(p *Pool, n int) *gatedBoots {
+	g := &gatedBoots{booting: make(chan int, n)}
+	for range n {
+		g.gates = append(g.gates, make(chan struct{}))
+	}
+	boot := p.ops.boot
+	p.ops.boot = func(ctx context.Context, s *slot) (*booted, error) {
+		g.booting <- s.idx
+		select {
+		case <-g.gates[s.idx]:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		return boot(ctx, s)
+	}
+	return g
+}
+
+func (g *gatedBoots) open(i ...int) {
+	for _, n := range i {
+		close(g.gates[n])
+	}
+}
+
+// startAsync runs p.Start in the background; its result comes on the
+// channel.
+func startAsync(p *Pool) <-chan error {
+	errc := make(chan error, 1)
+	go func() { errc <- p.Start(context.Background()) }()
+	return errc
+}
+
+// leaseAsync asks for a lease in the background, waiting up to a minute.
+func leaseAsync(p *Pool) (<-chan *Lease, <-chan error) {
+	lc, errc := make(chan *Lease, 1), make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		l, err := p.Lease(ctx, LeaseOptions{Holder: "test"})
+		if err != nil {
+			errc <- err
+			return
+		}
+		lc <- l
+	}()
+	return lc, errc
+}
+
+// TestLeaseWhileComingUp: a lease asked for before any slot started waits
+// for the pool's start and is served by the first slot that answers, while
+// Start, waiting for every slot, has not returned yet.
+func TestLeaseWhileComingUp(t *testing.T) {
+	f := &fake{}
+	p := newFakePool(t, f, 1, Options{Size: 4, Parallel: 4})
+	if err := p.makeSlots(); err != nil {
+		t.Fatal(err)
+	}
+	g := gateBoots(p, 4)
+	lc, lerr := leaseAsync(p) // before Start: nothing is starting yet
+	started := startAsync(p)
+	for range 4 {
+		<-g.booting // every boot waits on its gate
+	}
+	g.open(2)
+	var l *Lease
+	select {
+	case l = <-lc:
+	case err := <-lerr:
+		t.Fatalf("lease while the pool comes up: %v", err)
+	}
+	if l.Slot != 2 {
+		t.Fatalf("lease got slot %d, want slot 2, the only one that answered", l.Slot)
+	}
+	select {
+	case err := <-started:
+		t.Fatalf("Start returned (%v) with 3 slots still starting; it waits for all of them", err)
+	default:
+	}
+	for _, i := range []int{0, 1, 3} {
+		wantState(t, p, i, Starting)
+	}
+	wantState(t, p, 2, Leased)
+	g.open(0, 1, 3)
+	if err := <-started; err != nil {
+		t.Fatal(err)
+	}
+	if st := p.Status(false); st.States[Ready] != 3 || st.States[Leased] != 1 || st.Stats.UpSeconds <= 0 {
+		t.Fatalf("after the start: %v, up %.3fs; want 3 ready, 1 leased and the up time", st.States, st.Stats.UpSeconds)
+	}
+}
+
+// TestStartAtMinReady: Start returns once MinReady slots answered; the
+// others come up in the background, progress reported until the last. A
+// slot that then fails to start is Failed with its error and an event,
+// retried, and ready once it starts; leases meanwhile go to the others.
+func TestStartAtMinReady(t *testing.T) {
+	f := &fake{}
+	ev := &events{}
+	var progress []int
+	p := newFakePool(t, f, 1, Options{Size: 4, Parallel: 4, MinReady: 1, Event: ev.add,
+		Progress: func(ready, total int) { progress = append(progress, ready) }})
+	if err := p.makeSlots(); err != nil {
+		t.Fatal(err)
+	}
+	g := gateBoots(p, 4)
+	fail := errors.New("no room for the server")
+	f.set(func(f *fake) {
+		f.bootErr = func(s *slot) error {
+			if s.idx == 3 {
+				return fail
+			}
+			return nil
+		}
+	})
+	started := startAsync(p)
+	for range 4 {
+		<-g.booting
+	}
+	g.open(1)
+	if err := <-started; err != nil {
+		t.Fatalf("Start with one slot of MinReady 1 ready: %v", err)
+	}
+	wantState(t, p, 1, Ready)
+	wantState(t, p, 0, Starting)
+	if l := leaseOf(t, p, LeaseOptions{Holder: "first"}); l.Slot != 1 {
+		t.Fatalf("first lease on slot %d, want 1", l.Slot)
+	}
+	g.open(0, 2, 3)
+	waitState(t, p, 3, Failed)
+	st := p.Status(true)
+	if !strings.Contains(st.Slots[3].Error, fail.Error()) || ev.count(EventSlotDied, ReasonStartFailed) != 1 {
+		t.Fatalf("slot 3 failed to start: status error %q, %d start_failed events; want the error and one event", st.Slots[3].Error, ev.count(EventSlotDied, ReasonStartFailed))
+	}
+	f.set(func(f *fake) { f.bootErr = nil })
+	<-g.booting // the retry
+	waitState(t, p, 3, Ready)
+	waitState(t, p, 0, Ready)
+	waitState(t, p, 2, Ready)
+	waitFor(t, p, "the start's end", func() bool { return p.start.done })
+	if len(progress) != 3 || progress[len(progress)-1] != 3 {
+		t.Errorf("progress %v: want 1, 2, 3 (slot 3 came up by its retry)", progress)
+	}
+	if n := p.Status(false).Stats.IllegalMoves; n != 0 {
+		t.Errorf("%d illegal moves refused", n)
+	}
+}
+
+// TestStartFailsBeforeMinReady: a slot that fails before MinReady slots
+// answered fails the start; the pool goes down and a lease that waited
+// for it is told why, at once.
+func TestStartFailsBeforeMinReady(t *testing.T) {
+	f := &fake{}
+	p := newFakePool(t, f, 1, Options{Size: 3, Parallel: 3, MinReady: 2})
+	if err := p.makeSlots(); err != nil {
+		t.Fatal(err)
+	}
+	g := gateBoots(p, 3)
+	f.set(func(f *fake) {
+		f.bootErr = func(s *slot) error {
+			if s.idx == 1 {
+				return errors.New("the template is damaged")
+			}
+			return nil
+		}
+	})
+	_, lerr := leaseAsync(p)
+	started := startAsync(p)
+	for range 3 {
+		<-g.booting
+	}
+	g.open(1) // fails, while the others still start
+	if err := <-started; err == nil || !strings.Contains(err.Error(), "damaged") {
+		t.Fatalf("Start with a slot failing before MinReady = %v, want its error", err)
+	}
+	if err := <-lerr; !errors.Is(err, ErrClosed) || !strings.Contains(err.Error(), "did not come up") {
+		t.Fatalf("lease waiting for a pool that failed to come up = %v, want ErrClosed saying why", err)
+	}
+	if len(f.servers) != 0 {
+		t.Errorf("%d servers started after the start failed", len(f.servers))
+	}
+}
+
+// TestDownDuringStart: Down while slots are still starting in the
+// background stops the start, and every server that came up is killed.
+func TestDownDuringStart(t *testing.T) {
+	f := &fake{}
+	p := newFakePool(t, f, 1, Options{Size: 6, Parallel: 2, MinReady: 1})
+	if err := p.makeSlots(); err != nil {
+		t.Fatal(err)
+	}
+	g := gateBoots(p, 6)
+	started := startAsync(p)
+	<-g.booting
+	<-g.booting
+	g.open(0, 1)
+	if err := <-started; err != nil {
+		t.Fatal(err)
+	}
+	<-g.booting // the next slots wait on their gates
+	if err := p.Down(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	p.mu.Lock()
+	done := p.start.done
+	p.mu.Unlock()
+	if !done {
+		t.Error("Down returned while the start was still running")
+	}
+	for i, s := range f.servers {
+		if !s.killed.Load() {
+			t.Errorf("server %d left running after Down", i)
+		}
+	}
+}
