@@ -211,11 +211,15 @@ func Prepare(cat *catalog.Catalog, bin *mariadb.Binary, m *catalog.Meta, opt Opt
 	return p, nil
 }
 
+// DefaultParallel is how many slots are started at once when
+// Options.Parallel names no number: 4 per core.
+func DefaultParallel() int { return 4 * runtime.NumCPU() }
+
 // newPool makes a pool of template m with no slots yet, its clones under
 // dir and its sockets and logs under run, and fills in opt's defaults.
 func newPool(m *catalog.Meta, opt Options, dir, run string) *Pool {
 	if opt.Parallel <= 0 {
-		opt.Parallel = 4 * runtime.NumCPU()
+		opt.Parallel = DefaultParallel()
 	}
 	if opt.ResetWorkers <= 0 {
 		opt.ResetWorkers = runtime.NumCPU()
