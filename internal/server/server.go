@@ -83,8 +83,8 @@ type Server struct {
 	// poolsChanged is closed and replaced whenever pools changes
 	// (setPool, dropPool), for lease requests waiting for a pool.
 	poolsChanged chan struct{}
-	quit  chan struct{}
-	once  sync.Once
+	quit         chan struct{}
+	once         sync.Once
 }
 
 // New prepares a daemon for root. It takes the root's state file (one
