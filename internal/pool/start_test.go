@@ -202,7 +202,9 @@ func TestStartFailsBeforeMinReady(t *testing.T) {
 }
 
 // TestDownDuringStart: Down while slots are still starting in the
-// background stops the start, and every server that came up is killed.
+// background stops the start and waits for it: a server whose start
+// finishes while Down runs (its boot past the point where the context is
+// checked) is killed too, and no slot's start outlives Down.
 func TestDownDuringStart(t *testing.T) {
 	f := &fake{}
 	p := newFakePool(t, f, 1, Options{Size: 6, Parallel: 2, MinReady: 1})
@@ -210,6 +212,18 @@ func TestDownDuringStart(t *testing.T) {
 		t.Fatal(err)
 	}
 	g := gateBoots(p, 6)
+	// Slot 2's boot is past its last look at the context: only its gate
+	// ends it.
+	late := make(chan struct{})
+	gated := p.ops.boot
+	p.ops.boot = func(ctx context.Context, s *slot) (*booted, error) {
+		if s.idx != 2 {
+			return gated(ctx, s)
+		}
+		g.booting <- s.idx
+		<-late
+		return f.boot(context.Background(), s)
+	}
 	started := startAsync(p)
 	<-g.booting
 	<-g.booting
@@ -217,15 +231,35 @@ func TestDownDuringStart(t *testing.T) {
 	if err := <-started; err != nil {
 		t.Fatal(err)
 	}
-	<-g.booting // the next slots wait on their gates
-	if err := p.Down(context.Background()); err != nil {
-		t.Fatal(err)
+	<-g.booting // slots 2 and 3 start in the background
+	<-g.booting
+	downDone := make(chan error, 1)
+	go func() { downDone <- p.Down(context.Background()) }()
+	waitFor(t, p, "Down to begin", func() bool { return p.closed })
+	// Down must wait for slot 2's start; one that does not is back by now
+	// (the fake's Down takes at most its janitor's tick, 250 ms), before
+	// the late server.
+	returned := false
+	select {
+	case err := <-downDone:
+		returned = true
+		t.Error("Down returned while a slot's start was still under way")
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(2 * time.Second):
 	}
-	p.mu.Lock()
-	done := p.start.done
-	p.mu.Unlock()
-	if !done {
-		t.Error("Down returned while the start was still running")
+	close(late) // slot 2's server comes up now
+	if !returned {
+		if err := <-downDone; err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, p, "the start's end", func() bool { return p.start.done })
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.servers) != 3 {
+		t.Fatalf("%d servers started, want 3 (slots 0, 1 and the late 2)", len(f.servers))
 	}
 	for i, s := range f.servers {
 		if !s.killed.Load() {
