@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"testing"
+	"time"
 
 	"github.com/pristinedb/pristine/api"
 	"github.com/pristinedb/pristine/client"
@@ -41,7 +42,7 @@ func TestLeaseWhilePoolComesUp(t *testing.T) {
 		select {
 		case err := <-upDone:
 			t.Fatalf("pool up answered (%v) before its pool was listed", err)
-		default:
+		case <-time.After(10 * time.Millisecond):
 		}
 	}
 	if st.Size != size || st.States["starting"] == 0 {
