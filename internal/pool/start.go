@@ -3,12 +3,13 @@ package pool
 // The pool's start. Start runs in the background and returns once
 // Options.MinReady slots answered; the rest keep starting after it, each
 // leasable the moment its server answers (publish wakes waiting lease
-// requests). Slots start in order of need, in two waves: first the slots
-// Start waits for (at least one round of Options.Parallel), then the
-// rest. Each wave clones all its slots before it starts any server: a
-// btrfs snapshot commits the filesystem's transaction, which is quick
-// only while no server is writing, so the second wave's snapshots are
-// taken while the first wave's servers sit idle, not while they start.
+// requests). Slots start in order of need, Options.Parallel at a time:
+// the first slot alone, then the rest of the first round, each cloned and
+// started at once, so the first lease waits for one clone and one
+// uncrowded start, not for every slot's clone; then the rest, all cloned before any server of them starts: a btrfs snapshot
+// commits the filesystem's transaction, which is quick only while no
+// server is writing, so those snapshots are taken while the first round's
+// servers sit idle, not while servers start.
 //
 // A slot that does not start before MinReady slots answered fails the
 // start: Start brings the pool down and returns the error. One that does
@@ -77,7 +78,7 @@ func (p *Pool) Start(ctx context.Context) error {
 		go p.diskWatch()
 	}
 	p.wg.Add(1)
-	go p.startAll(slots, min(len(slots), max(want, p.opt.Parallel)))
+	go p.startAll(slots, min(len(slots), p.opt.Parallel))
 	p.mu.Unlock()
 	if err := p.waitStarted(ctx); err != nil {
 		_ = p.Down(context.Background())
@@ -109,9 +110,10 @@ func (p *Pool) waitStarted(ctx context.Context) error {
 	}
 }
 
-// startAll starts slots, the first lead of them (the slots Start waits
-// for) before the others; each wave is cloned, then booted, opt.Parallel
-// at a time. Down cancels it.
+// startAll starts slots, opt.Parallel at a time: the first slot alone, so
+// the first lease does not share the CPU with other starts; then the rest
+// of the first round (lead slots), each cloned and booted at once; then
+// the rest, all cloned before any is booted. Down cancels it.
 func (p *Pool) startAll(slots []*slot, lead int) {
 	defer p.wg.Done()
 	ctx, cancel := p.stopContext()
@@ -124,28 +126,32 @@ func (p *Pool) startAll(slots []*slot, lead int) {
 	p.mu.Unlock()
 	failed := make([]bool, len(slots))
 	var progress sync.Mutex
-	for _, wave := range [][2]int{{0, lead}, {lead, len(slots)}} {
-		p.each(ctx, wave, func(ctx context.Context, i int) {
-			if err := p.cloneForStart(ctx, slots[i]); err != nil {
-				failed[i] = true
-				p.startFailed(slots[i], gens[i], err)
-			}
-		})
-		p.each(ctx, wave, func(ctx context.Context, i int) {
-			if failed[i] {
-				return
-			}
-			if err := p.bootForStart(ctx, slots[i], gens[i]); err != nil {
-				p.startFailed(slots[i], gens[i], err)
-				return
-			}
-			progress.Lock()
-			defer progress.Unlock()
-			if n, total := p.started(); p.opt.Progress != nil && ctx.Err() == nil {
-				p.opt.Progress(n, total)
-			}
-		})
+	clone := func(ctx context.Context, i int) {
+		if err := p.cloneForStart(ctx, slots[i]); err != nil {
+			failed[i] = true
+			p.startFailed(slots[i], gens[i], err)
+		}
 	}
+	boot := func(ctx context.Context, i int) {
+		if failed[i] || ctx.Err() != nil {
+			return
+		}
+		if err := p.bootForStart(ctx, slots[i], gens[i]); err != nil {
+			p.startFailed(slots[i], gens[i], err)
+			return
+		}
+		progress.Lock()
+		defer progress.Unlock()
+		if n, total := p.started(); p.opt.Progress != nil && ctx.Err() == nil {
+			p.opt.Progress(n, total)
+		}
+	}
+	for _, round := range [][2]int{{0, min(1, lead)}, {min(1, lead), lead}} {
+		p.each(ctx, round, func(ctx context.Context, i int) { clone(ctx, i); boot(ctx, i) })
+	}
+	rest := [2]int{lead, len(slots)}
+	p.each(ctx, rest, clone)
+	p.each(ctx, rest, boot)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.start.done = true

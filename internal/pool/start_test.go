@@ -68,8 +68,9 @@ func leaseAsync(p *Pool) (<-chan *Lease, <-chan error) {
 }
 
 // TestLeaseWhileComingUp: a lease asked for before any slot started waits
-// for the pool's start and is served by the first slot that answers, while
-// Start, waiting for every slot, has not returned yet.
+// for the pool's start and is served by the first slot that answers (the
+// first slot, started alone), and the next by whichever answers next,
+// while Start, waiting for every slot, has not returned yet.
 func TestLeaseWhileComingUp(t *testing.T) {
 	f := &fake{}
 	p := newFakePool(t, f, 1, Options{Size: 4, Parallel: 4})
@@ -79,34 +80,46 @@ func TestLeaseWhileComingUp(t *testing.T) {
 	g := gateBoots(p, 4)
 	lc, lerr := leaseAsync(p) // before Start: nothing is starting yet
 	started := startAsync(p)
-	for range 4 {
-		<-g.booting // every boot waits on its gate
-	}
-	g.open(2)
+	<-g.booting // the first slot starts alone
+	g.open(0)
 	var l *Lease
 	select {
 	case l = <-lc:
 	case err := <-lerr:
 		t.Fatalf("lease while the pool comes up: %v", err)
 	}
-	if l.Slot != 2 {
-		t.Fatalf("lease got slot %d, want slot 2, the only one that answered", l.Slot)
+	if l.Slot != 0 {
+		t.Fatalf("lease got slot %d, want slot 0, the only one that answered", l.Slot)
+	}
+	for range 3 {
+		<-g.booting // the rest of the round waits on its gates
 	}
 	select {
 	case err := <-started:
 		t.Fatalf("Start returned (%v) with 3 slots still starting; it waits for all of them", err)
 	default:
 	}
-	for _, i := range []int{0, 1, 3} {
+	for _, i := range []int{1, 2, 3} {
 		wantState(t, p, i, Starting)
 	}
-	wantState(t, p, 2, Leased)
-	g.open(0, 1, 3)
+	wantState(t, p, 0, Leased)
+	// A second lease is served by whichever answers next.
+	lc, lerr = leaseAsync(p)
+	g.open(2)
+	select {
+	case l = <-lc:
+	case err := <-lerr:
+		t.Fatalf("second lease while the pool comes up: %v", err)
+	}
+	if l.Slot != 2 {
+		t.Fatalf("second lease got slot %d, want slot 2, the only other one that answered", l.Slot)
+	}
+	g.open(1, 3)
 	if err := <-started; err != nil {
 		t.Fatal(err)
 	}
-	if st := p.Status(false); st.States[Ready] != 3 || st.States[Leased] != 1 || st.Stats.UpSeconds <= 0 {
-		t.Fatalf("after the start: %v, up %.3fs; want 3 ready, 1 leased and the up time", st.States, st.Stats.UpSeconds)
+	if st := p.Status(false); st.States[Ready] != 2 || st.States[Leased] != 2 || st.Stats.UpSeconds <= 0 {
+		t.Fatalf("after the start: %v, up %.3fs; want 2 ready, 2 leased and the up time", st.States, st.Stats.UpSeconds)
 	}
 }
 
@@ -134,19 +147,20 @@ func TestStartAtMinReady(t *testing.T) {
 		}
 	})
 	started := startAsync(p)
-	for range 4 {
-		<-g.booting
-	}
-	g.open(1)
+	<-g.booting
+	g.open(0)
 	if err := <-started; err != nil {
 		t.Fatalf("Start with one slot of MinReady 1 ready: %v", err)
 	}
-	wantState(t, p, 1, Ready)
-	wantState(t, p, 0, Starting)
-	if l := leaseOf(t, p, LeaseOptions{Holder: "first"}); l.Slot != 1 {
-		t.Fatalf("first lease on slot %d, want 1", l.Slot)
+	wantState(t, p, 0, Ready)
+	for range 3 {
+		<-g.booting
 	}
-	g.open(0, 2, 3)
+	wantState(t, p, 1, Starting)
+	if l := leaseOf(t, p, LeaseOptions{Holder: "first"}); l.Slot != 0 {
+		t.Fatalf("first lease on slot %d, want 0", l.Slot)
+	}
+	g.open(1, 2, 3)
 	waitState(t, p, 3, Failed)
 	st := p.Status(true)
 	if !strings.Contains(st.Slots[3].Error, fail.Error()) || ev.count(EventSlotDied, ReasonStartFailed) != 1 {
@@ -155,7 +169,7 @@ func TestStartAtMinReady(t *testing.T) {
 	f.set(func(f *fake) { f.bootErr = nil })
 	<-g.booting // the retry
 	waitState(t, p, 3, Ready)
-	waitState(t, p, 0, Ready)
+	waitState(t, p, 1, Ready)
 	waitState(t, p, 2, Ready)
 	waitFor(t, p, "the start's end", func() bool { return p.start.done })
 	if len(progress) != 3 || progress[len(progress)-1] != 3 {
@@ -178,7 +192,7 @@ func TestStartFailsBeforeMinReady(t *testing.T) {
 	g := gateBoots(p, 3)
 	f.set(func(f *fake) {
 		f.bootErr = func(s *slot) error {
-			if s.idx == 1 {
+			if s.idx == 0 {
 				return errors.New("the template is damaged")
 			}
 			return nil
@@ -186,10 +200,8 @@ func TestStartFailsBeforeMinReady(t *testing.T) {
 	})
 	_, lerr := leaseAsync(p)
 	started := startAsync(p)
-	for range 3 {
-		<-g.booting
-	}
-	g.open(1) // fails, while the others still start
+	<-g.booting
+	g.open(0) // the first slot fails
 	if err := <-started; err == nil || !strings.Contains(err.Error(), "damaged") {
 		t.Fatalf("Start with a slot failing before MinReady = %v, want its error", err)
 	}
@@ -226,11 +238,12 @@ func TestDownDuringStart(t *testing.T) {
 	}
 	started := startAsync(p)
 	<-g.booting
-	<-g.booting
-	g.open(0, 1)
+	g.open(0)
 	if err := <-started; err != nil {
 		t.Fatal(err)
 	}
+	<-g.booting // the rest of the first round
+	g.open(1)
 	<-g.booting // slots 2 and 3 start in the background
 	<-g.booting
 	downDone := make(chan error, 1)
