@@ -20,6 +20,12 @@ type PoolRequest struct {
 	// lease cannot raise): 0 is the daemon's default, a negative value
 	// the server's own limits, which a lease can raise.
 	SlotMemory int64 `json:"slot_memory,omitempty"`
+	// MinReady is how many slots must answer before the answer's last
+	// line (the pool's status) comes; the others go on starting in the
+	// daemon, each handed to waiting lease requests as soon as it
+	// answers. 0 or absent: the first round of starts, min(Size,
+	// Parallel); Size or more: every slot.
+	MinReady int `json:"min_ready,omitempty"`
 }
 
 // PoolEvent is one line of the NDJSON stream POST /v1/pools answers with:

@@ -180,3 +180,35 @@ func TestEnsurePoolGrows(t *testing.T) {
 		t.Fatalf("EnsurePool at the pool's size: %v, told %q; want nothing done", err, told)
 	}
 }
+
+// TestEnsurePoolFirstSlot: EnsurePool of a pool that is not up returns as
+// soon as its first slot answers, the others still starting, and the
+// lease that follows is served at once.
+func TestEnsurePoolFirstSlot(t *testing.T) {
+	mariadbtest.Binary(t)
+	d := pristinetest.Serve(t, bin)
+	c := d.Client
+	ctx := context.Background()
+	a, err := c.EnsureTemplate(ctx, server.TemplateRequest{Name: "shop", Key: "k-first"}, func(context.Context, *server.TemplateAnswer) error { return nil }, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const size = 24
+	if err := c.EnsurePool(ctx, "shop", a.Hash, size); err != nil {
+		t.Fatal(err)
+	}
+	st, err := c.Pool(ctx, "shop")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Size != size || st.States["ready"] == size {
+		t.Fatalf("EnsurePool returned with %v of %d slots; want it back at the first slot, the others starting", st.States, size)
+	}
+	l, err := c.LeaseWait(ctx, server.LeaseRequest{Template: "shop", Wait: 60})
+	if err != nil {
+		t.Fatalf("lease after EnsurePool: %v", err)
+	}
+	if _, err := c.Release(ctx, l.ID, true); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -92,13 +92,16 @@ func (c *Client) build(ctx context.Context, req api.TemplateRequest, a *api.Temp
 }
 
 // EnsurePool makes sure a pool of the template hash is up with at least
-// size slots: it brings one of size slots up when none is, and grows a
-// smaller one to size (at once: the new slots start in the background,
-// leases wait for them; Notify is told). Growth the daemon's budget
-// cannot hold fails at once with the daemon's message, which names the
-// limit. A pool of the same name built from other files is replaced when
-// nobody holds a lease on it, and refused otherwise. A pool a peer is
-// bringing up right now counts as up: leases wait for it.
+// size slots: it brings one of size slots up when none is, returning as
+// soon as its first slot answers (the others start in the daemon, and
+// each serves waiting leases as it answers), and grows a smaller one to
+// size (at once: the new slots start in the background, leases wait for
+// them; Notify is told). Growth the daemon's budget cannot hold fails at
+// once with the daemon's message, which names the limit. A pool of the
+// same name built from other files is replaced when nobody holds a lease
+// on it, and refused otherwise. A pool a peer is bringing up right now
+// counts as up: the lease that follows (LeaseWait) waits for its first
+// slot.
 func (c *Client) EnsurePool(ctx context.Context, name, hash string, size int) error {
 	st, err := c.Pool(ctx, name)
 	var ae *APIError
@@ -115,7 +118,7 @@ func (c *Client) EnsurePool(ctx context.Context, name, hash string, size int) er
 		}
 	case errors.As(err, &ae) && ae.Status == http.StatusNotFound:
 	case errors.As(err, &ae) && ae.Status == http.StatusServiceUnavailable:
-		return nil // a peer's pool is coming up: leases wait for it (LeaseWait)
+		return nil // a peer's pool up is making the pool: the lease waits for it (LeaseWait)
 	case errors.Is(err, ErrNoDaemon):
 		return err
 	default:
@@ -124,7 +127,9 @@ func (c *Client) EnsurePool(ctx context.Context, name, hash string, size int) er
 	if size < 1 {
 		size = 1
 	}
-	_, err = c.PoolUp(ctx, api.PoolRequest{Template: hash, Size: size}, nil)
+	// The first slot is enough: the lease that follows takes it, and the
+	// others come up while the run's first tests go.
+	_, err = c.PoolUp(ctx, api.PoolRequest{Template: hash, Size: size, MinReady: 1}, nil)
 	if errors.As(err, &ae) && ae.Status == http.StatusConflict {
 		return nil // a peer brought it up first
 	}
@@ -148,8 +153,10 @@ func (c *Client) growPool(ctx context.Context, name, hash string, from, size int
 	return nil
 }
 
-// LeaseWait acquires a lease like Lease, but also waits (up to req.Wait
-// seconds, default 60) for a pool that a peer is still bringing up. The
+// LeaseWait acquires a lease like Lease, waiting (up to req.Wait seconds,
+// default 60) for a free slot; the daemon waits within it for a pool that
+// is coming up and serves the lease from its first slot that answers (an
+// older daemon answered 503 while a pool came up: that is retried). The
 // lease names this process as its holder process unless req.PID is set,
 // so the daemon reclaims it if the process dies. A 429 (too many lease
 // requests in progress) is retried after the daemon's Retry-After, within

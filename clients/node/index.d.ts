@@ -132,7 +132,8 @@ export class Client {
   waitTemplate(ref: string, waitSeconds: number): Promise<TemplateAnswer>;
   pool(template: string): Promise<PoolStatus>;
   pools(): Promise<PoolStatus[]>;
-  poolUp(templateHash: string, size: number): Promise<PoolStatus>;
+  /** Resolves once `minReady` slots answered (0: the daemon's default, its first round of starts; `size`: every slot); the others start in the daemon. */
+  poolUp(templateHash: string, size: number, minReady?: number): Promise<PoolStatus>;
   poolDown(template: string): Promise<PoolStatus>;
   lease(req?: LeaseRequest): Promise<Lease>;
   release(id: string, options?: { unchanged?: boolean }): Promise<{ released: string; reset: boolean }>;

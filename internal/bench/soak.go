@@ -105,7 +105,7 @@ func Soak(ctx context.Context, c *client.Client, root *rootdir.Root, opt SoakOpt
 	ours := false
 	if err != nil {
 		say("bringing up %d slots of %s", opt.Size, opt.Template)
-		if st, err = c.PoolUp(ctx, server.PoolRequest{Template: opt.Template, Size: opt.Size}, nil); err != nil {
+		if st, err = c.PoolUp(ctx, server.PoolRequest{Template: opt.Template, Size: opt.Size, MinReady: opt.Size}, nil); err != nil {
 			return nil, err
 		}
 		ours = true

@@ -26,6 +26,7 @@ type PoolUpFlags struct {
 	Parallel   int
 	SlotDisk   string
 	SlotMemory string
+	MinReady   int
 }
 
 func newPoolUpCmd(g *Globals) *cobra.Command {
@@ -34,9 +35,11 @@ func newPoolUpCmd(g *Globals) *cobra.Command {
 		Use:   "up [--template NAME] --size N",
 		Short: "bring up N slots, each a server on its own clone of the template",
 		Example: `  pristine pool up --size 8                   # the only template
-  pristine pool up --template app --size 50 --buffer-pool 32M`,
+  pristine pool up --template app --size 50 --buffer-pool 32M
+  pristine pool up --size 200 --min-ready 200  # return once every slot answered`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			start := time.Now()
 			st, err := RunPoolUp(cmd.Context(), g, f)
 			if err != nil {
 				return err
@@ -44,12 +47,17 @@ func newPoolUpCmd(g *Globals) *cobra.Command {
 			if g.JSON {
 				return g.printJSON(st)
 			}
-			if n := st.States["starting"]; n > 0 {
+			n := st.States["starting"]
+			switch {
+			case n > 0 && st.Size > st.Base:
 				// A pool that was up already, grown to --size.
 				fmt.Fprintf(g.IO.Out, "pool %s: grown to %d slots, %d of them starting (the ones beyond %d go again after the daemon's --shrink-after idle)\n", st.Template, st.Size, n, st.Base)
-				return nil
+			case n > 0:
+				fmt.Fprintf(g.IO.Out, "pool %s: %d of %d slots ready in %.2fs, %d still starting in the background (%s backend): leases wait for them; `pristine pool status` shows them\n",
+					st.Template, st.Size-n, st.Size, time.Since(start).Seconds(), n, st.Backend)
+			default:
+				fmt.Fprintf(g.IO.Out, "pool %s: %d slots ready in %.2fs (%s backend)\n", st.Template, st.Size, st.Stats.UpSeconds, st.Backend)
 			}
-			fmt.Fprintf(g.IO.Out, "pool %s: %d slots ready in %.2fs (%s backend)\n", st.Template, st.Size, st.Stats.UpSeconds, st.Backend)
 			return nil
 		},
 	}
@@ -57,6 +65,7 @@ func newPoolUpCmd(g *Globals) *cobra.Command {
 	cmd.Flags().IntVar(&f.Size, "size", 4, "number of slots (a pool of the template that is up with fewer is grown to it)")
 	cmd.Flags().StringVar(&f.BufferPool, "buffer-pool", "", "innodb_buffer_pool_size of each slot (default 16M)")
 	cmd.Flags().IntVar(&f.Parallel, "parallel", 0, "slots started at once (default 4 per core)")
+	cmd.Flags().IntVar(&f.MinReady, "min-ready", 0, "return once this many slots answer; the others go on starting in the daemon and each serves waiting leases as soon as it answers (default: the first round of starts, min(--size, --parallel); --size: every slot)")
 	cmd.Flags().StringVar(&f.SlotDisk, "slot-disk", "1G", "what each slot may write beyond the template; past it the slot's writes fail with \"Disk quota exceeded\" and other slots go on (btrfs scratch: qgroup; XFS scratch: project quota; plain copies: not capped); \"none\" for no cap")
 	cmd.Flags().StringVar(&f.SlotMemory, "slot-memory", "256M", "the most memory one MEMORY table, one temporary table and one session of a slot may take (max_heap_table_size, tmp_table_size and max_session_mem_used, with ceilings a lease cannot raise); \"none\" for the server's own limits, which a lease can raise")
 	return cmd
@@ -71,7 +80,10 @@ func RunPoolUp(ctx context.Context, g *Globals, f PoolUpFlags) (*api.PoolStatus,
 		}
 		f.Template = name
 	}
-	req := api.PoolRequest{Template: f.Template, Size: f.Size, Parallel: f.Parallel}
+	if f.MinReady < 0 {
+		return nil, fmt.Errorf("%w: --min-ready %d: give 0 (the first round of starts) or more", ErrUsage, f.MinReady)
+	}
+	req := api.PoolRequest{Template: f.Template, Size: f.Size, Parallel: f.Parallel, MinReady: f.MinReady}
 	if f.BufferPool != "" {
 		n, err := parseBytes(f.BufferPool)
 		if err != nil {
@@ -180,6 +192,12 @@ func (g *Globals) printPoolStatus(st api.PoolStatus) {
 	}
 	sort.Strings(states)
 	fmt.Fprintf(g.IO.Out, "pool %s (%s): %d slots x %d db, %s backend; %v; %d leased\n", st.Template, st.Hash[:12], st.Size, st.DBsPerSlot, st.Backend, states, st.Leased)
+	if n := st.States["starting"]; n > 0 {
+		fmt.Fprintf(g.IO.Out, "  %d slots starting: each serves waiting leases as soon as it answers\n", n)
+	}
+	if n := st.States["failed"]; n > 0 {
+		fmt.Fprintf(g.IO.Out, "  %d slots failed, retried every second: `pristine pool status --slots` shows why\n", n)
+	}
 	if st.DiskCap != "" {
 		fmt.Fprintf(g.IO.Out, "  disk cap: %s\n", st.DiskCap)
 	}

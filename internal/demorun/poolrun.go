@@ -30,14 +30,15 @@ type PoolRun struct {
 }
 
 // PoolCycle brings the pool of template name up with n slots through the
-// daemon, leases every slot as holder, releases them all at once, waits
-// until every slot is reset and takes the pool down, also when it fails.
+// daemon (waiting for every slot: min_ready n), leases every slot as
+// holder, releases them all at once, waits until every slot is reset and
+// takes the pool down, also when it fails.
 // A non-nil leased is called once every slot is leased, before the
 // releases, with the leases and each one's wait in milliseconds.
 func PoolCycle(ctx context.Context, c *client.Client, name string, n int, holder string, leased func([]*api.Lease, []float64) error) (*PoolRun, error) {
 	run := &PoolRun{LoadBefore: stats.LoadAverage()}
 	t0 := time.Now()
-	if _, err := c.PoolUp(ctx, server.PoolRequest{Template: name, Size: n}, nil); err != nil {
+	if _, err := c.PoolUp(ctx, server.PoolRequest{Template: name, Size: n, MinReady: n}, nil); err != nil {
 		return nil, err
 	}
 	run.PoolUpSeconds = time.Since(t0).Seconds()

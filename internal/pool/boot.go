@@ -151,6 +151,10 @@ func (p *Pool) publish(s *slot, gen uint64, b *booted) error {
 		b.srv.kill()
 		return fmt.Errorf("slot %d: start dropped: %w", s.idx, errMovedOn)
 	}
+	if p.closed {
+		b.srv.kill() // Down is at work: nothing it has not seen may be left
+		return ErrClosed
+	}
 	units := make([]unit, len(s.units))
 	for i := range units {
 		units[i] = unit{db: s.units[i].db, acct: b.accts[i]}

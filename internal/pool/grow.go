@@ -1,7 +1,6 @@
 package pool
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -96,15 +95,8 @@ func (p *Pool) grow(want int, forWait bool) (int, error) {
 // Down cancels it.
 func (p *Pool) startGrown(slots []*slot) {
 	defer p.wg.Done()
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := p.stopContext()
 	defer cancel()
-	go func() {
-		select {
-		case <-p.stop:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
 	var g errgroup.Group
 	g.SetLimit(p.opt.Parallel)
 	for _, s := range slots {

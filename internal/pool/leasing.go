@@ -74,7 +74,11 @@ func (p *Pool) Lease(ctx context.Context, opt LeaseOptions) (*Lease, error) {
 	for {
 		p.mu.Lock()
 		if p.closed {
+			err := p.start.err
 			p.mu.Unlock()
+			if err != nil {
+				return nil, fmt.Errorf("%w: the pool of %s did not come up: %v", ErrClosed, p.Meta.Name, err)
+			}
 			return nil, ErrClosed
 		}
 		for _, s := range p.slots {
@@ -122,7 +126,10 @@ func (p *Pool) Lease(ctx context.Context, opt LeaseOptions) (*Lease, error) {
 		select {
 		case <-wake:
 		case <-ctx.Done():
-			return nil, fmt.Errorf("%w: all %d slots of %s are leased or resetting after %s: release leases, ask for a larger pool (the lease's min_size, or pool up with a larger --size grows it)", ErrLeaseTimeout, p.live(), p.Meta.Name, time.Since(start).Round(time.Millisecond))
+			p.mu.Lock()
+			live, coming := p.live(), p.comingUp()
+			p.mu.Unlock()
+			return nil, fmt.Errorf("%w: all %d slots of %s are leased or resetting after %s%s: release leases, ask for a larger pool (the lease's min_size, or pool up with a larger --size grows it)", ErrLeaseTimeout, live, p.Meta.Name, time.Since(start).Round(time.Millisecond), coming)
 		}
 	}
 }

@@ -45,6 +45,7 @@ const (
 	ReasonOutOfMemory   = "out_of_memory"  // the kernel killed the server in its slot's memory cgroup
 	ReasonExited        = "exited"         // the server exited or crashed otherwise
 	ReasonResetFailed   = "reset_failed"   // a reset could not start a server
+	ReasonStartFailed   = "start_failed"   // a slot did not start while its pool was coming up (after pool up returned)
 	ReasonRestoreFailed = "restore_failed" // after a daemon restart, the slot did not start on its clone
 	ReasonCloneReplaced = "clone_replaced" // after a daemon restart, the slot's clone is not the lease's
 	ReasonSuperseded    = "superseded"     // a newer lease of the same database was recorded

@@ -158,6 +158,20 @@ func (s *fakeServer) stopSessions(context.Context) error { return nil }
 // pool before its slots start.
 func fakePool(t *testing.T, f *fake, dbs int, opt Options, before func(p *Pool)) *Pool {
 	t.Helper()
+	p := newFakePool(t, f, dbs, opt)
+	if before != nil {
+		before(p)
+	}
+	if err := p.up(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// newFakePool makes a pool of a template with dbs databases on the fake
+// f, in a new root, with no slots yet; the test's end brings it down.
+func newFakePool(t *testing.T, f *fake, dbs int, opt Options) *Pool {
+	t.Helper()
 	root, err := rootdir.Open(filepath.Join(t.TempDir(), "root"))
 	if err != nil {
 		t.Fatal(err)
@@ -173,12 +187,6 @@ func fakePool(t *testing.T, f *fake, dbs int, opt Options, before func(p *Pool))
 	}
 	p.cat, p.backend = cat, cat.Backend()
 	p.ops, p.retryEvery = f.ops(), time.Millisecond
-	if before != nil {
-		before(p)
-	}
-	if err := p.up(context.Background()); err != nil {
-		t.Fatal(err)
-	}
 	t.Cleanup(func() {
 		if err := p.Down(context.Background()); err != nil {
 			t.Error(err)

@@ -15,7 +15,6 @@ import (
 	"github.com/pristinedb/pristine/internal/catalog"
 	"github.com/pristinedb/pristine/internal/cow"
 	"github.com/pristinedb/pristine/internal/mariadb"
-	"golang.org/x/sync/errgroup"
 )
 
 // Options shapes a pool.
@@ -34,9 +33,16 @@ type Options struct {
 	// 261-271 ms) and every slot was ready again no sooner
 	// (docs/benchmarks.md, "Where a slot's start goes").
 	ResetWorkers int
-	// Progress, when set, is told how many slots are ready during Up; it is
-	// called by one goroutine at a time.
+	// Progress, when set, is told how many slots are ready while the pool
+	// starts, until every slot answered (after Up returned too, when
+	// MinReady is less than the pool's slots); it is called by one
+	// goroutine at a time.
 	Progress func(ready, total int)
+	// MinReady is how many slots Up (Start) waits for: it returns once
+	// that many answered, and the others start in the background, each
+	// handed to waiting lease requests as soon as it answers. 0, or more
+	// than the pool's slots: every slot.
+	MinReady int
 	// Journal, when set, records every lease so a restarted daemon knows it.
 	Journal Journal
 	// Observe, when set, is told every lease wait and reset duration
@@ -135,6 +141,10 @@ type Pool struct {
 
 	// spares is the state of growing for waits (spares.go).
 	spares spareState
+	// start is the state of the pool's start (start.go).
+	start startState
+	// downMu makes concurrent Downs one after the other.
+	downMu sync.Mutex
 }
 
 // Dir is where a template's pool keeps its clones.
@@ -143,9 +153,26 @@ func Dir(cat *catalog.Catalog, m *catalog.Meta) string {
 }
 
 // Up brings up a pool of opt.Size slots of template m, which lies in cat,
-// on servers run by bin, and returns when every slot has answered a query. On failure, everything it started is stopped
-// and removed.
+// on servers run by bin: Prepare, then Start. It returns once
+// opt.MinReady slots answered a query (every slot when MinReady is 0);
+// the others go on starting in the background. On failure, everything it
+// started is stopped and removed.
 func Up(ctx context.Context, cat *catalog.Catalog, bin *mariadb.Binary, m *catalog.Meta, opt Options) (*Pool, error) {
+	p, err := Prepare(cat, bin, m, opt)
+	if err != nil {
+		return nil, err
+	}
+	if err := p.Start(ctx); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// Prepare checks that a pool of opt.Size slots of template m fits and
+// makes it, every slot starting and none started yet: the pool can be
+// registered and leased from (a lease waits) before Start starts its
+// slots. A prepared pool that is not started is brought down with Down.
+func Prepare(cat *catalog.Catalog, bin *mariadb.Binary, m *catalog.Meta, opt Options) (*Pool, error) {
 	if opt.Size < 1 {
 		return nil, fmt.Errorf("pool size %d: need at least 1 slot", opt.Size)
 	}
@@ -187,17 +214,21 @@ func Up(ctx context.Context, cat *catalog.Catalog, bin *mariadb.Binary, m *catal
 	}
 	_ = cat.Touch(m)
 	p.setupGroups()
-	if err := p.up(ctx); err != nil {
+	if err := p.makeSlots(); err != nil {
 		return nil, err
 	}
 	return p, nil
 }
 
+// DefaultParallel is how many slots are started at once when
+// Options.Parallel names no number: 4 per core.
+func DefaultParallel() int { return 4 * runtime.NumCPU() }
+
 // newPool makes a pool of template m with no slots yet, its clones under
 // dir and its sockets and logs under run, and fills in opt's defaults.
 func newPool(m *catalog.Meta, opt Options, dir, run string) *Pool {
 	if opt.Parallel <= 0 {
-		opt.Parallel = 4 * runtime.NumCPU()
+		opt.Parallel = DefaultParallel()
 	}
 	if opt.ResetWorkers <= 0 {
 		opt.ResetWorkers = runtime.NumCPU()
@@ -213,10 +244,18 @@ func newPool(m *catalog.Meta, opt Options, dir, run string) *Pool {
 	return p
 }
 
-// up makes the pool's slots, starts them (restoring Options.Restore) and
-// the background workers. On failure, everything it started is stopped
-// and removed.
+// up makes the pool's slots and starts them (Start); the unit tests'
+// way in, after newPool.
 func (p *Pool) up(ctx context.Context) error {
+	if err := p.makeSlots(); err != nil {
+		return err
+	}
+	return p.Start(ctx)
+}
+
+// makeSlots makes the pool's slots, each Starting, and plans which
+// leases of Options.Restore they bring back.
+func (p *Pool) makeSlots() error {
 	p.mu.Lock()
 	for i := 0; i < max(p.opt.Size, min(p.opt.Slots, MaxSlots)); i++ {
 		s := &slot{idx: i, dir: filepath.Join(p.dir, fmt.Sprintf("%03d", i)), run: filepath.Join(p.run, strconv.Itoa(i))}
@@ -232,82 +271,5 @@ func (p *Pool) up(ctx context.Context) error {
 	}
 	p.mu.Unlock()
 	p.planRestore(p.opt.Restore)
-	start := time.Now()
-	if err := p.startAll(ctx); err != nil {
-		p.Down(context.Background())
-		return err
-	}
-	p.stats.UpSeconds = time.Since(start).Seconds()
-	p.lastLease = time.Now()
-	for i := 0; i < p.opt.ResetWorkers; i++ {
-		p.wg.Add(1)
-		go p.resetWorker()
-	}
-	p.wg.Add(1)
-	go p.janitor()
-	if p.opt.SlotDisk > 0 {
-		p.wg.Add(1)
-		go p.diskWatch()
-	}
 	return nil
-}
-
-// startAll clones every slot, then starts every server, opt.Parallel at a
-// time. Cloning first keeps btrfs snapshots cheap: a snapshot commits the
-// filesystem's transaction, which is quick only while no server is writing.
-func (p *Pool) startAll(ctx context.Context) error {
-	err := p.parallel(ctx, p.opt.Parallel, func(ctx context.Context, s *slot) error {
-		if len(s.restore) > 0 {
-			if _, err := os.Stat(filepath.Join(s.dir, "data")); err == nil {
-				return nil // restart on the clone its leases were using
-			}
-			p.loseRestore(s, ReasonCloneReplaced, fmt.Sprintf("slot %d's clone was gone when the daemon restarted", s.idx))
-		}
-		return p.ops.clone(ctx, s)
-	})
-	if err != nil {
-		return err
-	}
-	var mu sync.Mutex
-	ready := 0
-	return p.parallel(ctx, p.opt.Parallel, func(ctx context.Context, s *slot) error {
-		p.mu.Lock()
-		gen := s.gen
-		p.mu.Unlock()
-		err := p.bootSlot(ctx, s, gen)
-		if err != nil && len(s.restore) > 0 && ctx.Err() == nil {
-			// The clone did not survive: its leases are lost, the slot is new.
-			p.loseRestore(s, ReasonRestoreFailed, fmt.Sprintf("slot %d did not start again on its clone after a daemon restart: %v", s.idx, err))
-			err = p.startSlot(ctx, s, gen)
-		}
-		if err != nil {
-			return err
-		}
-		mu.Lock()
-		defer mu.Unlock()
-		ready++
-		if p.opt.Progress != nil {
-			p.opt.Progress(ready, len(p.slots))
-		}
-		return nil
-	})
-}
-
-// parallel runs f on every slot, n at a time, and returns the first error
-// (which cancels the rest), or ctx's error when ctx ended first.
-func (p *Pool) parallel(ctx context.Context, n int, f func(context.Context, *slot) error) error {
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(n)
-	for _, s := range p.slots {
-		g.Go(func() error {
-			if gctx.Err() != nil {
-				return nil // cancelled: the first error, or ctx's, is returned
-			}
-			return f(gctx, s)
-		})
-	}
-	if err := g.Wait(); err != nil {
-		return err
-	}
-	return ctx.Err()
 }

@@ -490,3 +490,69 @@ func testReleaseUnchangedCatchesFiles(t *testing.T, st *template.Builder, m *cat
 		})
 	}
 }
+
+// TestLeaseWhileComingUpReal: on real servers, a lease asked for after the
+// pool is prepared and before any slot started waits for the start and is
+// served by a slot that answered; Start returns at MinReady, the rest come
+// up in the background.
+func TestLeaseWhileComingUpReal(t *testing.T) {
+	st, m := build(t, "auto", 1)
+	p, err := pool.Prepare(st.Catalog(), st.Binary(), m, pool.Options{Size: 6, MinReady: 1, Parallel: 2, Profile: mariadb.DefaultProfile()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Down(context.Background())
+	if got := p.Status(false).States[pool.Starting]; got != 6 {
+		t.Fatalf("a prepared pool has %d slots starting, want 6", got)
+	}
+	type result struct {
+		l   *pool.Lease
+		err error
+	}
+	leased := make(chan result, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		l, err := p.Lease(ctx, pool.LeaseOptions{Holder: "test"})
+		leased <- result{l, err}
+	}()
+	if err := p.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	r := <-leased
+	if r.err != nil {
+		t.Fatalf("lease asked for before the start: %v", r.err)
+	}
+	l := r.l
+	if got := canary(t, open(t, l)); got != "pristine,pristine" {
+		t.Fatalf("the first slot's canary = %q", got)
+	}
+	for p.Status(false).States[pool.Starting] > 0 {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if st := p.Status(false); st.States[pool.Ready] != 5 || st.States[pool.Leased] != 1 || st.Stats.UpSeconds <= 0 {
+		t.Fatalf("after the background start: %v, up %.2fs; want 5 ready and 1 leased", st.States, st.Stats.UpSeconds)
+	}
+}
+
+// TestDownDuringBackgroundStart: pool down while slots still start in the
+// background leaves no server running and no clone.
+func TestDownDuringBackgroundStart(t *testing.T) {
+	st, m := build(t, "auto", 1)
+	p, err := pool.Up(context.Background(), st.Catalog(), st.Binary(), m, pool.Options{Size: 12, MinReady: 1, Parallel: 2, Profile: mariadb.DefaultProfile()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := p.Status(false).States[pool.Starting]; n == 0 {
+		t.Logf("every slot was up before Down (a fast machine): Down is still checked")
+	}
+	if err := p.Down(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if killed := mariadb.KillOrphans(st.Catalog().Root().Data()); len(killed) > 0 {
+		t.Errorf("servers left running after Down during the start: %v", killed)
+	}
+	if _, err := os.Stat(pool.Dir(st.Catalog(), m)); !os.IsNotExist(err) {
+		t.Errorf("pool directory left after Down during the start: %v", err)
+	}
+}

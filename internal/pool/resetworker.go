@@ -80,14 +80,22 @@ func (p *Pool) resetWorker() {
 // resetFailed records a reset that could not start a server: the slot is
 // Failed and retried after Pool.retryEvery. The caller holds p.mu.
 func (p *Pool) resetFailed(s *slot, err error) {
-	s.err = err.Error()
 	p.stats.ResetFailures++
-	if s.state != Failed && p.move(s, Failed, "the reset could not start a server") != nil {
+	p.slotFailed(s, err, "the reset could not start a server", ReasonResetFailed, "reset failed (retried every second): ")
+}
+
+// slotFailed moves a slot that could not start a server (why) to Failed
+// and retries it after Pool.retryEvery; the first failure of a run is
+// reported as a slot death for reason, its detail prefixed. The caller
+// holds p.mu.
+func (p *Pool) slotFailed(s *slot, err error, why, reason, prefix string) {
+	s.err = err.Error()
+	if s.state != Failed && p.move(s, Failed, why) != nil {
 		return
 	}
 	if !p.closed && !s.failing {
 		// Logged once per run of failures; retried every second.
-		p.emit(Event{Kind: EventSlotDied, Slot: s.idx, Reason: ReasonResetFailed, Detail: "reset failed (retried every second): " + err.Error()})
+		p.emit(Event{Kind: EventSlotDied, Slot: s.idx, Reason: reason, Detail: prefix + err.Error()})
 	}
 	s.failing = true
 	if !p.closed {

@@ -75,9 +75,12 @@ func (p *Pool) retire(doomed []*slot) {
 	}
 }
 
-// Down stops every server of the pool and removes every clone. It is safe
-// to call more than once.
+// Down stops every server of the pool and removes every clone, a start
+// still under way (Start) stopped first. It is safe to call more than
+// once, also at the same time.
 func (p *Pool) Down(ctx context.Context) error {
+	p.downMu.Lock()
+	defer p.downMu.Unlock()
 	p.mu.Lock()
 	wasClosed := p.closed
 	p.closed = true

@@ -14,6 +14,7 @@
 //	starting -> leased: restarted on its clone with its leases (daemon restart)
 //	starting -> kept: restarted on its clone with its kept lease (daemon restart)
 //	starting -> retired: a grown slot did not start
+//	starting -> failed: it did not start after pool up returned (retried every second)
 //	ready -> leased: lease
 //	ready -> retired: shrunk, its memory given to another pool, or idle after growing
 //	ready -> failed: its server died
@@ -74,6 +75,7 @@ var moves = []edge{
 	{Starting, Leased, "restarted on its clone with its leases (daemon restart)"},
 	{Starting, Kept, "restarted on its clone with its kept lease (daemon restart)"},
 	{Starting, Retired, "a grown slot did not start"},
+	{Starting, Failed, "it did not start after pool up returned (retried every second)"},
 	{Ready, Leased, "lease"},
 	{Ready, Retired, "shrunk, its memory given to another pool, or idle after growing"},
 	{Ready, Failed, "its server died"},

@@ -98,9 +98,12 @@ type Server struct {
 	state *state.Store
 
 	mu    sync.Mutex
-	pools map[string]*pool.Pool // by template name
-	quit  chan struct{}
-	once  sync.Once
+	pools map[string]*pool.Pool // by template name; nil while pool up reserves the name
+	// poolsChanged is closed and replaced whenever pools changes
+	// (setPool, dropPool), for lease requests waiting for a pool.
+	poolsChanged chan struct{}
+	quit         chan struct{}
+	once         sync.Once
 }
 
 // New prepares a daemon for root. It takes the root's state file (one
@@ -116,7 +119,7 @@ func New(ctx context.Context, root *rootdir.Root, builder *template.Builder, log
 	if killed := mariadb.KillOrphans(root.Data()); len(killed) > 0 {
 		log.Warn("killed servers left by an earlier daemon", "pids", killed)
 	}
-	s := &Server{root: root, cat: builder.Catalog(), builder: builder, log: log, state: st, pools: map[string]*pool.Pool{}, quit: make(chan struct{})}
+	s := &Server{root: root, cat: builder.Catalog(), builder: builder, log: log, state: st, pools: map[string]*pool.Pool{}, poolsChanged: make(chan struct{}), quit: make(chan struct{})}
 	s.metrics = newMetrics(s)
 	s.metrics.reg.MustRegister(s.waiterMetrics()...)
 	s.builds = builds{sessions: map[string]*buildSession{}, failed: map[string]failedBuild{}, changed: make(chan struct{})}
@@ -363,7 +366,7 @@ func (s *Server) downAll() {
 	var wg sync.WaitGroup
 	for name, p := range pools {
 		if p == nil {
-			continue // still coming up: its request's context ends it
+			continue // not made yet: its pool up finds its name gone
 		}
 		wg.Add(1)
 		go func(name string, p *pool.Pool) {
@@ -378,10 +381,61 @@ func (s *Server) downAll() {
 }
 
 // pool finds a pool by template name; an empty name means the only pool.
-// A pool still coming up answers errComingUp.
+// A pool whose pool up has not made it yet (the name reserved) answers
+// errComingUp; once made, a pool is found while its slots start.
 func (s *Server) pool(name string) (*pool.Pool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.poolLocked(name)
+}
+
+// poolWait is pool, waiting until ctx ends while the pool's name is
+// reserved by a pool up that has not made the pool yet.
+func (s *Server) poolWait(ctx context.Context, name string) (*pool.Pool, error) {
+	for {
+		s.mu.Lock()
+		p, err := s.poolLocked(name)
+		changed := s.poolsChanged
+		s.mu.Unlock()
+		if !errors.Is(err, errComingUp) {
+			return p, err
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return nil, err
+		}
+	}
+}
+
+// setPool registers pool p under name and wakes lease requests waiting
+// for it.
+func (s *Server) setPool(name string, p *pool.Pool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.pools[name] = p
+	s.poolsChangedLocked()
+}
+
+// dropPool removes pool p (nil: a reservation) from under name, unless
+// the name holds another pool by now.
+func (s *Server) dropPool(name string, p *pool.Pool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if cur, ok := s.pools[name]; ok && cur == p {
+		delete(s.pools, name)
+		s.poolsChangedLocked()
+	}
+}
+
+// poolsChangedLocked wakes the waiters of poolWait; the caller holds s.mu.
+func (s *Server) poolsChangedLocked() {
+	close(s.poolsChanged)
+	s.poolsChanged = make(chan struct{})
+}
+
+// poolLocked is pool; the caller holds s.mu.
+func (s *Server) poolLocked(name string) (*pool.Pool, error) {
 	if name == "" {
 		if len(s.pools) == 1 {
 			for n := range s.pools {

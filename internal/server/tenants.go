@@ -107,11 +107,23 @@ func (s *Server) claim(r *http.Request, m *catalog.Meta) {
 // visiblePool is s.pool for request r: another group's pool is not
 // there for a group token's holder.
 func (s *Server) visiblePool(r *http.Request, name string) (*pool.Pool, error) {
-	p, err := s.pool(name)
-	if err == nil && !sees(r, p.Meta.Group) {
-		return nil, fmt.Errorf("%w: no pool of template %q is up: run `pristine pool up --template %s --size N`", errNoPool, name, name)
+	return visible(r, name)(s.pool(name))
+}
+
+// visiblePoolWait is visiblePool of a pool that may still be coming up:
+// it waits for it within ctx (poolWait).
+func (s *Server) visiblePoolWait(ctx context.Context, r *http.Request, name string) (*pool.Pool, error) {
+	return visible(r, name)(s.poolWait(ctx, name))
+}
+
+// visible hides a pool request r's group may not see as not up.
+func visible(r *http.Request, name string) func(*pool.Pool, error) (*pool.Pool, error) {
+	return func(p *pool.Pool, err error) (*pool.Pool, error) {
+		if err == nil && !sees(r, p.Meta.Group) {
+			return nil, fmt.Errorf("%w: no pool of template %q is up: run `pristine pool up --template %s --size N`", errNoPool, name, name)
+		}
+		return p, err
 	}
-	return p, err
 }
 
 // nameFree refuses a group a pool of its own template under the name of

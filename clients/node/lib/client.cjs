@@ -257,12 +257,17 @@ class Client {
   }
 
   /**
-   * Brings a pool up; resolves to its status once every slot is ready. For
-   * a smaller pool of the same template that is up, grows it to `size`: the
-   * status comes back at once, the new slots start in the background.
+   * Brings a pool up; resolves to its status once `minReady` slots answered
+   * (0: the daemon's default, its first round of starts; `size`: every
+   * slot); the others go on starting in the daemon, each serving waiting
+   * leases as it answers. For a smaller pool of the same template that is
+   * up, grows it to `size`: the status comes back at once, the new slots
+   * start in the background.
    */
-  async poolUp(template, size) {
-    const res = await this.raw('POST', '/v1/pools', { template, size });
+  async poolUp(template, size, minReady = 0) {
+    const body = { template, size };
+    if (minReady > 0) body.min_ready = minReady;
+    const res = await this.raw('POST', '/v1/pools', body);
     if (res.status !== 200) {
       let msg = '';
       try {

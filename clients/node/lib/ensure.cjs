@@ -89,8 +89,10 @@ async function buildTemplate(client, name, a, build) {
  * for them; a notice goes to stderr). Growth beyond the daemon's
  * --max-memory/--max-disk fails at once with the daemon's message, which
  * names the limit. A pool of the same name built from other files is
- * replaced when nobody holds a lease on it, and refused otherwise. A pool a
- * peer is bringing up right now counts as up: leases wait for it.
+ * replaced when nobody holds a lease on it, and refused otherwise. A new
+ * pool is back as soon as its first slot answers (the others start in the
+ * daemon), and a pool a peer is bringing up right now counts as up: the
+ * lease that follows waits in the daemon for its first slot.
  */
 async function ensurePool(client, name, hash, size) {
   let st = null;
@@ -98,7 +100,7 @@ async function ensurePool(client, name, hash, size) {
     st = await client.pool(name);
   } catch (e) {
     if (e instanceof NoDaemonError) throw e;
-    if (e instanceof PristineError && e.status === 503) return; // a peer's pool is coming up
+    if (e instanceof PristineError && e.status === 503) return; // a peer's pool up is making the pool: the lease waits
     if (!(e instanceof PristineError) || e.status !== 404) throw rewrap(e, `pool ${name}: ${e.message}`);
   }
   if (st) {
@@ -113,7 +115,7 @@ async function ensurePool(client, name, hash, size) {
     await client.poolDown(name);
   }
   try {
-    await client.poolUp(hash, Math.max(size || 1, 1));
+    await client.poolUp(hash, Math.max(size || 1, 1), 1); // the first slot is enough: the lease takes it
   } catch (e) {
     if (e instanceof PristineError && e.status === 409) return; // a peer brought it up first
     throw rewrap(e, `pool ${name}: ${e.message}`);

@@ -179,10 +179,13 @@ final class Client
      * Brings a pool up and returns its status once every slot is ready. For
      * a smaller pool of the same template that is up, grows it to $size: the
      * status comes back at once, the new slots start in the background.
+     * $minReady is how many slots must answer before the status comes (0:
+     * the daemon's default, its first round of starts; $size: every slot);
+     * the others go on starting in the daemon and serve waiting leases.
      *
      * @return array<string,mixed>
      */
-    public function poolUp(string $template, int $size): array
+    public function poolUp(string $template, int $size, int $minReady = 0): array
     {
         $ch = curl_init($this->base . '/v1/pools');
         $headers = ['Content-Type: application/json'];
@@ -193,7 +196,7 @@ final class Client
             $headers[] = 'Pristine-Group: ' . $this->group;
         }
         $opts = [CURLOPT_POST => true, CURLOPT_RETURNTRANSFER => true, CURLOPT_HTTPHEADER => $headers,
-            CURLOPT_POSTFIELDS => json_encode(['template' => $template, 'size' => $size], JSON_THROW_ON_ERROR)];
+            CURLOPT_POSTFIELDS => json_encode(['template' => $template, 'size' => $size] + ($minReady > 0 ? ['min_ready' => $minReady] : []), JSON_THROW_ON_ERROR)];
         if ($this->socket !== null) {
             $opts[CURLOPT_UNIX_SOCKET_PATH] = $this->socket;
         }

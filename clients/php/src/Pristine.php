@@ -87,7 +87,10 @@ final class Pristine
      * wait for them; a notice goes to stderr). Growth beyond the daemon's
      * --max-memory/--max-disk fails at once with the daemon's message, which
      * names the limit. A pool of the same name built from other files is
-     * replaced when nobody holds a lease on it, and refused otherwise.
+     * replaced when nobody holds a lease on it, and refused otherwise. A
+     * new pool is back as soon as its first slot answers (the others start
+     * in the daemon), and a pool a peer is bringing up counts as up: the
+     * lease that follows waits in the daemon for its first slot.
      */
     public static function ensurePool(Client $c, string $name, string $hash, int $size): void
     {
@@ -98,7 +101,7 @@ final class Pristine
             throw $e;
         } catch (PristineException $e) {
             if ($e->status === 503) {
-                return; // a peer's pool is coming up: leases wait for it
+                return; // a peer's pool up is making the pool: the lease waits for it
             }
             if ($e->status !== 404) {
                 throw $e;
@@ -118,7 +121,7 @@ final class Pristine
             $c->poolDown($name);
         }
         try {
-            $c->poolUp($hash, max($size, 1));
+            $c->poolUp($hash, max($size, 1), 1); // the first slot is enough: the lease takes it
         } catch (PristineException $e) {
             if ($e->status !== 409) { // 409: a peer brought it up first
                 throw new PristineException("pool $name: " . $e->getMessage(), $e->status, $e);

@@ -201,6 +201,20 @@ final class ClientTest extends TestCase
         $c->poolDown('phpkill');
     }
 
+    /** A new pool: ensurePool is back once its first slot answers (min_ready 1), the others still starting. */
+    public function testEnsurePoolReturnsAtTheFirstSlot(): void
+    {
+        $c = self::$d->client;
+        $t = Pristine::ensureTemplate($c, 'phpfirst', 'key-first', fn (array $conn) => self::canary($conn));
+        Pristine::ensurePool($c, 'phpfirst', $t['hash'], 24);
+        $st = $c->pool('phpfirst');
+        $this->assertSame(24, $st['size']);
+        $this->assertLessThan(24, $st['states']['ready'] ?? 0, 'ensurePool waited for every slot');
+        $l = $c->lease('phpfirst', 'first', 60);
+        $c->release($l->id);
+        $c->poolDown('phpfirst');
+    }
+
     /** A smaller pool grows to the size asked for; a lease's min_size grows it too. */
     public function testEnsurePoolAndMinSizeGrowThePool(): void
     {

@@ -92,3 +92,16 @@ def test_django_parallel_run_grows_the_pool(project, daemon):
     st = daemon.client.pool("django-grow")
     assert by_client(st) == (5, 2) and st["base_size"] == 3, st
     daemon.client.pool_down("django-grow")
+
+
+def test_ensure_pool_returns_at_the_first_slot(daemon):
+    """A new pool: ensure_pool is back once its first slot answers (min_ready
+    1), the others still starting, and the lease that follows takes a slot."""
+    c = daemon.client
+    t = ensure_template(c, "first", "k-first", lambda conn: None)
+    ensure_pool(c, "first", t["hash"], 24)
+    st = c.pool("first")
+    assert st["size"] == 24 and st["states"].get("ready", 0) < 24, st["states"]
+    lease = c.lease("first", holder="first", wait=60)
+    c.release(lease.id)
+    c.pool_down("first")

@@ -96,6 +96,20 @@ class ClientTest < Minitest::Test
     assert_equal "ready", a["status"]
   end
 
+  # A new pool: ensure_pool is back once its first slot answers (min_ready
+  # 1), the others still starting, and the lease that follows takes a slot.
+  def test_ensure_pool_returns_at_the_first_slot
+    t = Pristine.ensure_template(client, "first", key("first")) { |conn| canary_build(conn) }
+    Pristine.ensure_pool(client, "first", t["hash"], 24)
+    st = client.pool("first")
+    assert_equal 24, st["size"]
+    assert_operator st["states"].fetch("ready", 0), :<, 24, "ensure_pool waited for every slot: #{st['states']}"
+    l = client.lease(template: "first", holder: "first", wait: 60)
+    assert_equal "pristine", canary(l)
+    client.release(l.id)
+    client.pool_down("first")
+  end
+
   # Leases are separate databases; a released one comes back pristine; a
   # full pool answers 503 with the daemon's message; keep marks it kept.
   def test_pool_lease_release_keep

@@ -254,10 +254,16 @@ class Client:
     def pool(self, template: str) -> Dict[str, Any]:
         return self.request("GET", "/v1/pools/" + _q(template))[1]
 
-    def pool_up(self, template: str, size: int) -> Dict[str, Any]:
-        """Bring a pool up; returns its status once every slot is ready. For a
-        smaller pool of the same template that is up, grow it to size: the
-        status comes back at once, the new slots start in the background."""
+    def pool_up(self, template: str, size: int, min_ready: int = 0) -> Dict[str, Any]:
+        """Bring a pool up; returns its status once min_ready slots answered
+        (0: the daemon's default, its first round of starts; size: every
+        slot), the others going on starting in the daemon, each serving
+        waiting leases as it answers. For a smaller pool of the same template
+        that is up, grow it to size: the status comes back at once, the new
+        slots start in the background."""
+        req: Dict[str, Any] = {"template": template, "size": size}
+        if min_ready > 0:
+            req["min_ready"] = min_ready
         conn = self._connection(None)
         headers = {"Content-Type": "application/json"}
         if self.token:
@@ -265,7 +271,7 @@ class Client:
         if self.group:
             headers["Pristine-Group"] = self.group
         try:
-            conn.request("POST", "/v1/pools", body=json.dumps({"template": template, "size": size}).encode(),
+            conn.request("POST", "/v1/pools", body=json.dumps(req).encode(),
                          headers=headers)
             resp = conn.getresponse()
             if resp.status != 200:

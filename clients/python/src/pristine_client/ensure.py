@@ -86,15 +86,17 @@ def ensure_pool(client: Client, name: str, hash: str, size: int) -> None:
     them; a notice goes to stderr). Growth beyond the daemon's
     --max-memory/--max-disk fails at once with the daemon's message, which
     names the limit. A pool of the same name built from other files is
-    replaced when nobody holds a lease on it, and refused otherwise. A pool
-    a peer is bringing up right now counts as up: leases wait for it."""
+    replaced when nobody holds a lease on it, and refused otherwise. A new
+    pool is back as soon as its first slot answers (the others start in the
+    daemon), and a pool a peer is bringing up right now counts as up: the
+    lease that follows waits in the daemon for its first slot."""
     try:
         st = client.pool(name)
     except NoDaemonError:
         raise
     except PristineError as e:
         if e.status == 503:
-            return  # a peer's pool is coming up: leases wait for it
+            return  # a peer's pool up is making the pool: the lease waits for it
         if e.status != 404:
             raise
         st = None
@@ -108,7 +110,7 @@ def ensure_pool(client: Client, name: str, hash: str, size: int) -> None:
                                 f"{st['leased']} leases: let its tests end, or run `pristine pool down --template {name}`")
         client.pool_down(name)
     try:
-        client.pool_up(hash, max(size, 1))
+        client.pool_up(hash, max(size, 1), min_ready=1)  # the first slot is enough: the lease takes it
     except PristineError as e:
         if e.status != 409:  # 409: a peer brought it up first
             raise PristineError(f"pool {name}: {e}", e.status) from e

@@ -109,12 +109,17 @@ module Pristine
       request("GET", "/v1/pools/#{q(template)}")[1]
     end
 
-    # POST /v1/pools: brings a pool up and returns its status once every slot
-    # is ready (the daemon streams progress as JSON lines). For a smaller
-    # pool of the same template that is up, grows it to +size+: the status
-    # comes back at once, the new slots start in the background.
-    def pool_up(template, size)
-      status, _, raw = exchange("POST", "/v1/pools", { "template" => template, "size" => size }, nil)
+    # POST /v1/pools: brings a pool up and returns its status once
+    # +min_ready+ slots answered (0: the daemon's default, its first round of
+    # starts; +size+: every slot; the daemon streams progress as JSON lines);
+    # the others go on starting in the daemon, each serving waiting leases as
+    # it answers. For a smaller pool of the same template that is up, grows
+    # it to +size+: the status comes back at once, the new slots start in the
+    # background.
+    def pool_up(template, size, min_ready: 0)
+      req = { "template" => template, "size" => size }
+      req["min_ready"] = min_ready if min_ready.positive?
+      status, _, raw = exchange("POST", "/v1/pools", req, nil)
       if status != 200
         msg = (JSON.parse(raw)["error"] rescue nil) || raw
         raise Error.new(msg.to_s, status)

@@ -76,8 +76,10 @@ module Pristine
   # for them; a notice goes to stderr). Growth beyond the daemon's
   # --max-memory/--max-disk fails at once with the daemon's message, which
   # names the limit. A pool of the same name built from other files is
-  # replaced when nobody holds a lease on it, and refused otherwise. A pool a
-  # peer is bringing up right now counts as up: leases wait for it.
+  # replaced when nobody holds a lease on it, and refused otherwise. A new
+  # pool is back as soon as its first slot answers (the others start in the
+  # daemon), and a pool a peer is bringing up right now counts as up: the
+  # lease that follows waits in the daemon for its first slot.
   def ensure_pool(client, name, hash, size)
     st = nil
     begin
@@ -85,7 +87,7 @@ module Pristine
     rescue NoDaemonError
       raise
     rescue Error => e
-      return if e.status == 503 # a peer's pool is coming up: leases wait for it
+      return if e.status == 503 # a peer's pool up is making the pool: the lease waits for it
       raise if e.status != 404
     end
     if st
@@ -101,7 +103,7 @@ module Pristine
       client.pool_down(name)
     end
     begin
-      client.pool_up(hash, [size, 1].max)
+      client.pool_up(hash, [size, 1].max, min_ready: 1) # the first slot is enough: the lease takes it
     rescue Error => e
       raise Error.new("pool #{name}: #{e.message}", e.status) if e.status != 409 # 409: a peer did it first
     end

@@ -286,9 +286,21 @@ public final class PristineClient {
         return out;
     }
 
-    /** Brings up a pool of size slots of the template hash and waits until it is ready. */
+    /** Brings up a pool of size slots of the template hash and waits until the daemon's default of them answered (its first round of starts). */
     public JsonNode poolUp(String hash, int size) {
-        try (Http.Response resp = send("POST", "/v1/pools", Map.of("template", hash, "size", size))) {
+        return poolUp(hash, size, 0);
+    }
+
+    /**
+     * Brings up a pool of size slots of the template hash and waits until minReady of them answered (0: the
+     * daemon's default, its first round of starts; size: every slot); the others go on starting in the daemon,
+     * each serving waiting leases as it answers.
+     */
+    public JsonNode poolUp(String hash, int size, int minReady) {
+        Map<String, Object> req = minReady > 0
+                ? Map.of("template", hash, "size", size, "min_ready", minReady)
+                : Map.of("template", hash, "size", size);
+        try (Http.Response resp = send("POST", "/v1/pools", req)) {
             BufferedReader r = new BufferedReader(new InputStreamReader(resp.body, StandardCharsets.UTF_8));
             for (String line; (line = r.readLine()) != null; ) {
                 if (line.isBlank()) {
@@ -459,7 +471,10 @@ public final class PristineClient {
      * daemon's --max-memory/--max-disk fails at once with the daemon's
      * message, which names the limit. A pool of the same name built from
      * other files is replaced when nobody holds a lease on it, and refused
-     * otherwise; a pool a peer is bringing up right now counts as up.
+     * otherwise. A new pool is back as soon as its first slot answers (the
+     * others start in the daemon), and a pool a peer is bringing up right
+     * now counts as up: the lease that follows waits in the daemon for its
+     * first slot.
      */
     public void ensurePool(String name, String hash, int size) {
         try {
@@ -485,14 +500,14 @@ public final class PristineClient {
             throw e;
         } catch (PristineException e) {
             if (e.status() == 503) {
-                return; // a peer's pool is coming up: leases wait for it
+                return; // a peer's pool up is making the pool: the lease waits for it
             }
             if (e.status() != 404) {
                 throw e.status() == 0 ? e : e.wrap("pool " + name);
             }
         }
         try {
-            poolUp(hash, Math.max(size, 1));
+            poolUp(hash, Math.max(size, 1), 1); // the first slot is enough: the lease takes it
         } catch (PristineException e) {
             if (e.status() == 409) {
                 return; // a peer brought it up first
