@@ -211,6 +211,15 @@ func (m *Meta) CheckImport(flavor, staged string) error {
 			return fmt.Errorf("%w: database %s is listed but the data directory has no %s/", ErrBadMeta, db, d)
 		}
 	}
+	return m.TakeLogSize(data)
+}
+
+// TakeLogSize sets m.LogFileSize from the redo log of data directory
+// data, what a server started on it finds: MariaDB's ib_logfile0, or
+// MySQL's #innodb_redo (mysqlRedoSize); unchanged when data has neither.
+// An import calls it again once a server ran on the data, since MySQL
+// makes and drops redo files as it runs.
+func (m *Meta) TakeLogSize(data string) error {
 	if st, err := os.Lstat(filepath.Join(data, "ib_logfile0")); err == nil && st.Mode().IsRegular() {
 		m.LogFileSize = st.Size()
 	} else if !errors.Is(err, fs.ErrNotExist) {

@@ -181,6 +181,9 @@ func (b *Builder) ImportWith(ctx context.Context, r io.Reader, opt ImportOptions
 	if serr := b.seal(filepath.Join(dir, "data")); err == nil {
 		err = serr
 	}
+	if err == nil {
+		err = m.TakeLogSize(filepath.Join(dir, "data"))
+	}
 	if err != nil {
 		return nil, false, fmt.Errorf("import template %s: %w", m.Name, err)
 	}
