@@ -86,8 +86,12 @@ for run in built reused; do
     { cat "$T/$run.log"; echo "node-vitest: the ready hook did not run once, saying '$run', in the $run run" >&2; exit 1; }
   [ "$(grep -c '^setup ' "$T/$run.log")" -ge 3 ] || { cat "$T/$run.log"; echo "node-vitest: the setup module did not run on the databases of the $run run" >&2; exit 1; }
 done
-[ "$(grep -c '^setup ' "$T/built.log")" -eq "$(grep -c '^setup ' "$T/reused.log")" ] ||
-  { echo "node-vitest: the setup module ran on a different number of databases in the two runs" >&2; exit 1; }
+# Per-test and per-file databases are the same in both runs; per-worker ones
+# depend on how Vitest spreads the files over its 3 forks (a fork that runs
+# no file of that scope leases none), so the counts may differ by up to 3.
+b="$(grep -c '^setup ' "$T/built.log")" r="$(grep -c '^setup ' "$T/reused.log")"
+[ $((b > r ? b - r : r - b)) -le 3 ] ||
+  { cat "$T/built.log" "$T/reused.log"; echo "node-vitest: the setup module ran on $b databases in the building run and $r in the reusing run" >&2; exit 1; }
 outcomes "$T/built.json" >"$T/built.txt"
 outcomes "$T/reused.json" >"$T/reused.txt"
 [ "$(wc -l <"$T/built.txt")" -ge 10 ] || { cat "$T/built.txt"; echo "node-vitest: the parity runs ran too few tests" >&2; exit 1; }
