@@ -18,6 +18,9 @@ type Mount struct {
 	FSType  string
 	Source  string
 	Options string // the filesystem's own options
+	// MountOptions are the mount point's own options (ro or rw, nosuid,
+	// ...), which can differ from its filesystem's.
+	MountOptions string
 }
 
 // Read reads /proc/self/mountinfo.
@@ -53,6 +56,8 @@ func parse(r io.Reader) ([]Mount, error) {
 			FSType:  fields[sep+1],
 			Source:  unescape(fields[sep+2]),
 			Options: strings.Join(fields[sep+3:], " "),
+
+			MountOptions: fields[5],
 		})
 	}
 	return out, sc.Err()

@@ -1,7 +1,6 @@
 package pool
 
 import (
-	"bufio"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -11,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/pristinedb/pristine/internal/mountinfo"
 )
 
 // A slot's processes die with it. Where pristine runs as root and a
@@ -89,35 +90,32 @@ type mounts struct {
 	v1pids, v1memory string // cgroup v1's pids and memory hierarchies' mounts
 }
 
-// readMounts finds the writable cgroup mounts in /proc/self/mounts.
+// readMounts finds the writable cgroup mounts in /proc/self/mountinfo.
 func readMounts() (mounts, error) {
 	var m mounts
-	f, err := os.Open("/proc/self/mounts")
+	all, err := mountinfo.Read()
 	if err != nil {
 		return m, err
 	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		fields := strings.Fields(sc.Text())
-		if len(fields) < 4 || containsWord(fields[3], "ro") {
+	for _, mt := range all {
+		if containsWord(mt.MountOptions, "ro") || containsWord(mt.Options, "ro") {
 			continue
 		}
-		switch fields[2] {
+		switch mt.FSType {
 		case "cgroup2":
 			if m.v2 == "" {
-				m.v2 = fields[1]
+				m.v2 = mt.Point
 			}
 		case "cgroup":
-			if containsWord(fields[3], "pids") && m.v1pids == "" {
-				m.v1pids = fields[1]
+			if containsWord(mt.Options, "pids") && m.v1pids == "" {
+				m.v1pids = mt.Point
 			}
-			if containsWord(fields[3], "memory") && m.v1memory == "" {
-				m.v1memory = fields[1]
+			if containsWord(mt.Options, "memory") && m.v1memory == "" {
+				m.v1memory = mt.Point
 			}
 		}
 	}
-	return m, sc.Err()
+	return m, nil
 }
 
 // ownCgroup is pristine's own group in a hierarchy, from /proc/self/cgroup:
