@@ -26,7 +26,7 @@ func TestParse(t *testing.T) {
 	if len(ms) != 3 {
 		t.Fatalf("parsed %d mounts, want 3: %+v", len(ms), ms)
 	}
-	want := Mount{Dev: "7:0", Point: "/var/lib/pristine/data x", FSType: "btrfs", Source: "/dev/loop0", Options: "rw,ssd,space_cache=v2"}
+	want := Mount{Dev: "7:0", Point: "/var/lib/pristine/data x", FSType: "btrfs", Source: "/dev/loop0", Options: "rw,ssd,space_cache=v2", MountOptions: "rw,relatime"}
 	if ms[2] != want {
 		t.Errorf("mount with optional fields and an escape = %+v, want %+v", ms[2], want)
 	}
