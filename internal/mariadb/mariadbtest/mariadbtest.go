@@ -128,6 +128,15 @@ func tmpBase() string {
 // directory; t.Cleanup kills it and removes its files.
 func Start(t testing.TB) *mariadb.Instance {
 	t.Helper()
+	data, bin := Datadir(t)
+	return start(t, bin, data, filepath.Join(filepath.Dir(data), "run"))
+}
+
+// Datadir is a fresh copy of an empty data directory (initialised once per
+// server version), owned by the servers' account, in a directory of its
+// own that t.Cleanup removes; with the server binary it was made by.
+func Datadir(t testing.TB) (string, *mariadb.Binary) {
+	t.Helper()
 	src, bin := base(t)
 	dir, err := TempDir(tmpBase(), "pristine-test-")
 	if err != nil {
@@ -138,7 +147,7 @@ func Start(t testing.TB) *mariadb.Instance {
 	if out, err := exec.Command("cp", "-a", src, data).CombinedOutput(); err != nil {
 		t.Fatalf("copy base data directory: %v: %s", err, out)
 	}
-	return start(t, bin, data, filepath.Join(dir, "run"))
+	return data, bin
 }
 
 // StartOn starts a throwaway server on data, a data directory the test
