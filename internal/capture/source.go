@@ -30,6 +30,7 @@ import (
 	"github.com/go-sql-driver/mysql"
 
 	"github.com/pristinedb/pristine/internal/dsn"
+	"github.com/pristinedb/pristine/internal/mariadb"
 )
 
 // systemSchemas are never captured as user databases.
@@ -56,7 +57,12 @@ type Source struct {
 	Databases []string
 	// Bytes is the size of their tables and indexes (information_schema's
 	// estimate).
-	Bytes    int64
+	Bytes int64
+	// Options are the source's settings a physical copy of its data
+	// needs on the server that starts it, as server options
+	// (mariadb.SourceOptions): its character set and collation, and its
+	// table name case and InnoDB page size where not the default.
+	Options  []string
 	grants   *grants
 	timeouts *atomic.Int64 // reads and writes that timed out, on any connection to the source
 }
@@ -109,6 +115,11 @@ func (s *Source) probe(ctx context.Context, databases []string) error {
 		s.Major, _ = strconv.Atoi(parts[0])
 		s.Minor, _ = strconv.Atoi(parts[1])
 	}
+	opts, err := mariadb.SourceOptions(ctx, s.DB)
+	if err != nil {
+		return err
+	}
+	s.Options = opts
 	// MySQL and MariaDB 11.x have server_uuid; 10.x does not.
 	var uuid sql.NullString
 	if err := s.DB.QueryRowContext(ctx, "SELECT @@server_uuid").Scan(&uuid); err == nil {

@@ -21,7 +21,7 @@ func TestFlavorArgs(t *testing.T) {
 		{MySQL, []string{"--innodb-redo-log-capacity=8388608", "--mysqlx=OFF", "--innodb-flush-method=O_DIRECT_NO_FSYNC"},
 			[]string{"--innodb-log-file-size", "aria", "nosync", "slave"}},
 	} {
-		args := strings.Join(DefaultProfile().args(tc.flavor), " ")
+		args := strings.Join(DefaultProfile().args(&Binary{Flavor: tc.flavor, Major: 11, Minor: 8}), " ")
 		for _, w := range tc.want {
 			if !strings.Contains(args, w) {
 				t.Errorf("%s: %s lacks %s", tc.flavor, args, w)

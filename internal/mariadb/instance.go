@@ -131,7 +131,7 @@ func Start(b *Binary, cfg Config) (*Instance, error) {
 		}
 		args = append(args, own...)
 	}
-	args = append(args, cfg.Profile.args(b.Flavor)...)
+	args = append(args, cfg.Profile.args(b)...)
 	args = append(args, cfg.Extra...)
 	cmd, err := startIn(cfg.Cgroup, func() *exec.Cmd {
 		cmd := exec.Command(b.Path, args...)

@@ -8,22 +8,23 @@ import (
 )
 
 func TestMergeOptions(t *testing.T) {
+	base := []string{"character-set-server=utf8mb4", "collation-server=utf8mb4_unicode_ci"}
 	for _, tc := range []struct {
 		name string
 		user []string
 		want string // joined by spaces; "" with err
 		err  string
 	}{
-		{"defaults", nil, "character-set-server=utf8mb4 collation-server=utf8mb4_general_ci", ""},
-		{"override with underscores", []string{"character_set_server=latin1"}, "character-set-server=latin1 collation-server=utf8mb4_general_ci", ""},
-		{"new key and flag", []string{"--sql-mode=STRICT_ALL_TABLES", "skip-character-set-client-handshake"}, "character-set-server=utf8mb4 collation-server=utf8mb4_general_ci sql-mode=STRICT_ALL_TABLES skip-character-set-client-handshake", ""},
+		{"none", nil, "character-set-server=utf8mb4 collation-server=utf8mb4_unicode_ci", ""},
+		{"override with underscores", []string{"collation_server=utf8mb4_bin"}, "character-set-server=utf8mb4 collation-server=utf8mb4_bin", ""},
+		{"new key and flag", []string{"--sql-mode=STRICT_ALL_TABLES", "skip-character-set-client-handshake"}, "character-set-server=utf8mb4 collation-server=utf8mb4_unicode_ci sql-mode=STRICT_ALL_TABLES skip-character-set-client-handshake", ""},
 		{"reserved", []string{"socket=/tmp/x"}, "", "pristine sets socket itself"},
 		{"reserved with loose-", []string{"loose-datadir=/etc"}, "", "pristine sets loose-datadir itself"},
 		{"log size", []string{"innodb_log_file_size=1G"}, "", "--log-file-size"},
 		{"bad key", []string{"=x"}, "", "want KEY=VALUE"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := MergeOptions(DefaultServerOptions, tc.user)
+			got, err := MergeOptions(base, tc.user)
 			if tc.err != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.err) {
 					t.Fatalf("MergeOptions(%q) error = %v, want one containing %q", tc.user, err, tc.err)
@@ -35,7 +36,7 @@ func TestMergeOptions(t *testing.T) {
 			}
 		})
 	}
-	if DefaultServerOptions[0] != "character-set-server=utf8mb4" {
+	if base[1] != "collation-server=utf8mb4_unicode_ci" {
 		t.Fatal("MergeOptions changed its base slice")
 	}
 }
@@ -88,7 +89,7 @@ func TestCheckTemplateOption(t *testing.T) {
 		}
 	}
 	// The CLI's --server-option takes the same list.
-	if _, err := MergeOptions(DefaultServerOptions, []string{"plugin_load_add=evil.so"}); !errors.Is(err, ErrServerOption) {
+	if _, err := MergeOptions(nil, []string{"plugin_load_add=evil.so"}); !errors.Is(err, ErrServerOption) {
 		t.Errorf("MergeOptions(plugin_load_add) = %v, want refused", err)
 	}
 }

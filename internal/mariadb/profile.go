@@ -29,18 +29,14 @@ type Profile struct {
 	// slots do not, since a lease outlives a daemon restart with the
 	// holder's data.
 	LazyCommit bool
-	// Options are more server options, KEY=VALUE without the leading
-	// dashes, given last so they win; DefaultServerOptions unless the
-	// template says otherwise. A template records them, and its slots
-	// start with the same.
+	// Options are the template's server options, KEY=VALUE without the
+	// leading dashes: its own (--server-option, a capture's source) laid
+	// over the stock options of the server (Binary.ServerOptions), which
+	// a build records. They are given last, over the stock options
+	// again, so they win. A template records them, and its slots start
+	// with the same.
 	Options []string
 }
-
-// DefaultServerOptions are the options every template gets unless
-// overridden: the character set and collation of Debian's packaged server
-// (/etc/mysql/mariadb.conf.d/50-server.cnf), where a --no-defaults server
-// would fall back to latin1.
-var DefaultServerOptions = []string{"character-set-server=utf8mb4", "collation-server=utf8mb4_general_ci"}
 
 // DefaultProfile is the profile of pool slots: about 50 MB of resident memory
 // for an idle instance.
@@ -53,7 +49,6 @@ func DefaultProfile() Profile {
 		TableCache:     400,
 		KeyBuffer:      1 << 20,
 		AriaCache:      1 << 20,
-		Options:        append([]string(nil), DefaultServerOptions...),
 	}
 }
 
@@ -81,10 +76,15 @@ func (p Profile) Key() string {
 	return k
 }
 
-// args renders the profile as server options: those both flavours spell
-// the same, then the flavour's own (flavor.go), then the template's
-// Options, last so they win.
-func (p Profile) args(f Flavor) []string {
+// args renders the profile as server options for b: those both flavours
+// spell the same, then the flavour's own (flavor.go), then the stock
+// options of b's package with the template's Options over them, last so
+// they win (stock.go).
+func (p Profile) args(b *Binary) []string {
+	f := MariaDB
+	if b != nil {
+		f = b.Flavor
+	}
 	a := []string{
 		"--innodb-buffer-pool-size=" + strconv.FormatInt(p.BufferPool, 10),
 		"--innodb-flush-log-at-trx-commit=" + p.flushLogAtTrxCommit(),
@@ -113,7 +113,7 @@ func (p Profile) args(f Flavor) []string {
 	} else {
 		a = append(a, p.mariadbArgs()...)
 	}
-	for _, o := range p.Options {
+	for _, o := range b.ServerOptions(p.Options) {
 		a = append(a, "--"+o)
 	}
 	return a

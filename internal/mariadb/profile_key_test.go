@@ -17,7 +17,7 @@ func TestProfileKeyInputs(t *testing.T) {
 		{"redo log size", func(p *Profile) { p.LogFileSize *= 2 }, false},
 		{"a server option added", func(p *Profile) { p.Options = append(append([]string{}, p.Options...), "lower-case-table-names=1") }, false},
 		{"a server option's value", func(p *Profile) { p.Options = []string{"character-set-server=latin1"} }, false},
-		{"no options", func(p *Profile) { p.Options = nil }, false},
+		{"the stock options written out", func(p *Profile) { p.Options = (&Binary{Flavor: MariaDB, Major: 10, Minor: 11}).StockOptions() }, false},
 		{"buffer pool", func(p *Profile) { p.BufferPool *= 2 }, true},
 		{"max connections", func(p *Profile) { p.MaxConnections++ }, true},
 		{"table cache", func(p *Profile) { p.TableCache++ }, true},

@@ -24,7 +24,7 @@ func TestProfileCommit(t *testing.T) {
 		{"build", BuildProfile(DefaultProfile()), "--innodb-flush-log-at-trx-commit=0"},
 		{"zero profile", Profile{}, "--innodb-flush-log-at-trx-commit=2"},
 	} {
-		if args := tc.p.args(MariaDB); !slices.Contains(args, tc.want) {
+		if args := tc.p.args(&Binary{Flavor: MariaDB}); !slices.Contains(args, tc.want) {
 			t.Errorf("%s profile: %v lacks %s", tc.name, args, tc.want)
 		}
 	}
@@ -44,11 +44,11 @@ func TestProfileMySQLRedo(t *testing.T) {
 		{"zero profile", Profile{}, "--innodb-redo-log-capacity=8388608"},
 		{"build of a small log", BuildProfile(Profile{LogFileSize: 4 << 20}), "--innodb-redo-log-capacity=8388608"},
 	} {
-		if args := tc.p.args(MySQL); !slices.Contains(args, tc.want) {
+		if args := tc.p.args(&Binary{Flavor: MySQL}); !slices.Contains(args, tc.want) {
 			t.Errorf("%s profile: %v lacks %s", tc.name, args, tc.want)
 		}
 	}
-	for _, a := range slot.args(MariaDB) {
+	for _, a := range slot.args(&Binary{Flavor: MariaDB}) {
 		if strings.Contains(a, "redo") || strings.Contains(a, "validate-tablespace") {
 			t.Errorf("MariaDB gets MySQL's option %s", a)
 		}

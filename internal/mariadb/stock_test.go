@@ -5,21 +5,12 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"strconv"
 	"strings"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/go-sql-driver/mysql"
 
-	"github.com/pristinedb/pristine/internal/dsn"
-	"github.com/pristinedb/pristine/internal/mariadb"
 	"github.com/pristinedb/pristine/internal/mariadb/mariadbtest"
-	"github.com/pristinedb/pristine/internal/svcuser"
 )
 
 // resultVariables are the server variables that change what a query
@@ -81,9 +72,10 @@ var collationQueries = []string{
 // mariadb.conf.d it includes), else with the compiled defaults, on a
 // private data directory, socket and port.
 func TestSlotIsStockServer(t *testing.T) {
-	stock, bin := startStock(t)
+	st := mariadbtest.StartStock(t)
+	stock := st.DB
 	slot := mariadbtest.Open(t, mariadbtest.Start(t), "")
-	t.Logf("%s %s, stock server: %s", bin.Flavor, bin.Version, stockOptionFile(bin))
+	t.Logf("%s %s, stock server's option file: %q", st.Binary.Flavor, st.Binary.Version, st.OptionFile)
 	for _, scope := range []string{"GLOBAL", "SESSION"} {
 		want, got := variables(t, stock, scope), variables(t, slot, scope)
 		for _, v := range resultVariables {
@@ -97,88 +89,6 @@ func TestSlotIsStockServer(t *testing.T) {
 		if want[i] != got[i] {
 			t.Errorf("%s\n  slot:  %s\n  stock: %s", q, got[i], want[i])
 		}
-	}
-}
-
-// stockOptionFile is the option file the server's package starts it
-// with, or "" for none.
-func stockOptionFile(bin *mariadb.Binary) string {
-	if bin.Flavor == mariadb.MariaDB {
-		if _, err := os.Stat("/etc/mysql/my.cnf"); err == nil {
-			return "/etc/mysql/my.cnf"
-		}
-	}
-	return ""
-}
-
-// startStock starts the installed server as its package would (see
-// TestSlotIsStockServer) as the servers' account, and returns a
-// connection pool for root on its socket.
-func startStock(t *testing.T) (*sql.DB, *mariadb.Binary) {
-	t.Helper()
-	data, bin := mariadbtest.Datadir(t)
-	acct, err := svcuser.Get()
-	if err != nil {
-		t.Fatal(err)
-	}
-	run := filepath.Join(filepath.Dir(data), "stock")
-	if err := os.Mkdir(run, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := acct.Own(run, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	defaults := "--no-defaults"
-	if f := stockOptionFile(bin); f != "" {
-		defaults = "--defaults-file=" + f
-	}
-	port, err := mariadb.FreePortOn("127.0.0.1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	xport, err := mariadb.FreePortOn("127.0.0.1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	sock := filepath.Join(run, "mysqld.sock")
-	cmd := exec.Command(bin.Path, defaults, "--datadir="+data, "--socket="+sock,
-		"--port="+strconv.Itoa(port), "--bind-address=127.0.0.1", "--pid-file="+filepath.Join(run, "mysqld.pid"),
-		"--log-error="+filepath.Join(run, "error.log"), "--tmpdir="+run,
-		"--loose-mysqlx-port="+strconv.Itoa(xport), "--loose-mysqlx-socket="+filepath.Join(run, "mysqlx.sock"))
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Credential: acct.Credential()}
-	cmd.Dir = run
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		<-exited
-	})
-	db, err := sql.Open("mysql", dsn.Socket(sock, "root", "", ""))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	deadline := time.Now().Add(90 * time.Second)
-	for {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		err = db.PingContext(ctx)
-		cancel()
-		if err == nil {
-			return db, bin
-		}
-		select {
-		case e := <-exited:
-			log, _ := os.ReadFile(filepath.Join(run, "error.log"))
-			t.Fatalf("stock server exited: %v: %s", e, log)
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("stock server not ready: %v", err)
-		}
-		time.Sleep(100 * time.Millisecond)
 	}
 }
 

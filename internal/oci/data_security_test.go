@@ -149,7 +149,7 @@ func TestCachedBuildRefusesCraftedServerOptions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if outcome != BuiltHere || strings.Join(m.ServerOptions, " ") != strings.Join(mariadb.DefaultServerOptions, " ") {
+	if outcome != BuiltHere || strings.Join(m.ServerOptions, " ") != strings.Join(victim.Binary().ServerOptions(nil), " ") {
 		t.Fatalf("template build --cache of an entry with plugin options: %s, options %q: want built here with its own options", outcome, m.ServerOptions)
 	}
 	mu.Lock()

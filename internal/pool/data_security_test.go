@@ -138,7 +138,7 @@ func TestSecurityPoolRefusesTemplateOptions(t *testing.T) {
 			if marker != "" {
 				os.Remove(marker)
 			}
-			edited := editOptions(t, st.Catalog(), m, append(append([]string(nil), mariadb.DefaultServerOptions...), opts...))
+			edited := editOptions(t, st.Catalog(), m, append(st.Binary().ServerOptions(nil), opts...))
 			p, err := pool.Up(context.Background(), st.Catalog(), st.Binary(), edited, pool.Options{Size: 1, Profile: mariadb.DefaultProfile()})
 			if err == nil {
 				p.Down(context.Background())
@@ -154,7 +154,7 @@ func TestSecurityPoolRefusesTemplateOptions(t *testing.T) {
 		})
 	}
 	// The template's own options bring a pool up.
-	edited := editOptions(t, st.Catalog(), m, mariadb.DefaultServerOptions)
+	edited := editOptions(t, st.Catalog(), m, m.ServerOptions)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	p, err := pool.Up(ctx, st.Catalog(), st.Binary(), edited, pool.Options{Size: 1, Profile: mariadb.DefaultProfile()})

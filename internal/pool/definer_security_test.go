@@ -94,7 +94,7 @@ func gadgetPool(t *testing.T) (*template.Builder, *catalog.Meta, *pool.Lease) {
 	t.Helper()
 	st := templatetest.NewBuilder(t, "auto")
 	prof := mariadb.DefaultProfile()
-	prof.Options = append(append([]string(nil), mariadb.DefaultServerOptions...), "event_scheduler=ON")
+	prof.Options = []string{"event_scheduler=ON"}
 	m := templatetest.Build(t, st, "app", gadgetSchemaFor(st.Binary().Flavor == mariadb.MySQL), template.BuildOptions{Profile: prof})
 	p, err := pool.Up(context.Background(), st.Catalog(), st.Binary(), m, pool.Options{Size: 1, Profile: mariadb.DefaultProfile()})
 	if err != nil {

@@ -91,6 +91,13 @@ func (b *Builder) openSource(ctx context.Context, opt *BuildOptions) (*liveSourc
 	if opt.Database == "" {
 		opt.Database = src.Databases[0]
 	}
+	if method == capture.MethodPhysical {
+		// A copy of the source's data directory is started with the
+		// settings it was made with, and MySQL's clone plugin wants the
+		// recipient's character set and collation to be the source's:
+		// the template takes them, under its own --server-option.
+		opt.Profile.Options = mariadb.LayerOptions(src.Options, opt.Profile.Options)
+	}
 	ls := &liveSource{src: src, method: method, reason: reason}
 	if src.GTID != "" {
 		ls.marker = "gtid " + src.GTID

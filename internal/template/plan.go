@@ -81,9 +81,14 @@ func (b *Builder) key(ctx context.Context, opt BuildOptions) (*Plan, error) {
 		if err != nil {
 			return nil, err
 		}
+		opt.Profile.Options = b.bin.ServerOptions(opt.Profile.Options)
 		p.live, p.Opt, p.Hash = ls, opt, b.hashLive(opt, ls)
 		return p, nil
 	}
+	// The template records (and its key covers) the options its server
+	// runs with: the stock server's of the installed version, with the
+	// template's own over them.
+	opt.Profile.Options = b.bin.ServerOptions(opt.Profile.Options)
 	in := b.inputs(opt)
 	in.FromSQL = opt.FromSQL
 	hash, err := catalog.Key(in)
