@@ -71,10 +71,12 @@ func (b *Builder) Start(ctx context.Context, m *catalog.Meta, name string) (*Run
 	return r, nil
 }
 
-// BuildProfileFor is the build profile with the template's log size.
+// BuildProfileFor is the build profile with the template's log size and
+// server options (the settings its data was made with).
 func BuildProfileFor(m *catalog.Meta) mariadb.Profile {
 	p := mariadb.BuildProfile(mariadb.DefaultProfile())
 	p.LogFileSize = m.LogFileSize
+	p.Options = m.ServerOptions
 	return p
 }
 
