@@ -5,13 +5,15 @@ import (
 	"testing"
 
 	"github.com/pristinedb/pristine/internal/mariadb"
+	"github.com/pristinedb/pristine/internal/mariadb/mariadbtest"
 	"github.com/pristinedb/pristine/internal/pool"
 	"github.com/pristinedb/pristine/internal/template"
 	"github.com/pristinedb/pristine/internal/template/templatetest"
 )
 
 // TestSlotsRunTheTemplatesServerOptions: slots start with the options their
-// template was built with: utf8mb4 by default, or what --server-option said.
+// template was built with: the stock server's character set and collation
+// by default, or what --server-option said.
 func TestSlotsRunTheTemplatesServerOptions(t *testing.T) {
 	st := templatetest.NewBuilder(t, "auto")
 	for _, tc := range []struct {
@@ -19,7 +21,7 @@ func TestSlotsRunTheTemplatesServerOptions(t *testing.T) {
 		opts []string
 		want string
 	}{
-		{"default", nil, "utf8mb4 utf8mb4_general_ci"},
+		{"default", nil, mariadbtest.StockCharset(st.Binary())},
 		{"latin1", []string{"character-set-server=latin1", "collation-server=latin1_swedish_ci"}, "latin1 latin1_swedish_ci"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

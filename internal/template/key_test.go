@@ -35,7 +35,7 @@ func TestHashPinned(t *testing.T) {
 		}
 	}
 	t.Chdir(dir) // watch paths are hashed by name
-	b := NewBuilder(nil, &mariadb.Binary{Version: "10.11.6-MariaDB-0+deb12u1", Flavor: "mariadb"})
+	b := NewBuilder(nil, &mariadb.Binary{Version: "10.11.6-MariaDB-0+deb12u1", Flavor: "mariadb", Major: 10, Minor: 11})
 	b.zoneinfo = filepath.Join(dir, "no-zoneinfo")
 	p := mariadb.Profile{LogFileSize: 100 << 20, Options: []string{"character-set-server=utf8mb4", "collation-server=utf8mb4_general_ci"}}
 	for _, tc := range []struct {
@@ -44,7 +44,7 @@ func TestHashPinned(t *testing.T) {
 	}{
 		{BuildOptions{Name: "app", FromSQL: "one.sql", Profile: p}, "9e02cdea269f9f0fbd9b3e240c24e8c2bddd35f415bf8991e0ddf5b728de81a8"},
 		{BuildOptions{Name: "app", FromSQL: "sql", Profile: p, DBsPerSlot: 3, Database: "db1"}, "15650e468e7edb39a3ed4cbbabb7ab763583b8916f627a3c83f92e337533c2ad"},
-		{BuildOptions{Name: "mig", InitCmd: "make migrate", Watch: []string{"watch.txt", "sql"}, Profile: mariadb.Profile{LogFileSize: 48 << 20}}, "f9f5c48cdd57222b5bfcd8beb36b57a3401b61581c03ac0b82104afd84172004"},
+		{BuildOptions{Name: "mig", InitCmd: "make migrate", Watch: []string{"watch.txt", "sql"}, Profile: mariadb.Profile{LogFileSize: 48 << 20}}, "7a9d6b7f3f082c2212e3c503a88f19ae9e412a439473a8eea8d8cb0c30aad50a"},
 		{BuildOptions{Name: "cli.ent-1", Key: "sha256:abc", Profile: p}, "8a70632b8520fedd4dd7605b67dfa998ffcd754f7f9e06fd29267b5fb37eec67"},
 	} {
 		got, err := b.Hash(context.Background(), tc.opt)

@@ -120,3 +120,18 @@ func StartStock(t testing.TB, extra ...string) *Stock {
 		time.Sleep(100 * time.Millisecond)
 	}
 }
+
+// StockCharset is the default character set and collation ("utf8mb4
+// utf8mb4_0900_ai_ci") of the stock server of bin, as its package
+// configures it: what a template's server runs with when no option says
+// otherwise (TestSlotIsStockServer compares the two servers live).
+func StockCharset(bin *mariadb.Binary) string {
+	switch {
+	case bin.Flavor == mariadb.MySQL:
+		return "utf8mb4 utf8mb4_0900_ai_ci"
+	case bin.Major > 11 || bin.Major == 11 && bin.Minor >= 6:
+		return "utf8mb4 utf8mb4_uca1400_ai_ci"
+	default:
+		return "utf8mb4 utf8mb4_general_ci"
+	}
+}
