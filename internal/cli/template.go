@@ -125,7 +125,7 @@ func (f *BuildFlags) addKeyFlags(fl *pflag.FlagSet) {
 	fl.StringVar(&f.Database, "database", "", "database to load into and hand out (default: the template name)")
 	fl.IntVar(&f.DBsPerSlot, "dbs-per-slot", 1, "copies of the database inside each slot, for hosts short of memory")
 	fl.StringVar(&f.LogSize, "log-file-size", "48M", "innodb_log_file_size of the template and its slots")
-	fl.StringArrayVar(&f.ServerOptions, "server-option", nil, "server option KEY=VALUE for the template and its slots, part of its content key: a data setting from the allow-list of docs/security.md, \"A template is data\" (sql-mode, character-set-server, lower-case-table-names, default-time-zone, ...; repeatable; default character-set-server=utf8mb4, collation-server=utf8mb4_general_ci)")
+	fl.StringArrayVar(&f.ServerOptions, "server-option", nil, "server option KEY=VALUE for the template and its slots, part of its content key: a data setting from the allow-list of docs/security.md, \"A template is data\" (sql-mode, character-set-server, lower-case-table-names, default-time-zone, ...; repeatable; default: the stock settings of the installed server's package, docs/servers.md, \"Server defaults\")")
 }
 
 // RunTemplateBuild builds (or finds) a template.
