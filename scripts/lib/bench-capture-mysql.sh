@@ -18,7 +18,7 @@ chown pristine:pristine "$B"
 load() { cut -d' ' -f1-3 /proc/loadavg; }
 ts() { date +%s.%N; }
 el() { awk -v a="$1" -v b="$(ts)" 'BEGIN { printf "%.2f", b - a }'; }
-MY="--no-defaults --secure-file-priv=$B --skip-log-bin --mysqlx=OFF --innodb-use-native-aio=0 --innodb-flush-log-at-trx-commit=2 --innodb-doublewrite=0 --innodb-flush-method=O_DIRECT_NO_FSYNC --character-set-server=utf8mb4 --collation-server=utf8mb4_general_ci"
+MY="--no-defaults --secure-file-priv=$B --skip-log-bin --mysqlx=OFF --innodb-use-native-aio=0 --innodb-flush-log-at-trx-commit=2 --innodb-doublewrite=0 --innodb-flush-method=O_DIRECT_NO_FSYNC"
 init() { su -s /bin/sh pristine -c "mysqld $MY --datadir=$B/$1 --tmpdir=$B --initialize-insecure" >/dev/null 2>&1; }
 start() { # start NAME PORT [options]: a server as the pristine account, ready
   n=$1 port=$2
