@@ -3,11 +3,14 @@ package capture
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"net"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/go-sql-driver/mysql"
 
 	"github.com/pristinedb/pristine/internal/mariadb"
 	"github.com/pristinedb/pristine/internal/quote"
@@ -55,6 +58,10 @@ func sameRelease(a, b string) bool {
 	return cut(a) == cut(b)
 }
 
+// errCloneConfig is MySQL's ER_CLONE_CONFIG: "Clone Configuration
+// <variable>: Donor value: ... is different from Recipient value: ...".
+const errCloneConfig = 3868
+
 // CloneStats describe a finished clone.
 type CloneStats struct {
 	Bytes   int64
@@ -99,6 +106,9 @@ func Clone(ctx context.Context, src *Source, recipient *sql.DB, dir string, opt 
 	q := "CLONE INSTANCE FROM " + quote.String(user) + "@" + quote.String(host) + ":" + port +
 		" IDENTIFIED BY " + quote.String(src.Config.Passwd) + " DATA DIRECTORY = " + quote.String(dir)
 	if _, err := c.ExecContext(ctx, q); err != nil {
+		if me := (*mysql.MySQLError)(nil); errors.As(err, &me) && me.Number == errCloneConfig {
+			return st, fmt.Errorf("clone: CLONE INSTANCE FROM %s@%s: a setting of the template's server differs from the source's, and the clone plugin wants them equal (pristine gives the template the source's character set and collation; a --server-option that changes one must go): %w", user, donor, err)
+		}
 		return st, fmt.Errorf("clone: CLONE INSTANCE FROM %s@%s (the source's user needs BACKUP_ADMIN, and must log in over TCP from this host): %w", user, donor, err)
 	}
 	var bytes sql.NullInt64

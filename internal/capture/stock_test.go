@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/pristinedb/pristine/internal/mariadb"
@@ -70,6 +71,26 @@ func TestPhysicalCaptureOfAStockServer(t *testing.T) {
 				t.Errorf("a new table in the template:\n%s\non the source:\n%s\n(template options %q)", got, want, m.ServerOptions)
 			}
 		})
+	}
+}
+
+// TestCloneRefusalNamesTheOption: a --server-option that gives the
+// template another collation than the MySQL source's makes the clone
+// plugin refuse the recipient; the error says which setting and what to
+// do, not that the source's account lacks a privilege.
+func TestCloneRefusalNamesTheOption(t *testing.T) {
+	if mariadbtest.Binary(t).Flavor != mariadb.MySQL {
+		t.Skip("the clone plugin is MySQL's")
+	}
+	src := mariadbtest.StartStock(t)
+	execAll(t, src.DB, "CREATE DATABASE shop", "CREATE TABLE shop.items (id INT PRIMARY KEY)")
+	prof := mariadb.DefaultProfile()
+	prof.Options = []string{"collation-server=utf8mb4_bin"}
+	st := templatetest.NewBuilder(t, "auto")
+	_, _, err := st.Build(context.Background(), template.BuildOptions{Name: "stock", Profile: prof,
+		Server: template.ServerSource{DSN: cloneDonor(t, src), Databases: []string{"shop"}, Method: "physical"}})
+	if err == nil || !strings.Contains(err.Error(), "collation_server") || !strings.Contains(err.Error(), "a --server-option that changes one must go") {
+		t.Fatalf("clone with --server-option collation-server=utf8mb4_bin from a utf8mb4_0900_ai_ci source: %v, want the setting named and the fix", err)
 	}
 }
 
