@@ -45,23 +45,30 @@ type DemoOptions struct {
 	Log          io.Writer
 }
 
-// DemoResult holds every figure the demo measured.
+// DemoResult holds every figure the demo measured, with where and when:
+// `pristine demo --json` prints it, and the README's sample is rendered
+// from one saved (WriteText).
 type DemoResult struct {
-	Backend         string  `json:"backend"`
-	Server          string  `json:"server"`
-	Slots           int     `json:"slots"`
-	TemplateBytes   int64   `json:"template_bytes"`
-	TemplateSeconds float64 `json:"template_build_seconds"`
-	TemplateBuilt   bool    `json:"template_built"`
-	PoolUpSeconds   float64 `json:"pool_up_seconds"`
-	FromSQLSeconds  float64 `json:"from_sql_seconds"`
-	LeaseP50MS      float64 `json:"lease_p50_ms"`
-	LeaseP99MS      float64 `json:"lease_p99_ms"`
-	QueryMS         float64 `json:"first_query_ms"`
-	ResetP50MS      float64 `json:"reset_p50_ms"`
-	ResetP99MS      float64 `json:"reset_p99_ms"`
-	RSSMeanMB       float64 `json:"rss_mean_mb"`
-	RSSMaxMB        float64 `json:"rss_max_mb"`
+	// Started is when the demo began (UTC); Machine the host it ran on;
+	// Pristine the version and commit of the binary that ran it.
+	Started         time.Time  `json:"started"`
+	Machine         stats.Host `json:"machine"`
+	Pristine        string     `json:"pristine,omitempty"`
+	Backend         string     `json:"backend"`
+	Server          string     `json:"server"`
+	Slots           int        `json:"slots"`
+	TemplateBytes   int64      `json:"template_bytes"`
+	TemplateSeconds float64    `json:"template_build_seconds"`
+	TemplateBuilt   bool       `json:"template_built"`
+	PoolUpSeconds   float64    `json:"pool_up_seconds"`
+	FromSQLSeconds  float64    `json:"from_sql_seconds"`
+	LeaseP50MS      float64    `json:"lease_p50_ms"`
+	LeaseP99MS      float64    `json:"lease_p99_ms"`
+	QueryMS         float64    `json:"first_query_ms"`
+	ResetP50MS      float64    `json:"reset_p50_ms"`
+	ResetP99MS      float64    `json:"reset_p99_ms"`
+	RSSMeanMB       float64    `json:"rss_mean_mb"`
+	RSSMaxMB        float64    `json:"rss_max_mb"`
 	// PSSMeanMB is the proportional set size per slot: its private memory
 	// plus its share of what the slots share (the server's code).
 	PSSMeanMB float64 `json:"pss_mean_mb"`
@@ -102,7 +109,7 @@ func Demo(ctx context.Context, store *template.Builder, opt DemoOptions) (*DemoR
 			fmt.Fprintf(opt.Log, "pristine demo: "+format+"\n", args...)
 		}
 	}
-	res := &DemoResult{Backend: store.Catalog().Backend().Name(), Server: store.Binary().Version, Slots: opt.Slots, LoadBefore: stats.LoadAverage()}
+	res := &DemoResult{Started: time.Now().UTC().Truncate(time.Second), Machine: stats.ReadHost(), Backend: store.Catalog().Backend().Name(), Server: store.Binary().Version, Slots: opt.Slots, LoadBefore: stats.LoadAverage()}
 	defer func() { res.LoadAfter = stats.LoadAverage() }()
 
 	// 1. The demo SQL, written by the project, then a template from it.
