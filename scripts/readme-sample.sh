@@ -30,6 +30,7 @@ if [ "$(id -u)" != 0 ]; then
 fi
 bash scripts/build.sh
 root="$(mktemp -d "${PRISTINE_README_ROOT:-/var/tmp}/pristine-readme.XXXXXX")"
+chmod 0755 "$root" # the servers run as their own account and must reach the root
 out="$(mktemp)"
 cleanup() {
 	bin/pristine --root "$root" scratch down >/dev/null 2>&1 || true
