@@ -23,14 +23,18 @@ import (
 // relative to the repository), so docs/frontpage_test.go can render it
 // again and fail when the text differs: nobody edits these figures by
 // hand. scripts/readme-sample.sh makes a run and rewrites both.
+//
+// The method comparison of docs/benchmarks.md (Runs) is a block of the
+// same kind, rewritten by scripts/bench.sh after its runs.
 const (
-	ReadmeBlock  = "readme-sample"
-	SummaryBlock = "benchmarks-summary"
+	ReadmeBlock    = "readme-sample"
+	SummaryBlock   = "benchmarks-summary"
+	BenchRunsBlock = "bench-runs"
 )
 
 // FrontPageFiles are the documents that hold each block, relative to the
 // repository.
-var FrontPageFiles = map[string]string{ReadmeBlock: "README.md", SummaryBlock: "docs/benchmarks.md"}
+var FrontPageFiles = map[string]string{ReadmeBlock: "README.md", SummaryBlock: "docs/benchmarks.md", BenchRunsBlock: "docs/benchmarks.md"}
 
 // Block is a generated region of a document as found in it.
 type Block struct {
@@ -41,10 +45,12 @@ type Block struct {
 	end     int      // offset just past the END line
 }
 
-const markerNote = "written by scripts/readme-sample.sh; docs/frontpage_test.go fails when it is edited by hand"
-
 func beginLine(name string, sources []string) string {
-	return fmt.Sprintf("<!-- BEGIN %s from %s: %s -->\n", name, strings.Join(sources, " "), markerNote)
+	script := "scripts/readme-sample.sh"
+	if name == BenchRunsBlock {
+		script = "scripts/bench.sh"
+	}
+	return fmt.Sprintf("<!-- BEGIN %s from %s: written by %s; docs/frontpage_test.go fails when it is edited by hand -->\n", name, strings.Join(sources, " "), script)
 }
 
 func endLine(name string) string { return "<!-- END " + name + " -->\n" }
@@ -109,6 +115,20 @@ func RenderBlock(repo, name string, sources []string) (string, error) {
 			reps, repPaths = append(reps, rep), append(repPaths, s)
 		}
 		return Summary(runs, runPaths, reps, repPaths), nil
+	case BenchRunsBlock:
+		reps := make([]*Report, len(sources))
+		for i, s := range sources {
+			rep, err := Load(filepath.Join(repo, s))
+			if err != nil {
+				return "", err
+			}
+			reps[i] = rep
+		}
+		var b bytes.Buffer
+		if err := Runs(&b, reps, sources); err != nil {
+			return "", err
+		}
+		return b.String(), nil
 	}
 	return "", fmt.Errorf("no generated block is called %q", name)
 }
@@ -143,8 +163,12 @@ func CheckBlock(repo, name string) error {
 		}
 		return "(end of block)"
 	}
-	return fmt.Errorf("%s: the %s block differs from what %s renders to, at its line %d:\n  in the file: %s\n  rendered:    %s\nits figures come from a saved run, not by hand: rewrite it with `bash scripts/readme-sample.sh --from %s` (or make a new run with `sudo bash scripts/readme-sample.sh`)",
-		file, name, strings.Join(bl.Sources, ", "), i+1, line(got), line(exp), readmeRun(repo))
+	fix := fmt.Sprintf("`bash scripts/readme-sample.sh --from %s` (or make a new run with `sudo bash scripts/readme-sample.sh`)", readmeRun(repo))
+	if name == BenchRunsBlock {
+		fix = "`pristine-bench front-page --bench-runs " + strings.Join(bl.Sources, ",") + "` (or new runs with `sudo bash scripts/bench.sh`)"
+	}
+	return fmt.Errorf("%s: the %s block differs from what %s renders to, at its line %d:\n  in the file: %s\n  rendered:    %s\nits figures come from saved runs, not by hand: rewrite it with %s",
+		file, name, strings.Join(bl.Sources, ", "), i+1, line(got), line(exp), fix)
 }
 
 // readmeRun is the saved run the README's sample names, for the fix a
@@ -160,38 +184,56 @@ func readmeRun(repo string) string {
 	return "docs/runs/FILE.json"
 }
 
+// WriteBlock rewrites block name of its file under repo from sources.
+func WriteBlock(repo, name string, sources []string) error {
+	path := filepath.Join(repo, FrontPageFiles[name])
+	doc, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	bl, err := FindBlock(string(doc), name)
+	if err != nil {
+		return fmt.Errorf("%s: %w", FrontPageFiles[name], err)
+	}
+	body, err := RenderBlock(repo, name, sources)
+	if err != nil {
+		return err
+	}
+	return writeFile(path, []byte(bl.Replace(string(doc), sources, body)))
+}
+
 // WriteFrontPage rewrites both blocks under repo: the README's sample from
-// run, and the summary from run and the method comparisons its block
-// already names (docs/bench/*/bench.json), so a new demo run replaces the
-// old one in both.
+// run, and the summary from the demo runs and method comparisons its block
+// already names (docs/bench/*/bench.json) with run added after the other
+// demo runs: the README shows the newest run, the summary every run kept
+// (a run is dropped from it by deleting its file).
 func WriteFrontPage(repo, run string) error {
-	for _, name := range []string{ReadmeBlock, SummaryBlock} {
-		path := filepath.Join(repo, FrontPageFiles[name])
-		doc, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		bl, err := FindBlock(string(doc), name)
-		if err != nil {
-			return fmt.Errorf("%s: %w", FrontPageFiles[name], err)
-		}
-		sources := []string{run}
-		if name == SummaryBlock {
-			for _, s := range bl.Sources {
-				if !strings.HasPrefix(s, "docs/runs/") {
-					sources = append(sources, s)
-				}
-			}
-		}
-		body, err := RenderBlock(repo, name, sources)
-		if err != nil {
-			return err
-		}
-		if err := writeFile(path, []byte(bl.Replace(string(doc), sources, body))); err != nil {
-			return err
+	if err := WriteBlock(repo, ReadmeBlock, []string{run}); err != nil {
+		return err
+	}
+	doc, err := os.ReadFile(filepath.Join(repo, FrontPageFiles[SummaryBlock]))
+	if err != nil {
+		return err
+	}
+	bl, err := FindBlock(string(doc), SummaryBlock)
+	if err != nil {
+		return fmt.Errorf("%s: %w", FrontPageFiles[SummaryBlock], err)
+	}
+	var runs, reports []string
+	for _, s := range bl.Sources {
+		switch {
+		case !strings.HasPrefix(s, "docs/runs/"):
+			reports = append(reports, s)
+		case s != run && fileExists(filepath.Join(repo, s)):
+			runs = append(runs, s)
 		}
 	}
-	return nil
+	return WriteBlock(repo, SummaryBlock, append(append(runs, run), reports...))
+}
+
+func fileExists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
 }
 
 // LoadDemoRun reads a run `pristine demo --json` printed.
@@ -341,7 +383,7 @@ func reportRows(rep *Report, ref string) []summaryRow {
 		rows = append(rows, summaryRow{method: fmt.Sprintf("%s, %d copies", row.Label(), row.Copies), seconds: t, perSec: perSecond(row.Copies, row.Seconds), run: ref, sortKey: row.Seconds})
 	}
 	for _, s := range rep.Service {
-		if s.Template != "demo" || s.Error != "" {
+		if s.Scale != 1 || s.Leases == 0 || s.Error != "" { // the demo template's pool, not the large template's resets
 			continue
 		}
 		rows = append(rows, summaryRow{
