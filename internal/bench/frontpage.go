@@ -294,6 +294,14 @@ func busy(load string, cores int) bool {
 	return l >= float64(cores)/2
 }
 
+// shared is the summary's note on a run that began on a busy machine.
+func shared(load string, cores int) string {
+	if busy(load, cores) {
+		return " (other work shared the machine)"
+	}
+	return ""
+}
+
 // summaryRow is one method of the summary table.
 type summaryRow struct {
 	method, seconds, perSec, reset, lease, run string
@@ -313,16 +321,16 @@ func Summary(runs []*demorun.DemoResult, runPaths []string, reps []*Report, repP
 		ref := string(id)
 		id++
 		rows = append(rows, demoRows(r, ref)...)
-		legend = append(legend, fmt.Sprintf("- **%s**: `pristine demo` (%d runs, the median), %s (UTC); %s; MariaDB %s, %s backend on a RAM-backed scratch filesystem; %s; load average %s before, %s after. [%s](%s)",
-			ref, len(r.Runs), r.Started.Format("2006-01-02 15:04"), r.Machine, r.Server, r.Backend, pristineOf(r), r.LoadBefore, r.LoadAfter, strings.TrimPrefix(runPaths[i], "docs/"), strings.TrimPrefix(runPaths[i], "docs/")))
+		legend = append(legend, fmt.Sprintf("- **%s**: `pristine demo` (%d runs, the median), %s (UTC); %s; MariaDB %s, %s backend on a RAM-backed scratch filesystem; %s; load average %s before, %s after%s. [%s](%s)",
+			ref, len(r.Runs), r.Started.Format("2006-01-02 15:04"), r.Machine, r.Server, r.Backend, pristineOf(r), r.LoadBefore, r.LoadAfter, shared(r.LoadBefore, r.Machine.Cores), strings.TrimPrefix(runPaths[i], "docs/"), strings.TrimPrefix(runPaths[i], "docs/")))
 	}
 	for i, rep := range reps {
 		ref := string(id)
 		id++
 		rows = append(rows, reportRows(rep, ref)...)
 		m := rep.Machine
-		legend = append(legend, fmt.Sprintf("- **%s**: `pristine-bench bench`, %s (UTC); %s; MariaDB %s; data on %s; load average %s before, %s after; a method's budget %.0f s, past it the time is projected from its measured rate. [%s](%s)",
-			ref, rep.Started.Format("2006-01-02 15:04"), m.Host, m.Server, m.Filesystem, m.LoadBefore, m.LoadAfter, rep.MaxTime, strings.TrimPrefix(repPaths[i], "docs/"), strings.TrimPrefix(repPaths[i], "docs/")))
+		legend = append(legend, fmt.Sprintf("- **%s**: `pristine-bench bench`, %s (UTC); %s; MariaDB %s; data on %s; load average %s before, %s after%s; a method's budget %.0f s, past it the time is projected from its measured rate. [%s](%s)",
+			ref, rep.Started.Format("2006-01-02 15:04"), m.Host, m.Server, m.Filesystem, m.LoadBefore, m.LoadAfter, shared(m.LoadBefore, m.Cores), rep.MaxTime, strings.TrimPrefix(repPaths[i], "docs/"), strings.TrimPrefix(repPaths[i], "docs/")))
 	}
 	fmt.Fprint(&b, "| method | time to the copies | copies/s | reset p50 / p99 | lease p50 / p99 | run |\n|---|---:|---:|---:|---:|---|\n")
 	for _, r := range rows {
