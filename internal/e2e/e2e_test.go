@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -535,7 +536,15 @@ func TestDemoMainJob(t *testing.T) {
 		RowsChecked int64   `json:"rows_checked"`
 		PSS         float64 `json:"pss_mean_mb"`
 		LoadBefore  string  `json:"load_before"`
-		Runs        []struct {
+		// Where and when, for a saved run (the README's sample).
+		Started time.Time `json:"started"`
+		Machine struct {
+			CPU   string  `json:"cpu"`
+			Cores int     `json:"cores"`
+			Mem   float64 `json:"memory_gib"`
+		} `json:"machine"`
+		Pristine string `json:"pristine"`
+		Runs     []struct {
 			State      string  `json:"state"`
 			PoolUp     float64 `json:"pool_up_seconds"`
 			LoadBefore string  `json:"load_before"`
@@ -549,6 +558,9 @@ func TestDemoMainJob(t *testing.T) {
 	// demo made (cold), each with the load average around it.
 	if len(r.Runs) != 3 || r.Runs[0].State != "cold" || r.Runs[1].State != "warm" || r.PSS <= 0 || r.LoadBefore == "" {
 		t.Fatalf("demo reported no runs, states, PSS or load average: %+v", r)
+	}
+	if r.Started.IsZero() || time.Since(r.Started) > time.Hour || r.Machine.Cores != runtime.NumCPU() || r.Machine.Mem <= 0 || !strings.Contains(r.Pristine, "commit ") {
+		t.Errorf("demo --json does not name its date, machine and pristine's version and commit: %+v", r)
 	}
 	for i, run := range r.Runs {
 		if run.PoolUp <= 0 || len(strings.Fields(run.LoadBefore)) != 3 || len(strings.Fields(run.LoadAfter)) != 3 {
