@@ -21,7 +21,7 @@ cd "$(dirname "$0")/.."
 
 if [ "${1:-}" = --from ]; then
 	run="${2:?--from needs a saved run: docs/runs/FILE.json}"
-	[ -f bin/pristine-bench ] || bash scripts/build.sh
+	bash scripts/build.sh
 	exec bin/pristine-bench front-page --run "$run"
 fi
 if [ "$(id -u)" != 0 ]; then
