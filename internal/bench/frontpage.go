@@ -304,8 +304,8 @@ func shared(load string, cores int) string {
 
 // summaryRow is one method of the summary table.
 type summaryRow struct {
-	method, seconds, perSec, reset, lease, run string
-	sortKey                                    float64
+	method, seconds, perSec, first, reset, lease, run string
+	sortKey                                           float64
 }
 
 // Summary is the table that opens docs/benchmarks.md: every method for
@@ -332,9 +332,9 @@ func Summary(runs []*demorun.DemoResult, runPaths []string, reps []*Report, repP
 		legend = append(legend, fmt.Sprintf("- **%s**: `pristine-bench bench`, %s (UTC); %s; MariaDB %s; data on %s; load average %s before, %s after%s; a method's budget %.0f s, past it the time is projected from its measured rate. [%s](%s)",
 			ref, rep.Started.Format("2006-01-02 15:04"), m.Host, m.Server, m.Filesystem, m.LoadBefore, m.LoadAfter, shared(m.LoadBefore, m.Cores), rep.MaxTime, strings.TrimPrefix(repPaths[i], "docs/"), strings.TrimPrefix(repPaths[i], "docs/")))
 	}
-	fmt.Fprint(&b, "| method | time to the copies | copies/s | reset p50 / p99 | lease p50 / p99 | run |\n|---|---:|---:|---:|---:|---|\n")
+	fmt.Fprint(&b, "| method | time to the copies | copies/s | first lease | reset p50 / p99 | lease p50 / p99 | run |\n|---|---:|---:|---:|---:|---:|---|\n")
 	for _, r := range rows {
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s |\n", r.method, r.seconds, r.perSec, r.reset, r.lease, r.run)
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s |\n", r.method, r.seconds, r.perSec, r.first, r.reset, r.lease, r.run)
 	}
 	fmt.Fprint(&b, "\n")
 	for _, l := range legend {
@@ -354,6 +354,9 @@ func demoRows(r *demorun.DemoResult, ref string) []summaryRow {
 		lease:   fmt.Sprintf("%.2f / %.2f ms", r.LeaseP50MS, r.LeaseP99MS),
 		run:     ref,
 	}}
+	if r.FirstLeaseSeconds > 0 {
+		rows[0].first = secs(r.FirstLeaseSeconds) + " (asked for with the pool-up)"
+	}
 	if r.DumpLoadSeconds > 0 {
 		rows = append(rows, summaryRow{
 			method:  fmt.Sprintf("mariadb-dump \\| mariadb, %d copies", r.Slots),

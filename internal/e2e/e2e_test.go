@@ -547,6 +547,7 @@ func TestDemoMainJob(t *testing.T) {
 		Runs     []struct {
 			State      string  `json:"state"`
 			PoolUp     float64 `json:"pool_up_seconds"`
+			FirstLease float64 `json:"first_lease_seconds"`
 			LoadBefore string  `json:"load_before"`
 			LoadAfter  string  `json:"load_after"`
 		} `json:"runs"`
@@ -563,6 +564,11 @@ func TestDemoMainJob(t *testing.T) {
 		t.Errorf("demo --json does not name its date, machine and pristine's version and commit: %+v", r)
 	}
 	for i, run := range r.Runs {
+		// The first lease, asked for with the pool-up, comes with the
+		// first slot, not after the last.
+		if run.FirstLease <= 0 || run.FirstLease > run.PoolUp+1 {
+			t.Errorf("demo run %d: first lease after %.3f s, pool up in %.3f s", i+1, run.FirstLease, run.PoolUp)
+		}
 		if run.PoolUp <= 0 || len(strings.Fields(run.LoadBefore)) != 3 || len(strings.Fields(run.LoadAfter)) != 3 {
 			t.Errorf("demo run %d: %+v", i+1, run)
 		}
