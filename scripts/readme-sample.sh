@@ -51,9 +51,9 @@ main() {
 	out="$(mktemp)"
 	trap cleanup EXIT
 	echo "readme-sample.sh: load average $(cut -d' ' -f1-3 /proc/loadavg) before the demo ($(nproc) cores)" >&2
-	bin/pristine --root "$root" --json demo "$@" >"$out"
 	mem="$(awk '/^MemTotal:/ {printf "%.0f", $2 / 1048576}' /proc/meminfo)"
-	run="docs/runs/$(date -u +%Y-%m-%d-%H%M)-$(nproc)c-${mem}g.json"
+	run="docs/runs/$(date -u +%Y-%m-%d-%H%M)-$(nproc)c-${mem}g.json" # named by its start
+	bin/pristine --root "$root" --json demo "$@" >"$out"
 	mkdir -p docs/runs
 	cp "$out" "$run"
 	echo "readme-sample.sh: saved $run" >&2
