@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Regenerates docs/benchmarks.md, every figure from a run (as root; takes
-# about an hour on 2 cores):
+# Regenerates the method comparison of docs/benchmarks.md from runs (as root;
+# takes about an hour on 2 cores):
 #   1. on a RAM-backed btrfs scratch filesystem: every method on every
 #      workload (demo, demo10, tables30k) for 1, 10 and 200 copies, and the
 #      service section (pool up, lease, memory, resets of a 100 MB and a
@@ -8,7 +8,9 @@
 #   2. on a RAM-backed XFS (reflink=1): pristine slots of the demo template;
 #   3. dump|load and myloader of the demo template with and without
 #      eatmydata, as a ceiling on what durability-off settings can buy;
-# then renders the page from the three runs' JSON (docs/bench/*/bench.json).
+# then rewrites the method comparison of docs/benchmarks.md (between its
+# bench-runs markers; the rest of the page is kept) from the three runs'
+# JSON (docs/bench/*/bench.json).
 # Environment: PRISTINE_BENCH_ROOT (default /var/tmp/pristine-bench),
 # MAX_TIME (budget per method and workload, default 45s), SCRATCH_SIZE
 # (default 12G: a sparse image in SCRATCH_DIR, default /dev/shm, so at most
@@ -52,6 +54,4 @@ if [ "${EATMYDATA:-1}" = 1 ] && ls /usr/lib/*/libeatmydata.so* >/dev/null 2>&1; 
 fi
 list="docs/bench/btrfs/bench.json,docs/bench/xfs/bench.json"
 for f in "${EAT[@]}"; do list="$list,$f"; done
-"${B[@]}" bench --render "$list" >docs/benchmarks.md.tmp
-mv docs/benchmarks.md.tmp docs/benchmarks.md
-echo "bench.sh: wrote docs/benchmarks.md" >&2
+"${B[@]}" front-page --bench-runs "$list"

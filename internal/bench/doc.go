@@ -8,17 +8,35 @@ import (
 	"strings"
 )
 
-// Document writes docs/benchmarks.md from saved runs: for each, its
+// Document writes a page of saved runs' method comparisons (Runs) under a
+// title, and the slot start's tables (SlotStartFile) after them:
+// `pristine-bench bench --render`.
+func Document(w io.Writer, reps []*Report, paths []string) error {
+	fmt.Fprint(w, "# Benchmarks\n\n")
+	if err := Runs(w, reps, paths); err != nil {
+		return err
+	}
+	if len(paths) > 0 {
+		// The start profile is measured by gated Go tests, not by a bench
+		// run; its tables are kept beside the runs' results and copied in.
+		b, err := os.ReadFile(filepath.Join(filepath.Dir(filepath.Dir(paths[0])), SlotStartFile))
+		if err == nil {
+			fmt.Fprintf(w, "%s\n", strings.TrimRight(string(b), "\n"))
+		}
+	}
+	return nil
+}
+
+// Runs writes the method comparison of docs/benchmarks.md from saved runs
+// (its bench-runs block, rewritten by scripts/bench.sh): for each, its
 // machine, the headline comparisons computed from its rows, its tables and
 // charts. paths are the runs' bench.json files, relative to the repository;
 // charts are linked relative to docs/.
-func Document(w io.Writer, reps []*Report, paths []string) error {
-	fmt.Fprint(w, `# Benchmarks
-
-Every figure on this page comes from a run of `+"`pristine-bench bench`"+` and was
-written by `+"`bash scripts/bench.sh`"+`, which regenerates the whole page; nothing
-here is edited by hand. Time is wall time from a built template to N usable
-copies, one-time setup included (starting the source server, mydumper's dump,
+func Runs(w io.Writer, reps []*Report, paths []string) error {
+	fmt.Fprint(w, `Every figure of this section comes from a run of `+"`pristine-bench bench`"+`,
+saved under docs/bench/ and rendered here by `+"`bash scripts/bench.sh`"+`; `+"`go test ./docs/`"+`
+fails when it is edited by hand. Time is wall time from a built template to N
+usable copies, one-time setup included (starting the source server, mydumper's dump,
 the export of IMPORT); CPU is the CPU time of pristine, every child it ran and
 every server it started; peak RSS is the largest sum of the resident memory of
 those processes; disk is the growth of the used space of the filesystem
@@ -48,7 +66,7 @@ are measured by `+"`pristine-bench bench --archive`"+` (`+"`pristine-bench bench
 `)
 	for i, rep := range reps {
 		dir := strings.TrimPrefix(filepath.Dir(paths[i]), "docs/")
-		fmt.Fprintf(w, "## Run %d: data on %s\n\n", i+1, rep.Machine.Filesystem)
+		fmt.Fprintf(w, "### Run %d: data on %s\n\n", i+1, rep.Machine.Filesystem)
 		for _, wl := range rep.Workloads {
 			if wl.Tables > 51 && wl.Tables != 30000 {
 				fmt.Fprintf(w, "The many-table workload of this run has %d tables, not 30,000 (`MANY_TABLES` of scripts/bench.sh).\n\n", wl.Tables)
@@ -66,14 +84,6 @@ are measured by `+"`pristine-bench bench --archive`"+` (`+"`pristine-bench bench
 			return err
 		}
 		fmt.Fprintf(w, "Raw results: [%s](%s).\n\n", filepath.Base(paths[i]), dir+"/"+filepath.Base(paths[i]))
-	}
-	if len(paths) > 0 {
-		// The start profile is measured by gated Go tests, not by a bench
-		// run; its tables are kept beside the runs' results and copied in.
-		b, err := os.ReadFile(filepath.Join(filepath.Dir(filepath.Dir(paths[0])), SlotStartFile))
-		if err == nil {
-			fmt.Fprintf(w, "%s\n", strings.TrimRight(string(b), "\n"))
-		}
 	}
 	return nil
 }
@@ -152,7 +162,11 @@ func headlines(w io.Writer, rep *Report) {
 			lines = append(lines, fmt.Sprintf("- Reset of a released slot, %.0f MB template: p50 %.0f ms, p99 %.0f ms (%d single resets of an idle pool).", s.TemplateMB, s.ResetP50MS, s.ResetP99MS, s.Resets))
 		}
 		if s.Error == "" && s.Leases > 0 {
-			lines = append(lines, fmt.Sprintf("- Lease of a ready slot through the daemon: p50 %.2f ms, p99 %.2f ms over %d leases; %.1f MB resident per instance (RSS, mean), %.1f MB with the shared code divided among instances (PSS).", s.LeaseP50MS, s.LeaseP99MS, s.Leases, s.RSSMeanMB, s.PSSMeanMB))
+			pss := fmt.Sprintf(", %.1f MB with the shared code divided among instances (PSS)", s.PSSMeanMB)
+			if s.PSSMeanMB == 0 {
+				pss = "" // a run saved before PSS was read
+			}
+			lines = append(lines, fmt.Sprintf("- Lease of a ready slot through the daemon: p50 %.2f ms, p99 %.2f ms over %d leases; %.1f MB resident per instance (RSS, mean)%s.", s.LeaseP50MS, s.LeaseP99MS, s.Leases, s.RSSMeanMB, pss))
 		}
 	}
 	if len(lines) > 0 {

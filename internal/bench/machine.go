@@ -4,11 +4,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 
 	"github.com/pristinedb/pristine/internal/stats"
-	"github.com/pristinedb/pristine/internal/sysmem"
 
 	"golang.org/x/sys/unix"
 
@@ -17,35 +15,18 @@ import (
 
 // Machine describes where a run's figures come from.
 type Machine struct {
-	CPU        string  `json:"cpu"`
-	Cores      int     `json:"cores"`
-	MemoryGiB  float64 `json:"memory_gib"`
-	Kernel     string  `json:"kernel"`
-	Server     string  `json:"server"`
-	Filesystem string  `json:"filesystem"` // of the root's data directory
-	Backend    string  `json:"backend"`    // the store's default backend
-	LoadBefore string  `json:"load_before"`
-	LoadAfter  string  `json:"load_after"`
+	stats.Host        // CPU, cores, memory, kernel
+	Server     string `json:"server"`
+	Filesystem string `json:"filesystem"` // of the root's data directory
+	Backend    string `json:"backend"`    // the store's default backend
+	LoadBefore string `json:"load_before"`
+	LoadAfter  string `json:"load_after"`
 }
 
-// describeMachine reads the CPU model, memory, kernel and the filesystem of
-// the store's data directory.
+// describeMachine reads the host (stats.ReadHost), the server and the
+// filesystem of the store's data directory.
 func describeMachine(store *template.Builder) Machine {
-	m := Machine{Cores: runtime.NumCPU(), Server: store.Binary().Version, Backend: store.Catalog().Backend().Name(), LoadBefore: stats.LoadAverage()}
-	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
-		for _, line := range strings.Split(string(b), "\n") {
-			if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
-				m.CPU = strings.TrimSpace(v)
-				break
-			}
-		}
-	}
-	total, _ := sysmem.Total()
-	m.MemoryGiB = float64(total) / (1 << 30)
-	var u unix.Utsname
-	if unix.Uname(&u) == nil {
-		m.Kernel = unix.ByteSliceToString(u.Release[:])
-	}
+	m := Machine{Host: stats.ReadHost(), Server: store.Binary().Version, Backend: store.Catalog().Backend().Name(), LoadBefore: stats.LoadAverage()}
 	m.Filesystem = fsName(store.Catalog().Root().Data())
 	return m
 }

@@ -97,6 +97,9 @@ func serviceMarkdown(w io.Writer, rows []ServiceRow) {
 			lease = fmt.Sprintf("%.2f / %.2f ms", s.LeaseP50MS, s.LeaseP99MS)
 			rss = fmt.Sprintf("%.1f / %.1f MB", s.RSSMeanMB, s.RSSMaxMB)
 			pss = fmt.Sprintf("%.1f MB", s.PSSMeanMB)
+			if s.PSSMeanMB == 0 {
+				pss = "not measured" // a run saved before PSS was read
+			}
 		}
 		up := secs(s.PoolUpSeconds)
 		if len(s.Runs) > 1 {

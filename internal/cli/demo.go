@@ -2,17 +2,13 @@ package cli
 
 import (
 	"context"
-	"fmt"
-	"io"
 	"os"
-	"runtime"
 
 	"github.com/spf13/cobra"
 
 	"github.com/pristinedb/pristine/internal/cow"
 	"github.com/pristinedb/pristine/internal/demorun"
 	"github.com/pristinedb/pristine/internal/scratch"
-	"strings"
 )
 
 // DemoFlags are the flags of `pristine demo`.
@@ -39,7 +35,7 @@ func newDemoCmd(g *Globals) *cobra.Command {
 			if g.JSON {
 				return g.printJSON(res)
 			}
-			printDemo(g.IO.Out, res)
+			demorun.WriteText(g.IO.Out, res)
 			return nil
 		},
 	}
@@ -96,46 +92,10 @@ func RunDemo(ctx context.Context, g *Globals, f DemoFlags) (*demorun.DemoResult,
 	if err != nil {
 		return nil, err
 	}
-	return demorun.Demo(ctx, st, demorun.DemoOptions{Slots: f.Slots, Scale: f.Scale, Runs: f.Runs, FreshScratch: fresh, Baseline: !f.NoBaseline, Log: g.IO.Err})
-}
-
-func printDemo(w io.Writer, r *demorun.DemoResult) {
-	// MariaDB's versions name it ("10.11.19-MariaDB-..."), MySQL's do not.
-	server, baseline := "MariaDB", "mariadb-dump \\| mariadb"
-	if !strings.Contains(r.Server, "MariaDB") {
-		server, baseline = "MySQL", "mysqldump \\| mysql"
+	res, err := demorun.Demo(ctx, st, demorun.DemoOptions{Slots: f.Slots, Scale: f.Scale, Runs: f.Runs, FreshScratch: fresh, Baseline: !f.NoBaseline, Log: g.IO.Err})
+	if res != nil {
+		v, c := versionCommit()
+		res.Pristine = v + " (commit " + c + ")"
 	}
-	fmt.Fprintf(w, "\npristine demo: %s %s, %s backend, %d cores\n\n", server, r.Server, r.Backend, runtime.NumCPU())
-	fmt.Fprintf(w, "| step | pristine | %s | ratio |\n|---|---|---|---|\n", baseline)
-	built := "built"
-	if !r.TemplateBuilt {
-		built = "cached; first build took"
-	}
-	fmt.Fprintf(w, "| demo template (51 tables, %.0f MB on disk) | %s %.2f s | | |\n", float64(r.TemplateBytes)/(1<<20), built, r.TemplateSeconds)
-	base, ratio := "not run", ""
-	if r.DumpLoadSeconds > 0 {
-		base = fmt.Sprintf("%.0f s (1 copy measured: %.2f s, x %d)", r.DumpLoad200Proj, r.DumpLoadSeconds, r.Slots)
-		ratio = fmt.Sprintf("%.0fx", r.SpeedupVsDumpLd)
-	}
-	fmt.Fprintf(w, "| %d slots ready, every slot answered (median of %d) | %.2f s | %s | %s |\n", r.Slots, len(r.Runs), r.PoolUpSeconds, base, ratio)
-	fmt.Fprintf(w, "| from the SQL dump to %d slots | %.2f s | | |\n", r.Slots, r.FromSQLSeconds)
-	fmt.Fprintf(w, "| lease of a ready slot, p50 / p99 | %.2f / %.2f ms | | |\n", r.LeaseP50MS, r.LeaseP99MS)
-	once := ""
-	if r.DumpLoadSeconds > 0 {
-		once = fmt.Sprintf("%.2f s", r.DumpLoadSeconds)
-	}
-	fmt.Fprintf(w, "| reset of a released slot, all %d at once, p50 / p99 (median of %d) | %.0f / %.0f ms | %s | |\n", r.Slots, len(r.Runs), r.ResetP50MS, r.ResetP99MS, once)
-	fmt.Fprintf(w, "| resident memory per slot (RSS), mean / max | %.1f / %.1f MB | | |\n", r.RSSMeanMB, r.RSSMaxMB)
-	fmt.Fprintf(w, "| memory per slot with the shared code divided among slots (PSS), mean | %.1f MB | | |\n", r.PSSMeanMB)
-	fmt.Fprintf(w, "| server CPU per slot, from exec to ready and leased (user + system), mean | %.0f ms | | |\n", r.StartCPUMS)
-	if r.SlotAgeSec > 0 {
-		fmt.Fprintf(w, "| of which waiting for the rest of the pool: idle CPU per slot x mean slot age | %.1f ms/s x %.0f s = %.0f ms | start alone: %.0f ms | |\n",
-			r.IdleCPUMSPerSec, r.SlotAgeSec, r.IdleCPUMSPerSec*r.SlotAgeSec, max(r.StartCPUMS-r.IdleCPUMSPerSec*r.SlotAgeSec, 0))
-	}
-	fmt.Fprintf(w, "| first query on a leased slot (%d rows counted) | %.2f ms | | |\n", r.RowsInFirstTable, r.QueryMS)
-	fmt.Fprintf(w, "\n| run | state | %d slots ready | reset p50 / p99 | load average before | after |\n|---:|---|---:|---:|---|---|\n", r.Slots)
-	for i, run := range r.Runs {
-		fmt.Fprintf(w, "| %d | %s | %.2f s | %.0f / %.0f ms | %s | %s |\n", i+1, run.State, run.PoolUpSeconds, run.ResetP50MS, run.ResetP99MS, run.LoadBefore, run.LoadAfter)
-	}
-	fmt.Fprintf(w, "\nLoad average (1, 5, 15 min) before the demo: %s, after: %s (%d cores).\n", r.LoadBefore, r.LoadAfter, runtime.NumCPU())
+	return res, err
 }

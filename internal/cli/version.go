@@ -23,6 +23,20 @@ var (
 // versionText is what `pristine --version` prints: pristine's version and
 // commit, the Go that built it, and the server pristine would start.
 func versionText(ctx context.Context) string {
+	v, c := versionCommit()
+	srv := "server: none found (apt-get install mariadb-server, or set PRISTINE_MARIADBD)"
+	if b, err := mariadb.FindBinary(ctx); err == nil {
+		srv = fmt.Sprintf("server: %s %s", b.Path, b.Version)
+	} else if err != mariadb.ErrNoServer {
+		srv = "server: " + err.Error()
+	}
+	return fmt.Sprintf("pristine %s (commit %s, %s %s/%s)\n%s\n", v, c, runtime.Version(), runtime.GOOS, runtime.GOARCH, srv)
+}
+
+// versionCommit is pristine's version and its commit (12 digits, "-dirty"
+// when built from a changed tree), "devel" and "unknown" where neither the
+// link nor Go's build information says.
+func versionCommit() (v, c string) {
 	v, c, dirty := Version, Commit, false
 	if bi, ok := debug.ReadBuildInfo(); ok {
 		if v == "" && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
@@ -50,11 +64,5 @@ func versionText(ctx context.Context) string {
 	if dirty && Commit == "" {
 		c += "-dirty"
 	}
-	srv := "server: none found (apt-get install mariadb-server, or set PRISTINE_MARIADBD)"
-	if b, err := mariadb.FindBinary(ctx); err == nil {
-		srv = fmt.Sprintf("server: %s %s", b.Path, b.Version)
-	} else if err != mariadb.ErrNoServer {
-		srv = "server: " + err.Error()
-	}
-	return fmt.Sprintf("pristine %s (commit %s, %s %s/%s)\n%s\n", v, c, runtime.Version(), runtime.GOOS, runtime.GOARCH, srv)
+	return v, c
 }

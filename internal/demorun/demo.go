@@ -45,23 +45,33 @@ type DemoOptions struct {
 	Log          io.Writer
 }
 
-// DemoResult holds every figure the demo measured.
+// DemoResult holds every figure the demo measured, with where and when:
+// `pristine demo --json` prints it, and the README's sample is rendered
+// from one saved (WriteText).
 type DemoResult struct {
-	Backend         string  `json:"backend"`
-	Server          string  `json:"server"`
-	Slots           int     `json:"slots"`
-	TemplateBytes   int64   `json:"template_bytes"`
-	TemplateSeconds float64 `json:"template_build_seconds"`
-	TemplateBuilt   bool    `json:"template_built"`
-	PoolUpSeconds   float64 `json:"pool_up_seconds"`
-	FromSQLSeconds  float64 `json:"from_sql_seconds"`
-	LeaseP50MS      float64 `json:"lease_p50_ms"`
-	LeaseP99MS      float64 `json:"lease_p99_ms"`
-	QueryMS         float64 `json:"first_query_ms"`
-	ResetP50MS      float64 `json:"reset_p50_ms"`
-	ResetP99MS      float64 `json:"reset_p99_ms"`
-	RSSMeanMB       float64 `json:"rss_mean_mb"`
-	RSSMaxMB        float64 `json:"rss_max_mb"`
+	// Started is when the demo began (UTC); Machine the host it ran on;
+	// Pristine the version and commit of the binary that ran it.
+	Started         time.Time  `json:"started"`
+	Machine         stats.Host `json:"machine"`
+	Pristine        string     `json:"pristine,omitempty"`
+	Backend         string     `json:"backend"`
+	Server          string     `json:"server"`
+	Slots           int        `json:"slots"`
+	TemplateBytes   int64      `json:"template_bytes"`
+	TemplateSeconds float64    `json:"template_build_seconds"`
+	TemplateBuilt   bool       `json:"template_built"`
+	PoolUpSeconds   float64    `json:"pool_up_seconds"`
+	// FirstLeaseSeconds is the median over Runs of the time from the
+	// pool-up request to the first lease (PoolRun.FirstLeaseSeconds).
+	FirstLeaseSeconds float64 `json:"first_lease_seconds,omitempty"`
+	FromSQLSeconds    float64 `json:"from_sql_seconds"`
+	LeaseP50MS        float64 `json:"lease_p50_ms"`
+	LeaseP99MS        float64 `json:"lease_p99_ms"`
+	QueryMS           float64 `json:"first_query_ms"`
+	ResetP50MS        float64 `json:"reset_p50_ms"`
+	ResetP99MS        float64 `json:"reset_p99_ms"`
+	RSSMeanMB         float64 `json:"rss_mean_mb"`
+	RSSMaxMB          float64 `json:"rss_max_mb"`
 	// PSSMeanMB is the proportional set size per slot: its private memory
 	// plus its share of what the slots share (the server's code).
 	PSSMeanMB float64 `json:"pss_mean_mb"`
@@ -102,7 +112,7 @@ func Demo(ctx context.Context, store *template.Builder, opt DemoOptions) (*DemoR
 			fmt.Fprintf(opt.Log, "pristine demo: "+format+"\n", args...)
 		}
 	}
-	res := &DemoResult{Backend: store.Catalog().Backend().Name(), Server: store.Binary().Version, Slots: opt.Slots, LoadBefore: stats.LoadAverage()}
+	res := &DemoResult{Started: time.Now().UTC().Truncate(time.Second), Machine: stats.ReadHost(), Backend: store.Catalog().Backend().Name(), Server: store.Binary().Version, Slots: opt.Slots, LoadBefore: stats.LoadAverage()}
 	defer func() { res.LoadAfter = stats.LoadAverage() }()
 
 	// 1. The demo SQL, written by the project, then a template from it.
@@ -151,14 +161,14 @@ func Demo(ctx context.Context, store *template.Builder, opt DemoOptions) (*DemoR
 		}
 		run.State = state
 		res.Runs = append(res.Runs, *run)
-		say("run %d: %d slots ready in %.2fs; reset of all at once p50 %.0f ms, p99 %.0f ms (load average %s -> %s)",
-			i+1, opt.Slots, run.PoolUpSeconds, run.ResetP50MS, run.ResetP99MS, run.LoadBefore, run.LoadAfter)
+		say("run %d: first lease after %.2fs, %d slots ready in %.2fs; reset of all at once p50 %.0f ms, p99 %.0f ms (load average %s -> %s)",
+			i+1, run.FirstLeaseSeconds, opt.Slots, run.PoolUpSeconds, run.ResetP50MS, run.ResetP99MS, run.LoadBefore, run.LoadAfter)
 	}
-	var ups, p50s, p99s []float64
+	var ups, firsts, p50s, p99s []float64
 	for _, r := range res.Runs {
-		ups, p50s, p99s = append(ups, r.PoolUpSeconds), append(p50s, r.ResetP50MS), append(p99s, r.ResetP99MS)
+		ups, firsts, p50s, p99s = append(ups, r.PoolUpSeconds), append(firsts, r.FirstLeaseSeconds), append(p50s, r.ResetP50MS), append(p99s, r.ResetP99MS)
 	}
-	res.PoolUpSeconds, res.ResetP50MS, res.ResetP99MS = stats.Median(ups), stats.Median(p50s), stats.Median(p99s)
+	res.PoolUpSeconds, res.FirstLeaseSeconds, res.ResetP50MS, res.ResetP99MS = stats.Median(ups), stats.Median(firsts), stats.Median(p50s), stats.Median(p99s)
 	res.FromSQLSeconds = res.PoolUpSeconds
 	if built {
 		res.FromSQLSeconds += buildWall

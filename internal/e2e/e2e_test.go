@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -535,9 +536,18 @@ func TestDemoMainJob(t *testing.T) {
 		RowsChecked int64   `json:"rows_checked"`
 		PSS         float64 `json:"pss_mean_mb"`
 		LoadBefore  string  `json:"load_before"`
-		Runs        []struct {
+		// Where and when, for a saved run (the README's sample).
+		Started time.Time `json:"started"`
+		Machine struct {
+			CPU   string  `json:"cpu"`
+			Cores int     `json:"cores"`
+			Mem   float64 `json:"memory_gib"`
+		} `json:"machine"`
+		Pristine string `json:"pristine"`
+		Runs     []struct {
 			State      string  `json:"state"`
 			PoolUp     float64 `json:"pool_up_seconds"`
+			FirstLease float64 `json:"first_lease_seconds"`
 			LoadBefore string  `json:"load_before"`
 			LoadAfter  string  `json:"load_after"`
 		} `json:"runs"`
@@ -550,7 +560,15 @@ func TestDemoMainJob(t *testing.T) {
 	if len(r.Runs) != 3 || r.Runs[0].State != "cold" || r.Runs[1].State != "warm" || r.PSS <= 0 || r.LoadBefore == "" {
 		t.Fatalf("demo reported no runs, states, PSS or load average: %+v", r)
 	}
+	if r.Started.IsZero() || time.Since(r.Started) > time.Hour || r.Machine.Cores != runtime.NumCPU() || r.Machine.Mem <= 0 || !strings.Contains(r.Pristine, "commit ") {
+		t.Errorf("demo --json does not name its date, machine and pristine's version and commit: %+v", r)
+	}
 	for i, run := range r.Runs {
+		// The first lease, asked for with the pool-up, comes with the
+		// first slot, not after the last.
+		if run.FirstLease <= 0 || run.FirstLease > run.PoolUp+1 {
+			t.Errorf("demo run %d: first lease after %.3f s, pool up in %.3f s", i+1, run.FirstLease, run.PoolUp)
+		}
 		if run.PoolUp <= 0 || len(strings.Fields(run.LoadBefore)) != 3 || len(strings.Fields(run.LoadAfter)) != 3 {
 			t.Errorf("demo run %d: %+v", i+1, run)
 		}

@@ -63,7 +63,8 @@ service section: pool up, lease latency and memory through the daemon, and
 single resets of a 100 MB and a ~2 GB template.
 
 --out DIR writes bench.json, bench.md and PNG charts; --render a.json,b.json
-prints docs/benchmarks.md from saved runs. --archive and --capture run
+prints a page of saved runs (docs/benchmarks.md holds them between markers,
+rewritten by pristine-bench front-page --bench-runs). --archive and --capture run
 pristine-bench bench-archive and bench-capture instead; --first-build times first
 template builds (create + migrate) against a stock mariadbd on tmpfs.`,
 		Args: cobra.NoArgs,
@@ -88,7 +89,7 @@ template builds (create + migrate) against a stock mariadbd on tmpfs.`,
 	fl.Float64Var(&f.Scale, "scale", 1, "multiply every workload's data (for quick runs, e.g. 0.05)")
 	fl.IntVar(&f.ManyTables, "many-tables", 30000, "tables of the tables30k workload")
 	fl.StringVar(&f.Out, "out", "", "write bench.json, bench.md and the charts to this directory")
-	fl.StringVar(&f.Render, "render", "", "print docs/benchmarks.md from saved bench.json files (comma-separated) and measure nothing")
+	fl.StringVar(&f.Render, "render", "", "print a page of saved bench.json files (comma-separated) with their charts and measure nothing (docs/benchmarks.md holds them between markers: pristine-bench front-page --bench-runs)")
 	fl.BoolVar(&f.Verbose, "verbose", false, "show progress on stderr even when it is not a terminal")
 	fl.BoolVar(&f.Archive, "archive", false, "run pristine-bench bench-archive (pack/unpack) instead")
 	fl.BoolVar(&f.FirstBuild, "first-build", false, "measure first template builds (the demo schema, a DDL-heavy migration set) against a stock mariadbd on tmpfs instead; --scale scales the demo data")

@@ -30,6 +30,8 @@ func TestBadInput(t *testing.T) {
 		{[]string{"bench-archive", "--runs", "x"}, "invalid argument"},
 		{[]string{"bench-capture", "extra"}, "unknown command"},
 		{[]string{"bench-fleet", "--runs", "x"}, "invalid argument"},
+		{[]string{"front-page"}, "--run names the saved demo run"},
+		{[]string{"front-page", "extra"}, "unknown command"},
 	} {
 		var out, errb bytes.Buffer
 		code := cli.ExecuteContext(context.Background(), NewRoot(cli.Stdio{In: strings.NewReader(""), Out: &out, Err: &errb}),
@@ -46,7 +48,7 @@ func TestHelpListsTheBenchmarks(t *testing.T) {
 	if code := cli.ExecuteContext(context.Background(), NewRoot(cli.Stdio{In: strings.NewReader(""), Out: &out, Err: &out}), []string{"--help"}); code != 0 {
 		t.Fatalf("--help: exit %d: %s", code, out.String())
 	}
-	for _, name := range []string{"bench", "soak", "bench-archive", "bench-capture", "bench-fleet"} {
+	for _, name := range []string{"bench", "soak", "bench-archive", "bench-capture", "bench-fleet", "front-page"} {
 		if !strings.Contains(out.String(), "\n  "+name+" ") {
 			t.Errorf("pristine-bench --help does not list %s:\n%s", name, out.String())
 		}
