@@ -1,0 +1,154 @@
+package pool
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// ErrForkBusy is returned (wrapped) when a lease's slot is not in a state
+// a fork can copy (its server is being replaced) or moved on during the
+// copy (the lease ended).
+var ErrForkBusy = errors.New("lease cannot be forked now")
+
+// Snapshot places a crash-consistent copy of lease id's data directory
+// at dst (which must not exist), for a fork (template.Builder.Fork),
+// without ending the lease or breaking its connections: it holds
+// everything committed before Snapshot was called.
+//
+// A commit is in the operating system's page cache when it returns
+// (innodb_flush_log_at_trx_commit=2, the slot profile; a slot that runs
+// with 0 has its redo log written out first with FLUSH ENGINE LOGS).
+// The slot's server is then stopped (SIGSTOP, every thread seen stopped,
+// so no write is half-way) while its clone is copied: a btrfs snapshot,
+// one ioctl whose cost does not depend on the data; a reflink or plain
+// copy walks the files. SIGCONT resumes it: its clients only wait.
+func (p *Pool) Snapshot(ctx context.Context, id, dst string) error {
+	s, gen, srv, err := p.forkable(id)
+	if err != nil {
+		return err
+	}
+	if err := flushRedo(ctx, srv); err != nil {
+		return fmt.Errorf("fork lease %s: %w", id, err)
+	}
+	src := filepath.Join(s.dir, "data")
+	if err := p.frozen(srv.PID(), func() error { return p.backend.Clone(src, dst) }); err != nil {
+		return fmt.Errorf("fork lease %s: %w", id, err)
+	}
+	p.mu.Lock()
+	moved := s.gen != gen
+	p.mu.Unlock()
+	if moved {
+		_ = p.backend.Remove(dst)
+		return fmt.Errorf("%w: lease %s ended or its slot was reset during the fork: fork a lease you hold", ErrForkBusy, id)
+	}
+	return nil
+}
+
+// forkable finds lease id's slot, its generation and its server.
+func (p *Pool) forkable(id string) (*slot, uint64, server, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	l, ok := p.leases[id]
+	if !ok {
+		if err := p.lostErr(id); err != nil {
+			return nil, 0, nil, err
+		}
+		return nil, 0, nil, fmt.Errorf("%w %q", ErrUnknownLease, id)
+	}
+	s := p.slots[l.Slot]
+	if (s.state != Leased && s.state != Kept) || s.srv == nil || !s.srv.Running() {
+		return nil, 0, nil, fmt.Errorf("%w: lease %s's slot is %s: try again once it is leased", ErrForkBusy, id, s.state)
+	}
+	return s, s.gen, s.srv, nil
+}
+
+// flushRedo writes the redo log out when the server defers it
+// (innodb_flush_log_at_trx_commit=0): then every committed transaction
+// is in the page cache the copy sees.
+func flushRedo(ctx context.Context, srv server) error {
+	live, ok := srv.(*liveServer)
+	if !ok {
+		return nil // the state machine's fake
+	}
+	var v int
+	if err := live.admin.QueryRowContext(ctx, "SELECT @@GLOBAL.innodb_flush_log_at_trx_commit").Scan(&v); err != nil {
+		return fmt.Errorf("read innodb_flush_log_at_trx_commit: %w", err)
+	}
+	if v != 0 {
+		return nil
+	}
+	if _, err := live.admin.ExecContext(ctx, "FLUSH ENGINE LOGS"); err != nil {
+		return fmt.Errorf("write the redo log out: %w", err)
+	}
+	return nil
+}
+
+// frozen runs fn (the copy) while the server pid is stopped: SIGSTOP, then wait
+// until every thread is stopped (a thread inside a write finishes it
+// first), fn, SIGCONT. The server is resumed whatever happens.
+func (p *Pool) frozen(pid int, fn func() error) error {
+	if pid <= 0 {
+		return fn()
+	}
+	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+		return fmt.Errorf("pause the slot's server: %w", err)
+	}
+	defer syscall.Kill(pid, syscall.SIGCONT)
+	if err := waitStopped(pid, 5*time.Second); err != nil {
+		return err
+	}
+	return fn()
+}
+
+// waitStopped waits until every thread of pid is stopped (state T in
+// /proc/PID/task/*/stat).
+func waitStopped(pid int, limit time.Duration) error {
+	dir := "/proc/" + strconv.Itoa(pid) + "/task"
+	deadline := time.Now().Add(limit)
+	for {
+		running, err := runningThreads(dir)
+		if err != nil {
+			return fmt.Errorf("pause the slot's server: %w", err)
+		}
+		if running == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("pause the slot's server: %d threads did not stop within %s (a write stuck in the kernel?): try again", running, limit)
+		}
+		time.Sleep(200 * time.Microsecond)
+	}
+}
+
+// runningThreads counts the threads under dir (/proc/PID/task) that are
+// not stopped.
+func runningThreads(dir string) (int, error) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, e := range ents {
+		b, err := os.ReadFile(filepath.Join(dir, e.Name(), "stat"))
+		if err != nil {
+			continue // the thread exited
+		}
+		// pid (comm) S ...: comm may hold spaces and parentheses.
+		st := string(b)
+		i := strings.LastIndexByte(st, ')')
+		if i < 0 || i+2 >= len(st) {
+			continue
+		}
+		if c := st[i+2]; c != 'T' && c != 't' && c != 'Z' && c != 'X' {
+			n++
+		}
+	}
+	return n, nil
+}
