@@ -64,6 +64,12 @@ func TestFork(t *testing.T) {
 	}
 	defer open1.Close()
 	mustExec(t, open1, "BEGIN", "INSERT INTO customers VALUES (4, 'uncommitted', 'u@example.com')")
+	xa, err := open(t, l).Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer xa.Close()
+	mustExec(t, xa, "XA START 'fx'", "INSERT INTO customers VALUES (6, 'prepared', 'p@example.com')", "XA END 'fx'", "XA PREPARE 'fx'")
 
 	var snaps atomic.Int32
 	snap := func(dst string) error { snaps.Add(1); return p.Snapshot(ctx, l.ID, dst) }
@@ -87,6 +93,7 @@ func TestFork(t *testing.T) {
 	// The holder's connection survived and goes on; its open transaction too.
 	mustExec(t, holder, "INSERT INTO customers VALUES (5, 'after', 'after@example.com')")
 	mustExec(t, open1, "COMMIT")
+	mustExec(t, xa, "XA ROLLBACK 'fx'")
 
 	// The same key: the same template, no second snapshot.
 	again, built, err := st.Fork(ctx, m, template.ForkOptions{Name: "app-fixtures", Key: "fixtures-v1", Lease: l.ID}, snap)
@@ -109,7 +116,15 @@ func TestFork(t *testing.T) {
 	fdb := open(t, fl)
 	var names string
 	if err := fdb.QueryRow("SELECT GROUP_CONCAT(name ORDER BY id) FROM customers").Scan(&names); err != nil || names != "ann,bob,carol" {
-		t.Errorf("the fork's customers: %q, %v; want ann,bob,carol (the committed write, not the open transaction nor the write after the fork)", names, err)
+		t.Errorf("the fork's customers: %q, %v; want ann,bob,carol (the committed write, not the open or prepared transactions nor the write after the fork)", names, err)
+	}
+	if rows, err := slotAdmin(t, st, fl).Query("XA RECOVER"); err != nil {
+		t.Error(err)
+	} else {
+		if rows.Next() {
+			t.Error("the fork holds the lease's prepared XA transaction")
+		}
+		rows.Close()
 	}
 
 	// The forking lease's account is in the fork, locked: its holder's

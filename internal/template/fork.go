@@ -115,7 +115,12 @@ func (b *Builder) forkData(ctx context.Context, dir string, parent, m *catalog.M
 	// of its own, and seal to pristine's user.
 	p := BuildProfileFor(parent)
 	p.Options = append([]string(nil), parent.ServerOptions...)
-	err := b.secureWith(ctx, data, p, m, lockLeaseAccounts)
+	err := b.secureWith(ctx, data, p, m, func(ctx context.Context, db *sql.DB) error {
+		if err := rollbackPrepared(ctx, db); err != nil {
+			return err
+		}
+		return lockLeaseAccounts(ctx, db)
+	})
 	if serr := b.seal(data); err == nil {
 		err = serr
 	}
@@ -154,6 +159,37 @@ func lockLeaseAccounts(ctx context.Context, db *sql.DB) error {
 	for _, u := range users {
 		if err := mariadb.LockAccount(ctx, db, u, "%"); err != nil {
 			return err
+		}
+	}
+	return nil
+}
+
+// rollbackPrepared rolls back the XA transactions the lease left
+// prepared: recovery keeps them, with their row locks, in every slot of
+// the fork otherwise. Like every transaction not committed when the fork
+// started, they are not in it.
+func rollbackPrepared(ctx context.Context, db *sql.DB) error {
+	rows, err := db.QueryContext(ctx, "XA RECOVER")
+	if err != nil {
+		return fmt.Errorf("list prepared XA transactions: %w", err)
+	}
+	var qs []string
+	for rows.Next() {
+		var format, glen, blen int
+		var data []byte
+		if err := rows.Scan(&format, &glen, &blen, &data); err != nil {
+			rows.Close()
+			return fmt.Errorf("list prepared XA transactions: %w", err)
+		}
+		if glen < 0 || blen < 0 || glen+blen > len(data) {
+			continue
+		}
+		qs = append(qs, fmt.Sprintf("XA ROLLBACK X'%x', X'%x', %d", data[:glen], data[glen:glen+blen], format))
+	}
+	rows.Close()
+	for _, q := range qs {
+		if _, err := db.ExecContext(ctx, q); err != nil {
+			return fmt.Errorf("roll back a prepared XA transaction: %w", err)
 		}
 	}
 	return nil
