@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -16,6 +17,15 @@ import (
 // a fork can copy (its server is being replaced) or moved on during the
 // copy (the lease ended).
 var ErrForkBusy = errors.New("lease cannot be forked now")
+
+// ErrForkShared is returned (wrapped) for a lease of a slot that serves
+// several databases (--dbs-per-slot): the copy would hold the others'.
+var ErrForkShared = errors.New("lease shares its slot")
+
+// freezeMu makes one fork's pause of a server end before another's
+// begins: a second SIGCONT must not resume a server a copy still needs
+// stopped.
+var freezeMu sync.Mutex
 
 // Snapshot places a crash-consistent copy of lease id's data directory
 // at dst (which must not exist), for a fork (template.Builder.Fork),
@@ -38,7 +48,11 @@ func (p *Pool) Snapshot(ctx context.Context, id, dst string) error {
 		return fmt.Errorf("fork lease %s: %w", id, err)
 	}
 	src := filepath.Join(s.dir, "data")
-	if err := p.frozen(srv.PID(), func() error { return p.backend.Clone(src, dst) }); err != nil {
+	pid := 0 // the state machine's fake runs no process
+	if _, ok := srv.(*liveServer); ok {
+		pid = srv.PID()
+	}
+	if err := p.frozen(pid, func() error { return p.backend.Clone(src, dst) }); err != nil {
 		return fmt.Errorf("fork lease %s: %w", id, err)
 	}
 	p.mu.Lock()
@@ -63,6 +77,9 @@ func (p *Pool) forkable(id string) (*slot, uint64, server, error) {
 		return nil, 0, nil, fmt.Errorf("%w %q", ErrUnknownLease, id)
 	}
 	s := p.slots[l.Slot]
+	if len(s.units) > 1 {
+		return nil, 0, nil, fmt.Errorf("%w: lease %s is one of %d databases of its slot (--dbs-per-slot %d), which other holders use: fork a lease of a pool with one database per slot", ErrForkShared, id, len(s.units), len(s.units))
+	}
 	if (s.state != Leased && s.state != Kept) || s.srv == nil || !s.srv.Running() {
 		return nil, 0, nil, fmt.Errorf("%w: lease %s's slot is %s: try again once it is leased", ErrForkBusy, id, s.state)
 	}
@@ -97,6 +114,8 @@ func (p *Pool) frozen(pid int, fn func() error) error {
 	if pid <= 0 {
 		return fn()
 	}
+	freezeMu.Lock()
+	defer freezeMu.Unlock()
 	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
 		return fmt.Errorf("pause the slot's server: %w", err)
 	}

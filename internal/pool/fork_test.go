@@ -1,6 +1,7 @@
 package pool_test
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"errors"
@@ -10,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pristinedb/pristine/internal/archive"
 	"github.com/pristinedb/pristine/internal/catalog"
 	"github.com/pristinedb/pristine/internal/dsn"
 	"github.com/pristinedb/pristine/internal/mariadb"
@@ -105,6 +107,16 @@ func TestFork(t *testing.T) {
 	err = st.Catalog().CheckChildren(m)
 	if !errors.Is(err, catalog.ErrHasChildren) || !strings.Contains(err.Error(), "app-fixtures") || !strings.Contains(err.Error(), "--force") {
 		t.Errorf("removing the fork's parent: %v, want a refusal naming the fork and --force", err)
+	}
+
+	// An export carries the fork like any template, its parent as
+	// information.
+	var arc bytes.Buffer
+	if _, err := st.Export(ctx, f, &arc, archive.PackOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if im, _, err := st.Import(ctx, &arc, archive.UnpackOptions{}); err != nil || im.Parent != m.Hash || im.ParentName != "app" {
+		t.Errorf("import of the fork's export: %v; parent %q (%s), want app (%s)", err, im.ParentName, im.Parent, m.Hash)
 	}
 
 	fp, err := pool.Up(ctx, st.Catalog(), st.Binary(), f, pool.Options{Size: 1, Profile: mariadb.DefaultProfile()})

@@ -54,7 +54,7 @@ func (s *Server) fork(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	m, built, err := s.builder.Fork(r.Context(), p.Meta, template.ForkOptions{Name: req.Name, Key: key, Group: group, Lease: id},
 		func(dst string) error { return p.Snapshot(r.Context(), id, dst) })
-	if errors.Is(err, pool.ErrForkBusy) {
+	if errors.Is(err, pool.ErrForkBusy) || errors.Is(err, pool.ErrForkShared) {
 		err = fmt.Errorf("%w: %v", errConflict, err)
 	}
 	if err != nil {
