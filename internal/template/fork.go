@@ -43,9 +43,9 @@ type ForkOptions struct {
 // carries the forking lease's: its holder knows the password.
 const leaseAccounts = `User LIKE 'lease\_%' AND Host = '%'`
 
-// ForkKeyOf is the hash a fork of parent made with key is filed under;
+// forkHash is the hash a fork of parent made with key is filed under;
 // "" for a fork without a key.
-func ForkKeyOf(parent *catalog.Meta, key string) string {
+func forkHash(parent *catalog.Meta, key string) string {
 	if key == "" {
 		return ""
 	}
@@ -64,7 +64,7 @@ func (b *Builder) Fork(ctx context.Context, parent *catalog.Meta, opt ForkOption
 	if err := parent.CheckServer(b.bin.Version); err != nil {
 		return nil, false, err
 	}
-	hash := ForkKeyOf(parent, opt.Key)
+	hash := forkHash(parent, opt.Key)
 	if hash == "" {
 		hash = randomHash()
 	} else if m, err := b.cat.Load(hash); err == nil && catalog.CheckSecured(m) == nil {
