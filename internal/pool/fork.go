@@ -11,6 +11,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/pristinedb/pristine/internal/mariadb"
 )
 
 // ErrForkBusy is returned (wrapped) when a lease's slot is not in a state
@@ -40,7 +42,7 @@ var freezeMu sync.Mutex
 // one ioctl whose cost does not depend on the data; a reflink or plain
 // copy walks the files. SIGCONT resumes it: its clients only wait.
 func (p *Pool) Snapshot(ctx context.Context, id, dst string) error {
-	s, gen, srv, err := p.forkable(id)
+	s, srv, err := p.forkable(id)
 	if err != nil {
 		return err
 	}
@@ -48,15 +50,18 @@ func (p *Pool) Snapshot(ctx context.Context, id, dst string) error {
 		return fmt.Errorf("fork lease %s: %w", id, err)
 	}
 	src := filepath.Join(s.dir, "data")
-	pid := 0 // the state machine's fake runs no process
-	if _, ok := srv.(*liveServer); ok {
-		pid = srv.PID()
+	copyData := func() error { return p.backend.Clone(src, dst) }
+	if live, ok := srv.(*liveServer); ok {
+		err = frozen(live.Instance, copyData)
+	} else {
+		err = copyData() // the state machine's fake runs no process
 	}
-	if err := p.frozen(pid, func() error { return p.backend.Clone(src, dst) }); err != nil {
+	if err != nil {
 		return fmt.Errorf("fork lease %s: %w", id, err)
 	}
 	p.mu.Lock()
-	moved := s.gen != gen
+	l, held := p.leases[id]
+	moved := !held || l.Slot != s.idx || s.srv != srv
 	p.mu.Unlock()
 	if moved {
 		_ = p.backend.Remove(dst)
@@ -65,25 +70,25 @@ func (p *Pool) Snapshot(ctx context.Context, id, dst string) error {
 	return nil
 }
 
-// forkable finds lease id's slot, its generation and its server.
-func (p *Pool) forkable(id string) (*slot, uint64, server, error) {
+// forkable finds lease id's slot and its server.
+func (p *Pool) forkable(id string) (*slot, server, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	l, ok := p.leases[id]
 	if !ok {
 		if err := p.lostErr(id); err != nil {
-			return nil, 0, nil, err
+			return nil, nil, err
 		}
-		return nil, 0, nil, fmt.Errorf("%w %q", ErrUnknownLease, id)
+		return nil, nil, fmt.Errorf("%w %q", ErrUnknownLease, id)
 	}
 	s := p.slots[l.Slot]
 	if len(s.units) > 1 {
-		return nil, 0, nil, fmt.Errorf("%w: lease %s is one of %d databases of its slot (--dbs-per-slot %d), which other holders use: fork a lease of a pool with one database per slot", ErrForkShared, id, len(s.units), len(s.units))
+		return nil, nil, fmt.Errorf("%w: lease %s is one of %d databases of its slot (--dbs-per-slot %d), which other holders use: fork a lease of a pool with one database per slot", ErrForkShared, id, len(s.units), len(s.units))
 	}
 	if (s.state != Leased && s.state != Kept) || s.srv == nil || !s.srv.Running() {
-		return nil, 0, nil, fmt.Errorf("%w: lease %s's slot is %s: try again once it is leased", ErrForkBusy, id, s.state)
+		return nil, nil, fmt.Errorf("%w: lease %s's slot is %s: try again once it is leased", ErrForkBusy, id, s.state)
 	}
-	return s, s.gen, s.srv, nil
+	return s, s.srv, nil
 }
 
 // flushRedo writes the redo log out when the server defers it
@@ -107,20 +112,19 @@ func flushRedo(ctx context.Context, srv server) error {
 	return nil
 }
 
-// frozen runs fn (the copy) while the server pid is stopped: SIGSTOP, then wait
-// until every thread is stopped (a thread inside a write finishes it
-// first), fn, SIGCONT. The server is resumed whatever happens.
-func (p *Pool) frozen(pid int, fn func() error) error {
-	if pid <= 0 {
-		return fn()
-	}
+// frozen runs fn (the copy) while the server is stopped: SIGSTOP, then
+// wait until every thread is stopped (a thread inside a write finishes it
+// first), fn, SIGCONT. The server is resumed whatever happens. The
+// signals go through the process handle, never to a pid another process
+// may have taken.
+func frozen(in *mariadb.Instance, fn func() error) error {
 	freezeMu.Lock()
 	defer freezeMu.Unlock()
-	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+	if err := in.Signal(syscall.SIGSTOP); err != nil {
 		return fmt.Errorf("pause the slot's server: %w", err)
 	}
-	defer syscall.Kill(pid, syscall.SIGCONT)
-	if err := waitStopped(pid, 5*time.Second); err != nil {
+	defer in.Signal(syscall.SIGCONT)
+	if err := waitStopped(in.PID(), 5*time.Second); err != nil {
 		return err
 	}
 	return fn()
