@@ -78,6 +78,30 @@ type Template struct {
 	// Warnings are what the build found that clones will not carry.
 	Warnings []string `json:"warnings,omitempty"`
 	InitCmd  string   `json:"init_cmd,omitempty"`
+	// Parent is the hash of the template a fork was made from, ParentName
+	// its name (POST /v1/leases/{id}/fork); empty for other templates.
+	Parent     string `json:"parent,omitempty"`
+	ParentName string `json:"parent_name,omitempty"`
+}
+
+// ForkRequest asks for a template made from a lease's current state
+// (POST /v1/leases/{id}/fork). The lease and its connections go on.
+type ForkRequest struct {
+	// Name is the new template's name.
+	Name string `json:"name"`
+	// Key, when set, files the fork under its parent's key and this one:
+	// a later fork of the same template with the same key (e.g. a hash
+	// of the fixture files) returns the template made before at once.
+	Key string `json:"key,omitempty"`
+}
+
+// ForkAnswer answers POST /v1/leases/{id}/fork.
+type ForkAnswer struct {
+	Template *Template `json:"template"`
+	// Built is false when a fork with the request's key was here already.
+	Built bool `json:"built"`
+	// Seconds is how long the fork took in the daemon.
+	Seconds float64 `json:"seconds"`
 }
 
 // MarshalJSON encodes the answer, with DSN, URL and Env left empty unless

@@ -257,6 +257,19 @@ func (c *Client) Extend(ctx context.Context, id string, ttl time.Duration) (*api
 	return withTLS(&l, c.do(ctx, "POST", "/v1/leases/"+url.PathEscape(id)+"/extend", api.ExtendRequest{TTL: ttl.Seconds()}, &l))
 }
 
+// Fork makes template name from lease id's current state: everything
+// committed before the call. The lease and its connections go on. With
+// a key (e.g. a hash of the fixture files), a later Fork of a lease of
+// the same template with the same key returns the template made before
+// at once (Built false). Lease the fork like any template.
+func (c *Client) Fork(ctx context.Context, id, name, key string) (*api.ForkAnswer, error) {
+	var a api.ForkAnswer
+	if err := c.do(ctx, "POST", "/v1/leases/"+url.PathEscape(id)+"/fork", api.ForkRequest{Name: name, Key: key}, &a); err != nil {
+		return nil, err
+	}
+	return &a, nil
+}
+
 // Leases lists the leases held now (without credentials).
 func (c *Client) Leases(ctx context.Context) ([]api.Lease, error) {
 	var out []api.Lease

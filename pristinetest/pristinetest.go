@@ -58,6 +58,7 @@ type config struct {
 	ttl       time.Duration
 	keep      bool
 	unchanged bool
+	forked    string // the hash of a fork (Fork): leased as it is, never built
 }
 
 // Option configures New.
@@ -203,6 +204,9 @@ func New(t testing.TB, opts ...Option) *DB {
 const RemoteTTL = time.Minute
 
 func (o *config) key() (string, error) {
+	if o.forked != "" {
+		return o.forked, nil
+	}
 	if len(o.files) == 0 && len(o.extra) == 0 {
 		return "", fmt.Errorf("no template files: pass pristinetest.Files(\"migrations\") naming the files that define template %s", o.name)
 	}
@@ -211,6 +215,9 @@ func (o *config) key() (string, error) {
 
 // prepare builds the template if needed and brings its pool up.
 func (o *config) prepare(ctx context.Context, key string) (string, error) {
+	if o.forked != "" {
+		return o.forked, o.client.EnsurePool(ctx, o.name, o.forked, o.poolSize)
+	}
 	build := o.build
 	if build == nil && o.migrate != nil {
 		build = func(ctx context.Context, conn *api.TemplateAnswer) error {

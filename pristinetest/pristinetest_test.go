@@ -292,3 +292,32 @@ func TestKeepOnFailure(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestFork: fixtures written into one test's database are forked once;
+// the fork's leases start from that state, the seed's database stays
+// usable, and a second Fork with the same key is the same template.
+func TestFork(t *testing.T) {
+	mariadbtest.Binary(t)
+	d := pristinetest.Serve(t, bin)
+	dir := migrations(t)
+	var runs atomic.Int32
+	base := []pristinetest.Option{pristinetest.Client(d.Client), pristinetest.Template("forkbase"),
+		pristinetest.Files(dir), pristinetest.Migrate(migrateFrom(dir, &runs)), pristinetest.PoolSize(1)}
+	seed := pristinetest.New(t, base...)
+	if _, err := seed.Exec("INSERT INTO canary VALUES (2, 'fixture')"); err != nil {
+		t.Fatal(err)
+	}
+	fixtures := pristinetest.Fork(t, seed, "forkbase-fixtures", "fixtures-v1", base...)
+	if _, err := seed.Exec("INSERT INTO canary VALUES (3, 'seed only')"); err != nil {
+		t.Fatalf("the seed's database after the fork: %v", err)
+	}
+	db := pristinetest.New(t, fixtures...)
+	var n int
+	if err := db.QueryRow("SELECT COUNT(*) FROM canary").Scan(&n); err != nil || n != 2 {
+		t.Fatalf("a lease of the fork has %d rows (%v), want the template's and the fixture's", n, err)
+	}
+	a, err := d.Client.Fork(context.Background(), seed.Lease.ID, "forkbase-fixtures", "fixtures-v1")
+	if err != nil || a.Built || a.Template.Name != "forkbase-fixtures" || a.Template.ParentName != "forkbase" {
+		t.Fatalf("the same key again: %+v, %v; want the fork made before", a, err)
+	}
+}

@@ -225,7 +225,8 @@ func (c *Catalog) removeDirWith(b cow.Backend, dir string) error {
 }
 
 // GC removes templates, least recently used first, until the catalog takes
-// at most maxBytes. Templates a pool uses are kept. It returns what it
+// at most maxBytes. Templates a pool uses are kept, and so is a fork's
+// parent while the fork is (a chain goes fork first). It returns what it
 // removed.
 func (c *Catalog) GC(maxBytes int64, inUse func(hash string) bool) ([]*Meta, error) {
 	all, err := c.List()
@@ -237,23 +238,40 @@ func (c *Catalog) GC(maxBytes int64, inUse func(hash string) bool) ([]*Meta, err
 		total += m.Bytes
 	}
 	sort.Slice(all, func(i, j int) bool { return lastUse(all[i]).Before(lastUse(all[j])) })
+	// A parent goes only once its forks are gone (lineage.go): the pass
+	// is repeated while it removes something, so a chain goes leaf first.
 	var removed []*Meta
-	for _, m := range all {
-		if total <= maxBytes {
-			break
+	gone := map[string]bool{}
+	for progress := true; progress && total > maxBytes; {
+		progress = false
+		for _, m := range all {
+			if total <= maxBytes {
+				break
+			}
+			if gone[m.Hash] || (inUse != nil && inUse(m.Hash)) || hasLiveChild(all, gone, m.Hash) {
+				continue
+			}
+			if err := c.Remove(m, nil); err != nil {
+				return removed, err
+			}
+			total -= m.Bytes
+			removed = append(removed, m)
+			gone[m.Hash], progress = true, true
 		}
-		if inUse != nil && inUse(m.Hash) {
-			continue
-		}
-		if err := c.Remove(m, nil); err != nil {
-			return removed, err
-		}
-		total -= m.Bytes
-		removed = append(removed, m)
 	}
 	c.cleanBuilds()
 	_, err = c.PruneBases()
 	return removed, err
+}
+
+// hasLiveChild tells whether a fork of hash is among all and not gone.
+func hasLiveChild(all []*Meta, gone map[string]bool, hash string) bool {
+	for _, k := range childrenOf(all, hash) {
+		if !gone[k.Hash] {
+			return true
+		}
+	}
+	return false
 }
 
 func lastUse(m *Meta) time.Time {

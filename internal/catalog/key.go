@@ -124,6 +124,19 @@ func GroupKey(group, key string) string {
 	return x.sum()
 }
 
+// ForkKey is the key a fork made with a caller's key is filed under
+// (`lease fork --key`): 64 hex digits of a SHA-256 over the parent
+// template's hash and the caller's key, so the same key forked from the
+// same template finds the fork made before, and from another template
+// (another parent, or the parent rebuilt) makes a new one. No build
+// computes it. key_test.go pins it.
+func ForkKey(parent, key string) string {
+	x := newHasher()
+	x.field("fork-of", parent)
+	x.field("key", key)
+	return x.sum()
+}
+
 // BaseKey names the base data directory (BaseDir) of a server version and
 // build profile key: 16 hex digits.
 func BaseKey(server, profile string) string {

@@ -89,6 +89,13 @@ func TestKeyPinned(t *testing.T) {
 	if catalog.GroupKey("runner-a", "k") == catalog.GroupKey("runner-b", "k") || catalog.GroupKey("a", "bk") == catalog.GroupKey("ab", "k") {
 		t.Errorf("GroupKey does not tell groups apart")
 	}
+	// A fork's key is its parent's and the caller's, and stays put.
+	if got, want := catalog.ForkKey("p", "k"), "0a0008591dce8db80fb137def93f2e98f7ec824b813f2fff79fd02890ba0c001"; got != want {
+		t.Errorf("ForkKey = %s, want %s (forks with a key would be made again)", got, want)
+	}
+	if catalog.ForkKey("p1", "k") == catalog.ForkKey("p2", "k") || catalog.ForkKey("p", "k") == catalog.GroupKey("p", "k") {
+		t.Errorf("ForkKey does not tell parents apart, or equals a group's key")
+	}
 }
 
 // TestKeyFields: every input moves the key, and a missing input file is

@@ -56,6 +56,12 @@ type Meta struct {
 	// Group is the runner group (serve --group-tokens) whose token built
 	// it through the daemon, under GroupKey; empty for the operator's.
 	Group string `json:"group,omitempty"`
+	// Parent is the hash of the template a fork was made from (a lease of
+	// it: lineage.go), ParentName its name then; empty for every other
+	// template. The fork's data does not depend on its parent's: the
+	// lineage is what `template ls` shows and `template rm` protects.
+	Parent     string `json:"parent,omitempty"`
+	ParentName string `json:"parent_name,omitempty"`
 }
 
 // Database is the first (or only) database of the template.

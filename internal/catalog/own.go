@@ -66,8 +66,9 @@ func (c *Catalog) Builds(name string) ([]*Meta, error) {
 }
 
 // Supersede removes the older builds of m's name, so that a rebuild under a
-// name replaces the template it had. A build a pool still uses (inUse) is
-// kept and returned in kept; `pristine template ls` marks it as older.
+// name replaces the template it had. A build a pool still uses (inUse),
+// or that forks were made from (lineage.go), is kept and returned in
+// kept; `pristine template ls` marks it as older.
 func (c *Catalog) Supersede(m *Meta, inUse func(hash string) bool) (removed, kept []*Meta, err error) {
 	builds, err := c.Builds(m.Name)
 	if err != nil {
@@ -77,7 +78,7 @@ func (c *Catalog) Supersede(m *Meta, inUse func(hash string) bool) (removed, kep
 		if old.Hash == m.Hash {
 			continue
 		}
-		if inUse != nil && inUse(old.Hash) {
+		if (inUse != nil && inUse(old.Hash)) || c.CheckChildren(old) != nil {
 			kept = append(kept, old)
 			continue
 		}

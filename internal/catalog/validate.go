@@ -77,6 +77,12 @@ func (m *Meta) Validate() error {
 	if len(m.Key) > 256 || !printable(m.Key) {
 		return bad("key %q: at most 256 printable characters", clip(m.Key))
 	}
+	if m.Parent != "" && ValidHash(m.Parent) != nil {
+		return bad("parent %q is not a template hash", clip(m.Parent))
+	}
+	if len(m.ParentName) > 256 || !printable(m.ParentName) {
+		return bad("parent name %q: at most 256 printable characters", clip(m.ParentName))
+	}
 	if m.LogFileSize < 0 || m.Bytes < 0 {
 		return bad("negative sizes (log_file_size %d, bytes %d)", m.LogFileSize, m.Bytes)
 	}

@@ -9,7 +9,7 @@ func (m *Meta) API() *api.Template {
 		Server: m.Server, Flavor: m.Flavor, Backend: m.Backend, LogFileSize: m.LogFileSize,
 		ServerOptions: m.ServerOptions, Databases: m.Databases, User: m.User, Password: api.Hidden(m.Password),
 		Accounts: m.Accounts, Bytes: m.Bytes, BuildSeconds: m.BuildSeconds, Inputs: m.Inputs,
-		Warnings: m.Warnings, InitCmd: m.InitCmd}
+		Warnings: m.Warnings, InitCmd: m.InitCmd, Parent: m.Parent, ParentName: m.ParentName}
 }
 
 // APIList is API of each; nil stays nil (JSON null), as before the wire

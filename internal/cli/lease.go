@@ -54,7 +54,7 @@ func newLeaseCmd(g *Globals) *cobra.Command {
 	cmd.Flags().DurationVar(&ttl, "ttl", 30*time.Minute, "the lease is reclaimed after this long")
 	cmd.Flags().DurationVar(&wait, "wait", time.Minute, "how long to wait for a free slot")
 	cmd.Flags().IntVar(&req.PID, "pid", 0, "reclaim the lease when this process exits, e.g. --pid $$ (default: only the TTL reclaims it)")
-	cmd.AddCommand(newLeaseKeepCmd(g), newLeaseExtendCmd(g), newLeaseLsCmd(g), newLeaseShowCmd(g))
+	cmd.AddCommand(newLeaseKeepCmd(g), newLeaseExtendCmd(g), newLeaseLsCmd(g), newLeaseShowCmd(g), newLeaseForkCmd(g))
 	return cmd
 }
 

@@ -190,10 +190,10 @@ func newTemplateLsCmd(g *Globals) *cobra.Command {
 				return g.printJSON(catalog.APIList(all))
 			}
 			tw := tabwriter.NewWriter(g.IO.Out, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "NAME\tHASH\tSIZE\tDATABASES\tBACKEND\tBUILT\tLAST USED")
+			fmt.Fprintln(tw, "NAME\tHASH\tSIZE\tDATABASES\tBACKEND\tBUILT\tLAST USED\tPARENT")
 			for _, m := range all {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\n", lsName(m, all), m.Hash[:12], units.Bytes(m.Bytes), len(m.Databases), m.Backend,
-					m.Created.Local().Format(time.DateTime), m.LastUsed.Local().Format(time.DateTime))
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", lsName(m, all), m.Hash[:12], units.Bytes(m.Bytes), len(m.Databases), m.Backend,
+					m.Created.Local().Format(time.DateTime), m.LastUsed.Local().Format(time.DateTime), lsParent(m, all))
 			}
 			return tw.Flush()
 		},
@@ -201,11 +201,13 @@ func newTemplateLsCmd(g *Globals) *cobra.Command {
 }
 
 func newTemplateRmCmd(g *Globals) *cobra.Command {
-	return &cobra.Command{
+	var force bool
+	cmd := &cobra.Command{
 		Use:   "rm NAME|HASH...",
 		Short: "remove templates",
 		Example: `  pristine template rm app             # the newest build of app
-  pristine template rm 5d0c1f3e9a41   # one build, by hash`,
+  pristine template rm 5d0c1f3e9a41   # one build, by hash
+  pristine template rm --force app    # even when forks of it are kept`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			st, err := g.openBuilder(cmd.Context(), "auto")
@@ -216,6 +218,11 @@ func newTemplateRmCmd(g *Globals) *cobra.Command {
 				m, err := st.Catalog().Get(ref)
 				if err != nil {
 					return err
+				}
+				if !force {
+					if err := st.Catalog().CheckChildren(m); err != nil {
+						return err
+					}
 				}
 				if err := st.Catalog().Remove(m, inUse(st)); err != nil {
 					return err
@@ -228,6 +235,8 @@ func newTemplateRmCmd(g *Globals) *cobra.Command {
 			return nil
 		},
 	}
+	cmd.Flags().BoolVar(&force, "force", false, "remove a template even when forks of it are kept (they keep their data)")
+	return cmd
 }
 
 func newTemplateGCCmd(g *Globals) *cobra.Command {

@@ -37,6 +37,21 @@ func lsName(m *catalog.Meta, all []*catalog.Meta) string {
 	return m.Name
 }
 
+// lsParent is a fork's parent as `template ls` shows it: its name and
+// hash, "(gone)" once it was removed; "-" for a template that is no fork.
+func lsParent(m *catalog.Meta, all []*catalog.Meta) string {
+	if m.Parent == "" {
+		return "-"
+	}
+	p := m.ParentName + " (" + m.Parent[:12] + ")"
+	for _, o := range all {
+		if o.Hash == m.Parent {
+			return p
+		}
+	}
+	return p + " (gone)"
+}
+
 // noteOlderBuilds tells the user, after `template rm NAME`, which builds of
 // the name remain (the name now means the newest of them).
 func (g *Globals) noteOlderBuilds(st *template.Builder, name string) {

@@ -343,6 +343,11 @@ func reownView(ctx context.Context, c *sql.Conn, o definedObject, owner string) 
 	if check != "NONE" {
 		q += " WITH " + check + " CHECK OPTION"
 	}
+	// The definition names a routine of the view's own schema without
+	// it (`f`()): resolved in that schema, as MySQL's flavour does.
+	if _, err := c.ExecContext(ctx, "USE "+quote.Ident(o.schema)); err != nil {
+		return false, fmt.Errorf("secure definers: %w", err)
+	}
 	if err := useCharset(ctx, c, cs, coll, def); err != nil {
 		return false, fmt.Errorf("secure definers: %w", err)
 	}

@@ -188,6 +188,11 @@ func startIn(dir string, newCmd func() *exec.Cmd) (*exec.Cmd, error) {
 // PID is the server's process id.
 func (in *Instance) PID() int { return in.cmd.Process.Pid }
 
+// Signal sends sig to the server process; once it has exited and been
+// reaped it fails (os.ErrProcessDone) rather than reach a process that
+// took its pid.
+func (in *Instance) Signal(sig os.Signal) error { return in.cmd.Process.Signal(sig) }
+
 // Done is closed when the server process has exited and been reaped.
 func (in *Instance) Done() <-chan struct{} { return in.done }
 

@@ -84,6 +84,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("DELETE /v1/leases/{id}", s.release)
 	mux.HandleFunc("POST /v1/leases/{id}/keep", s.keep)
 	mux.HandleFunc("POST /v1/leases/{id}/extend", s.extend)
+	mux.HandleFunc("POST /v1/leases/{id}/fork", s.fork)
 	mux.HandleFunc("POST /v1/shutdown", func(w http.ResponseWriter, r *http.Request) {
 		// Answer only once every pool is down, so the caller can rely on it.
 		s.downAll()
@@ -110,7 +111,7 @@ func statusOf(err error) int {
 		code = http.StatusNotFound
 	case errors.Is(err, pool.ErrLeaseLost):
 		code = http.StatusGone
-	case errors.Is(err, errConflict), errors.Is(err, catalog.ErrInUse):
+	case errors.Is(err, errConflict), errors.Is(err, catalog.ErrInUse), errors.Is(err, catalog.ErrHasChildren):
 		code = http.StatusConflict
 	case errors.Is(err, pool.ErrLeaseTimeout), errors.Is(err, pool.ErrClosed), errors.Is(err, errComingUp):
 		code = http.StatusServiceUnavailable

@@ -328,6 +328,12 @@ func (s *Server) deleteTemplate(w http.ResponseWriter, r *http.Request) {
 		}
 		return false
 	}
+	if force := r.URL.Query().Get("force"); force != "1" && force != "true" {
+		if err := s.cat.CheckChildren(m); err != nil {
+			fail(w, fmt.Errorf("%w (DELETE /v1/templates/%s?force=1)", err, m.Name))
+			return
+		}
+	}
 	if err := s.cat.Remove(m, inUse); err != nil {
 		fail(w, err)
 		return

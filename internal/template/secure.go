@@ -39,6 +39,13 @@ func (b *Builder) secureOn(ctx context.Context, in *mariadb.Instance, grantTable
 // (secureDefiners) for m's databases; a capture does that at the end of
 // its build.
 func (b *Builder) secure(ctx context.Context, data string, p mariadb.Profile, m *catalog.Meta) error {
+	return b.secureWith(ctx, data, p, m, nil)
+}
+
+// secureWith is secure with one more step on the private server, run as
+// root after the accounts are secured and before the DEFINER pass (a
+// fork's: fork.go); nil for none.
+func (b *Builder) secureWith(ctx context.Context, data string, p mariadb.Profile, m *catalog.Meta, step func(context.Context, *sql.DB) error) error {
 	// The data's own server id (claimed here, or by the build that goes
 	// on to start on it); the caller seals data when done.
 	id, err := b.claim(data)
@@ -66,6 +73,12 @@ func (b *Builder) secure(ctx context.Context, data string, p mariadb.Profile, m 
 	db, err := in.Open("")
 	if err != nil {
 		return err
+	}
+	if step != nil {
+		if err := step(ctx, db); err != nil {
+			db.Close()
+			return err
+		}
 	}
 	if m != nil {
 		if err := b.secureDefiners(ctx, db, m); err != nil {
