@@ -97,7 +97,7 @@ func Start(b *Binary, cfg Config) (*Instance, error) {
 		cfg.BindAddress = "127.0.0.1"
 	}
 	if cfg.Port == 0 {
-		p, err := FreePortOn(cfg.BindAddress)
+		p, err := freePort(cfg.BindAddress)
 		if err != nil {
 			return nil, err
 		}
@@ -265,6 +265,27 @@ func (in *Instance) exitError() error {
 	return fmt.Errorf("%w (%v): %s", ErrExited, in.err, tail)
 }
 
+// StartReady starts a server on cfg and waits until it answers. A port of
+// the kernel's choosing (cfg.Port 0) can be taken by another program
+// between the choice and the server's bind: then the server is started
+// again on a new port, up to three times in all. The caller kills or stops
+// the returned instance.
+func StartReady(ctx context.Context, b *Binary, cfg Config) (*Instance, error) {
+	for attempt := 1; ; attempt++ {
+		in, err := Start(b, cfg)
+		if err != nil {
+			return nil, err
+		}
+		if err = in.WaitReady(ctx); err == nil {
+			return in, nil
+		}
+		in.Kill()
+		if cfg.Port != 0 || attempt == 3 || !errors.Is(err, ErrPortInUse) {
+			return nil, err
+		}
+	}
+}
+
 // ErrPortInUse means the server could not bind its TCP port; callers retry
 // with another port.
 var ErrPortInUse = errors.New("port in use")
@@ -343,6 +364,10 @@ func (c Config) account() (svcuser.Account, error) {
 	}
 	return svcuser.Get()
 }
+
+// freePort picks the port of a server started with Config.Port 0 (a test
+// replaces it to hand out a taken port).
+var freePort = FreePortOn
 
 // FreePort asks the kernel for a free loopback TCP port.
 func FreePort() (int, error) { return FreePortOn("127.0.0.1") }

@@ -76,6 +76,37 @@ func TestPortInUse(t *testing.T) {
 	}
 }
 
+// TestStartReadyRetriesATakenPort: a port of the kernel's choosing that
+// another program takes before the server binds it costs a second start on
+// a new port, not a failed build or slot.
+func TestStartReadyRetriesATakenPort(t *testing.T) {
+	bin := mariadbtest.Binary(t)
+	first := mariadbtest.Start(t)
+	dir := mariadbtest.TestDir(t)
+	data := filepath.Join(dir, "data")
+	if err := bin.InitDatadir(context.Background(), data); err != nil {
+		t.Fatal(err)
+	}
+	picks := 0
+	defer mariadb.SetFreePort(func(addr string) (int, error) {
+		picks++
+		if picks == 1 {
+			return first.Config.Port, nil // taken between the choice and the bind
+		}
+		return mariadb.FreePortOn(addr)
+	})()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	in, err := mariadb.StartReady(ctx, bin, mariadb.Config{Datadir: data, RunDir: filepath.Join(dir, "run"), Profile: mariadb.DefaultProfile()})
+	if err != nil {
+		t.Fatalf("StartReady after a taken port: %v", err)
+	}
+	defer in.Kill()
+	if picks != 2 || in.Config.Port == first.Config.Port {
+		t.Fatalf("StartReady picked %d ports and runs on %d (the taken one is %d): want a second start on a new port", picks, in.Config.Port, first.Config.Port)
+	}
+}
+
 func TestExitedServerReportsLog(t *testing.T) {
 	bin := mariadbtest.Binary(t)
 	dir := mariadbtest.TestDir(t)

@@ -263,20 +263,19 @@ func (b *Builder) startBuild(ctx context.Context, dir string, opt BuildOptions, 
 	}
 	tl.Mark(PhaseRAMCopy)
 	runDir := filepath.Join(b.cat.Root().Path, "run", "build-"+m.Hash[:12])
-	in, err := mariadb.Start(b.bin, mariadb.Config{Datadir: data, RunDir: runDir, Profile: mariadb.BuildProfile(opt.Profile), AdminPassword: b.cat.Admin(), Account: &id.Account})
+	in, err := mariadb.StartReady(ctx, b.bin, mariadb.Config{Datadir: data, RunDir: runDir, Profile: mariadb.BuildProfile(opt.Profile), AdminPassword: b.cat.Admin(), Account: &id.Account})
 	if err != nil {
+		os.RemoveAll(runDir)
 		_ = b.seal(data)
 		return nil, nil, err
 	}
 	db, err := in.Open("")
 	if err == nil {
-		if err = in.WaitReady(ctx); err == nil {
-			dbName := opt.database()
-			if opt.FromSQL != "" {
-				dbName = "" // the loader makes it, unless the dump does
-			}
-			err = setupAccount(ctx, db, dbName, m)
+		dbName := opt.database()
+		if opt.FromSQL != "" {
+			dbName = "" // the loader makes it, unless the dump does
 		}
+		err = setupAccount(ctx, db, dbName, m)
 	}
 	if err != nil {
 		in.Kill()

@@ -191,14 +191,11 @@ func (b *Builder) buildFromServer(ctx context.Context, dir string, opt BuildOpti
 		// to the data, within a quarter of the free memory.
 		prof.BufferPool = max(prof.BufferPool, min(src.Bytes+src.Bytes/4, sysmem.AvailableOr(1<<30)/4))
 	}
-	in, err := mariadb.Start(b.bin, mariadb.Config{Datadir: data, RunDir: runDir, Profile: prof, AdminPassword: b.cat.Admin(), Account: &id.Account})
+	in, err := mariadb.StartReady(ctx, b.bin, mariadb.Config{Datadir: data, RunDir: runDir, Profile: prof, AdminPassword: b.cat.Admin(), Account: &id.Account})
 	if err != nil {
 		return err
 	}
 	defer in.Kill()
-	if err := in.WaitReady(ctx); err != nil {
-		return err
-	}
 	db, err := in.Open("")
 	if err != nil {
 		return err

@@ -53,7 +53,7 @@ func (b *Builder) Start(ctx context.Context, m *catalog.Meta, name string) (*Run
 		return nil, err
 	}
 	p := BuildProfileFor(m)
-	in, err := mariadb.Start(b.bin, mariadb.Config{Datadir: data, RunDir: filepath.Join(b.cat.Root().Path, "run", "srv-"+name), Profile: p, AdminPassword: b.cat.Admin(), Account: &id.Account})
+	in, err := mariadb.StartReady(ctx, b.bin, mariadb.Config{Datadir: data, RunDir: filepath.Join(b.cat.Root().Path, "run", "srv-"+name), Profile: p, AdminPassword: b.cat.Admin(), Account: &id.Account})
 	r := &Running{Inst: in, Meta: m, dir: dir, rm: func() error {
 		err := be.Remove(data)
 		if serr := b.seal(data); err == nil {
@@ -61,9 +61,6 @@ func (b *Builder) Start(ctx context.Context, m *catalog.Meta, name string) (*Run
 		}
 		return err
 	}}
-	if err == nil {
-		err = in.WaitReady(ctx)
-	}
 	if err != nil {
 		r.Close()
 		return nil, err

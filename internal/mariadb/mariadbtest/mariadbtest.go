@@ -173,16 +173,13 @@ func start(t testing.TB, bin *mariadb.Binary, data, run string) *mariadb.Instanc
 	t.Helper()
 	p := mariadb.DefaultProfile()
 	p.BufferPool = 64 << 20
-	in, err := mariadb.Start(bin, mariadb.Config{Datadir: data, RunDir: run, Profile: p})
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	in, err := mariadb.StartReady(ctx, bin, mariadb.Config{Datadir: data, RunDir: run, Profile: p})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(in.Kill)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	if err := in.WaitReady(ctx); err != nil {
-		t.Fatal(err)
-	}
 	return in
 }
 
@@ -243,14 +240,11 @@ func StartBinlog(t testing.TB) *mariadb.Instance {
 		t.Fatal(err)
 	}
 	// The profile turns the binary log off; the options after it turn it on.
-	in, err := mariadb.Start(bin, mariadb.Config{Datadir: data, RunDir: filepath.Join(dir, "run"), Profile: mariadb.DefaultProfile(),
+	in, err := mariadb.StartReady(context.Background(), bin, mariadb.Config{Datadir: data, RunDir: filepath.Join(dir, "run"), Profile: mariadb.DefaultProfile(),
 		Extra: []string{"--log-bin=" + filepath.Join(dir, "run", "binlog"), "--server-id=7"}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(in.Kill)
-	if err := in.WaitReady(context.Background()); err != nil {
-		t.Fatal(err)
-	}
 	return in
 }
