@@ -73,6 +73,15 @@ func (c *Client) EnsureTemplate(ctx context.Context, req api.TemplateRequest, bu
 	}
 }
 
+// IsUnkeyed reports whether err is the daemon's refusal of a template
+// whose build runs code but that no file keys (api.CodeUnkeyedBuild,
+// api.TemplateRequest.Unkeyed): an integration answers it with its own
+// option names.
+func IsUnkeyed(err error) bool {
+	var ae *APIError
+	return errors.As(err, &ae) && ae.Code == api.CodeUnkeyedBuild
+}
+
 // build runs build against the session a opened and finishes it, or
 // aborts it when build fails.
 func (c *Client) build(ctx context.Context, req api.TemplateRequest, a *api.TemplateAnswer, build BuildFunc) (*api.TemplateAnswer, error) {
