@@ -141,6 +141,15 @@ class SpringSupportTest {
         }
     }
 
+    /** The trap: migrate with no files, keyed by the command's text alone. */
+    @SpringJUnitConfig(Config.class)
+    @AutoConfigurePristineDatabase(template = "java-spring-unkeyed", migrate = MIGRATE)
+    static class Unkeyed {
+        @Test
+        void never() {
+        }
+    }
+
     @Configuration
     static class Empty {
     }
@@ -221,6 +230,16 @@ class SpringSupportTest {
         String all = rootCause(t).getMessage();
         assertTrue(all.contains("template java-spring-broken: build failed, so it was aborted: "), all);
         assertTrue(all.contains("Table 'app.nope' doesn't exist"), all);
+    }
+
+    @Test
+    void migrateWithoutFilesIsRefusedNamingFilesAndAllowStale() {
+        EngineExecutionResults r = EngineTestKit.engine("junit-jupiter").selectors(selectClass(Unkeyed.class)).execute();
+        r.testEvents().assertStatistics(s -> s.succeeded(0));
+        Throwable t = r.allEvents().failed().list().get(0).getPayload(TestExecutionResult.class).orElseThrow().getThrowable().orElseThrow();
+        String all = rootCause(t).getMessage();
+        assertTrue(all.contains("template java-spring-unkeyed: its migrate command (or builder) runs code but no files key it"), all);
+        assertTrue(all.contains("files = {") && all.contains("allowStale = true"), all);
     }
 
     /** A context whose startup writes, as spring.sql.init's data.sql or a Flyway callback would. */
