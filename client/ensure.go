@@ -26,6 +26,10 @@ const EnvCache = "PRISTINE_CACHE"
 // the template. With req.Cache (default $PRISTINE_CACHE), an OCI
 // repository a fleet shares, the daemon pulls the template from it when
 // another machine built it and pushes it there when build ran here.
+// A caller whose build runs code says so (req.RunsCode) with how many
+// file paths its key covers (req.KeyFiles): the daemon refuses code that
+// no file keys, whose template would stay the same after a migration
+// changes (IsUnkeyed), unless req.AllowStale accepts that risk.
 func (c *Client) EnsureTemplate(ctx context.Context, req api.TemplateRequest, build BuildFunc, wait time.Duration) (*api.TemplateAnswer, error) {
 	if wait <= 0 {
 		wait = 30 * time.Minute
