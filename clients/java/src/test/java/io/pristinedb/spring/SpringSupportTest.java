@@ -308,7 +308,8 @@ class SpringSupportTest {
 
     /** A context per run (@DirtiesContext), as each run of a suite starts its own. */
     @SpringJUnitConfig(WritingConfig.class)
-    @AutoConfigurePristineDatabase(template = "java-spring-parity", builder = ParityBuilder.class, setup = StartupRow.class, poolSize = 3)
+    @AutoConfigurePristineDatabase(template = "java-spring-parity", builder = ParityBuilder.class,
+            files = "src/test/java/io/pristinedb/spring/SpringSupportTest.java", setup = StartupRow.class, poolSize = 3)
     @org.springframework.test.annotation.DirtiesContext
     static class Parity {
         @Autowired
