@@ -107,6 +107,9 @@ type ExtendRequest struct {
 // ErrorBody is the body of every error response.
 type ErrorBody struct {
 	Error string `json:"error"`
+	// Code names the error's kind for programs (CodeUnkeyedBuild), where
+	// a client answers it in its own terms; empty for most errors.
+	Code string `json:"code,omitempty"`
 }
 
 // WithCredentials returns the lease with its password revealed, for the

@@ -26,6 +26,32 @@ type TemplateRequest struct {
 	// another machine pushed it, or lets the caller build and pushes the
 	// result. The daemon must allow the repository (serve --allow-cache).
 	Cache string `json:"cache,omitempty"`
+	// RunsCode says the caller's build runs code (a migrate command or
+	// function, an init command, framework migrations) whose output
+	// depends on files Key must then cover.
+	RunsCode bool `json:"runs_code,omitempty"`
+	// KeyFiles is how many file paths (files, directories, globs) Key
+	// hashes. A request that runs code with none is refused with
+	// CodeUnkeyedBuild unless AllowStale is set: its key would be only
+	// the command's text, and a changed migration would silently get the
+	// old template.
+	KeyFiles int `json:"key_files,omitempty"`
+	// AllowStale accepts a build that runs code with no file keying it:
+	// the template is then rebuilt only when the key's strings change,
+	// never when a file the code reads does (a stale template).
+	AllowStale bool `json:"allow_stale,omitempty"`
+}
+
+// CodeUnkeyedBuild is ErrorBody.Code of a template request (or a `template
+// build`) whose build runs code but names no file that keys it
+// (TemplateRequest.KeyFiles), without AllowStale: each client answers it
+// with its own option names.
+const CodeUnkeyedBuild = "unkeyed_build"
+
+// Unkeyed reports whether req would build a template that no file keys
+// although its build runs code, and did not opt out.
+func (req TemplateRequest) Unkeyed() bool {
+	return req.RunsCode && req.KeyFiles <= 0 && !req.AllowStale
 }
 
 // TemplateAnswer answers POST /v1/templates and GET /v1/templates/{ref}.

@@ -59,6 +59,9 @@ type APIError struct {
 	Message string
 	// RetryAfter is the daemon's Retry-After (sent with 429), or 0.
 	RetryAfter time.Duration
+	// Code is the daemon's machine-readable kind of the error
+	// (api.CodeUnkeyedBuild), or "".
+	Code string
 }
 
 func (e *APIError) Error() string { return e.Message }
@@ -150,7 +153,7 @@ func (c *Client) send(ctx context.Context, method, path string, body any) (*http
 		if json.Unmarshal(b, &eb) != nil || eb.Error == "" {
 			eb.Error = fmt.Sprintf("%s %s: %s: %s", method, path, resp.Status, bytes.TrimSpace(b))
 		}
-		ae := &APIError{Status: resp.StatusCode, Message: eb.Error}
+		ae := &APIError{Status: resp.StatusCode, Message: eb.Error, Code: eb.Code}
 		if n, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && n >= 0 {
 			ae.RetryAfter = time.Duration(n) * time.Second
 		}

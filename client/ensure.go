@@ -26,6 +26,10 @@ const EnvCache = "PRISTINE_CACHE"
 // the template. With req.Cache (default $PRISTINE_CACHE), an OCI
 // repository a fleet shares, the daemon pulls the template from it when
 // another machine built it and pushes it there when build ran here.
+// A caller whose build runs code says so (req.RunsCode) with how many
+// file paths its key covers (req.KeyFiles): the daemon refuses code that
+// no file keys, whose template would stay the same after a migration
+// changes (IsUnkeyed), unless req.AllowStale accepts that risk.
 func (c *Client) EnsureTemplate(ctx context.Context, req api.TemplateRequest, build BuildFunc, wait time.Duration) (*api.TemplateAnswer, error) {
 	if wait <= 0 {
 		wait = 30 * time.Minute
@@ -71,6 +75,15 @@ func (c *Client) EnsureTemplate(ctx context.Context, req api.TemplateRequest, bu
 			return nil, err
 		}
 	}
+}
+
+// IsUnkeyed reports whether err is the daemon's refusal of a template
+// whose build runs code but that no file keys (api.CodeUnkeyedBuild,
+// api.TemplateRequest.Unkeyed): an integration answers it with its own
+// option names.
+func IsUnkeyed(err error) bool {
+	var ae *APIError
+	return errors.As(err, &ae) && ae.Code == api.CodeUnkeyedBuild
 }
 
 // build runs build against the session a opened and finishes it, or

@@ -78,5 +78,5 @@ func (c *Client) template(ctx context.Context, method, path string, body any) (*
 	if json.Unmarshal(b, &eb) != nil || eb.Error == "" {
 		eb.Error = fmt.Sprintf("%s %s: %s: %s", method, path, resp.Status, bytes.TrimSpace(b))
 	}
-	return nil, &APIError{Status: resp.StatusCode, Message: eb.Error}
+	return nil, &APIError{Status: resp.StatusCode, Message: eb.Error, Code: eb.Code}
 }

@@ -59,6 +59,7 @@ type config struct {
 	keep      bool
 	unchanged bool
 	forked    string // the hash of a fork (Fork): leased as it is, never built
+	stale     bool
 }
 
 // Option configures New.
@@ -71,14 +72,22 @@ func Client(c *client.Client) Option { return func(o *config) { o.client = c } }
 func Template(name string) Option { return func(o *config) { o.name = name } }
 
 // Files names the files that define the template (client.ContentKey
-// patterns): migrations, fixtures, schema dumps. Extra strings (e.g. a
-// migration tool's version) are hashed with them.
+// patterns): migrations, fixtures, schema dumps. They are what keys it:
+// a change to any of them builds a new template. With Migrate or Build
+// and no Files, New fails (the daemon refuses the build): the template
+// would be keyed by KeyExtra's strings alone and stay the same after a
+// migration changes, unless AllowStale says so.
 func Files(patterns ...string) Option {
 	return func(o *config) { o.files = append(o.files, patterns...) }
 }
 
 // KeyExtra adds strings to the template's key.
 func KeyExtra(s ...string) Option { return func(o *config) { o.extra = append(o.extra, s...) } }
+
+// AllowStale accepts a Migrate or Build with no Files, keyed by KeyExtra
+// alone: the template is rebuilt only when those strings change, so it
+// goes stale, silently, when a file the migrations read changes.
+func AllowStale() Option { return func(o *config) { o.stale = true } }
 
 // Migrate builds the template: it runs against the template server's
 // database when the template does not exist yet.
@@ -208,7 +217,7 @@ func (o *config) key() (string, error) {
 		return o.forked, nil
 	}
 	if len(o.files) == 0 && len(o.extra) == 0 {
-		return "", fmt.Errorf("no template files: pass pristinetest.Files(\"migrations\") naming the files that define template %s", o.name)
+		return "", fmt.Errorf("no template files: pass pristinetest.Files(\"migrations\") naming the files that define template %s (or KeyExtra with AllowStale, for a template that goes stale when the migrations change)", o.name)
 	}
 	return client.ContentKey(o.files, o.extra...)
 }
@@ -229,7 +238,11 @@ func (o *config) prepare(ctx context.Context, key string) (string, error) {
 			return o.migrate(ctx, db)
 		}
 	}
-	a, err := o.client.EnsureTemplate(ctx, api.TemplateRequest{Name: o.name, Key: key, Database: o.database}, build, 0)
+	a, err := o.client.EnsureTemplate(ctx, api.TemplateRequest{Name: o.name, Key: key, Database: o.database,
+		RunsCode: build != nil, KeyFiles: len(o.files), AllowStale: o.stale}, build, 0)
+	if client.IsUnkeyed(err) {
+		return "", fmt.Errorf("template %s is built by pristinetest.Migrate (or Build) but no pristinetest.Files keys it: it would be keyed by KeyExtra alone, so after a migration changes every run would still get the old template. Pass pristinetest.Files(\"migrations\") naming the files the migrations read, or pristinetest.AllowStale() to accept a template that goes stale when they change", o.name)
+	}
 	if err != nil {
 		return "", err
 	}

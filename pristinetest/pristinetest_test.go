@@ -154,6 +154,8 @@ func TestFaultMessages(t *testing.T) {
 		{"lease timeout", opt(pristinetest.Client(d.Client), pristinetest.Migrate(good), pristinetest.Wait(time.Second)),
 			[]string{"lease a database of faults", "no"}},
 		{"no files", []pristinetest.Option{pristinetest.Client(d.Client)}, []string{"pristinetest.Files"}},
+		{"migrate keyed by no file", []pristinetest.Option{pristinetest.Client(d.Client), pristinetest.Template("unkeyed"),
+			pristinetest.KeyExtra("migrate v1"), pristinetest.Migrate(good)}, []string{"pristinetest.Files(", "pristinetest.AllowStale()", "old template"}},
 	}
 	outer := t // owns the leases, so the held one outlives its case
 	for _, c := range cases {
@@ -179,6 +181,36 @@ func TestFaultMessages(t *testing.T) {
 	}
 	if held == nil || canary(t, held.DB) != "pristine" {
 		t.Fatal("the build after a failed one did not give a working database")
+	}
+}
+
+// TestChangedMigrationGetsNewTemplate: a migration file (named by Files)
+// that changes between two tests gets a new template, with the changed
+// migration's rows, not the old one.
+func TestChangedMigrationGetsNewTemplate(t *testing.T) {
+	mariadbtest.Binary(t)
+	d := pristinetest.Serve(t, bin)
+	dir := migrations(t)
+	var runs atomic.Int32
+	opts := []pristinetest.Option{pristinetest.Client(d.Client), pristinetest.Template("changing"),
+		pristinetest.Files(dir), pristinetest.Migrate(migrateFrom(dir, &runs)), pristinetest.PoolSize(1)}
+	var hashes []string
+	for _, want := range []string{"pristine", "changed"} {
+		t.Run(want, func(t *testing.T) {
+			db := pristinetest.New(t, opts...)
+			if v := canary(t, db.DB); v != want {
+				t.Fatalf("the template's row reads %q, want %q: a stale template", v, want)
+			}
+			st, err := d.Client.Pool(context.Background(), "changing")
+			if err != nil {
+				t.Fatal(err)
+			}
+			hashes = append(hashes, st.Hash)
+		})
+		os.WriteFile(filepath.Join(dir, "001_canary.sql"), []byte("CREATE TABLE canary (id INT PRIMARY KEY, v VARCHAR(20));\nINSERT INTO canary VALUES (1, 'changed');\n"), 0o644)
+	}
+	if runs.Load() != 2 || len(hashes) != 2 || hashes[0] == hashes[1] {
+		t.Fatalf("migrations ran %d times, templates %v: want two builds of two templates", runs.Load(), hashes)
 	}
 }
 

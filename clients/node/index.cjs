@@ -20,4 +20,5 @@ module.exports = {
   acquire: ensure.acquire,
   CACHE_ENV: ensure.CACHE_ENV,
   MAX_WAIT: client.MAX_WAIT,
+  UNKEYED_BUILD: client.UNKEYED_BUILD,
 };

@@ -14,9 +14,11 @@ export interface ClientOptions {
 
 /** An error the daemon answered with (status), or a failure to reach it (status 0). */
 export class PristineError extends Error {
-  constructor(message: string, status?: number, retryAfter?: number, options?: { cause?: unknown });
+  constructor(message: string, status?: number, retryAfter?: number, options?: { cause?: unknown; code?: string });
   /** The HTTP status: 400 a refused value, 429 too many lease requests, 503 nothing free in time; 0 not reached. */
   status: number;
+  /** The daemon's machine-readable kind of the error (UNKEYED_BUILD), or ''. */
+  code: string;
   /** Seconds the daemon asks to wait before retrying (with 429). */
   retryAfter: number;
 }
@@ -126,7 +128,7 @@ export class Client {
   where(): string;
   request<T = any>(method: string, path: string, body?: unknown, options?: { ok?: number[]; timeout?: number }): Promise<T>;
   health(): Promise<Record<string, unknown>>;
-  beginTemplate(req: { name: string; key: string; database?: string; ttlSeconds?: number; cache?: string }): Promise<TemplateAnswer>;
+  beginTemplate(req: { name: string; key: string; database?: string; ttlSeconds?: number; cache?: string; keyFiles?: number; allowStale?: boolean }): Promise<TemplateAnswer>;
   finishTemplate(hash: string): Promise<TemplateAnswer>;
   abortTemplate(hash: string): Promise<void>;
   waitTemplate(ref: string, waitSeconds: number): Promise<TemplateAnswer>;
@@ -161,8 +163,17 @@ export type BuildFn = (conn: TemplateAnswer) => unknown | Promise<unknown>;
 export interface PrepareOptions {
   /** The template's (and pool's) name. */
   template: string;
-  /** Files, directories or globs (Go's filepath.Glob syntax) that define the template: its content key. */
+  /**
+   * Files, directories or globs (Go's filepath.Glob syntax) that define the template: its content key, so a
+   * change to any of them builds a new template. Required with migrate: without them the template would be
+   * keyed by the command's text alone and stay the same after a migration changes (see allowStale).
+   */
   files?: string[];
+  /**
+   * Accept a migrate with no files: the template is rebuilt only when the command or keyExtra changes, so it
+   * goes stale, silently, when a file the migration reads changes.
+   */
+  allowStale?: boolean;
   /** More strings for the key (a tool's version, a setting). */
   keyExtra?: string[];
   /**
@@ -183,7 +194,7 @@ export interface PrepareOptions {
 }
 
 export function contentKey(patterns: string | string[], extra?: string[], options?: { cwd?: string }): string;
-export function ensureTemplate(client: Client, req: { name: string; key: string; database?: string; cache?: string; wait?: number }, build?: BuildFn): Promise<TemplateAnswer>;
+export function ensureTemplate(client: Client, req: { name: string; key: string; database?: string; cache?: string; wait?: number; keyFiles?: number; allowStale?: boolean }, build?: BuildFn): Promise<TemplateAnswer>;
 export function ensurePool(client: Client, name: string, hash: string, size: number): Promise<void>;
 export function runCommand(command: string, conn: TemplateAnswer, options?: { cwd?: string }): Promise<string>;
 export function prepare(client: Client, options: PrepareOptions): Promise<{ template: string; hash: string; key: string; built: boolean }>;
@@ -194,3 +205,5 @@ export function finish(client: Client, lease: Lease, options?: { failed?: boolea
 export function defaultRoot(): string;
 export const CACHE_ENV: 'PRISTINE_CACHE';
 export const MAX_WAIT: number;
+/** PristineError.code of a template whose build runs code no file keys (refused by the daemon). */
+export const UNKEYED_BUILD: 'unkeyed_build';

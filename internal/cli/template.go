@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/pristinedb/pristine/api"
 	"github.com/pristinedb/pristine/internal/archive"
 	"github.com/pristinedb/pristine/internal/capture"
 	"github.com/pristinedb/pristine/internal/catalog"
@@ -67,6 +68,22 @@ type BuildFlags struct {
 	ServerOptions []string // --server-option KEY=VALUE
 	Password      PasswordFlags
 	Cache         cacheFlags // --cache REPO: template_remote.go
+	// AllowStale (--allow-stale) accepts an init command no --watch path
+	// keys: the template is then rebuilt only when the command's text
+	// changes, never when a file it reads does.
+	AllowStale bool
+}
+
+// keyed refuses an init command that no --watch path keys, by the rule the
+// daemon applies to every client (api.TemplateRequest.Unkeyed): the
+// template would be keyed by the command's text alone, and a changed
+// migration would silently get the old one.
+func (f *BuildFlags) keyed() error {
+	req := api.TemplateRequest{RunsCode: f.InitCmd != "", KeyFiles: len(f.Watch), AllowStale: f.AllowStale}
+	if !req.Unkeyed() {
+		return nil
+	}
+	return fmt.Errorf("%w: template %s: --init-cmd runs code but no --watch names the files it reads, so the template would be keyed by the command's text alone: after a migration changes, every build would still find the old template. Pass --watch PATH (repeatable) for the migrations, seeders and fixtures it reads, or --allow-stale to accept a template that goes stale when they change (an init command that reads no file)", ErrUsage, f.Name)
 }
 
 func newTemplateBuildCmd(g *Globals) *cobra.Command {
@@ -77,7 +94,14 @@ func newTemplateBuildCmd(g *Globals) *cobra.Command {
 		Long: `Builds a golden data directory stored under a content hash of its inputs, the init
 command, the server version and the profile. An unchanged template is never rebuilt.
 The init command runs with DATABASE_URL, MYSQL_HOST, MYSQL_PORT, MYSQL_UNIX_PORT,
-MYSQL_USER, MYSQL_PWD and MYSQL_DATABASE set for the template server.`,
+MYSQL_USER, MYSQL_PWD and MYSQL_DATABASE set for the template server.
+
+What keys the template: the --from-sql input and the --watch paths (their names and
+bytes), not what the init command does. An --init-cmd without --watch is refused: the
+template would be keyed by the command's text alone, and a changed migration would
+silently get the old template. Name the files it reads with --watch; --allow-stale
+accepts the risk (for a command that reads no file): the template is then rebuilt only
+when the command's text changes.`,
 		Example: `  pristine template build app --from-sql schema.sql.zst
   pristine template build app --init-cmd './migrate up' --watch migrations/ --server-option sql-mode=STRICT_ALL_TABLES`,
 		Args: cobra.ExactArgs(1),
@@ -121,7 +145,8 @@ MYSQL_USER, MYSQL_PWD and MYSQL_DATABASE set for the template server.`,
 func (f *BuildFlags) addKeyFlags(fl *pflag.FlagSet) {
 	fl.StringVar(&f.FromSQL, "from-sql", "", "SQL to load: a .sql/.sql.gz/.sql.zst file, a directory of them, or - for stdin (build only)")
 	fl.StringVar(&f.InitCmd, "init-cmd", "", "shell command to run against the template server (migrations, seeders)")
-	fl.StringSliceVar(&f.Watch, "watch", nil, "files or directories the init command reads; their content goes into the hash (repeatable)")
+	fl.StringSliceVar(&f.Watch, "watch", nil, "files or directories the init command reads; their content goes into the hash (repeatable; required with --init-cmd unless --allow-stale)")
+	fl.BoolVar(&f.AllowStale, "allow-stale", false, "accept an --init-cmd without --watch: the template is rebuilt only when the command's text changes, so it goes stale when a file the command reads changes")
 	fl.StringVar(&f.Database, "database", "", "database to load into and hand out (default: the template name)")
 	fl.IntVar(&f.DBsPerSlot, "dbs-per-slot", 1, "copies of the database inside each slot, for hosts short of memory")
 	fl.StringVar(&f.LogSize, "log-file-size", "48M", "innodb_log_file_size of the template and its slots")
@@ -141,6 +166,9 @@ func RunTemplateBuild(ctx context.Context, g *Globals, f BuildFlags) (*catalog.M
 			return nil, false, err
 		}
 		f.Server.Password = pw
+	}
+	if err := f.keyed(); err != nil {
+		return nil, false, err
 	}
 	st, err := g.openBuilder(ctx, f.Backend)
 	if err != nil {

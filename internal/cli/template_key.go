@@ -64,6 +64,9 @@ func RunTemplateKey(ctx context.Context, g *Globals, f BuildFlags) (string, erro
 	if f.FromSQL == "" && f.InitCmd == "" {
 		return "", fmt.Errorf("%w: nothing to key: pass --from-sql PATH, --init-cmd CMD, or both, as for template build", ErrUsage)
 	}
+	if err := f.keyed(); err != nil {
+		return "", err
+	}
 	if err := f.setProfile(); err != nil {
 		return "", err
 	}

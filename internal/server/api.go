@@ -96,7 +96,16 @@ func (s *Server) Handler() http.Handler {
 
 // fail writes err with the status code its kind maps to.
 func fail(w http.ResponseWriter, err error) {
-	writeJSON(w, statusOf(err), ErrorBody{Error: err.Error()})
+	writeJSON(w, statusOf(err), ErrorBody{Error: err.Error(), Code: codeOf(err)})
+}
+
+// codeOf names the kinds of error a client answers in its own terms
+// (ErrorBody.Code), in one place; "" for the others.
+func codeOf(err error) string {
+	if errors.Is(err, errUnkeyed) {
+		return api.CodeUnkeyedBuild
+	}
+	return ""
 }
 
 // statusOf maps an error's kind to an HTTP status, in one place.
@@ -126,6 +135,9 @@ func statusOf(err error) int {
 var (
 	errBadRequest = errors.New("bad request")
 	errConflict   = errors.New("conflict")
+	// errUnkeyed is a template request whose build runs code that no
+	// file keys (api.TemplateRequest.Unkeyed).
+	errUnkeyed = fmt.Errorf("%w: unkeyed build", errBadRequest)
 )
 
 func decode(r *http.Request, v any) error {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/pristinedb/pristine/internal/catalog"
 	"github.com/pristinedb/pristine/internal/dsn"
+	"github.com/pristinedb/pristine/internal/errtag"
 	"github.com/pristinedb/pristine/internal/oci"
 
 	"github.com/pristinedb/pristine/api"
@@ -84,6 +85,10 @@ func (s *Server) beginTemplate(w http.ResponseWriter, r *http.Request) {
 	}
 	if req.Key == "" {
 		fail(w, fmt.Errorf("%w: key is required: a hash of the files that define the template", errBadRequest))
+		return
+	}
+	if req.Unkeyed() {
+		fail(w, errtag.New(errUnkeyed, "template %s: its build runs code (migrations, an init command) but no file keys it: the key is only the command's text, so after a migration file changes every run still gets the old template, silently. Name the files the build reads in the client's files option, or opt out with allow_stale (the template then goes stale when those files change)", req.Name))
 		return
 	}
 	ttl, err := duration("ttl_seconds", req.TTL, DefaultTTL, MaxTTL)

@@ -23,8 +23,18 @@ class PristineError extends Error {
     this.name = 'PristineError';
     this.status = status;
     this.retryAfter = retryAfter;
+    /** The daemon's machine-readable kind of the error (UNKEYED_BUILD), or ''. */
+    this.code = (options && options.code) || '';
   }
 }
+
+/**
+ * PristineError.code of a template whose build runs code (a migrate
+ * command or function) that no file keys, refused by the daemon: the key
+ * would be the command's text alone, and a changed migration would
+ * silently get the old template.
+ */
+const UNKEYED_BUILD = 'unkeyed_build';
 
 /** Nothing answers where the daemon should be. */
 class NoDaemonError extends PristineError {
@@ -215,7 +225,8 @@ class Client {
     const msg = (decoded && typeof decoded.error === 'string' && decoded.error) ||
       `${method} ${p}: ${res.status} ${http.STATUS_CODES[res.status] || ''}: ${res.raw.trim().slice(0, 500)}`;
     const ra = Number(res.headers['retry-after']);
-    throw new PristineError(msg, res.status, Number.isFinite(ra) && ra >= 0 ? ra : 0);
+    const code = (decoded && typeof decoded.code === 'string' && decoded.code) || '';
+    throw new PristineError(msg, res.status, Number.isFinite(ra) && ra >= 0 ? ra : 0, { code });
   }
 
   health() {
@@ -226,8 +237,15 @@ class Client {
    * POST /v1/templates: the answer's status is "ready", "build" (the caller
    * builds: the connection fields are set) or "building" (someone else is).
    */
-  beginTemplate({ name, key, database, ttlSeconds, cache }) {
+  beginTemplate({ name, key, database, ttlSeconds, cache, keyFiles, allowStale }) {
     const body = { name, key };
+    // keyFiles given: the build runs code, keyed by that many file paths
+    // (the daemon refuses none, unless allowStale).
+    if (keyFiles !== undefined && keyFiles !== null) {
+      body.runs_code = true;
+      if (keyFiles) body.key_files = keyFiles;
+    }
+    if (allowStale) body.allow_stale = true;
     if (database) body.database = database;
     if (ttlSeconds) body.ttl_seconds = ttlSeconds;
     if (cache) body.cache = cache;
@@ -344,4 +362,4 @@ class Client {
   }
 }
 
-module.exports = { Client, Lease, PristineError, NoDaemonError, defaultRoot, MAX_WAIT };
+module.exports = { Client, Lease, PristineError, NoDaemonError, defaultRoot, MAX_WAIT, UNKEYED_BUILD };

@@ -4,7 +4,7 @@
 // return or keep a lease when its test ends.
 
 const { spawn } = require('node:child_process');
-const { PristineError, NoDaemonError } = require('./client.cjs');
+const { PristineError, NoDaemonError, UNKEYED_BUILD } = require('./client.cjs');
 const { contentKey } = require('./key.cjs');
 
 /** The environment variable naming the fleet cache when the code names none. */
@@ -27,14 +27,18 @@ const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
  * `wait` seconds (default 1800). A build that throws is aborted, and the
  * error is thrown again as a TemplateBuildError. `cache` (default
  * $PRISTINE_CACHE) names an OCI repository a fleet of machines shares.
+ * `keyFiles` is how many file paths `key` is a contentKey of: given with a
+ * build, the daemon refuses a build no file keys (PristineError.code
+ * UNKEYED_BUILD), whose template would stay the same after a migration
+ * changes; `allowStale` accepts that risk.
  */
-async function ensureTemplate(client, { name, key, database, cache, wait = 1800 }, build) {
+async function ensureTemplate(client, { name, key, database, cache, wait = 1800, keyFiles, allowStale }, build) {
   const deadline = Date.now() + wait * 1000;
   if (!cache) cache = process.env[CACHE_ENV] || undefined;
   for (;;) {
     let a;
     try {
-      a = await client.beginTemplate({ name, key, database, cache });
+      a = await client.beginTemplate({ name, key, database, cache, keyFiles: build ? keyFiles : undefined, allowStale });
     } catch (e) {
       if (e instanceof NoDaemonError) throw e;
       throw rewrap(e, `template ${name}: ${e.message}`);
@@ -61,7 +65,7 @@ async function ensureTemplate(client, { name, key, database, cache, wait = 1800 
 
 function rewrap(e, message) {
   if (!(e instanceof PristineError)) return e;
-  return new PristineError(message, e.status, e.retryAfter, { cause: e });
+  return new PristineError(message, e.status, e.retryAfter, { cause: e, code: e.code });
 }
 
 async function buildTemplate(client, name, a, build) {
@@ -177,9 +181,12 @@ function runCommand(command, conn, { cwd } = {}) {
  * `keyExtra`), build it with `migrate` (a shell command, or a function of
  * the connection) when nobody has, and bring a pool of `poolSize` up.
  * Resolves to {template, hash, key, built} (built: this call built it).
+ * A `migrate` with no `files` is refused (the template would be keyed by
+ * the command's text alone, and stay the same after a migration changes)
+ * unless `allowStale` accepts that risk.
  */
 async function prepare(client, opts) {
-  const { template, files = [], keyExtra = [], migrate, database, cache, poolSize = 4, buildWait = 1800, cwd } = opts;
+  const { template, files = [], keyExtra = [], migrate, database, cache, poolSize = 4, buildWait = 1800, cwd, allowStale = false } = opts;
   if (!template) throw new PristineError('pristine: name the template (option template, e.g. "app")');
   const extra = [...keyExtra];
   if (typeof migrate === 'string') extra.push(migrate); // as the Python and PHP integrations do
@@ -190,7 +197,17 @@ async function prepare(client, opts) {
     built = true;
     return build(conn);
   });
-  const a = await ensureTemplate(client, { name: template, key, database, cache, wait: buildWait }, building);
+  let a;
+  try {
+    a = await ensureTemplate(client, { name: template, key, database, cache, wait: buildWait, keyFiles: [].concat(files).length, allowStale }, building);
+  } catch (e) {
+    if (e instanceof PristineError && e.code === UNKEYED_BUILD) {
+      throw new PristineError(`pristine: template ${template}: migrate runs code but no files key it, so it would be keyed by the command's text alone: ` +
+        'after a migration changes every run would still get the old template. Name the migrations, fixtures and schema files it reads in ' +
+        'files (e.g. files: [\'migrations\']), or set allowStale: true to accept a template that goes stale when they change', 400, 0, { cause: e, code: e.code });
+    }
+    throw e;
+  }
   await ensurePool(client, template, a.hash, poolSize);
   return { template, hash: a.hash, key, built };
 }

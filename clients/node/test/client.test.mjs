@@ -6,7 +6,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import mysql from 'mysql2/promise';
-import { Client, NoDaemonError, PristineError, TemplateBuildError, prepare, acquire, finish, runCommand, ensurePool } from '../index.mjs';
+import { Client, NoDaemonError, PristineError, TemplateBuildError, UNKEYED_BUILD, prepare, acquire, finish, runCommand, ensurePool } from '../index.mjs';
 import { startDaemon, skipReason } from './daemon.mjs';
 
 const skip = skipReason() || false;
@@ -223,4 +223,29 @@ test('the Jest/Vitest run setup grows a smaller pool to the run\'s size, and its
     for (const h of holders) await h.end(false);
   }
   await d.client.poolDown('grows-run');
+});
+
+test('a migrate no file keys is refused; a changed migration gets a new template', { skip }, async () => {
+  const mig = fs.mkdtempSync(path.join(os.tmpdir(), 'pristine-node-stale-'));
+  try {
+    fs.mkdirSync(path.join(mig, 'migrations'));
+    const write = (v) => fs.writeFileSync(path.join(mig, 'migrations', '001.sql'), `CREATE TABLE notes (id INT PRIMARY KEY, body VARCHAR(20));\nINSERT INTO notes VALUES (1, '${v}');\n`);
+    write('one');
+    // Keyed by the command's text alone: refused, naming files and allowStale.
+    await assert.rejects(prepare(d.client, { template: 'nodestale', migrate: MIGRATE, poolSize: 1, cwd: mig }),
+      (e) => e instanceof PristineError && e.code === UNKEYED_BUILD && /files/.test(e.message) && /allowStale: true/.test(e.message));
+    const first = await prepare(d.client, { template: 'nodestale', files: ['migrations'], migrate: MIGRATE, poolSize: 1, cwd: mig });
+    write('two');
+    const second = await prepare(d.client, { template: 'nodestale', files: ['migrations'], migrate: MIGRATE, poolSize: 1, cwd: mig });
+    assert.ok(first.built && second.built && first.hash !== second.hash, `templates ${first.hash} and ${second.hash}: want two builds`);
+    const lease = await acquire(d.client, { template: 'nodestale' });
+    try {
+      assert.deepEqual(await rows(lease), ['two']);
+    } finally {
+      await finish(d.client, lease);
+    }
+    await d.client.poolDown('nodestale');
+  } finally {
+    fs.rmSync(mig, { recursive: true, force: true });
+  }
 });

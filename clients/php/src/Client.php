@@ -123,7 +123,7 @@ final class Client
             return [$status, $data];
         }
         if (is_array($data) && isset($data['error']) && $data['error'] !== '') {
-            throw new PristineException((string) $data['error'], $status);
+            throw new PristineException((string) $data['error'], $status, null, (string) ($data['code'] ?? ''));
         }
         throw new PristineException("$method $path: HTTP $status: " . substr((string) $raw, 0, 500), $status);
     }
@@ -140,9 +140,20 @@ final class Client
      *
      * @return array<string,mixed>
      */
-    public function beginTemplate(string $name, string $key, ?string $database = null, ?string $cache = null): array
+    public function beginTemplate(string $name, string $key, ?string $database = null, ?string $cache = null, ?int $keyFiles = null, bool $allowStale = false): array
     {
         $body = ['name' => $name, 'key' => $key];
+        // $keyFiles given: the build runs code, keyed by that many file paths (the daemon refuses
+        // none with PristineException::UNKEYED_BUILD, unless $allowStale).
+        if ($keyFiles !== null) {
+            $body['runs_code'] = true;
+            if ($keyFiles > 0) {
+                $body['key_files'] = $keyFiles;
+            }
+        }
+        if ($allowStale) {
+            $body['allow_stale'] = true;
+        }
         if ($database !== null && $database !== '') {
             $body['database'] = $database;
         }

@@ -21,17 +21,22 @@ final class Pristine
      * machines shares: the template is pulled from it when another machine
      * built it, and pushed to it when this caller builds (docs/fleet.md).
      *
+     * $keyFiles is how many file paths $key is a ContentKey of: given with a
+     * build, the daemon refuses a build that no file keys
+     * (PristineException::UNKEYED_BUILD), whose template would stay the same
+     * after a migration changes; $allowStale accepts that risk.
+     *
      * @param callable(array<string,mixed>):void|null $build
      * @return array<string,mixed>
      */
-    public static function ensureTemplate(Client $c, string $name, string $key, ?callable $build, ?string $database = null, float $wait = 1800, ?string $cache = null): array
+    public static function ensureTemplate(Client $c, string $name, string $key, ?callable $build, ?string $database = null, float $wait = 1800, ?string $cache = null, ?int $keyFiles = null, bool $allowStale = false): array
     {
         $deadline = microtime(true) + $wait;
         if ($cache === null) {
             $cache = getenv(self::CACHE_ENV) ?: null;
         }
         while (true) {
-            $a = $c->beginTemplate($name, $key, $database, $cache);
+            $a = $c->beginTemplate($name, $key, $database, $cache, $build === null ? null : $keyFiles, $allowStale);
             if ($a['status'] === 'ready') {
                 return $a;
             }

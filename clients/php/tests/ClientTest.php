@@ -102,6 +102,36 @@ final class ClientTest extends TestCase
     }
 
     /**
+     * No silent stale templates: a build no file keys is refused before it
+     * runs; keyed by its migrations, a changed migration gets a new template.
+     */
+    public function testABuildNoFileKeysIsRefusedAndAChangedMigrationGetsANewTemplate(): void
+    {
+        $c = self::$d->client;
+        $dir = sys_get_temp_dir() . '/pristine-php-stale-' . getmypid();
+        @mkdir($dir);
+        file_put_contents("$dir/001.sql", 'one');
+        $runs = 0;
+        $build = function (array $conn) use (&$runs) {
+            $runs++;
+            self::canary($conn);
+        };
+        try {
+            Pristine::ensureTemplate($c, 'phpstale', ContentKey::of([], ['php artisan migrate']), $build, keyFiles: 0);
+            $this->fail('a build no file keys was accepted');
+        } catch (PristineException $e) {
+            $this->assertSame([400, PristineException::UNKEYED_BUILD, 0], [$e->status, $e->errorCode, $runs]);
+        }
+        $first = Pristine::ensureTemplate($c, 'phpstale', ContentKey::of([$dir]), $build, keyFiles: 1);
+        file_put_contents("$dir/001.sql", 'two');
+        $second = Pristine::ensureTemplate($c, 'phpstale', ContentKey::of([$dir]), $build, keyFiles: 1);
+        $this->assertSame(2, $runs);
+        $this->assertNotSame($first['hash'], $second['hash']);
+        unlink("$dir/001.sql");
+        rmdir($dir);
+    }
+
+    /**
      * A lease's account is reachable over TCP (no TLS on a loopback slot)
      * and over the slot's socket; on MySQL it is a caching_sha2_password
      * account, whose first login over plain TCP needs the server's RSA key

@@ -157,6 +157,14 @@ final class ExtensionTest extends TestCase
         $this->assertStringContainsString('no pristine daemon is running on /nonexistent/pristine.sock: start one with `pristine pool up` or `pristine serve`', $out);
     }
 
+    public function testAMigrateNoFileKeysStopsTheRunWithTheFix(): void
+    {
+        [$code, $out] = self::sh('phpunit -c ' . escapeshellarg(self::config('FailingTest.php', ['template' => 'php-fixture', 'files' => ''])));
+        $this->assertSame(2, $code, $out);
+        $this->assertStringContainsString('set the "files" option of the pristine PHPUnit extension', $out);
+        $this->assertStringContainsString('allowStale="true" accepts that risk', $out);
+    }
+
     public function testUnknownScopeStopsTheRunWithTheChoices(): void
     {
         [$code, $out] = self::sh('phpunit -c ' . escapeshellarg(self::config('FailingTest.php', ['template' => 'php-fixture', 'scope' => 'class'])));

@@ -59,7 +59,7 @@ final class LaravelTest extends TestCase
     private static function templates(): array
     {
         $n = [];
-        foreach (self::$d->client->request('GET', '/v1/templates')[1] as $t) {
+        foreach (self::$d->client->request('GET', '/v1/templates')[1] ?? [] as $t) {
             $n[$t['name']] = ($n[$t['name']] ?? 0) + 1;
         }
         ksort($n);
@@ -80,6 +80,22 @@ final class LaravelTest extends TestCase
         $this->assertSame($built, $reused, "per-test outcomes differ between the run that built the templates and the one that reused them:\n$out2");
         $this->assertSame(['laravel_parity' => 1, 'laravel_parity-far' => 1], self::templates(), 'the second run built again');
         $this->assertSame([], self::$d->client->leases(), 'a worker left a lease');
+    }
+
+    /**
+     * A build no file keys (files => [], so not Laravel's migrations
+     * either) is refused before it runs, naming the files option and
+     * allowStale.
+     */
+    public function testABuildNoFileKeysIsRefused(): void
+    {
+        $before = self::templates();
+        exec('export PRISTINE_ROOT=' . escapeshellarg(self::$d->root) . ' PRISTINE_FIXTURE_NO_FILES=1 APP_ENV=testing COLUMNS=2000; php '
+            . escapeshellarg(self::$app . '/parallel.php') . ' up 1 2>&1', $lines, $code);
+        $out = implode("\n", $lines);
+        $this->assertStringContainsString('no files key it', $out);
+        $this->assertStringContainsString('allowStale => true', $out);
+        $this->assertSame($before, self::templates(), 'a refused build made a template: ' . $out);
     }
 
     public function testAKeyInputChangeRebuilds(): void

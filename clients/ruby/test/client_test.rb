@@ -170,4 +170,25 @@ class ClientTest < Minitest::Test
     assert_equal 400, e.status
     assert_match(/ttl_seconds/, e.message)
   end
+
+  # No silent stale templates: a build no file keys is refused before it
+  # runs; keyed by its migrations, a changed migration gets a new template.
+  def test_a_build_no_file_keys_is_refused_and_a_changed_migration_gets_a_new_template
+    dir = Dir.mktmpdir("pristine-ruby-stale-")
+    mig = File.join(dir, "001.sql")
+    File.write(mig, "one")
+    runs = 0
+    build = proc { |conn| runs += 1; canary_build(conn) }
+    e = assert_raises(Pristine::Error) do
+      Pristine.ensure_template(client, "rbstale", Pristine::ContentKey.of([], ["bin/rails db:migrate"]), key_files: 0, &build)
+    end
+    assert_equal [400, Pristine::UNKEYED_BUILD, 0], [e.status, e.code, runs]
+    first = Pristine.ensure_template(client, "rbstale", Pristine::ContentKey.of([dir]), key_files: 1, &build)
+    File.write(mig, "two")
+    second = Pristine.ensure_template(client, "rbstale", Pristine::ContentKey.of([dir]), key_files: 1, &build)
+    assert_equal 2, runs
+    refute_equal first["hash"], second["hash"]
+  ensure
+    FileUtils.rm_rf(dir) if dir
+  end
 end

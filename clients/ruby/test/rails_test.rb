@@ -208,6 +208,17 @@ class RailsTest < Minitest::Test
     FileUtils.rm_rf(dir) if dir
   end
 
+  def test_a_build_no_file_keys_is_refused
+    dir = copy_app
+    helper = File.join(dir, "test", "test_helper.rb")
+    File.write(helper, File.read(helper).sub("  pristine_databases pool_size:", "  pristine_databases files: [], pool_size:"))
+    out, st = rails_test(dir)
+    refute st.success?
+    assert_match(/runs code but no files key it.*files:.*allow_stale: true/m, out)
+  ensure
+    FileUtils.rm_rf(dir) if dir
+  end
+
   def test_no_database_free_says_so_and_how_to_fix_it
     # Hold every database of the example's pool, then run with a short wait.
     out, st = rails_test(APP, "WORKERS" => "2")

@@ -17,6 +17,7 @@ use Pristine\Client;
 use Pristine\ContentKey;
 use Pristine\Lease;
 use Pristine\Pristine;
+use Pristine\PristineException;
 
 /**
  * Laravel's parallel testing with pristine leases instead of a
@@ -82,7 +83,7 @@ final class PristineParallelTesting
     private static string $holder = '';
 
     /**
-     * @param array<string,mixed> $options template, connections (or one connection), files, migrate, poolSize
+     * @param array<string,mixed> $options template, connections (or one connection), files, migrate, poolSize, allowStale
      */
     public static function register(array $options = []): void
     {
@@ -100,11 +101,20 @@ final class PristineParallelTesting
             self::$groups = self::groups($template, $connections);
         }
         $key = self::contentKey($options);
+        $keyFiles = count(self::files($options));
+        $allowStale = (bool) ($options['allowStale'] ?? false);
         // Called with a worker's token (1..N), $ensure grows the pools to at
         // least N: the run's processes are never more than the pool.
-        self::$ensure = $ensure = static function (int $token = 0) use ($key, $migrate, $poolSize): Client {
+        self::$ensure = $ensure = static function (int $token = 0) use ($key, $migrate, $poolSize, $keyFiles, $allowStale): Client {
             $client = Client::fromEnv();
-            $hashes = self::ensureTemplates($client, $key, $migrate);
+            try {
+                $hashes = self::ensureTemplates($client, $key, $migrate, $keyFiles, $allowStale);
+            } catch (PristineException $e) {
+                if ($e->errorCode === PristineException::UNKEYED_BUILD) {
+                    throw new PristineException('pristine: the template is built by ' . ($migrate ?? 'php artisan migrate') . ' but no files key it (the files option names none; by default they are database/migrations, database/seeders and database/schema, where they exist), so after a migration changes every run would still get the old template: name the files its build reads in the files option, or pass allowStale => true to accept a template that goes stale when they change', $e->status, $e, $e->errorCode);
+                }
+                throw $e;
+            }
             foreach (self::$groups as $i => $g) {
                 Pristine::ensurePool($client, $g['template'], $hashes[$i], max($poolSize, $token));
             }
@@ -148,12 +158,25 @@ final class PristineParallelTesting
      */
     public static function contentKey(array $options = []): string
     {
-        $files = $options['files'] ?? array_values(array_filter(
-            [base_path('database/migrations'), base_path('database/seeders'), base_path('database/schema')],
-            'file_exists',
-        ));
+        $files = self::files($options);
         $migrate = isset($options['migrate']) ? (string) $options['migrate'] : null;
         return ContentKey::of($files, self::keyExtra(self::connections($options), $migrate));
+    }
+
+    /**
+     * The files that key the templates: `files`, by default Laravel's
+     * database/migrations, database/seeders and database/schema where they
+     * exist (what its migrate and seeders read).
+     *
+     * @param array<string,mixed> $options
+     * @return list<string>
+     */
+    private static function files(array $options): array
+    {
+        return array_values(array_map('strval', (array) ($options['files'] ?? array_filter(
+            [base_path('database/migrations'), base_path('database/seeders'), base_path('database/schema')],
+            'file_exists',
+        ))));
     }
 
     /**
@@ -240,13 +263,13 @@ final class PristineParallelTesting
      *
      * @return list<string>
      */
-    private static function ensureTemplates(Client $client, string $key, ?string $migrate): array
+    private static function ensureTemplates(Client $client, string $key, ?string $migrate, int $keyFiles, bool $allowStale): array
     {
         $hashes = [];
         $conns = [];
         $borrowed = [];
         $build = null;
-        $build = static function (int $i) use (&$build, &$hashes, &$conns, &$borrowed, $client, $key, $migrate): void {
+        $build = static function (int $i) use (&$build, &$hashes, &$conns, &$borrowed, $client, $key, $migrate, $keyFiles, $allowStale): void {
             if ($i === count(self::$groups)) {
                 self::build($conns, $migrate);
                 return;
@@ -259,7 +282,7 @@ final class PristineParallelTesting
                     $conns[$i] = $conn;
                     $built = true;
                     $build($i + 1);
-                }, (string) (self::$original[$g['conns'][0]]['database'] ?? 'laravel'));
+                }, (string) (self::$original[$g['conns'][0]]['database'] ?? 'laravel'), keyFiles: $keyFiles, allowStale: $allowStale);
             $hashes[$i] = $t['hash'];
             if (!$built) {
                 if ($i === 0) {

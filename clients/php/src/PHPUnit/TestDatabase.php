@@ -24,7 +24,13 @@ use Pristine\PristineException;
  *
  * Options (PHPUnit 9 passes them typed, PHPUnit 10+ as strings):
  *   template    the template's name (default "app")
- *   files       comma-separated files that define the template (its key)
+ *   files       comma-separated files that define the template (its key: a
+ *               change to any of them builds a new template); required:
+ *               without them the template would be keyed by the migrate
+ *               command's text alone and stay the same after a migration
+ *               changes
+ *   allowStale  "true": accept no files, a template that goes stale when a
+ *               file the migrate command reads changes
  *   migrate     shell command that builds the template (sees MYSQL_*, DB_*)
  *   database    the database the template builds into
  *   scope       "test" (default) or "process"
@@ -39,7 +45,9 @@ use Pristine\PristineException;
 final class TestDatabase
 {
     /** The option names both extensions accept. */
-    public const OPTIONS = ['template', 'files', 'migrate', 'database', 'scope', 'keepFailed', 'poolSize', 'release', 'wait'];
+    public const OPTIONS = ['template', 'files', 'migrate', 'database', 'scope', 'keepFailed', 'poolSize', 'release', 'wait', 'allowStale'];
+
+    private const UNKEYED = 'set the "files" option of the pristine PHPUnit extension to the files that define the template (the migrations, fixtures and schema dumps the migrate command reads): they key it, and without them the template would be keyed by the command\'s text alone, so after a migration changes every run would still get the old template. allowStale="true" accepts that risk';
 
     private static ?Lease $current = null;
 
@@ -102,8 +110,9 @@ final class TestDatabase
                 throw new PristineException(sprintf('release "%s" of the pristine PHPUnit extension: want "unchanged" or "dirty"', $this->release));
             }
             $files = array_filter(array_map('trim', explode(',', (string) ($this->options['files'] ?? ''))));
-            if ($files === []) {
-                throw new PristineException('set the "files" option of the pristine PHPUnit extension to the files that define the template (migrations, fixtures, schema dumps)');
+            $allowStale = filter_var($this->options['allowStale'] ?? false, FILTER_VALIDATE_BOOLEAN);
+            if ($files === [] && !$allowStale) {
+                throw new PristineException(self::UNKEYED, 400, null, PristineException::UNKEYED_BUILD);
             }
             $this->client = Client::fromEnv();
             $command = (string) ($this->options['migrate'] ?? '');
@@ -111,7 +120,14 @@ final class TestDatabase
             $build = $command === '' ? null : static fn (array $conn) => Pristine::runCommand($command, $conn);
             $database = $this->options['database'] ?? null;
             $database = $database === null || $database === '' ? null : (string) $database;
-            $t = Pristine::ensureTemplate($this->client, $this->template, $key, $build, $database);
+            try {
+                $t = Pristine::ensureTemplate($this->client, $this->template, $key, $build, $database, keyFiles: count($files), allowStale: $allowStale);
+            } catch (PristineException $e) {
+                if ($e->errorCode === PristineException::UNKEYED_BUILD) {
+                    throw new PristineException(self::UNKEYED, $e->status, $e, $e->errorCode);
+                }
+                throw $e;
+            }
             Pristine::ensurePool($this->client, $this->template, $t['hash'], (int) ($this->options['poolSize'] ?? getenv('PRISTINE_POOL_SIZE') ?: 4));
             $this->ready = true;
             if ($this->scope === 'process') {

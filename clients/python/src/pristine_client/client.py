@@ -24,12 +24,23 @@ class PristineError(Exception):
     ``status`` is the HTTP status (0 when the daemon was not reached): 400
     a value the daemon refuses (the message gives the allowed range), 429 too
     many lease requests in progress (retry after ``retry_after`` seconds).
+    ``code`` is the daemon's machine-readable kind of the error
+    (UNKEYED_BUILD), or "".
     """
 
-    def __init__(self, message: str, status: int = 0, retry_after: float = 0):
+    def __init__(self, message: str, status: int = 0, retry_after: float = 0, code: str = ""):
         super().__init__(message)
         self.status = status
         self.retry_after = retry_after
+        self.code = code
+
+
+#: PristineError.code of a template whose build runs code (a migrate
+#: command or function) that no file keys, refused by the daemon: the key
+#: would be the command's text alone, and a changed migration would
+#: silently get the old template. Each integration answers it with its own
+#: option names.
+UNKEYED_BUILD = "unkeyed_build"
 
 
 class NoDaemonError(PristineError):
@@ -208,9 +219,10 @@ class Client:
             conn.close()
         if resp.status in ok:
             return resp.status, _decode(raw)
-        msg = ""
+        msg, code = "", ""
         try:
-            msg = json.loads(raw).get("error", "")
+            body = json.loads(raw)
+            msg, code = body.get("error", ""), body.get("code", "")
         except (ValueError, AttributeError):
             pass
         try:
@@ -218,7 +230,7 @@ class Client:
         except ValueError:
             retry_after = 0
         raise PristineError(msg or f"{method} {path}: {resp.status} {resp.reason}: {raw[:500]!r}", resp.status,
-                            retry_after)
+                            retry_after, code)
 
     # --- the API ---
 
@@ -226,12 +238,23 @@ class Client:
         return self.request("GET", "/v1/health")[1]
 
     def begin_template(self, name: str, key: str, database: Optional[str] = None,
-                       ttl_seconds: Optional[float] = None, cache: Optional[str] = None) -> Dict[str, Any]:
+                       ttl_seconds: Optional[float] = None, cache: Optional[str] = None,
+                       key_files: Optional[int] = None, allow_stale: bool = False) -> Dict[str, Any]:
         """POST /v1/templates: the answer's status is ready, build (the caller
         builds: connection fields are set) or building (someone else is).
         cache names an OCI repository a fleet shares (the daemon must allow
-        it: pristine serve --allow-cache)."""
+        it: pristine serve --allow-cache). key_files, when given, says the
+        build runs code and how many file paths the key covers: with none,
+        the daemon refuses (PristineError.code UNKEYED_BUILD) unless
+        allow_stale accepts a template that goes stale when the files the
+        build reads change."""
         body: Dict[str, Any] = {"name": name, "key": key}
+        if key_files is not None:
+            body["runs_code"] = True
+            if key_files:
+                body["key_files"] = key_files
+        if allow_stale:
+            body["allow_stale"] = True
         if database:
             body["database"] = database
         if ttl_seconds:

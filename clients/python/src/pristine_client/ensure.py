@@ -18,7 +18,8 @@ CACHE_ENV = "PRISTINE_CACHE"
 
 def ensure_template(client: Client, name: str, key: str, build: Optional[BuildFn],
                     database: Optional[str] = None, wait: float = 1800,
-                    cache: Optional[str] = None) -> Dict[str, Any]:
+                    cache: Optional[str] = None, key_files: Optional[int] = None,
+                    allow_stale: bool = False) -> Dict[str, Any]:
     """Return the template answer (status "ready", with its "hash") of the
     template keyed by key, building it with build(conn) when nobody has.
 
@@ -29,12 +30,19 @@ def ensure_template(client: Client, name: str, key: str, build: Optional[BuildFn
 
     cache (default $PRISTINE_CACHE) names an OCI repository a fleet of
     machines shares: the template is pulled from it when another machine
-    built it, and pushed to it when this caller builds (docs/fleet.md)."""
+    built it, and pushed to it when this caller builds (docs/fleet.md).
+
+    key_files is how many file paths (files, directories, globs) key is a
+    content_key of. Given with a build, the daemon refuses a build that
+    no file keys (PristineError.code UNKEYED_BUILD): its template would
+    stay the same after a migration changes. allow_stale accepts that
+    risk."""
     deadline = time.monotonic() + wait
     if cache is None:
         cache = os.environ.get(CACHE_ENV) or None
     while True:
-        a = client.begin_template(name, key, database=database, cache=cache)
+        a = client.begin_template(name, key, database=database, cache=cache,
+                                  key_files=key_files if build is not None else None, allow_stale=allow_stale)
         status = a.get("status")
         if status == "ready":
             return a

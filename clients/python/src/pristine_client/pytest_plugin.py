@@ -6,6 +6,12 @@ Configure in pytest.ini / pyproject.toml ([tool.pytest.ini_options]):
     pristine_template = app              # the template's name
     pristine_files = migrations/*.sql    # the files that define it (its key)
     pristine_migrate = ./migrate up      # builds it; sees DATABASE_URL, MYSQL_*
+
+pristine_files is what keys the template: a change to any of those files
+builds a new one. It is required: without it the template would be keyed
+by the migrate command's text alone, and after a migration changes every
+run would still get the old template. pristine_allow_stale = true accepts
+that risk (a template that goes stale, silently).
     pristine_pool_size = 4               # default: 2 per xdist worker, at least 2
 
 or implement the hook pytest_pristine_build(conn) in a conftest.py to build
@@ -28,7 +34,7 @@ import os
 
 import pytest
 
-from .client import Client, Lease, PristineError
+from .client import UNKEYED_BUILD, Client, Lease, PristineError
 from .ensure import ensure_pool, ensure_template, run_command
 from .key import content_key
 
@@ -71,12 +77,20 @@ def pytest_addoption(parser):
     parser.addini("pristine_template", "the template's name", default="app")
     parser.addini("pristine_files", "files that define the template (globs, relative to rootdir)", type="linelist")
     parser.addini("pristine_migrate", "shell command that builds the template (sees DATABASE_URL, MYSQL_*)")
+    parser.addini("pristine_allow_stale", "build with no pristine_files: the template is keyed by the migrate "
+                  "command alone and goes stale when a file it reads changes", type="bool", default=False)
     parser.addini("pristine_database", "the template's database name (default: pristine's)")
     parser.addini("pristine_pool_size", "size of the pool brought up when none is")
     parser.addini("pristine_keep_failed", "keep failed tests' databases", type="bool", default=False)
     parser.addini("pristine_release", "release mode: unchanged (checked, reused if nothing was written) or dirty",
                   default="unchanged")
     parser.addini("pristine_wait", "seconds to wait for a free database", default="60")
+
+
+_UNKEYED = ("pristine: set pristine_files in the pytest configuration to the files that define the template "
+            "(the migrations, fixtures and schema dumps pristine_migrate or pytest_pristine_build reads): they key "
+            "it, and without them the template would be keyed by the command's text alone, so after a migration "
+            "changes every run would still get the old template. pristine_allow_stale = true accepts that risk")
 
 
 class PristineSetup:
@@ -105,9 +119,9 @@ class PristineSetup:
         root = str(cfg.rootpath)
         files = [p if os.path.isabs(p) else os.path.join(root, p) for p in cfg.getini("pristine_files")]
         command = cfg.getini("pristine_migrate")
-        if not files:
-            raise pytest.UsageError("pristine: set pristine_files in the pytest configuration to the files that "
-                                    "define the template (migrations, fixtures, schema dumps)")
+        allow_stale = bool(cfg.getini("pristine_allow_stale"))
+        if not files and not allow_stale:
+            raise pytest.UsageError(_UNKEYED)
         key = content_key(files, extra=[command])
 
         def build(conn):
@@ -115,7 +129,13 @@ class PristineSetup:
                 run_command(command, conn, cwd=root)
             cfg.hook.pytest_pristine_build(conn=conn, config=cfg)
 
-        t = ensure_template(self.client, self.name, key, build, database=cfg.getini("pristine_database") or None)
+        try:
+            t = ensure_template(self.client, self.name, key, build, database=cfg.getini("pristine_database") or None,
+                                key_files=len(files), allow_stale=allow_stale)
+        except PristineError as e:
+            if e.code == UNKEYED_BUILD:
+                raise pytest.UsageError(_UNKEYED) from e
+            raise
         ensure_pool(self.client, self.name, t["hash"], self.pool_size())
         cfg.hook.pytest_pristine_ready(config=cfg, hash=t["hash"])
         self.hash = t["hash"]

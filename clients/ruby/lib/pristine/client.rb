@@ -70,7 +70,7 @@ module Pristine
 
       msg = data.is_a?(Hash) ? data["error"].to_s : ""
       msg = "#{method} #{path}: HTTP #{status}: #{raw[0, 500]}" if msg.empty?
-      raise Error.new(msg, status, headers["retry-after"].to_f)
+      raise Error.new(msg, status, headers["retry-after"].to_f, data.is_a?(Hash) ? data["code"].to_s : "")
     end
 
     # GET /v1/health.
@@ -81,8 +81,18 @@ module Pristine
     # POST /v1/templates: the answer's "status" is ready, build (the caller
     # builds: the connection fields are set) or building (someone else is).
     # +cache+ names an OCI repository a fleet shares (docs/fleet.md).
-    def begin_template(name, key, database: nil, cache: nil)
+    #
+    # +key_files+, when given, says the build runs code and how many file
+    # paths the key covers: with none the daemon refuses (Error#code
+    # UNKEYED_BUILD) unless +allow_stale+ accepts a template that goes
+    # stale when the files the build reads change.
+    def begin_template(name, key, database: nil, cache: nil, key_files: nil, allow_stale: false)
       body = { "name" => name, "key" => key }
+      unless key_files.nil?
+        body["runs_code"] = true
+        body["key_files"] = key_files if key_files.positive?
+      end
+      body["allow_stale"] = true if allow_stale
       body["database"] = database if database && !database.empty?
       body["cache"] = cache if cache && !cache.empty?
       request("POST", "/v1/templates", body, ok: [200, 201, 423])[1]

@@ -19,11 +19,18 @@ module Pristine
   # +cache+ (default $PRISTINE_CACHE) names an OCI repository a fleet of
   # machines shares: the template is pulled from it when another machine
   # built it, and pushed to it when this caller builds (docs/fleet.md).
-  def ensure_template(client, name, key, database: nil, wait: 1800, cache: nil, &build)
+  #
+  # +key_files+ is how many file paths +key+ is a ContentKey of: given with
+  # a build, the daemon refuses a build that no file keys (Error#code
+  # UNKEYED_BUILD), whose template would stay the same after a migration
+  # changes; +allow_stale+ accepts that risk.
+  def ensure_template(client, name, key, database: nil, wait: 1800, cache: nil, key_files: nil, allow_stale: false,
+                      &build)
     deadline = Process.clock_gettime(Process::CLOCK_MONOTONIC) + wait
     cache = ENV[CACHE_ENV] if cache.nil? && ENV[CACHE_ENV] && !ENV[CACHE_ENV].empty?
     loop do
-      a = client.begin_template(name, key, database: database, cache: cache)
+      a = client.begin_template(name, key, database: database, cache: cache, key_files: build ? key_files : nil,
+                                           allow_stale: allow_stale)
       return a if a["status"] == "ready"
       return build_template(client, name, a, build) if a["status"] == "build"
 

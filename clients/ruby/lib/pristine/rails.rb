@@ -55,7 +55,7 @@ module Pristine
   module Rails
     # What pristine_databases was given (see docs/ruby.md for each option).
     Config = Struct.new(:template, :files, :build, :command, :seed, :pool_size, :wait, :build_wait,
-                        :keep_failed, :release, :cache, :database, :holder, keyword_init: true)
+                        :keep_failed, :release, :cache, :database, :holder, :allow_stale, keyword_init: true)
 
     class << self
       # The Config of this run (nil until pristine_databases).
@@ -85,7 +85,7 @@ module Pristine
       # pools the template, in the calling (parent) process.
       def setup(template: nil, files: nil, build: nil, command: nil, seed: false, pool_size: nil,
                 wait: nil, build_wait: 1800, keep_failed: nil, release: :unchanged, cache: nil,
-                database: nil, holder: nil)
+                database: nil, holder: nil, allow_stale: false)
         root = ::Rails.root.to_s
         format = schema_format
         schema = File.join(root, "db", format == :sql ? "structure.sql" : "schema.rb")
@@ -106,7 +106,7 @@ module Pristine
                              command: command, seed: seed, pool_size: pool_size || default_pool_size,
                              wait: wait, build_wait: build_wait, keep_failed: keep_failed,
                              release: release, cache: cache, database: database,
-                             holder: holder || "rails #{File.basename(root)}")
+                             holder: holder || "rails #{File.basename(root)}", allow_stale: allow_stale)
         @base_config = connection_config_hash
         @failed = []
         prepare
@@ -121,9 +121,19 @@ module Pristine
         c = config
         key = ContentKey.of(c.files, ["rails #{::Rails.version}", c.command, @base_config[:adapter].to_s,
                                       "encoding #{@base_config[:encoding]}", "collation #{@base_config[:collation]}"])
-        t = Pristine.ensure_template(client, c.template, key, database: c.database, wait: c.build_wait,
-                                                              cache: c.cache) do |conn|
-          build_template(conn)
+        t = begin
+          Pristine.ensure_template(client, c.template, key, database: c.database, wait: c.build_wait, cache: c.cache,
+                                                            key_files: c.files.size, allow_stale: c.allow_stale) do |conn|
+            build_template(conn)
+          end
+        rescue Error => e
+          raise e unless e.code == UNKEYED_BUILD
+
+          raise Error.new("pristine_databases: template #{c.template}: `#{c.command}` runs code but no files key it, " \
+                          "so after a migration or the schema changes every run would still get the old template: " \
+                          "name what it reads in files: (default db/schema.rb, db/structure.sql or db/migrate), " \
+                          "or pass allow_stale: true to accept a template that goes stale when they change",
+                          e.status, 0, e.code)
         end
         @template_hash = t["hash"]
         Pristine.ensure_pool(client, c.template, @template_hash, c.pool_size)

@@ -37,7 +37,7 @@ from django.conf import settings
 from django.db import connections
 from django.db.backends.mysql.creation import DatabaseCreation as MySQLCreation
 
-from ..client import Client, Lease, PristineError
+from ..client import UNKEYED_BUILD, Client, Lease, PristineError
 from ..ensure import ensure_pool, ensure_template
 from ..key import content_key
 
@@ -47,7 +47,7 @@ run_state = {"parallel": None, "keep": False}
 
 # TEST["PRISTINE"] entries that only steer this run (not the schema): they
 # stay out of the content key.
-RUN_OPTIONS = ("WAIT", "POOL_SIZE", "BUILD_WAIT")
+RUN_OPTIONS = ("WAIT", "POOL_SIZE", "BUILD_WAIT", "ALLOW_STALE")
 
 # The groups of this process, by server (see _Group).
 _groups: Dict[tuple, "_Group"] = {}
@@ -254,8 +254,13 @@ class DatabaseCreation(MySQLCreation):
 
     def _key(self, test_name=None):
         """A hash of what defines the group's test databases (schema_inputs)."""
+        return self._key_and_files()[0]
+
+    def _key_and_files(self):
+        """The key and how many files it covers: the migrations Django's
+        migrate runs (detected), the models modules and FILES."""
         files, extra = schema_inputs(group_of(self.connection.alias).aliases)
-        return content_key(files, extra)
+        return content_key(files, extra), len(files)
 
     def _point_at(self, conn, name=None, alias=None):
         """Point an alias's connection at a server pristine handed out."""
@@ -305,8 +310,18 @@ class DatabaseCreation(MySQLCreation):
             self.log(f"Leasing a pristine test database for alias{'es' if len(g.aliases) > 1 else ''} "
                      f"{', '.join(repr(a) for a in g.aliases)} (template {g.template})...")
         try:
-            t = ensure_template(g.client, g.template, self._key(), lambda conn: self._build(g, conn, verbosity),
-                                database=g.names[g.aliases[0]], wait=float(g.opt("BUILD_WAIT", 1800)))
+            key, nfiles = self._key_and_files()
+            try:
+                t = ensure_template(g.client, g.template, key, lambda conn: self._build(g, conn, verbosity),
+                                    database=g.names[g.aliases[0]], wait=float(g.opt("BUILD_WAIT", 1800)),
+                                    key_files=nfiles, allow_stale=bool(g.opt("ALLOW_STALE", False)))
+            except PristineError as e:
+                if e.code == UNKEYED_BUILD:
+                    raise PristineError(f"template {g.template}: no migrations, models module or FILES key it, so "
+                                        "after the schema changes every run would still get the old template: "
+                                        "name the files its build reads in TEST[\"PRISTINE\"][\"FILES\"], or set "
+                                        "TEST[\"PRISTINE\"][\"ALLOW_STALE\"] = True to accept that risk", 400) from e
+                raise
             processes = run_state["parallel"] or _processes_from_argv(sys.argv)
             size = int(g.opt("POOL_SIZE", 0) or os.environ.get("PRISTINE_POOL_SIZE") or processes + 1)
             ensure_pool(g.client, g.template, t["hash"], size)

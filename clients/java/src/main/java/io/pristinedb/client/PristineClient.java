@@ -175,10 +175,12 @@ public final class PristineClient {
             try (resp) {
                 String text = new String(resp.body.readNBytes(1 << 16), StandardCharsets.UTF_8).trim();
                 String msg = null;
+                String code = "";
                 try {
                     JsonNode n = JSON.readTree(text);
                     if (n != null && n.hasNonNull("error")) {
                         msg = n.get("error").asText();
+                        code = n.path("code").asText("");
                     }
                 } catch (IOException ignored) {
                     // not JSON: say what came
@@ -192,7 +194,7 @@ public final class PristineClient {
                 } catch (NumberFormatException ignored) {
                     // no Retry-After
                 }
-                throw new PristineException(msg, resp.status, retry, null);
+                throw new PristineException(msg, resp.status, retry, null, code);
             } catch (IOException e) {
                 throw new PristineException(method + " " + path + ": " + resp.status + " " + resp.reason, resp.status, 0, e);
             }

@@ -8,9 +8,18 @@ package io.pristinedb.client;
  * The message names the cause and the fix.
  */
 public class PristineException extends RuntimeException {
+    /**
+     * {@link #code()} of a template whose build runs code (a migrate
+     * command, a builder) that no file keys, refused by the daemon: the key
+     * would be the command's text alone, and a changed migration would
+     * silently get the old template.
+     */
+    public static final String UNKEYED_BUILD = "unkeyed_build";
+
     private static final long serialVersionUID = 1L;
     private final int status;
     private final long retryAfterSeconds;
+    private final String code;
 
     public PristineException(String message) {
         this(message, 0, 0, null);
@@ -21,9 +30,20 @@ public class PristineException extends RuntimeException {
     }
 
     public PristineException(String message, int status, long retryAfterSeconds, Throwable cause) {
+        this(message, status, retryAfterSeconds, cause, "");
+    }
+
+    /** An error with the daemon's machine-readable kind ({@link #code()}). */
+    public PristineException(String message, int status, long retryAfterSeconds, Throwable cause, String code) {
         super(message, cause);
         this.status = status;
         this.retryAfterSeconds = retryAfterSeconds;
+        this.code = code == null ? "" : code;
+    }
+
+    /** The daemon's machine-readable kind of the error ({@link #UNKEYED_BUILD}), or "". */
+    public String code() {
+        return code;
     }
 
     /** The daemon's HTTP status, or 0. */
@@ -38,6 +58,6 @@ public class PristineException extends RuntimeException {
 
     /** The same error with context in front of its message. */
     PristineException wrap(String context) {
-        return new PristineException(context + ": " + getMessage(), status, retryAfterSeconds, this);
+        return new PristineException(context + ": " + getMessage(), status, retryAfterSeconds, this, code);
     }
 }

@@ -19,9 +19,12 @@ import java.util.concurrent.ConcurrentHashMap;
  * @param database   the template's database name, or null for pristine's default
  * @param poolSize   the pool's size: brought up at it when none is, grown to it when smaller
  * @param cache      a fleet cache (OCI repository), or null for {@code $PRISTINE_CACHE}
+ * @param allowStale accept a builder with no patterns: keyed by extra alone, the template goes
+ *                   stale when a file the builder reads changes (without it, such a spec is
+ *                   refused)
  */
 public record TemplateSpec(String name, List<String> patterns, List<String> extra, TemplateBuilder builder,
-                           String database, int poolSize, String cache) {
+                           String database, int poolSize, String cache, boolean allowStale) {
 
     private static final Map<String, String> ENSURED = new ConcurrentHashMap<>();
 
@@ -29,6 +32,12 @@ public record TemplateSpec(String name, List<String> patterns, List<String> extr
         Objects.requireNonNull(name, "name");
         patterns = List.copyOf(patterns);
         extra = List.copyOf(extra);
+    }
+
+    /** A spec that does not opt out of keying its builder by files. */
+    public TemplateSpec(String name, List<String> patterns, List<String> extra, TemplateBuilder builder,
+                        String database, int poolSize, String cache) {
+        this(name, patterns, extra, builder, database, poolSize, cache, false);
     }
 
     /** The content key of the files and extra strings. */
@@ -58,12 +67,27 @@ public record TemplateSpec(String name, List<String> patterns, List<String> extr
             }
             TemplateRequest req = new TemplateRequest(name, key, database == null || database.isEmpty() ? null : database, 0,
                     cache == null || cache.isEmpty() ? null : cache);
+            if (builder != null) {
+                req = req.withKeyFiles(patterns.size(), allowStale);
+            }
             long t0 = System.nanoTime();
             TemplateBuilder timed = builder == null ? null : conn -> {
                 progress("building template " + name + " (its migrations run once, for every later run with the same files)");
                 builder.build(conn);
             };
-            TemplateAnswer a = client.ensureTemplate(req, timed, 0);
+            TemplateAnswer a;
+            try {
+                a = client.ensureTemplate(req, timed, 0);
+            } catch (PristineException e) {
+                if (!PristineException.UNKEYED_BUILD.equals(e.code())) {
+                    throw e;
+                }
+                throw new PristineException("template " + name + ": its migrate command (or builder) runs code but no files key it, so after "
+                        + "a migration or fixture changes every run would still get the old template: name the files it reads with "
+                        + "files = {\"src/test/resources/schema.sql\", ...} on @PristineDatabase or @AutoConfigurePristineDatabase "
+                        + "(TemplateSpec patterns), or set allowStale = true to accept a template that goes stale when they change",
+                        e.status(), 0, e, e.code());
+            }
             long t1 = System.nanoTime();
             client.ensurePool(name, a.hash(), poolSize);
             long t2 = System.nanoTime();

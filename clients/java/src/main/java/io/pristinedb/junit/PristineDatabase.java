@@ -36,8 +36,18 @@ public @interface PristineDatabase {
     /** The template's (and its pool's) name. */
     String template();
 
-    /** Files, directories or globs that define the template (its content key), relative to the working directory. */
+    /**
+     * Files, directories or globs that define the template (its content key), relative to the working directory:
+     * a change to any of them builds a new template. Required with {@link #migrate()} or {@link #builder()}: without
+     * them the template would be keyed by the command's text alone and stay the same after a migration changes.
+     */
     String[] files() default {};
+
+    /**
+     * Accept a {@link #migrate()} or {@link #builder()} with no {@link #files()}: the template is rebuilt only when
+     * the command changes, so it goes stale, silently, when a file the command reads changes.
+     */
+    boolean allowStale() default false;
 
     /** A shell command that builds the template; it sees MYSQL_HOST, MYSQL_PORT, MYSQL_USER, MYSQL_PWD, MYSQL_DATABASE, DATABASE_URL. */
     String migrate() default "";

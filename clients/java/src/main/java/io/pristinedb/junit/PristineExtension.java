@@ -96,7 +96,7 @@ public final class PristineExtension implements BeforeAllCallback, AfterAllCallb
 
     static TemplateSpec spec(PristineDatabase a) {
         return TemplateSpecs.of(a.template(), a.files(), a.migrate(), a.flyway(), a.liquibase(), a.builder(),
-                a.database(), a.poolSize(), a.cache(), false);
+                a.database(), a.poolSize(), a.cache(), false, a.allowStale());
     }
 
     @Override

@@ -30,6 +30,17 @@ public final class TemplateSpecs {
     public static TemplateSpec of(String template, String[] files, String migrate, String[] flyway, String liquibase,
                                   Class<? extends TemplateBuilder> builderClass, String database, int poolSize,
                                   String cache, boolean autodetect) {
+        return of(template, files, migrate, flyway, liquibase, builderClass, database, poolSize, cache, autodetect, false);
+    }
+
+    /**
+     * The spec of a template, as {@link #of(String, String[], String, String[], String, Class, String, int, String, boolean)};
+     * allowStale accepts a migrate command or builder that no files key
+     * (refused otherwise: its template would go stale when they change).
+     */
+    public static TemplateSpec of(String template, String[] files, String migrate, String[] flyway, String liquibase,
+                                  Class<? extends TemplateBuilder> builderClass, String database, int poolSize,
+                                  String cache, boolean autodetect, boolean allowStale) {
         List<String> patterns = new ArrayList<>(Arrays.asList(files));
         List<String> extra = new ArrayList<>();
         TemplateBuilder builder = null;
@@ -60,7 +71,7 @@ public final class TemplateSpecs {
             throw new PristineException("template " + template + ": nothing keys it: name the files that define it (files = ...), "
                     + "or the migrations that build it (flyway = ..., liquibase = ..., migrate = ...)");
         }
-        return new TemplateSpec(template, patterns, extra, builder, database, poolSize, cache);
+        return new TemplateSpec(template, patterns, extra, builder, database, poolSize, cache, allowStale);
     }
 
     private static TemplateBuilder flyway(String[] locations, List<String> patterns, List<String> extra) {

@@ -52,8 +52,19 @@ public @interface AutoConfigurePristineDatabase {
     /** A TemplateBuilder class with a no-argument constructor that builds the template instead. */
     Class<? extends TemplateBuilder> builder() default TemplateBuilder.class;
 
-    /** More files that define the template (fixtures), relative to the working directory. */
+    /**
+     * The files that key the template, relative to the working directory: what {@link #migrate()} or
+     * {@link #builder()} reads (schema.sql, data.sql, migrations, fixtures). A change to any of them builds a new
+     * template. Required with migrate or builder: without them the template would be keyed by the command's text
+     * alone and stay the same after a migration changes. Flyway and Liquibase migrations key it by themselves.
+     */
     String[] files() default {};
+
+    /**
+     * Accept a {@link #migrate()} or {@link #builder()} with no {@link #files()}: the template is rebuilt only when
+     * the command changes, so it goes stale, silently, when a file the command reads changes.
+     */
+    boolean allowStale() default false;
 
     /** A database per test method (the default) or per test class. */
     Scope scope() default Scope.METHOD;

@@ -43,7 +43,7 @@ public final class PristineContextCustomizerFactory implements ContextCustomizer
 
     static TemplateSpec spec(AutoConfigurePristineDatabase a) {
         return TemplateSpecs.of(a.template(), a.files(), a.migrate(), a.flyway(), a.liquibase(), a.builder(),
-                a.database(), a.poolSize(), a.cache(), true);
+                a.database(), a.poolSize(), a.cache(), true, a.allowStale());
     }
 
     @Override

@@ -199,7 +199,7 @@ class ClientTest {
         String key = uniqueKey("busy");
         PristineClient c = d.unix();
         TemplateSpec spec = new TemplateSpec("java-busy", List.of(), List.of(key), TemplateSpecs.command(
-                "mariadb -u\"$MYSQL_USER\" \"$MYSQL_DATABASE\" < src/test/resources/schema.sql"), null, 1, null);
+                "mariadb -u\"$MYSQL_USER\" \"$MYSQL_DATABASE\" < src/test/resources/schema.sql"), null, 1, null, true);
         spec.ensure(c);
         Lease held = spec.lease(c, "holder", 10);
         try (Connection conn = held.connect()) {
@@ -217,12 +217,41 @@ class ClientTest {
         assertTrue(c.leases().stream().noneMatch(l -> l.id().equals(held.id())), "still held after release");
     }
 
+    /**
+     * No silent stale templates: a migrate command no file keys is refused
+     * before it runs, naming files and allowStale; keyed by its migrations,
+     * a changed migration between two builds gets a new template.
+     */
+    @Test
+    void aBuildNoFileKeysIsRefusedAndAChangedMigrationGetsANewTemplate() throws Exception {
+        PristineClient c = d.unix();
+        Path dir = Files.createTempDirectory(d.base, "stale-");
+        Path mig = dir.resolve("001.sql");
+        Files.writeString(mig, "CREATE TABLE items (name VARCHAR(20)); INSERT INTO items VALUES ('one');");
+        String cmd = "mariadb -u\"$MYSQL_USER\" \"$MYSQL_DATABASE\" < " + mig;
+        TemplateSpec unkeyed = new TemplateSpec("java-stale", List.of(), List.of(cmd), TemplateSpecs.command(cmd), null, 1, null);
+        PristineException e = assertThrows(PristineException.class, () -> unkeyed.ensure(c));
+        assertEquals(PristineException.UNKEYED_BUILD, e.code(), e.getMessage());
+        assertTrue(e.getMessage().contains("files = {") && e.getMessage().contains("allowStale = true"), e.getMessage());
+        TemplateSpec keyed = new TemplateSpec("java-stale", List.of(dir.toString()), List.of(cmd), TemplateSpecs.command(cmd), null, 1, null);
+        String first = keyed.ensure(c);
+        Files.writeString(mig, "CREATE TABLE items (name VARCHAR(20)); INSERT INTO items VALUES ('two');");
+        String second = keyed.ensure(c);
+        assertNotEquals(first, second, "a changed migration got the old template");
+        Lease l = keyed.lease(c, "stale", 30);
+        try (Connection conn = l.connect()) {
+            assertEquals(1, count(conn, "SELECT COUNT(*) FROM items WHERE name = 'two'"), "the new template lacks the changed migration's row");
+        } finally {
+            c.release(l.id(), false);
+        }
+    }
+
     /** A run that needs more slots than the pool has grows it: min_size on a lease, ensurePool of a larger size. */
     @Test
     void aSmallerPoolGrowsToWhatTheRunNeeds() throws Exception {
         PristineClient c = d.unix();
         TemplateSpec one = new TemplateSpec("java-grows", List.of(), List.of(uniqueKey("grows")), TemplateSpecs.command(
-                "mariadb -u\"$MYSQL_USER\" \"$MYSQL_DATABASE\" < src/test/resources/schema.sql"), null, 1, null);
+                "mariadb -u\"$MYSQL_USER\" \"$MYSQL_DATABASE\" < src/test/resources/schema.sql"), null, 1, null, true);
         String hash = one.ensure(c);
         assertEquals(1, c.pool("java-grows").path("size").asInt());
         List<Lease> held = new ArrayList<>();
@@ -234,7 +263,7 @@ class ClientTest {
             held.add(c.leaseWait(LeaseRequest.of("java-grows", "b").withWait(60).withMinSize(3)));
             assertEquals(3, c.pool("java-grows").path("size").asInt());
             // A spec of pool size 4 (a run with more threads) grows it on its first lease.
-            TemplateSpec four = new TemplateSpec("java-grows", one.patterns(), one.extra(), one.builder(), null, 4, null);
+            TemplateSpec four = new TemplateSpec("java-grows", one.patterns(), one.extra(), one.builder(), null, 4, null, true);
             held.add(four.lease(c, "c", 60));
             assertEquals(4, c.pool("java-grows").path("size").asInt());
             held.add(four.lease(c, "d", 60));

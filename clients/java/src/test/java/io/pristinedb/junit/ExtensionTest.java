@@ -183,6 +183,8 @@ class ExtensionTest {
     }
 
     static final AtomicInteger PARITY_BUILDS = new AtomicInteger();
+    /** What keys ParityBuilder's template: the file its code is in. */
+    static final String PARITY_BUILDER_SOURCE = "src/test/java/io/pristinedb/junit/ExtensionTest.java";
     static volatile String parityRun = "";
 
     /** The schema and its seed: the template's part, built once. */
@@ -226,7 +228,7 @@ class ExtensionTest {
     }
 
     /** The suite run twice: once building the template, once reusing it. */
-    @PristineDatabase(template = "java-parity", builder = ParityBuilder.class, setup = ParitySetup.class, poolSize = 2)
+    @PristineDatabase(template = "java-parity", builder = ParityBuilder.class, files = PARITY_BUILDER_SOURCE, setup = ParitySetup.class, poolSize = 2)
     static class Parity {
         @Test
         void templateHasTheSeed(DataSource ds) throws Exception {
@@ -244,7 +246,7 @@ class ExtensionTest {
         }
     }
 
-    @PristineDatabase(template = "java-parity", builder = ParityBuilder.class, setup = FailingSetup.class, poolSize = 2)
+    @PristineDatabase(template = "java-parity", builder = ParityBuilder.class, files = PARITY_BUILDER_SOURCE, setup = FailingSetup.class, poolSize = 2)
     static class ParityFailingSetup {
         @Test
         void never(DataSource ds) {

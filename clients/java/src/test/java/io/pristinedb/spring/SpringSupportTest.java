@@ -141,6 +141,15 @@ class SpringSupportTest {
         }
     }
 
+    /** The trap: migrate with no files, keyed by the command's text alone. */
+    @SpringJUnitConfig(Config.class)
+    @AutoConfigurePristineDatabase(template = "java-spring-unkeyed", migrate = MIGRATE)
+    static class Unkeyed {
+        @Test
+        void never() {
+        }
+    }
+
     @Configuration
     static class Empty {
     }
@@ -223,6 +232,16 @@ class SpringSupportTest {
         assertTrue(all.contains("Table 'app.nope' doesn't exist"), all);
     }
 
+    @Test
+    void migrateWithoutFilesIsRefusedNamingFilesAndAllowStale() {
+        EngineExecutionResults r = EngineTestKit.engine("junit-jupiter").selectors(selectClass(Unkeyed.class)).execute();
+        r.testEvents().assertStatistics(s -> s.succeeded(0));
+        Throwable t = r.allEvents().failed().list().get(0).getPayload(TestExecutionResult.class).orElseThrow().getThrowable().orElseThrow();
+        String all = rootCause(t).getMessage();
+        assertTrue(all.contains("template java-spring-unkeyed: its migrate command (or builder) runs code but no files key it"), all);
+        assertTrue(all.contains("files = {") && all.contains("allowStale = true"), all);
+    }
+
     /** A context whose startup writes, as spring.sql.init's data.sql or a Flyway callback would. */
     @Configuration
     static class WritingConfig {
@@ -289,7 +308,8 @@ class SpringSupportTest {
 
     /** A context per run (@DirtiesContext), as each run of a suite starts its own. */
     @SpringJUnitConfig(WritingConfig.class)
-    @AutoConfigurePristineDatabase(template = "java-spring-parity", builder = ParityBuilder.class, setup = StartupRow.class, poolSize = 3)
+    @AutoConfigurePristineDatabase(template = "java-spring-parity", builder = ParityBuilder.class,
+            files = "src/test/java/io/pristinedb/spring/SpringSupportTest.java", setup = StartupRow.class, poolSize = 3)
     @org.springframework.test.annotation.DirtiesContext
     static class Parity {
         @Autowired
