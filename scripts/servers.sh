@@ -310,8 +310,10 @@ for s in "${servers[@]}"; do
   # The checkout's files (testdata, and the sources that tests which read
   # the module itself parse), each test binary in its package's directory.
   # Not Laravel's caches of the fixture either: a host run writes them for
-  # Debian 12's Laravel 8, and sid's Laravel 13 would read them.
-  tar -C "$repo" --exclude=./.git --exclude=./.venv --exclude=./artifacts --exclude=./bin --exclude=node_modules --exclude=vendor \
+  # Debian 12's Laravel 8, and sid's Laravel 13 would read them. Nor the
+  # host venv's egg-info of the Python client (pytest would register its
+  # plugin twice).
+  tar -C "$repo" --exclude=./.git --exclude=./.venv --exclude=./artifacts --exclude=./bin --exclude=node_modules --exclude=vendor --exclude='*.egg-info' \
       --exclude='./clients/php/tests/fixture/laravel/bootstrap/cache/*.php' -cf - . |
     tar -C "$r/opt/pristine-test" -xf -
   for t in "${tests[@]}"; do
