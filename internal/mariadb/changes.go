@@ -71,9 +71,13 @@ func (f Flavor) Changes() Changes {
 			RowWrites:   mysqlRowWrites,
 			OtherWrites: []string{"COM_INSTALL_COMPONENT", "COM_UNINSTALL_COMPONENT", "COM_IMPORT"},
 			TableRows:   "SELECT OBJECT_SCHEMA, OBJECT_NAME, COUNT_WRITE FROM performance_schema.table_io_waits_summary_by_table WHERE OBJECT_TYPE = 'TABLE'",
+			// Every table is counted while the consumer and the instrument
+			// are on, the catch-all TABLE object is enabled and no other
+			// TABLE object is disabled (but the server's own schemas').
 			Counting: "SELECT (SELECT COUNT(*) FROM performance_schema.setup_consumers WHERE NAME = 'global_instrumentation' AND ENABLED = 'YES')" +
 				" * (SELECT COUNT(*) FROM performance_schema.setup_instruments WHERE NAME = 'wait/io/table/sql/handler' AND ENABLED = 'YES')" +
-				" * (SELECT COUNT(*) = 0 FROM performance_schema.setup_objects WHERE OBJECT_TYPE = 'TABLE' AND ENABLED <> 'YES' AND OBJECT_SCHEMA <> 'performance_schema' AND OBJECT_SCHEMA <> 'information_schema')",
+				" * (SELECT COUNT(*) FROM performance_schema.setup_objects WHERE OBJECT_TYPE = 'TABLE' AND OBJECT_SCHEMA = '%' AND OBJECT_NAME = '%' AND ENABLED = 'YES')" +
+				" * (SELECT COUNT(*) = 0 FROM performance_schema.setup_objects WHERE OBJECT_TYPE = 'TABLE' AND ENABLED <> 'YES' AND OBJECT_SCHEMA NOT IN ('performance_schema', 'information_schema'))",
 			NotCounting: "the server's performance schema does not count every table's row writes (performance_schema, its wait/io/table/sql/handler instrument, global_instrumentation consumer and TABLE objects)",
 			Lost:        []string{"PERFORMANCE_SCHEMA_TABLE_HANDLES_LOST", "PERFORMANCE_SCHEMA_TABLE_INSTANCES_LOST"},
 			Setup:       "UPDATE performance_schema.setup_objects SET ENABLED = 'YES' WHERE OBJECT_TYPE = 'TABLE' AND OBJECT_SCHEMA = 'mysql'",

@@ -216,6 +216,16 @@ func TestInPlaceReset(t *testing.T) {
 		{"a global variable by a prepared statement", func(t *testing.T, _, admin *sql.DB, _ string) {
 			mustDo(admin, "PREPARE s FROM 'SET @@global.max_connect_errors = 8'", "EXECUTE s")
 		}, PathFull + ":" + FallbackGlobals},
+		{"the per-table row counters turned off", func(t *testing.T, db, admin *sql.DB, _ string) {
+			// What a holder that became root of its server could do to hide
+			// its writes: the reset sees the counters off.
+			off := "SET GLOBAL userstat = 0"
+			if my {
+				off = "UPDATE performance_schema.setup_objects SET ENABLED = 'NO' WHERE OBJECT_TYPE = 'TABLE' AND OBJECT_SCHEMA = '%'"
+			}
+			mustDo(admin, off)
+			mustDo(db, "UPDATE parent SET name = 'uncounted' WHERE id = 2")
+		}, PathFull + ":" + FallbackUncounted},
 		{"a session variable", func(t *testing.T, db, _ *sql.DB, _ string) {
 			// A SET makes the reset hash the global variables again; they
 			// did not change.
