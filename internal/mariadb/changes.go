@@ -37,6 +37,12 @@ type Changes struct {
 	// session's temporary tables, when the server has one (MariaDB 11.2
 	// and later: TEMPORARY_TABLES; MySQL: InnoDB's, INNODB_TEMP_TABLE_INFO).
 	TempTables string
+	// ImportKeepsCounter says the server's IMPORT TABLESPACE keeps the
+	// table's own AUTO_INCREMENT counter, which the holder's inserts
+	// moved, rather than the imported file's (MySQL persists the counter
+	// apart from the tablespace): the restore then sets it back to the
+	// template's.
+	ImportKeepsCounter bool
 }
 
 // mysqlRowWrites are MySQL's row write counters: neither its log
@@ -64,7 +70,8 @@ var mysqlRowWrites = []string{"COM_INSERT", "COM_INSERT_SELECT", "COM_UPDATE", "
 // COUNT_WRITE: every row a handler writes, updates or deletes), which
 // slots run with nothing else instrumented (InPlaceArgs). Its tables
 // have a fixed number of table and handle instances; the *_LOST counters
-// say when one was missed.
+// (and the per-index statistics a closed handle's counts go to) say when
+// one was missed.
 func (f Flavor) Changes() Changes {
 	if f == MySQL {
 		return Changes{
@@ -79,9 +86,11 @@ func (f Flavor) Changes() Changes {
 				" * (SELECT COUNT(*) FROM performance_schema.setup_objects WHERE OBJECT_TYPE = 'TABLE' AND OBJECT_SCHEMA = '%' AND OBJECT_NAME = '%' AND ENABLED = 'YES')" +
 				" * (SELECT COUNT(*) = 0 FROM performance_schema.setup_objects WHERE OBJECT_TYPE = 'TABLE' AND ENABLED <> 'YES' AND OBJECT_SCHEMA NOT IN ('performance_schema', 'information_schema'))",
 			NotCounting: "the server's performance schema does not count every table's row writes (performance_schema, its wait/io/table/sql/handler instrument, global_instrumentation consumer and TABLE objects)",
-			Lost:        []string{"PERFORMANCE_SCHEMA_TABLE_HANDLES_LOST", "PERFORMANCE_SCHEMA_TABLE_INSTANCES_LOST"},
+			Lost:        []string{"PERFORMANCE_SCHEMA_TABLE_HANDLES_LOST", "PERFORMANCE_SCHEMA_TABLE_INSTANCES_LOST", "PERFORMANCE_SCHEMA_INDEX_STAT_LOST"},
 			Setup:       "UPDATE performance_schema.setup_objects SET ENABLED = 'YES' WHERE OBJECT_TYPE = 'TABLE' AND OBJECT_SCHEMA = 'mysql'",
 			TempTables:  "INNODB_TEMP_TABLE_INFO",
+
+			ImportKeepsCounter: true,
 		}
 	}
 	return Changes{
@@ -105,7 +114,10 @@ func (f Flavor) Changes() Changes {
 // about 10 MiB more resident memory than with the performance schema off
 // and no start CPU beyond the noise, against about 240 MiB and 0.25 s
 // for its defaults. Instrument classes are left at their defaults: with
-// no thread classes no table I/O is counted.
+// no thread classes no table I/O is counted. The index statistics stay
+// sized by the server: a closed table handle's counts are kept there,
+// and with none they are lost (Performance_schema_index_stat_lost) as
+// soon as the table leaves the table cache.
 func (f Flavor) InPlaceArgs(userOptions []string) []string {
 	facility, args := "userstat", []string{"--loose-userstat=1"}
 	if f == MySQL {
@@ -119,7 +131,7 @@ func (f Flavor) InPlaceArgs(userOptions []string) []string {
 			"session-connect-attrs-size", "accounts-size", "hosts-size", "users-size", "setup-actors-size",
 			"max-memory-classes", "max-mutex-classes", "max-rwlock-classes", "max-cond-classes", "max-file-classes",
 			"max-socket-classes", "max-stage-classes", "max-statement-classes", "max-metadata-locks",
-			"max-prepared-statements-instances", "max-program-instances", "max-index-stat", "max-table-lock-stat"} {
+			"max-prepared-statements-instances", "max-program-instances", "max-table-lock-stat"} {
 			args = append(args, "--performance-schema-"+s+"=0")
 		}
 		for _, e := range []string{"stages", "statements", "transactions", "waits"} {

@@ -2,6 +2,7 @@ package pool
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -58,6 +59,10 @@ type inplaceBase struct {
 	// (cascadeClosure); the template's, read once: foreign keys change
 	// only by DDL, which resets fully.
 	children map[tableRef][]tableRef
+	// counters are the template's AUTO_INCREMENT counters of its InnoDB
+	// tables, read once like children, where an import keeps a table's
+	// own (mariadb.Changes.ImportKeepsCounter); nil elsewhere.
+	counters map[tableRef]uint64
 }
 
 // maintenanceCounters are statements that rewrite a table without
@@ -188,7 +193,7 @@ func baseFrom(ctx context.Context, admin querier, f mariadb.Flavor, prev *inplac
 		return b, nil
 	}
 	if prev != nil && prev.children != nil {
-		b.children = prev.children
+		b.children, b.counters = prev.children, prev.counters
 		if b.globals == "" {
 			if b.globals, err = globalsHash(ctx, admin); err != nil {
 				return nil, err
@@ -224,7 +229,50 @@ func baseFrom(ctx context.Context, admin querier, f mariadb.Flavor, prev *inplac
 	if b.children, err = cascadeChildren(ctx, admin); err != nil {
 		return nil, err
 	}
+	if f.Changes().ImportKeepsCounter {
+		if b.counters, err = autoIncrements(ctx, admin); err != nil {
+			return nil, err
+		}
+	}
 	return b, nil
+}
+
+// autoIncrements reads the AUTO_INCREMENT counter of every InnoDB table
+// that has one, outside the system schemas, as the server holds it now
+// (no cached statistics: information_schema_stats_expiry 0 for the
+// read, on MySQL, which has it).
+func autoIncrements(ctx context.Context, admin querier) (map[tableRef]uint64, error) {
+	conn, ok := admin.(*sql.Conn)
+	if !ok {
+		db, isDB := admin.(*sql.DB)
+		if !isDB {
+			return nil, fmt.Errorf("read AUTO_INCREMENT counters: no connection")
+		}
+		c, err := db.Conn(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("read AUTO_INCREMENT counters: %w", err)
+		}
+		defer c.Close()
+		conn = c
+	}
+	if _, err := conn.ExecContext(ctx, "SET SESSION information_schema_stats_expiry = 0"); err != nil {
+		return nil, fmt.Errorf("read AUTO_INCREMENT counters: %w", err)
+	}
+	rows, err := conn.QueryContext(ctx, "SELECT TABLE_SCHEMA, TABLE_NAME, AUTO_INCREMENT FROM information_schema.TABLES WHERE ENGINE = 'InnoDB' AND AUTO_INCREMENT IS NOT NULL AND TABLE_SCHEMA NOT IN ('mysql', 'sys', 'performance_schema', 'information_schema')")
+	if err != nil {
+		return nil, fmt.Errorf("read AUTO_INCREMENT counters: %w", err)
+	}
+	defer rows.Close()
+	out := map[tableRef]uint64{}
+	for rows.Next() {
+		var t tableRef
+		var n uint64
+		if err := rows.Scan(&t.db, &t.name, &n); err != nil {
+			return nil, fmt.Errorf("read AUTO_INCREMENT counters: %w", err)
+		}
+		out[t] = n
+	}
+	return out, rows.Err()
 }
 
 // notCounting says why a server of flavour f does not count every
@@ -312,6 +360,15 @@ func fallbackReason(err error) string {
 	return reason
 }
 
+// serverWritten are the tables of the mysql schema whose rows change
+// without a holder's row write, which the reset leaves out of the
+// changed rows (a lease has no privilege on the mysql schema): the
+// accounts (MariaDB's global_priv, MySQL's user), which only account
+// statements write (the reset's own lock of the lease account, and the
+// holder's, which the non-row counters see), and MySQL's gtid_executed,
+// which the server writes on its own.
+var serverWritten = []string{"global_priv", "user", "gtid_executed"}
+
 // changedTables lists the tables whose rows changed from base to now
 // (per-table counters), the tables their cascading foreign keys reach
 // added. A changed row of a system schema is an error.
@@ -326,11 +383,7 @@ func changedTables(ctx context.Context, conn querier, f mariadb.Flavor, base *in
 			continue
 		}
 		db, name, _ := strings.Cut(k, "\x00")
-		if strings.EqualFold(db, "mysql") && (strings.EqualFold(name, "global_priv") || strings.EqualFold(name, "user")) {
-			// Only account statements write them (a lease has no
-			// privilege on the mysql schema): the reset's own lock of the
-			// lease account, and the holder's, which the non-row counters
-			// see. (MariaDB keeps accounts in global_priv, MySQL in user.)
+		if strings.EqualFold(db, "mysql") && slices.Contains(serverWritten, strings.ToLower(name)) {
 			continue
 		}
 		if systemSchema(db) {
