@@ -439,7 +439,7 @@ func settledMark(ctx context.Context, srv *liveServer, globals string, still fun
 			continue
 		}
 		var name, lsn string
-		if err := srv.admin.QueryRowContext(ctx, "SHOW GLOBAL STATUS LIKE ?", srv.Binary.Flavor.LSNStatus()).Scan(&name, &lsn); err != nil {
+		if err := srv.admin.QueryRowContext(ctx, "SHOW GLOBAL STATUS LIKE "+quote.String(srv.Binary.Flavor.LSNStatus())).Scan(&name, &lsn); err != nil {
 			return "", err
 		}
 		if lsn == last {
