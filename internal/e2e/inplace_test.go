@@ -6,9 +6,6 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
-
-	"github.com/pristinedb/pristine/internal/mariadb"
-	"github.com/pristinedb/pristine/internal/mariadb/mariadbtest"
 )
 
 // The daemon is killed (SIGKILL) in the middle of an in-place reset: one
@@ -17,9 +14,6 @@ import (
 // before the reset began, so the slot is cloned afresh, and the next
 // holder sees the template in both tables.
 func TestDaemonKilledDuringInPlaceReset(t *testing.T) {
-	if mariadbtest.Binary(t).Flavor == mariadb.MySQL {
-		t.Skip("MySQL slots never reset in place: MySQL has no per-table row counters (user statistics), so every reset is the full one (docs/servers.md)")
-	}
 	e := newEnv(t)
 	e.scratch("btrfs", "1G")
 	paused := filepath.Join(t.TempDir(), "paused")

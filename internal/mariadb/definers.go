@@ -29,13 +29,14 @@ const (
 // OwnerGrants are the owner account's privileges, as "PRIVS ON WHAT":
 // with one database per slot, exactly a lease's (pool.LeaseGrants): every
 // database-level privilege on every database but the system schemas,
-// which exact SHOW VIEW entries keep out. With several databases per slot
+// which exact SHOW VIEW entries keep out (and an exact SELECT entry
+// keeps the performance schema's setup read-only). With several databases per slot
 // (shared), a lease has its own database only and the owner gets no
 // privilege on any lease's database: only on the other schemas that hold
 // objects it owns (schemas), which no lease can change.
 func OwnerGrants(schemas []string, leaseDBs []string, shared bool) []string {
 	if !shared {
-		return []string{"ALL PRIVILEGES ON `%`.*", "SHOW VIEW ON `mysql`.*", "SHOW VIEW ON `sys`.*"}
+		return []string{"ALL PRIVILEGES ON `%`.*", "SHOW VIEW ON `mysql`.*", "SHOW VIEW ON `sys`.*", "SELECT ON `performance_schema`.*"}
 	}
 	skip := map[string]bool{"mysql": true, "sys": true, "performance_schema": true, "information_schema": true}
 	for _, d := range leaseDBs {

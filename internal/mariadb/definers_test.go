@@ -51,7 +51,7 @@ func TestOwnerGrants(t *testing.T) {
 		shared           bool
 		want             string
 	}{
-		{"one database per slot: a lease's grants", []string{"app"}, []string{"app"}, false, "ALL PRIVILEGES ON `%`.*|SHOW VIEW ON `mysql`.*|SHOW VIEW ON `sys`.*"},
+		{"one database per slot: a lease's grants", []string{"app"}, []string{"app"}, false, "ALL PRIVILEGES ON `%`.*|SHOW VIEW ON `mysql`.*|SHOW VIEW ON `sys`.*|SELECT ON `performance_schema`.*"},
 		{"shared: no lease database, no system schema", []string{"app", "app_2", "mysql", "sys", "shared"}, []string{"app", "app_2"}, true, "ALL PRIVILEGES ON `shared`.*"},
 		{"shared, nothing else", []string{"app"}, []string{"app", "app_2"}, true, ""},
 	} {

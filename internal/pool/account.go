@@ -7,6 +7,7 @@ import (
 	"database/sql"
 	"encoding/hex"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -100,7 +101,11 @@ func leaseConnections(maxConn, units int) int { return max((maxConn-adminReserve
 // exact name `mysql` (and `sys`) is matched before the wildcard, so there
 // the account has only SHOW VIEW, which without SELECT shows nothing. It
 // cannot write the grant tables or mysql.proc, so it cannot make itself
-// root of its slot. With several databases per slot, every privilege on
+// root of its slot. On `performance_schema` it has SELECT only: with the
+// wildcard's UPDATE, INSERT and DROP a MySQL lease could turn off the
+// table I/O instrumentation (its setup tables, a thread's INSTRUMENTED)
+// or TRUNCATE its counters, which the in-place reset reads
+// (mariadb.Changes). With several databases per slot, every privilege on
 // its own database only.
 func LeaseGrants(db string, shared bool) []string {
 	if shared {
@@ -110,39 +115,26 @@ func LeaseGrants(db string, shared bool) []string {
 		"ALL PRIVILEGES ON `%`.*",
 		"SHOW VIEW ON `mysql`.*",
 		"SHOW VIEW ON `sys`.*",
+		"SELECT ON `performance_schema`.*",
 	}
 }
 
 // writeCounterNames are the status variables (upper case), besides every
 // COM_CREATE_, COM_DROP_, COM_ALTER_ and COM_RENAME_ one but those of
 // temporary tables (which die with their connection), whose sum moves when
-// anything is written; mysql tells the flavour. Global variables are
+// anything is written on a server of flavour f: its row write counters
+// (mariadb.Changes: on MariaDB the InnoDB log sequence number and
+// Handler_write/update/delete, on MySQL the write statements' counters),
+// and the account, truncate and plugin statements. Global variables are
 // hashed apart (globalsHash), though lease accounts cannot change them (no
 // global privileges, see LeaseGrants). Every name listed exists on its
-// flavour's server (TestWriteMarkCounters).
-//
-// On MariaDB: the InnoDB log sequence number (every InnoDB change, DDL
-// included), row writes of every engine (Handler_write/update/delete,
-// which leave internal temporary tables out: Handler_tmp_*), and account,
-// truncate and plugin statements. SET PASSWORD has no counter of its own
-// in 10.11; its write to the grant tables moves Handler_update.
-//
-// On MySQL neither the log sequence number nor row counters hold still:
-// the LSN moves on its own for a few seconds after the server starts and
-// after account statements (InnoDB's purge of the grant tables' undo), and
-// Handler_* and Innodb_rows_* count internal temporary tables, which
-// pristine's own SHOW and processlist queries write. The statements that
-// write are counted instead: Com_insert, _update, _delete, _replace (their
-// multi-table and SELECT forms), LOAD DATA and CALL, which MySQL counts
-// also when a stored function, procedure or trigger runs them, whatever
-// engine they write to and whether or not they changed a row.
-func writeCounterNames(mysql bool) []string {
+// flavour's server (TestWriteMarkCounters). SET PASSWORD has no counter
+// of its own in MariaDB 10.11; its write to the grant tables moves
+// Handler_update.
+func writeCounterNames(f mariadb.Flavor) []string {
+	c := f.Changes()
 	names := []string{"COM_TRUNCATE", "COM_GRANT", "COM_REVOKE", "COM_REVOKE_ALL", "COM_INSTALL_PLUGIN", "COM_UNINSTALL_PLUGIN"}
-	if mysql {
-		return append(names, "COM_INSERT", "COM_INSERT_SELECT", "COM_UPDATE", "COM_UPDATE_MULTI", "COM_DELETE",
-			"COM_DELETE_MULTI", "COM_REPLACE", "COM_REPLACE_SELECT", "COM_LOAD", "COM_CALL_PROCEDURE")
-	}
-	return append(names, mariadb.MariaDB.LSNStatus(), "HANDLER_WRITE", "HANDLER_UPDATE", "HANDLER_DELETE")
+	return append(append(names, c.OtherWrites...), c.RowWrites...)
 }
 
 // writeCounterPrefixes start the names of the statement counters of DDL
@@ -150,8 +142,8 @@ func writeCounterNames(mysql bool) []string {
 var writeCounterPrefixes = []string{"COM_CREATE_", "COM_DROP_", "COM_ALTER_", "COM_RENAME_"}
 
 // isWriteCounter tells whether the status variable name (upper case) is
-// one of the write counters (writeCounterNames).
-func isWriteCounter(name string, mysql bool) bool {
+// one of the write counters (writeCounterNames) of flavour f.
+func isWriteCounter(name string, f mariadb.Flavor) bool {
 	if name == "COM_CREATE_TEMPORARY_TABLE" || name == "COM_DROP_TEMPORARY_TABLE" {
 		return false
 	}
@@ -160,18 +152,13 @@ func isWriteCounter(name string, mysql bool) bool {
 			return true
 		}
 	}
-	for _, n := range writeCounterNames(mysql) {
-		if n == name {
-			return true
-		}
-	}
-	return false
+	return slices.Contains(writeCounterNames(f), name)
 }
 
 // writeMark reads the slot's write counters and a hash of its global
 // variables, as one string.
-func writeMark(ctx context.Context, admin querier) (string, error) {
-	counters, err := writeCounters(ctx, admin)
+func writeMark(ctx context.Context, admin querier, f mariadb.Flavor) (string, error) {
+	counters, err := writeCounters(ctx, admin, f)
 	if err != nil {
 		return "", err
 	}
@@ -190,44 +177,20 @@ func withCounters(mark, counters string) string {
 
 // writeCounters reads the slot's write counters (isWriteCounter) and
 // returns their sum.
-func writeCounters(ctx context.Context, admin querier) (string, error) {
-	status, mysql, err := readStatus(ctx, admin, "GLOBAL")
+func writeCounters(ctx context.Context, admin querier, f mariadb.Flavor) (string, error) {
+	status, err := mariadb.ReadStatus(ctx, admin, "GLOBAL", "")
 	if err != nil {
 		return "", err
 	}
-	n, err := sumWrites(status, mysql)
+	n, err := sumWrites(status, f)
 	return strconv.FormatUint(n, 10), err
 }
 
-// readStatus reads SHOW scope STATUS (scope GLOBAL or SESSION; both
-// flavours answer it, and MySQL has no information_schema.GLOBAL_STATUS),
-// names in upper case, and whether the server is MySQL.
-func readStatus(ctx context.Context, conn querier, scope string) (map[string]string, bool, error) {
-	rows, err := conn.QueryContext(ctx, "SHOW "+scope+" STATUS")
-	if err != nil {
-		return nil, false, fmt.Errorf("read write counters: %w", err)
-	}
-	defer rows.Close()
-	status := map[string]string{}
-	for rows.Next() {
-		var name, value string
-		if err := rows.Scan(&name, &value); err != nil {
-			return nil, false, fmt.Errorf("read write counters: %w", err)
-		}
-		status[strings.ToUpper(name)] = value
-	}
-	if err := rows.Err(); err != nil {
-		return nil, false, fmt.Errorf("read write counters: %w", err)
-	}
-	_, mysql := status[mariadb.MySQL.LSNStatus()]
-	return status, mysql, nil
-}
-
 // sumWrites sums the write counters of status.
-func sumWrites(status map[string]string, mysql bool) (uint64, error) {
+func sumWrites(status map[string]string, f mariadb.Flavor) (uint64, error) {
 	var sum uint64
 	for name, value := range status {
-		if !isWriteCounter(name, mysql) {
+		if !isWriteCounter(name, f) {
 			continue
 		}
 		n, err := strconv.ParseUint(value, 10, 64)

@@ -42,7 +42,7 @@ func (p *Pool) bootServer(ctx context.Context, s *slot) (*booted, error) {
 	if err != nil {
 		return nil, fmt.Errorf("slot %d: %w", s.idx, err)
 	}
-	extra, err := slotArgs(data, p.opt)
+	extra, err := slotArgs(data, p.bin.Flavor, p.opt)
 	if err != nil {
 		return nil, fmt.Errorf("slot %d: %w", s.idx, err)
 	}
@@ -88,7 +88,7 @@ func (p *Pool) prepareUnits(ctx context.Context, s *slot, in *mariadb.Instance) 
 	if len(s.restore) == 0 {
 		p.exportMeta(ctx, admin, s) // for the in-place reset (inplace.go)
 	}
-	b, err := prepare(ctx, s, admin, p.opt.SlotDisk > 0)
+	b, err := prepare(ctx, s, admin, in.Binary.Flavor, p.opt.SlotDisk > 0)
 	if err != nil {
 		admin.Close()
 		return nil, err
@@ -98,7 +98,7 @@ func (p *Pool) prepareUnits(ctx context.Context, s *slot, in *mariadb.Instance) 
 }
 
 // prepare does prepareUnits' queries over admin.
-func prepare(ctx context.Context, s *slot, admin *sql.DB, capped bool) (*booted, error) {
+func prepare(ctx context.Context, s *slot, admin *sql.DB, f mariadb.Flavor, capped bool) (*booted, error) {
 	b := &booted{accts: make([]account, len(s.units)), restored: make([]bool, len(s.units))}
 	for i := range s.units {
 		db := s.units[i].db
@@ -119,11 +119,14 @@ func prepare(ctx context.Context, s *slot, admin *sql.DB, capped bool) (*booted,
 			return nil, err
 		}
 	}
-	var err error
-	if b.mark, err = writeMark(ctx, admin); err != nil {
+	if err := inplaceSetup(ctx, admin, f); err != nil {
 		return nil, err
 	}
-	if b.inplace, err = bootBase(ctx, admin, s, b.mark); err != nil {
+	var err error
+	if b.mark, err = writeMark(ctx, admin, f); err != nil {
+		return nil, err
+	}
+	if b.inplace, err = bootBase(ctx, admin, f, s, b.mark); err != nil {
 		return nil, err
 	}
 	if b.port, err = serverPort(ctx, admin); err != nil {

@@ -2,10 +2,12 @@ package pool
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -44,7 +46,11 @@ type inplaceBase struct {
 	// globals was valid, -1 when not read: while it holds, no statement
 	// can have set a global variable and the hash need not be read again.
 	sets int64
-	// rows is TABLE_STATISTICS.ROWS_CHANGED per table ("db\x00table").
+	// lost sums the counters of per-table counts missed
+	// (mariadb.Changes.Lost; MySQL's performance schema).
+	lost int64
+	// rows is the rows written per table ("db\x00table";
+	// mariadb.Changes.TableRows).
 	rows map[string]int64
 	// ineligible, when set, says why the slot's template cannot be reset
 	// in place (the slot resets fully).
@@ -53,6 +59,10 @@ type inplaceBase struct {
 	// (cascadeClosure); the template's, read once: foreign keys change
 	// only by DDL, which resets fully.
 	children map[tableRef][]tableRef
+	// counters are the template's AUTO_INCREMENT counters of its InnoDB
+	// tables, read once like children, where an import keeps a table's
+	// own (mariadb.Changes.ImportKeepsCounter); nil elsewhere.
+	counters map[tableRef]uint64
 }
 
 // maintenanceCounters are statements that rewrite a table without
@@ -60,27 +70,32 @@ type inplaceBase struct {
 var maintenanceCounters = []string{"COM_OPTIMIZE", "COM_REPAIR", "COM_ANALYZE", "COM_CHECK", "COM_PRELOAD_KEYS"}
 
 // isOtherCounter tells whether a status variable (upper case) counts a
-// write that is not a row write: a write counter (isWriteCounter) but the
-// log sequence number and the row counters, or a table maintenance
-// statement.
-func isOtherCounter(name string, mysql bool) bool {
-	switch name {
-	case mariadb.MariaDB.LSNStatus(), mariadb.MySQL.LSNStatus(), "HANDLER_WRITE", "HANDLER_UPDATE", "HANDLER_DELETE":
+// write that is not a row write on a server of flavour f: a write counter
+// (isWriteCounter) but the flavour's row write counters, or a table
+// maintenance statement.
+func isOtherCounter(name string, f mariadb.Flavor) bool {
+	if slices.Contains(f.Changes().RowWrites, name) {
 		return false
 	}
-	for _, n := range maintenanceCounters {
-		if n == name {
-			return true
-		}
-	}
-	return isWriteCounter(name, mysql)
+	return slices.Contains(maintenanceCounters, name) || isWriteCounter(name, f)
 }
 
 // sumOther sums the non-row write counters of a SHOW STATUS map.
-func sumOther(status map[string]string, mysql bool) (int64, error) {
+func sumOther(status map[string]string, f mariadb.Flavor) (int64, error) {
+	return sumWhere(status, func(name string) bool { return isOtherCounter(name, f) })
+}
+
+// lostCount sums the counters of per-table counts missed
+// (mariadb.Changes.Lost) of a SHOW STATUS map.
+func lostCount(status map[string]string, f mariadb.Flavor) (int64, error) {
+	return sumWhere(status, func(name string) bool { return slices.Contains(f.Changes().Lost, name) })
+}
+
+// sumWhere sums the counters of status whose names pick.
+func sumWhere(status map[string]string, pick func(name string) bool) (int64, error) {
 	var sum int64
 	for name, value := range status {
-		if !isOtherCounter(name, mysql) {
+		if !pick(name) {
 			continue
 		}
 		n, err := strconv.ParseInt(value, 10, 64)
@@ -114,18 +129,18 @@ var templateBases sync.Map
 
 // bootBase is the base of a slot's freshly booted server, whose write
 // mark (with the global variables' hash) was just read.
-func bootBase(ctx context.Context, admin querier, s *slot, mark string) (*inplaceBase, error) {
+func bootBase(ctx context.Context, admin querier, f mariadb.Flavor, s *slot, mark string) (*inplaceBase, error) {
 	key := filepath.Dir(s.dir)
 	var prev *inplaceBase
 	if v, ok := templateBases.Load(key); ok && len(s.restore) == 0 {
 		prev = v.(*inplaceBase)
 	}
-	status, mysql, err := readStatus(ctx, admin, "GLOBAL")
+	status, err := mariadb.ReadStatus(ctx, admin, "GLOBAL", "")
 	if err != nil {
 		return nil, err
 	}
 	_, globals, _ := strings.Cut(mark, " ")
-	b, err := baseFrom(ctx, admin, prev, status, mysql, globals)
+	b, err := baseFrom(ctx, admin, f, prev, status, globals)
 	if err != nil {
 		return nil, err
 	}
@@ -135,50 +150,62 @@ func bootBase(ctx context.Context, admin querier, s *slot, mark string) (*inplac
 	return b, nil
 }
 
+// inplaceSetup readies a freshly started server of flavour f for its
+// in-place baseline (mariadb.Changes.Setup: on MySQL, the performance
+// schema counts the mysql schema's rows too). It runs before the write
+// mark is read: it is a write of its own.
+func inplaceSetup(ctx context.Context, admin querier, f mariadb.Flavor) error {
+	if q := f.Changes().Setup; q != "" {
+		if _, err := admin.ExecContext(ctx, q); err != nil {
+			return fmt.Errorf("ready the per-table write counters: %w", err)
+		}
+	}
+	return nil
+}
+
 // takeBase reads a ready slot's in-place baseline. A server that cannot
-// be reset in place (MySQL, no user statistics, a template with
+// be reset in place (no per-table row counters on, a template with
 // sequences) gets a base with ineligible set; an error is a failed query.
 // With prev, the base of the same server before, what only DDL changes
 // (sequences, foreign keys) is taken from it.
-func takeBase(ctx context.Context, admin querier, prev *inplaceBase) (*inplaceBase, error) {
-	status, mysql, err := readStatus(ctx, admin, "GLOBAL")
+func takeBase(ctx context.Context, admin querier, f mariadb.Flavor, prev *inplaceBase) (*inplaceBase, error) {
+	status, err := mariadb.ReadStatus(ctx, admin, "GLOBAL", "")
 	if err != nil {
 		return nil, err
 	}
-	return baseFrom(ctx, admin, prev, status, mysql, "")
+	return baseFrom(ctx, admin, f, prev, status, "")
 }
 
 // baseFrom is takeBase from a SHOW GLOBAL STATUS already read and, when
 // not "", the global variables' hash.
-func baseFrom(ctx context.Context, admin querier, prev *inplaceBase, status map[string]string, mysql bool, globals string) (*inplaceBase, error) {
-	other, err := sumOther(status, mysql)
+func baseFrom(ctx context.Context, admin querier, f mariadb.Flavor, prev *inplaceBase, status map[string]string, globals string) (*inplaceBase, error) {
+	other, err := sumOther(status, f)
 	if err != nil {
 		return nil, err
 	}
-	b := &inplaceBase{other: other, globals: globals, sets: setCount(status)}
+	lost, err := lostCount(status, f)
+	if err != nil {
+		return nil, err
+	}
+	b := &inplaceBase{other: other, lost: lost, globals: globals, sets: setCount(status)}
 	if prev != nil && prev.ineligible != "" {
 		b.ineligible = prev.ineligible
 		return b, nil
 	}
 	if prev != nil && prev.children != nil {
-		b.children = prev.children
+		b.children, b.counters = prev.children, prev.counters
 		if b.globals == "" {
 			if b.globals, err = globalsHash(ctx, admin); err != nil {
 				return nil, err
 			}
 		}
-		if b.rows, err = tableRows(ctx, admin); err != nil {
+		if b.rows, err = tableRows(ctx, admin, f); err != nil {
 			return nil, err
 		}
 		return b, nil
 	}
-	if mysql {
-		b.ineligible = "MySQL has no per-table row counters (user statistics): its slots reset fully"
-		return b, nil
-	}
-	var on string
-	if err := admin.QueryRowContext(ctx, "SELECT @@GLOBAL.userstat").Scan(&on); err != nil || (on != "1" && !strings.EqualFold(on, "ON")) {
-		b.ineligible = "the server's user statistics (userstat) are off"
+	if why := notCounting(ctx, admin, f); why != "" {
+		b.ineligible = why
 		return b, nil
 	}
 	// NEXTVAL writes a sequence without counting a row: a template with
@@ -196,20 +223,77 @@ func baseFrom(ctx context.Context, admin querier, prev *inplaceBase, status map[
 			return nil, err
 		}
 	}
-	if b.rows, err = tableRows(ctx, admin); err != nil {
+	if b.rows, err = tableRows(ctx, admin, f); err != nil {
 		return nil, err
 	}
 	if b.children, err = cascadeChildren(ctx, admin); err != nil {
 		return nil, err
 	}
+	if f.Changes().ImportKeepsCounter {
+		if b.counters, err = autoIncrements(ctx, admin); err != nil {
+			return nil, err
+		}
+	}
 	return b, nil
 }
 
-// tableRows reads TABLE_STATISTICS.ROWS_CHANGED per table.
-func tableRows(ctx context.Context, conn querier) (map[string]int64, error) {
-	rows, err := conn.QueryContext(ctx, "SELECT TABLE_SCHEMA, TABLE_NAME, ROWS_CHANGED FROM information_schema.TABLE_STATISTICS")
+// autoIncrements reads the AUTO_INCREMENT counter of every InnoDB table
+// that has one, outside the system schemas, as the server holds it now
+// (no cached statistics: information_schema_stats_expiry 0 for the
+// read, on MySQL, which has it).
+func autoIncrements(ctx context.Context, admin querier) (map[tableRef]uint64, error) {
+	conn, ok := admin.(*sql.Conn)
+	if !ok {
+		db, isDB := admin.(*sql.DB)
+		if !isDB {
+			return nil, fmt.Errorf("read AUTO_INCREMENT counters: no connection")
+		}
+		c, err := db.Conn(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("read AUTO_INCREMENT counters: %w", err)
+		}
+		defer c.Close()
+		conn = c
+	}
+	if _, err := conn.ExecContext(ctx, "SET SESSION information_schema_stats_expiry = 0"); err != nil {
+		return nil, fmt.Errorf("read AUTO_INCREMENT counters: %w", err)
+	}
+	rows, err := conn.QueryContext(ctx, "SELECT TABLE_SCHEMA, TABLE_NAME, AUTO_INCREMENT FROM information_schema.TABLES WHERE ENGINE = 'InnoDB' AND AUTO_INCREMENT IS NOT NULL AND TABLE_SCHEMA NOT IN ('mysql', 'sys', 'performance_schema', 'information_schema')")
 	if err != nil {
-		return nil, fmt.Errorf("read per-table row counters (information_schema.TABLE_STATISTICS): %w", err)
+		return nil, fmt.Errorf("read AUTO_INCREMENT counters: %w", err)
+	}
+	defer rows.Close()
+	out := map[tableRef]uint64{}
+	for rows.Next() {
+		var t tableRef
+		var n uint64
+		if err := rows.Scan(&t.db, &t.name, &n); err != nil {
+			return nil, fmt.Errorf("read AUTO_INCREMENT counters: %w", err)
+		}
+		out[t] = n
+	}
+	return out, rows.Err()
+}
+
+// notCounting says why a server of flavour f does not count every
+// table's row writes (mariadb.Changes.Counting), "" when it does.
+func notCounting(ctx context.Context, admin querier, f mariadb.Flavor) string {
+	c := f.Changes()
+	var on int64
+	if err := admin.QueryRowContext(ctx, c.Counting).Scan(&on); err != nil {
+		return c.NotCounting + ": " + err.Error()
+	}
+	if on <= 0 {
+		return c.NotCounting
+	}
+	return ""
+}
+
+// tableRows reads the rows written per table (mariadb.Changes.TableRows).
+func tableRows(ctx context.Context, conn querier, f mariadb.Flavor) (map[string]int64, error) {
+	rows, err := conn.QueryContext(ctx, f.Changes().TableRows)
+	if err != nil {
+		return nil, fmt.Errorf("read per-table row counters: %w", err)
 	}
 	defer rows.Close()
 	out := map[string]int64{}
@@ -259,6 +343,7 @@ const (
 	FallbackXA         = "xa"           // a prepared XA transaction outlived its connection
 	FallbackTemp       = "temporary"    // a temporary table outlived its connection
 	FallbackSystem     = "system_table" // a row of the server's own schemas changed
+	FallbackUncounted  = "uncounted"    // the per-table row counters stopped counting, or missed a table
 	FallbackEngine     = "engine"       // a changed table's engine or shape cannot be restored in place
 	FallbackSessions   = "sessions"     // the holder's connections did not end
 	FallbackError      = "error"        // a query or file copy failed (the server lost, ...)
@@ -275,11 +360,20 @@ func fallbackReason(err error) string {
 	return reason
 }
 
+// serverWritten are the tables of the mysql schema whose rows change
+// without a holder's row write, which the reset leaves out of the
+// changed rows (a lease has no privilege on the mysql schema): the
+// accounts (MariaDB's global_priv, MySQL's user), which only account
+// statements write (the reset's own lock of the lease account, and the
+// holder's, which the non-row counters see), and MySQL's gtid_executed,
+// which the server writes on its own.
+var serverWritten = []string{"global_priv", "user", "gtid_executed"}
+
 // changedTables lists the tables whose rows changed from base to now
 // (per-table counters), the tables their cascading foreign keys reach
 // added. A changed row of a system schema is an error.
-func changedTables(ctx context.Context, conn querier, base *inplaceBase) ([]tableRef, error) {
-	now, err := tableRows(ctx, conn)
+func changedTables(ctx context.Context, conn querier, f mariadb.Flavor, base *inplaceBase) ([]tableRef, error) {
+	now, err := tableRows(ctx, conn, f)
 	if err != nil {
 		return nil, err
 	}
@@ -289,10 +383,7 @@ func changedTables(ctx context.Context, conn querier, base *inplaceBase) ([]tabl
 			continue
 		}
 		db, name, _ := strings.Cut(k, "\x00")
-		if strings.EqualFold(db, "mysql") && strings.EqualFold(name, "global_priv") {
-			// Only account statements write it (a lease has no privilege
-			// on the mysql schema): the reset's own lock of the lease
-			// account, and the holder's, which the non-row counters see.
+		if strings.EqualFold(db, "mysql") && slices.Contains(serverWritten, strings.ToLower(name)) {
 			continue
 		}
 		if systemSchema(db) {
@@ -363,60 +454,46 @@ func cascadeClosure(children map[tableRef][]tableRef, set map[tableRef]bool) {
 var plainName = regexp.MustCompile(`^[A-Za-z0-9_]+$`)
 
 // tempTables counts the temporary tables of every session where the
-// server lists them (information_schema.TEMPORARY_TABLES, MariaDB 11.2
-// and later); 0 where it does not.
-func tempTables(ctx context.Context, conn querier) (int, error) {
+// server lists them (mariadb.Changes.TempTables: MariaDB 11.2 and later,
+// MySQL's InnoDB ones); 0 where it does not.
+func tempTables(ctx context.Context, conn querier, f mariadb.Flavor) (int, error) {
+	table := f.Changes().TempTables
 	var has int
-	if err := conn.QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA='information_schema' AND TABLE_NAME='TEMPORARY_TABLES'").Scan(&has); err != nil {
+	if err := conn.QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA='information_schema' AND TABLE_NAME=?", table).Scan(&has); err != nil {
 		return 0, fmt.Errorf("count temporary tables: %w", err)
 	}
 	if has == 0 {
 		return 0, nil
 	}
 	var n int
-	if err := conn.QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.TEMPORARY_TABLES").Scan(&n); err != nil {
+	if err := conn.QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema."+table).Scan(&n); err != nil {
 		return 0, fmt.Errorf("count temporary tables: %w", err)
 	}
 	return n, nil
 }
 
-// statusInPlace is the SHOW STATUS filter of the in-place reset (MariaDB
-// only): every write counter (isWriteCounter), the maintenance counters
-// and COM_SET_OPTION (setCount), by name. The server tests the filter
-// before it stores a row in the result's temporary table, and the rows
-// stored are the cost: about 8 µs each on this project's machine, mostly
-// first touches of the table's fresh memory (the slot's malloc settings
-// give large buffers back at once). All 170 statement counters cost the
-// server 1.7 ms per read, one counter 0.3 ms.
-var statusInPlace = func() string {
+// statusInPlace is, per flavour, the SHOW STATUS filter of the in-place
+// reset: every write counter (isWriteCounter), the maintenance counters,
+// COM_SET_OPTION (setCount) and the counters of per-table counts missed
+// (lostCount), by name. The server tests the filter before it stores a
+// row in the result's temporary table, and the rows stored are the cost:
+// about 8 µs each on this project's machine, mostly first touches of the
+// table's fresh memory (the slot's malloc settings give large buffers
+// back at once). All 170 statement counters cost the server 1.7 ms per
+// read, one counter 0.3 ms.
+var statusInPlace = map[mariadb.Flavor]string{mariadb.MariaDB: inplaceFilter(mariadb.MariaDB), mariadb.MySQL: inplaceFilter(mariadb.MySQL)}
+
+// inplaceFilter is statusInPlace of flavour f.
+func inplaceFilter(f mariadb.Flavor) string {
 	var or []string
 	for _, p := range writeCounterPrefixes {
 		or = append(or, "Variable_name LIKE '"+strings.ReplaceAll(p, "_", "\\_")+"%'")
 	}
-	names := append(append(writeCounterNames(false), maintenanceCounters...), "COM_SET_OPTION")
+	names := append(append(append(writeCounterNames(f), maintenanceCounters...), "COM_SET_OPTION"), f.Changes().Lost...)
 	for i, n := range names {
 		names[i] = "'" + n + "'"
 	}
 	return "WHERE " + strings.Join(or, " OR ") + " OR Variable_name IN (" + strings.Join(names, ", ") + ")"
-}()
-
-// readStatusWhere is readStatus of the variables filter (a SHOW STATUS
-// LIKE or WHERE clause) picks, on MariaDB.
-func readStatusWhere(ctx context.Context, conn querier, scope, filter string) (map[string]string, error) {
-	rows, err := conn.QueryContext(ctx, "SHOW "+scope+" STATUS "+filter)
-	if err != nil {
-		return nil, fmt.Errorf("read write counters: %w", err)
-	}
-	defer rows.Close()
-	status := map[string]string{}
-	for rows.Next() {
-		var name, value string
-		if err := rows.Scan(&name, &value); err != nil {
-			return nil, fmt.Errorf("read write counters: %w", err)
-		}
-		status[strings.ToUpper(name)] = value
-	}
-	return status, rows.Err()
 }
 
 // ownAlterUser reads the session's ALTER USER count: the in-place reset's

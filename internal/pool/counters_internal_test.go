@@ -1,6 +1,10 @@
 package pool
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/pristinedb/pristine/internal/mariadb"
+)
 
 // Which status variables count as writes, per flavour (account.go).
 func TestIsWriteCounter(t *testing.T) {
@@ -21,10 +25,10 @@ func TestIsWriteCounter(t *testing.T) {
 		{"COM_SELECT", false, false},
 		{"HANDLER_READ_FIRST", false, false},
 	} {
-		if got := isWriteCounter(tc.name, false); got != tc.mariadb {
+		if got := isWriteCounter(tc.name, mariadb.MariaDB); got != tc.mariadb {
 			t.Errorf("MariaDB %s: %v, want %v", tc.name, got, tc.mariadb)
 		}
-		if got := isWriteCounter(tc.name, true); got != tc.mysq {
+		if got := isWriteCounter(tc.name, mariadb.MySQL); got != tc.mysq {
 			t.Errorf("MySQL %s: %v, want %v", tc.name, got, tc.mysq)
 		}
 	}

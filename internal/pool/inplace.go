@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/pristinedb/pristine/internal/exportmeta"
+	"github.com/pristinedb/pristine/internal/mariadb"
 	"github.com/pristinedb/pristine/internal/quote"
 )
 
@@ -112,7 +113,7 @@ func (p *Pool) resetInPlace(s *slot) bool {
 		return false
 	}
 	gen, acct, db, files := s.gen, s.units[0].acct, s.units[0].db, s.files
-	job := inplaceJob{slot: s.idx, admin: live.admin, base: base, acct: acct, db: db, files: files,
+	job := inplaceJob{slot: s.idx, admin: live.admin, flavor: live.Binary.Flavor, base: base, acct: acct, db: db, files: files,
 		dirs: slotDirs(s), data: filepath.Join(s.dir, "data"), src: p.pristineSource(s), meta: p.metaSet()}
 	p.mu.Unlock()
 
@@ -181,16 +182,17 @@ func (p *Pool) pristineSource(s *slot) string {
 
 // inplaceJob is one in-place reset, run outside the pool's lock.
 type inplaceJob struct {
-	slot  int
-	admin *sql.DB
-	base  *inplaceBase
-	acct  account         // the last holder's
-	db    string          // the slot's database
-	files fileMark        // the slot's files when it became ready
-	dirs  []string        // slotDirs
-	data  string          // the slot's clone
-	src   string          // the pristine data directory to take tables from
-	meta  *exportmeta.Set // the InnoDB tables' export metadata (exportmeta.go); nil: none
+	slot   int
+	admin  *sql.DB
+	flavor mariadb.Flavor // the slot's server's
+	base   *inplaceBase
+	acct   account         // the last holder's
+	db     string          // the slot's database
+	files  fileMark        // the slot's files when it became ready
+	dirs   []string        // slotDirs
+	data   string          // the slot's clone
+	src    string          // the pristine data directory to take tables from
+	meta   *exportmeta.Set // the InnoDB tables' export metadata (exportmeta.go); nil: none
 	// phases are the times the work's steps took, for the debug log.
 	phases []string
 }
@@ -236,16 +238,19 @@ func (j *inplaceJob) run(ctx context.Context) (*inplaceDone, error) {
 	if err != nil {
 		return nil, err
 	}
-	commands, err := readStatusWhere(ctx, conn, "GLOBAL", statusInPlace)
+	commands, err := mariadb.ReadStatus(ctx, conn, "GLOBAL", statusInPlace[j.flavor])
 	if err != nil {
 		return nil, err
 	}
-	other, err := sumOther(commands, false)
+	other, err := sumOther(commands, j.flavor)
 	if err != nil {
 		return nil, err
 	}
 	if other-(ownAfter-ownBefore) != j.base.other {
 		return nil, notInPlace(FallbackDDL, "DDL, account, routine, event, TRUNCATE or table maintenance statements ran (%d)", other-(ownAfter-ownBefore)-j.base.other)
+	}
+	if err := stillCounting(ctx, conn, j.flavor, j.base, commands); err != nil {
+		return nil, err
 	}
 	lap("counters")
 	if n, err := xaPending(ctx, conn); err != nil {
@@ -259,7 +264,7 @@ func (j *inplaceJob) run(ctx context.Context) (*inplaceDone, error) {
 	// temporary tables are files of the tmpdir, in the file walk below;
 	// MariaDB 10.11 has no list of other sessions' InnoDB temporary
 	// tables to check (information_schema.TEMPORARY_TABLES came in 11.2).
-	if n, err := tempTables(ctx, conn); err != nil {
+	if n, err := tempTables(ctx, conn, j.flavor); err != nil {
 		return nil, err
 	} else if n > 0 {
 		return nil, notInPlace(FallbackTemp, "%d temporary table(s) outlived their connections", n)
@@ -286,7 +291,7 @@ func (j *inplaceJob) run(ctx context.Context) (*inplaceDone, error) {
 		return nil, notInPlace(FallbackFiles, "files changed: %s", strings.Join(d, ", "))
 	}
 	lap("files")
-	changed, err := changedTables(ctx, conn, j.base)
+	changed, err := changedTables(ctx, conn, j.flavor, j.base)
 	if err != nil {
 		return nil, err
 	}
@@ -325,12 +330,11 @@ func (j *inplaceJob) run(ctx context.Context) (*inplaceDone, error) {
 	lap("new account")
 	// One read of the counters for the mark and the base; the global
 	// variables are the ones just checked (nothing here sets one).
-	status, err := readStatusWhere(ctx, conn, "GLOBAL", statusInPlace)
+	status, err := mariadb.ReadStatus(ctx, conn, "GLOBAL", statusInPlace[j.flavor])
 	if err != nil {
 		return nil, err
 	}
-	mysql := false // the in-place reset runs on MariaDB only (takeBase)
-	counters, err := sumWrites(status, mysql)
+	counters, err := sumWrites(status, j.flavor)
 	if err != nil {
 		return nil, err
 	}
@@ -340,7 +344,7 @@ func (j *inplaceJob) run(ctx context.Context) (*inplaceDone, error) {
 		return nil, err
 	}
 	lap("files again")
-	if out.base, err = baseFrom(ctx, conn, j.base, status, mysql, globals); err != nil {
+	if out.base, err = baseFrom(ctx, conn, j.flavor, j.base, status, globals); err != nil {
 		return nil, err
 	}
 	lap("baseline")
@@ -350,6 +354,26 @@ func (j *inplaceJob) run(ctx context.Context) (*inplaceDone, error) {
 	}
 	out.summary = fmt.Sprintf("%d table(s) restored %s", len(plan), strings.Join(names, ", "))
 	return out, nil
+}
+
+// stillCounting fails with FallbackUncounted when the per-table row
+// counters stopped counting every table's writes since the base (on
+// MariaDB userstat is a global variable, hashed as well; MySQL's
+// performance schema is set up by its own tables, which a lease cannot
+// write: LeaseGrants), or missed a table (status, read at the reset, has
+// the flavour's counters of counts missed).
+func stillCounting(ctx context.Context, conn querier, f mariadb.Flavor, base *inplaceBase, status map[string]string) error {
+	lost, err := lostCount(status, f)
+	if err != nil {
+		return err
+	}
+	if lost != base.lost {
+		return notInPlace(FallbackUncounted, "the per-table row counters missed %d table(s) or handle(s)", lost-base.lost)
+	}
+	if why := notCounting(ctx, conn, f); why != "" {
+		return notInPlace(FallbackUncounted, "%s", why)
+	}
+	return nil
 }
 
 // settleRounds and settleEvery bound settledMark: 100 rounds of 10 ms.
@@ -415,7 +439,7 @@ func settledMark(ctx context.Context, srv *liveServer, globals string, still fun
 			continue
 		}
 		var name, lsn string
-		if err := srv.admin.QueryRowContext(ctx, "SHOW GLOBAL STATUS LIKE 'Innodb_lsn_current'").Scan(&name, &lsn); err != nil {
+		if err := srv.admin.QueryRowContext(ctx, "SHOW GLOBAL STATUS LIKE "+quote.String(srv.Binary.Flavor.LSNStatus())).Scan(&name, &lsn); err != nil {
 			return "", err
 		}
 		if lsn == last {
@@ -423,11 +447,11 @@ func settledMark(ctx context.Context, srv *liveServer, globals string, still fun
 		}
 		last = lsn
 	}
-	status, err := readStatusWhere(ctx, srv.admin, "GLOBAL", statusInPlace)
+	status, err := mariadb.ReadStatus(ctx, srv.admin, "GLOBAL", statusInPlace[srv.Binary.Flavor])
 	if err != nil {
 		return "", err
 	}
-	counters, err := sumWrites(status, false)
+	counters, err := sumWrites(status, srv.Binary.Flavor)
 	if err != nil {
 		return "", err
 	}

@@ -110,6 +110,13 @@ func (j inplaceJob) restore(ctx context.Context, conn *sql.Conn, t tablePlan) er
 		if err != nil {
 			return fmt.Errorf("import tablespace: %w", err)
 		}
+		if n, ok := j.base.counters[t.ref]; ok {
+			// The import kept the counter the holder's inserts moved
+			// (mariadb.Changes.ImportKeepsCounter): the template's again.
+			if _, err := conn.ExecContext(ctx, fmt.Sprintf("ALTER TABLE %s AUTO_INCREMENT = %d", name, n)); err != nil {
+				return fmt.Errorf("set AUTO_INCREMENT back: %w", err)
+			}
+		}
 		return nil
 	}
 	if _, err := conn.ExecContext(ctx, "FLUSH TABLES "+name); err != nil {

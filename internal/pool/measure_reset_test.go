@@ -18,6 +18,7 @@ import (
 
 	"github.com/pristinedb/pristine/internal/demo"
 	"github.com/pristinedb/pristine/internal/mariadb"
+	"github.com/pristinedb/pristine/internal/mariadb/mariadbtest"
 	"github.com/pristinedb/pristine/internal/template"
 	"github.com/pristinedb/pristine/internal/template/templatetest"
 )
@@ -40,7 +41,7 @@ func TestMeasureResetPaths(t *testing.T) {
 		t.Skip("a measurement: set PRISTINE_MEASURE_RESET=1 to run it")
 	}
 	var sqlText bytes.Buffer
-	if err := demo.Write(&sqlText, demo.Options{Scale: 1}); err != nil {
+	if err := demo.Write(&sqlText, demo.Options{Scale: 1, MySQL: mariadbtest.Binary(t).Flavor == mariadb.MySQL}); err != nil {
 		t.Fatal(err)
 	}
 	st := templatetest.NewScratchBuilder(t, "btrfs", 4<<30)

@@ -88,7 +88,7 @@ func (l *liveServer) kill() {
 }
 
 func (l *liveServer) recycle(ctx context.Context, was check, a account, db string, dirs []string) (account, check, error) {
-	return recycle(ctx, l.admin, was, a, db, dirs)
+	return recycle(ctx, l.admin, l.Binary.Flavor, was, a, db, dirs)
 }
 
 func (l *liveServer) freeze(ctx context.Context) error {
@@ -103,7 +103,7 @@ func (l *liveServer) freeze(ctx context.Context) error {
 	_, err = conn.ExecContext(ctx, "SET GLOBAL read_only = ON")
 	// By connection id, not user: a session inside a routine of another
 	// definer shows that definer as its user.
-	_ = killOtherQueries(ctx, conn)
+	_ = mariadb.KillOtherQueries(ctx, conn)
 	return err
 }
 

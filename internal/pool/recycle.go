@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/pristinedb/pristine/internal/mariadb"
 	"github.com/pristinedb/pristine/internal/quote"
@@ -26,11 +25,7 @@ var errChanged = errors.New("changed")
 
 // querier is what the admin queries run on: the admin pool (*sql.DB) or
 // one of its connections (*sql.Conn).
-type querier interface {
-	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
-	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
-	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
-}
+type querier = mariadb.Querier
 
 // recycle ends a lease's account and, when neither the server's write
 // counters and global variables nor the slot's files changed since the
@@ -46,7 +41,7 @@ type querier interface {
 // list holds that connection alone; a connection that does not go within
 // the bound resets the slot. An XA transaction left behind (prepared, it
 // outlives its connection) resets the slot too.
-func recycle(ctx context.Context, admin *sql.DB, was check, a account, db string, dirs []string) (account, check, error) {
+func recycle(ctx context.Context, admin *sql.DB, f mariadb.Flavor, was check, a account, db string, dirs []string) (account, check, error) {
 	conn, err := admin.Conn(ctx)
 	if err != nil {
 		return account{}, check{}, fmt.Errorf("admin connection: %w", err)
@@ -54,7 +49,7 @@ func recycle(ctx context.Context, admin *sql.DB, was check, a account, db string
 	defer conn.Close()
 	// The lock writes the grant tables: its own moves of the write
 	// counters, read on this connection, are taken off the mark.
-	before, err := sessionWrites(ctx, conn)
+	before, err := sessionWrites(ctx, conn, f)
 	if err != nil {
 		return account{}, check{}, err
 	}
@@ -66,7 +61,7 @@ func recycle(ctx context.Context, admin *sql.DB, was check, a account, db string
 		// baseline must not take this lock for the holder's.
 		was.base.other++
 	}
-	after, err := sessionWrites(ctx, conn)
+	after, err := sessionWrites(ctx, conn, f)
 	if err != nil {
 		return account{}, check{}, err
 	}
@@ -78,7 +73,7 @@ func recycle(ctx context.Context, admin *sql.DB, was check, a account, db string
 	} else if n > 0 {
 		return account{}, check{}, fmt.Errorf("%w: %d XA transaction(s) outlived their connections", errChanged, n)
 	}
-	mark, err := writeMark(ctx, conn)
+	mark, err := writeMark(ctx, conn, f)
 	if err != nil {
 		return account{}, check{}, err
 	}
@@ -106,12 +101,12 @@ func recycle(ctx context.Context, admin *sql.DB, was check, a account, db string
 	// the others are never compared by their times.
 	now := check{files: was.files}
 	// A new account moves the counters, not the global variables.
-	counters, err := writeCounters(ctx, conn)
+	counters, err := writeCounters(ctx, conn, f)
 	if err != nil {
 		return account{}, check{}, err
 	}
 	now.mark = withCounters(mark, counters)
-	if now.base, err = takeBase(ctx, conn, was.base); err != nil {
+	if now.base, err = takeBase(ctx, conn, f, was.base); err != nil {
 		return account{}, check{}, err
 	}
 	return fresh, now, nil
@@ -122,66 +117,14 @@ func recycle(ctx context.Context, admin *sql.DB, was check, a account, db string
 // list. (A variable for the test of a connection that outlasts them.)
 var killRounds = 400
 
-// killOthers kills every client connection of the server but conn's own,
-// whoever it belongs to (a lease, a session inside another definer's
-// routine, a handshake not finished, root), and returns once the process
-// list shows none: a statement still running when its connection was
-// killed has ended. Past the bound it fails, and the caller resets the
-// slot.
+// killOthers kills every client connection of the server but conn's own
+// and returns once the process list shows none (mariadb.KillOthers). Past
+// killRounds it fails, and the caller resets the slot.
 func killOthers(ctx context.Context, conn querier) error {
-	var left []int64
-	for i := 0; i < killRounds; i++ {
-		var err error
-		if left, err = otherConnections(ctx, conn); err != nil {
-			return err
-		}
-		if len(left) == 0 {
-			return nil
-		}
-		for _, id := range left {
-			// A connection that ended meanwhile is not an error.
-			_, _ = conn.ExecContext(ctx, fmt.Sprintf("KILL CONNECTION %d", id))
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	return fmt.Errorf("%d connection(s) of the old holder did not end after %d KILL rounds (first: id %d)", len(left), killRounds, left[0])
-}
-
-// killOtherQueries stops the running statement of every client
-// connection but conn's own (KILL QUERY); the connections stay.
-func killOtherQueries(ctx context.Context, conn querier) error {
-	ids, err := otherConnections(ctx, conn)
-	if err != nil {
-		return err
-	}
-	for _, id := range ids {
-		_, _ = conn.ExecContext(ctx, fmt.Sprintf("KILL QUERY %d", id))
+	if err := mariadb.KillOthers(ctx, conn, killRounds); err != nil {
+		return fmt.Errorf("the old holder's connections: %w", err)
 	}
 	return nil
-}
-
-// otherConnections lists the client connections other than conn's own.
-// The server's own threads (COMMAND 'Daemon': the event scheduler, when
-// on, or a replica's) are not clients; a client cannot make its thread
-// one.
-func otherConnections(ctx context.Context, conn querier) ([]int64, error) {
-	rows, err := conn.QueryContext(ctx, "SELECT ID FROM information_schema.PROCESSLIST WHERE ID <> CONNECTION_ID() AND COMMAND <> 'Daemon'")
-	if err != nil {
-		return nil, fmt.Errorf("list the server's connections: %w", err)
-	}
-	defer rows.Close()
-	var ids []int64
-	for rows.Next() {
-		var id int64
-		if err := rows.Scan(&id); err != nil {
-			return nil, fmt.Errorf("list the server's connections: %w", err)
-		}
-		ids = append(ids, id)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("list the server's connections: %w", err)
-	}
-	return ids, nil
 }
 
 // xaPending counts the XA transactions XA RECOVER shows: a prepared one
@@ -205,14 +148,14 @@ func xaPending(ctx context.Context, conn querier) (int, error) {
 
 // sessionWrites sums, for the connection conn, the write counters but the
 // InnoDB log sequence number (which is the server's, not a session's).
-func sessionWrites(ctx context.Context, conn querier) (int64, error) {
-	status, mysql, err := readStatus(ctx, conn, "SESSION")
+func sessionWrites(ctx context.Context, conn querier, f mariadb.Flavor) (int64, error) {
+	status, err := mariadb.ReadStatus(ctx, conn, "SESSION", "")
 	if err != nil {
 		return 0, fmt.Errorf("read the admin session's write counters: %w", err)
 	}
 	delete(status, mariadb.MariaDB.LSNStatus())
 	delete(status, mariadb.MySQL.LSNStatus())
-	n, err := sumWrites(status, mysql)
+	n, err := sumWrites(status, f)
 	return int64(n), err
 }
 

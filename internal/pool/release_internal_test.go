@@ -29,11 +29,11 @@ func TestWriteMarkCounters(t *testing.T) {
 	p.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	status, mysql, err := readStatus(ctx, admin, "GLOBAL")
+	status, err := mariadb.ReadStatus(ctx, admin, "GLOBAL", "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, name := range writeCounterNames(mysql) {
+	for _, name := range writeCounterNames(st.Binary().Flavor) {
 		if _, ok := status[name]; !ok {
 			t.Errorf("the write mark counts %s, which %s does not have", name, st.Binary().Version)
 		}

@@ -20,7 +20,6 @@ import (
 	"time"
 
 	"github.com/pristinedb/pristine/internal/mariadb"
-	"github.com/pristinedb/pristine/internal/mariadb/mariadbtest"
 	"github.com/pristinedb/pristine/internal/pool"
 	"github.com/pristinedb/pristine/internal/svcuser"
 	"github.com/pristinedb/pristine/internal/template"
@@ -231,9 +230,6 @@ func TestSecuritySlotIDNotReusedWhileInUse(t *testing.T) {
 // and takes the full reset instead (reason "process"), which kills it.
 func TestSecurityInPlaceResetKillsForked(t *testing.T) {
 	needRoot(t)
-	if mariadbtest.Binary(t).Flavor == mariadb.MySQL {
-		t.Skip("MySQL slots never reset in place (docs/servers.md)")
-	}
 	st := templatetest.NewScratchBuilder(t, "btrfs", 1<<30)
 	m := templatetest.Build(t, st, "app", "CREATE TABLE t (id INT PRIMARY KEY) ENGINE=InnoDB; INSERT INTO t VALUES (1);", template.BuildOptions{})
 	p, err := pool.Up(context.Background(), st.Catalog(), st.Binary(), m, pool.Options{Size: 1, Profile: mariadb.DefaultProfile()})

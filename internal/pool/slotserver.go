@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"syscall"
+
+	"github.com/pristinedb/pristine/internal/mariadb"
 )
 
 // What a slot's server gets besides its profile and the template's
@@ -35,7 +37,7 @@ const slotConnectTimeout = 2
 // slotArgs makes the slot's tmpdir in its clone at data, owned as the
 // clone's top directory is (the server's account), and returns the
 // server options above.
-func slotArgs(data string, opt Options) ([]string, error) {
+func slotArgs(data string, f mariadb.Flavor, opt Options) ([]string, error) {
 	tmp := filepath.Join(data, slotTmpName)
 	var st syscall.Stat_t
 	if err := syscall.Stat(data, &st); err != nil {
@@ -51,10 +53,9 @@ func slotArgs(data string, opt Options) ([]string, error) {
 		"--tmpdir=" + tmp,
 		"--loose-ignore-db-dirs=" + slotTmpName,
 		"--connect-timeout=" + strconv.Itoa(slotConnectTimeout),
-		// Per-table row counters for the in-place reset (changes.go);
-		// MySQL has none and ignores it.
-		"--loose-userstat=1",
 	}
+	// Per-table row counters for the in-place reset (changes.go).
+	args = append(args, f.InPlaceArgs(opt.Profile.Options)...)
 	return append(args, memoryArgs(opt.SlotMemory)...), nil
 }
 

@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/pristinedb/pristine/internal/catalog"
 	"github.com/pristinedb/pristine/internal/mariadb"
@@ -53,50 +52,18 @@ func (b *Builder) secureDefiners(ctx context.Context, db *sql.DB, m *catalog.Met
 	return nil
 }
 
-// killOthers kills every client connection but c's: not by user, since a
-// session inside a root-definer routine shows as root.
+// killRounds bounds the wait for the build's other connections to end:
+// 2000 rounds, about 10 s. A build's client may be in the middle of a big
+// statement, which ends before its connection goes.
+const killRounds = 2000
+
+// killOthers kills every client connection but c's (mariadb.KillOthers:
+// by id, not by user, since a session inside a root-definer routine shows
+// as root) and waits until they are gone, so nothing a statement in
+// flight makes escapes the pass that follows.
 func killOthers(ctx context.Context, c *sql.Conn) error {
-	var self int64
-	if err := c.QueryRowContext(ctx, "SELECT CONNECTION_ID()").Scan(&self); err != nil {
-		return fmt.Errorf("secure definers: %w", err)
-	}
-	rows, err := c.QueryContext(ctx, "SELECT ID FROM information_schema.PROCESSLIST WHERE ID <> ? AND COMMAND NOT IN ('Daemon', 'Binlog Dump') AND USER NOT IN ('system user', 'event_scheduler')", self)
-	if err != nil {
-		return fmt.Errorf("secure definers: list connections: %w", err)
-	}
-	var ids []int64
-	for rows.Next() {
-		var id int64
-		if err := rows.Scan(&id); err != nil {
-			rows.Close()
-			return err
-		}
-		ids = append(ids, id)
-	}
-	rows.Close()
-	for _, id := range ids {
-		_, _ = c.ExecContext(ctx, fmt.Sprintf("KILL CONNECTION %d", id)) // one that ended meanwhile is no error
-	}
-	// A statement in flight finishes before its connection goes: wait, so
-	// nothing it makes escapes the pass that follows.
-	for i := 0; len(ids) > 0; i++ {
-		if i == 2000 {
-			return fmt.Errorf("secure definers: %d killed connections did not end within 10s: stop the client of the build", len(ids))
-		}
-		var left []int64
-		for _, id := range ids {
-			var n int
-			if err := c.QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE ID = ?", id).Scan(&n); err != nil {
-				return fmt.Errorf("secure definers: list connections: %w", err)
-			}
-			if n > 0 {
-				left = append(left, id)
-			}
-		}
-		ids = left
-		if len(ids) > 0 {
-			time.Sleep(5 * time.Millisecond)
-		}
+	if err := mariadb.KillOthers(ctx, c, killRounds); err != nil {
+		return fmt.Errorf("secure definers: %w: stop the client of the build", err)
 	}
 	return nil
 }
