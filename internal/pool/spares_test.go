@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/pristinedb/pristine/internal/mariadb"
-	"github.com/pristinedb/pristine/internal/mariadb/mariadbtest"
 	"github.com/pristinedb/pristine/internal/template"
 	"github.com/pristinedb/pristine/internal/template/templatetest"
 )
@@ -18,9 +17,6 @@ import (
 // next lease request has to wait.
 func heldReset(t *testing.T, opt Options) *Pool {
 	t.Helper()
-	if mariadbtest.Binary(t).Flavor == mariadb.MySQL {
-		t.Skip("holds a slot in its in-place reset, which MySQL slots never take (no per-table row counters; docs/servers.md); the growth for waits is the pool's, the same for every server")
-	}
 	opt.Size, opt.Profile = 1, mariadb.DefaultProfile()
 	st := templatetest.NewScratchBuilder(t, "btrfs", 1<<30)
 	m := templatetest.Build(t, st, "app", inplaceSchema, template.BuildOptions{})
