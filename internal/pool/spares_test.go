@@ -19,7 +19,7 @@ func heldReset(t *testing.T, opt Options) *Pool {
 	t.Helper()
 	opt.Size, opt.Profile = 1, mariadb.DefaultProfile()
 	st := templatetest.NewScratchBuilder(t, "btrfs", 1<<30)
-	m := templatetest.Build(t, st, "app", inplaceSchema, template.BuildOptions{})
+	m := templatetest.Build(t, st, "app", inplaceSchemaFor(st.Binary().Flavor), template.BuildOptions{})
 	p, err := Up(context.Background(), st.Catalog(), st.Binary(), m, opt)
 	if err != nil {
 		t.Fatal(err)
