@@ -76,3 +76,9 @@ func memoryArgs(m int64) []string {
 		"--loose-maximum-max-session-mem-used=" + v,
 	}
 }
+
+// SlotArgs are the server options a slot's server gets beyond its
+// profile's, for a server on data directory data: what pristine-bench
+// overhead starts its bare servers with, so they differ from a slot only
+// by what pristine does around them.
+func SlotArgs(data string, opt Options) ([]string, error) { return slotArgs(data, opt) }
