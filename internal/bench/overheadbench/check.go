@@ -55,6 +55,7 @@ func Markdown(w io.Writer, r *Report) error {
 |---|---:|---:|---:|
 | %d servers started, wall | %.2f s | %.2f s | %.2f |
 | CPU per server start (server and starter) | %.1f ms | %.1f ms | overhead %.2f |
+| of which the server's | %.1f ms | %.1f ms | |
 | reset of one changed table (%s), wall, median of %d | %.1f ms | %.1f ms | %.2f |
 | reset of one changed table, CPU | %.1f ms | %.1f ms | %.2f |
 
@@ -62,6 +63,7 @@ func Markdown(w io.Writer, r *Report) error {
 `, r.Server, r.Backend, r.Cores, r.LoadBefore, r.LoadAfter,
 		r.Slots, r.BareStartWallS, r.PoolStartWallS, r.StartWallRatio,
 		r.BareStartCPUMS, r.PoolStartCPUMS, r.StartCPURatio,
+		r.BareServerCPUMS, r.PoolServerCPUMS,
 		r.Table, r.Resets, r.BareResetMS, r.PoolResetMS, r.ResetWallRatio,
 		r.BareResetCPUMS, r.PoolResetCPUMS, r.ResetCPURatio,
 		r.ResetsInPlace, r.Resets)

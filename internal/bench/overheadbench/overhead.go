@@ -68,6 +68,11 @@ type Report struct {
 	// PoolStartCPUMS is a slot's: its server's (which also answers
 	// pristine's queries) and pristine's.
 	PoolStartCPUMS float64 `json:"pool_start_cpu_ms"`
+	// BareServerCPUMS and PoolServerCPUMS are the servers' parts of the
+	// two: what a slot's server spends beyond a bare one's is what
+	// pristine's queries cost it.
+	BareServerCPUMS float64 `json:"bare_server_cpu_ms"`
+	PoolServerCPUMS float64 `json:"pool_server_cpu_ms"`
 	// StartCPURatio is pristine's CPU per slot beyond a bare start's, as
 	// a ratio to the bare start's: (pool - bare) / bare.
 	StartCPURatio float64 `json:"start_cpu_ratio"`
@@ -129,6 +134,7 @@ func Run(ctx context.Context, store *template.Builder, opt Options) (*Report, er
 	}
 	rep.BareStartWallS = time.Since(t0).Seconds()
 	rep.BareStartCPUMS = ms(selfCPU()-cpu0+serverCPU) / float64(opt.Slots)
+	rep.BareServerCPUMS = ms(serverCPU) / float64(opt.Slots)
 	if rep.Table, err = bare.pickTable(ctx, m.Database()); err != nil {
 		return nil, err
 	}
@@ -199,6 +205,7 @@ func poolSide(ctx context.Context, store *template.Builder, m *catalog.Meta, opt
 		servers += procCPU(s.PID)
 	}
 	rep.PoolStartCPUMS = ms(self+servers) / float64(opt.Slots)
+	rep.PoolServerCPUMS = ms(servers) / float64(opt.Slots)
 	rep.PoolResetMS, rep.PoolResetCPUMS, rep.ResetsInPlace, err = poolResets(ctx, c, m, rep.Table, opt.Resets)
 	return err
 }
