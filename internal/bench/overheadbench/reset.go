@@ -41,8 +41,15 @@ func poolResets(ctx context.Context, c *client.Client, m *catalog.Meta, table st
 		if err := waitSlotReady(ctx, c, m.Name, l.Slot); err != nil {
 			return 0, 0, 0, err
 		}
-		walls = append(walls, ms(time.Since(t0)))
-		cpus = append(cpus, ms(selfCPU()-cpu0+procCPU(pid)-srv0))
+		wall, self := time.Since(t0), selfCPU()-cpu0
+		srv := procCPU(pid) - srv0
+		if now, err := slotPID(ctx, c, m.Name, l.Slot); err == nil && now != pid {
+			// A full reset: the server was replaced; the new one's start
+			// is counted (the old one's dying is not).
+			srv = procCPU(now)
+		}
+		walls = append(walls, ms(wall))
+		cpus = append(cpus, ms(self+srv))
 	}
 	ps, err := c.Pool(ctx, m.Name)
 	if err != nil {
