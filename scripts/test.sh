@@ -20,6 +20,17 @@ mkdir -p "$PRISTINE_TEST_ARTIFACTS"
 # concurrent, and a data race there is a bug even when a run passes.
 "$GO" test -race -count=1 -timeout 25m ./... 2>&1 | tee /tmp/pristine-go-test.log
 ls "$PRISTINE_TEST_ARTIFACTS" | sed 's|^|test artifact: artifacts/|'
+# The overhead guard (docs/benchmarks.md, "pristine's own cost per slot"):
+# 8 bare servers against 8 slots, and an in-place reset against its bare
+# restore, in one run; fails when a ratio passes its bound (never on an
+# absolute time). About 20 s.
+OVH="$(mktemp -d /dev/shm/pristine-overhead-test-XXXXXX)"
+chmod 755 "$OVH"
+"$GO" build -o "$OVH/pristine-bench" ./cmd/pristine-bench
+ovh_rc=0
+"$OVH/pristine-bench" --root "$OVH/root" overhead --slots 8 --check || ovh_rc=$?
+rm -rf "$OVH"
+[ "$ovh_rc" = 0 ] || { echo "test.sh: pristine-bench overhead --check failed"; exit 1; }
 # The server matrix (issue 21, docs/servers.md): the server-facing packages
 # again, inside cached Debian roots of MariaDB 11.8 and MySQL 9.7. A root
 # that cannot be built fails the run.

@@ -1,7 +1,7 @@
 // Command pristine-bench measures pristine on the machine it runs on:
-// bench, soak, bench-archive, bench-capture and bench-fleet, kept out of
-// the product binary. All logic lives in internal/bench; this file only
-// hands control to its command tree.
+// bench, soak, bench-archive, bench-capture, bench-fleet and overhead, kept
+// out of the product binary. All logic lives in internal/bench; this file
+// only hands control to its command tree.
 package main
 
 import (

@@ -117,7 +117,7 @@ func Demo(ctx context.Context, store *template.Builder, opt DemoOptions) (*DemoR
 
 	// 1. The demo SQL, written by the project, then a template from it.
 	sqlPath := filepath.Join(store.Catalog().Root().Path, "tmp", "demo.sql")
-	if err := writeSQL(sqlPath, demo.Options{Scale: opt.Scale, MySQL: store.Binary().Flavor == mariadb.MySQL}); err != nil {
+	if err := WriteSQL(sqlPath, demo.Options{Scale: opt.Scale, MySQL: store.Binary().Flavor == mariadb.MySQL}); err != nil {
 		return nil, err
 	}
 	say("building template demo from %s", sqlPath)
@@ -314,9 +314,9 @@ func Settle(ctx context.Context, store *template.Builder) {
 	_ = exec.CommandContext(ctx, "btrfs", "subvolume", "sync", store.Catalog().Root().Data()).Run()
 }
 
-// writeSQL writes the demo schema generator's SQL for opt to path, whole
+// WriteSQL writes the demo schema generator's SQL for opt to path, whole
 // or not at all.
-func writeSQL(path string, opt demo.Options) error {
+func WriteSQL(path string, opt demo.Options) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return err
 	}

@@ -80,6 +80,42 @@ func (p *Pool) slotID(s *slot) (*svcuser.Claimed, error) {
 	return id, nil
 }
 
+// claimIDs claims the server ids of the slots that have none, in one pass
+// (svcuser.ClaimAll) rather than one claim per slot, each of which reads
+// every record. When the pass fails, each slot claims its own at its
+// clone (slotID), which fails that slot with the cause.
+func (p *Pool) claimIDs(slots []*slot) {
+	p.mu.Lock()
+	var need []*slot
+	var paths []string
+	for _, s := range slots {
+		if s.id == nil {
+			need = append(need, s)
+			paths = append(paths, filepath.Join(s.dir, "data"))
+		}
+	}
+	p.mu.Unlock()
+	if len(need) < 2 {
+		return
+	}
+	ids, err := svcuser.ClaimAll(paths)
+	if err != nil {
+		p.log.Warn("the slots' server ids were not claimed at once; each slot claims its own", "template", p.Meta.Name, "error", err.Error())
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var extra []*svcuser.Claimed
+	for i, s := range need {
+		if s.id == nil {
+			s.id = ids[i]
+		} else {
+			extra = append(extra, ids[i])
+		}
+	}
+	svcuser.ReleaseAll(extra)
+}
+
 // seedsDir holds the slots' seeds (see seed): root's, 0700, so no server
 // can reach the seed its own id owns.
 const seedsDir = ".seeds"
@@ -99,11 +135,8 @@ func (p *Pool) seed(s *slot, id *svcuser.Claimed) (string, error) {
 		return tmpl, nil
 	}
 	dir := filepath.Join(p.dir, seedsDir)
-	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
+	if err := rootOnlyDir(dir); err != nil {
 		return "", fmt.Errorf("make the seeds directory: %w", err)
-	}
-	if err := os.Chmod(dir, 0o700); err != nil {
-		return "", err
 	}
 	seed := filepath.Join(dir, fmt.Sprintf("%03d", s.idx))
 	var st syscall.Stat_t
@@ -122,6 +155,32 @@ func (p *Pool) seed(s *slot, id *svcuser.Claimed) (string, error) {
 	return seed, nil
 }
 
+// rootOnlyDir makes dir, or makes the directory there root's alone
+// (0700). It changes nothing on disk when dir is so already: a chmod
+// joins the filesystem's running transaction, and on btrfs waits out a
+// commit in progress, which the start's snapshots keep busy, so a chmod
+// per slot cost hundreds of milliseconds of wall each in a pool's start.
+func rootOnlyDir(dir string) error {
+	var st syscall.Stat_t
+	err := syscall.Lstat(dir, &st)
+	if errors.Is(err, syscall.ENOENT) {
+		if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
+			return err
+		}
+		err = syscall.Lstat(dir, &st)
+	}
+	if err != nil {
+		return err
+	}
+	if st.Mode&syscall.S_IFMT != syscall.S_IFDIR {
+		return fmt.Errorf("%s is not a directory", dir)
+	}
+	if st.Mode&0o7777 == 0o700 {
+		return nil
+	}
+	return os.Chmod(dir, 0o700)
+}
+
 // ownerUnless is owner(id), or nil when the source already belongs to id.
 func ownerUnless(id *svcuser.Claimed, owned bool) *cow.Owner {
 	if owned {
@@ -133,7 +192,13 @@ func ownerUnless(id *svcuser.Claimed, owned bool) *cow.Owner {
 // releaseID gives slot s's server id back once its clone is gone: its run
 // directory and its seed go first, so nothing the id owns is left under
 // the root.
-func (p *Pool) releaseID(s *slot) {
+func (p *Pool) releaseID(s *slot) { p.takeID(s).Release() }
+
+// takeID removes slot s's run directory and seed and returns its server
+// id, no longer the slot's, for the caller to release (svcuser.ReleaseAll
+// gives a pool's ids back at once). It returns nil, and the slot keeps
+// its id, when the seed was not removed.
+func (p *Pool) takeID(s *slot) *svcuser.Claimed {
 	if p.cat != nil {
 		if err := p.cat.Root().Check(s.run); err == nil {
 			_ = os.RemoveAll(s.run)
@@ -143,14 +208,14 @@ func (p *Pool) releaseID(s *slot) {
 	if _, err := os.Lstat(seed); err == nil {
 		if err := p.backend.Remove(seed); err != nil {
 			p.log.Warn("a slot's seed was not removed, so its server id is kept", "template", p.Meta.Name, "slot", s.idx, "error", err.Error())
-			return
+			return nil
 		}
 	}
 	p.mu.Lock()
+	defer p.mu.Unlock()
 	id := s.id
 	s.id = nil
-	p.mu.Unlock()
-	id.Release()
+	return id
 }
 
 // owner is who a clone's files belong to: the server id, or nil (the

@@ -27,6 +27,13 @@ type ops struct {
 	boot func(ctx context.Context, s *slot) (*booted, error)
 	// diskUsed adds up the bytes allocated under dir (usedBlocks).
 	diskUsed func(dir string) int64
+	// claimIDs claims the server ids of slots that have none, in one
+	// pass (Pool.claimIDs); nil claims none ahead (each slot's clone
+	// claims its own).
+	claimIDs func(slots []*slot)
+	// seed makes a slot's seed ahead of its clone (Pool.seedForStart);
+	// nil makes none ahead.
+	seed func(s *slot) error
 }
 
 // server is a slot's running mariadbd, with the pool's admin connection to

@@ -205,7 +205,7 @@ func Prepare(cat *catalog.Catalog, bin *mariadb.Binary, m *catalog.Meta, opt Opt
 	}
 	p := newPool(m, opt, Dir(cat, m), filepath.Join(cat.Root().Path, "run", m.Hash[:8]))
 	p.cat, p.bin, p.backend = cat, bin, backend
-	p.ops = ops{clone: p.cloneSlot, boot: p.bootServer, diskUsed: usedBlocks}
+	p.ops = ops{clone: p.cloneSlot, boot: p.bootServer, diskUsed: usedBlocks, claimIDs: p.claimIDs, seed: p.seedForStart}
 	if _, err := os.Stat(p.dir); err == nil && len(opt.Restore) == 0 {
 		return nil, fmt.Errorf("a pool of template %s already exists at %s: run `pristine pool down --template %s` first", m.Name, p.dir, m.Name)
 	}

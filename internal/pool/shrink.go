@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"golang.org/x/sync/errgroup"
+
+	"github.com/pristinedb/pristine/internal/svcuser"
 )
 
 // LastUsed is when the pool last handed out a lease (or came up).
@@ -96,6 +98,7 @@ func (p *Pool) Down(ctx context.Context) error {
 	var g errgroup.Group
 	g.SetLimit(p.opt.Parallel)
 	errs := make([]error, len(p.slots))
+	ids := make([]*svcuser.Claimed, len(p.slots))
 	for i, s := range p.slots {
 		g.Go(func() error {
 			p.mu.Lock()
@@ -109,12 +112,14 @@ func (p *Pool) Down(ctx context.Context) error {
 				errs[i] = p.backend.Remove(filepath.Join(s.dir, "data"))
 			}
 			if errs[i] == nil {
-				p.releaseID(s)
+				ids[i] = p.takeID(s)
 			}
 			return nil
 		})
 	}
 	_ = g.Wait() // the errors are in errs
+	// The ids of the slots whose clone and seed went, in one pass.
+	svcuser.ReleaseAll(ids)
 	if p.groups != nil {
 		p.groups.removePool()
 	}

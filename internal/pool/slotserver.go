@@ -77,3 +77,11 @@ func memoryArgs(m int64) []string {
 		"--loose-maximum-max-session-mem-used=" + v,
 	}
 }
+
+// SlotArgs are the server options a slot's server gets beyond its
+// profile's, for a server on data directory data: what pristine-bench
+// overhead starts its bare servers with, so they differ from a slot only
+// by what pristine does around them. f is the server's flavour.
+func SlotArgs(data string, f mariadb.Flavor, opt Options) ([]string, error) {
+	return slotArgs(data, f, opt)
+}

@@ -6,10 +6,13 @@ package pool
 // requests). Slots start in order of need, Options.Parallel at a time:
 // the first slot alone, then the rest of the first round, each cloned and
 // started at once, so the first lease waits for one clone and one
-// uncrowded start, not for every slot's clone; then the rest, all cloned before any server of them starts: a btrfs snapshot
-// commits the filesystem's transaction, which is quick only while no
-// server is writing, so those snapshots are taken while the first round's
-// servers sit idle, not while servers start.
+// uncrowded start, not for every slot's clone; then the rest, all cloned
+// before any server of them starts: a btrfs snapshot commits the
+// filesystem's transaction, which is quick only while no server is
+// writing, so those snapshots are taken while the first round's servers
+// sit idle, not while servers start. On btrfs the rest's seeds are made
+// first, then their clones, many at once (snapParallel): the snapshots
+// asked for together share their commits.
 //
 // A slot that does not start before MinReady slots answered fails the
 // start: Start brings the pool down and returns the error. One that does
@@ -112,8 +115,10 @@ func (p *Pool) waitStarted(ctx context.Context) error {
 
 // startAll starts slots, opt.Parallel at a time: the first slot alone, so
 // the first lease does not share the CPU with other starts; then the rest
-// of the first round (lead slots), each cloned and booted at once; then
-// the rest, all cloned before any is booted. Down cancels it.
+// of the first round (lead slots), each cloned and booted at once, their
+// server ids claimed in one pass before; then the rest, all cloned before
+// any is booted: every seed first, then every clone, cloneParallel at a
+// time. Down cancels it.
 func (p *Pool) startAll(slots []*slot, lead int) {
 	defer p.wg.Done()
 	ctx, cancel := p.stopContext()
@@ -146,11 +151,26 @@ func (p *Pool) startAll(slots []*slot, lead int) {
 			p.opt.Progress(n, total)
 		}
 	}
-	for _, round := range [][2]int{{0, min(1, lead)}, {min(1, lead), lead}} {
+	for n, round := range [][2]int{{0, min(1, lead)}, {min(1, lead), lead}} {
+		if n == 1 && len(slots) > 1 && p.ops.claimIDs != nil {
+			p.ops.claimIDs(slots[1:]) // after the first slot: it needs one id only
+		}
 		p.each(ctx, round, func(ctx context.Context, i int) { clone(ctx, i); boot(ctx, i) })
 	}
 	rest := [2]int{lead, len(slots)}
-	p.each(ctx, rest, clone)
+	if p.ops.seed != nil {
+		p.eachLimit(ctx, rest, p.cloneParallel(), func(ctx context.Context, i int) {
+			if err := p.ops.seed(slots[i]); err != nil {
+				failed[i] = true
+				p.startFailed(slots[i], gens[i], err)
+			}
+		})
+	}
+	p.eachLimit(ctx, rest, p.cloneParallel(), func(ctx context.Context, i int) {
+		if !failed[i] {
+			clone(ctx, i)
+		}
+	})
 	p.each(ctx, rest, boot)
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -164,8 +184,32 @@ func (p *Pool) startAll(slots []*slot, lead int) {
 // each runs f on the slots numbered wave[0] to wave[1]-1, opt.Parallel at
 // a time, none once ctx ended.
 func (p *Pool) each(ctx context.Context, wave [2]int, f func(ctx context.Context, i int)) {
+	p.eachLimit(ctx, wave, p.opt.Parallel, f)
+}
+
+// snapParallel is how many slots' seeds and clones are snapshotted at once
+// in the start's clone phase. A btrfs snapshot is taken in a commit of
+// the filesystem's transaction, and every snapshot asked for while a
+// commit is being prepared is taken in that one commit: many at once
+// share a few commits, where Options.Parallel at a time pay one commit
+// each (the commits, not the snapshots, are what the clone phase waits
+// for).
+const snapParallel = 64
+
+// cloneParallel is how many slots the start's clone phase clones at once:
+// snapParallel on btrfs, Options.Parallel on backends whose clone is work
+// per file (a reflink or a copy), which many at once would only crowd.
+func (p *Pool) cloneParallel() int {
+	if p.backend != nil && p.backend.Name() == "btrfs" {
+		return snapParallel
+	}
+	return p.opt.Parallel
+}
+
+// eachLimit is each with limit at a time.
+func (p *Pool) eachLimit(ctx context.Context, wave [2]int, limit int, f func(ctx context.Context, i int)) {
 	var g errgroup.Group
-	g.SetLimit(p.opt.Parallel)
+	g.SetLimit(max(limit, 1))
 	for i := wave[0]; i < wave[1]; i++ {
 		g.Go(func() error {
 			if ctx.Err() == nil {
@@ -187,6 +231,24 @@ func (p *Pool) cloneForStart(ctx context.Context, s *slot) error {
 		p.loseRestore(s, ReasonCloneReplaced, fmt.Sprintf("slot %d's clone was gone when the daemon restarted", s.idx))
 	}
 	return p.ops.clone(ctx, s)
+}
+
+// seedForStart makes slot s's seed (clone.go, seed) ahead of its clone,
+// so the start's clone phase takes the seeds' snapshots together, then the
+// clones'. A slot that restarts on the clone of its restored leases needs
+// none now.
+func (p *Pool) seedForStart(s *slot) error {
+	if len(s.restore) > 0 {
+		return nil
+	}
+	id, err := p.slotID(s)
+	if err != nil {
+		return fmt.Errorf("slot %d: %w", s.idx, err)
+	}
+	if _, err := p.seed(s, id); err != nil {
+		return fmt.Errorf("slot %d: %w", s.idx, err)
+	}
+	return nil
 }
 
 // bootForStart starts slot s's server on its clone; a slot that does not

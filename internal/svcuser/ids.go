@@ -72,16 +72,35 @@ var idMu sync.Mutex // one claim at a time within the process (flock is per open
 // previous holder died without releasing it. Without root it returns the
 // current user (Drop false) and Release does nothing.
 func Claim(path string) (*Claimed, error) {
+	c, err := ClaimAll([]string{path})
+	if err != nil {
+		return nil, err
+	}
+	return c[0], nil
+}
+
+// ClaimAll is Claim for every tree of paths at once, in one pass over the
+// records under one lock: what a pool coming up claims for its slots. It
+// costs about what one Claim does, where a Claim per tree reads every
+// record each time. The ids come in the order of paths; on an error none
+// is held.
+func ClaimAll(paths []string) ([]*Claimed, error) {
 	shared, err := Get()
 	if err != nil {
 		return nil, err
 	}
+	out := make([]*Claimed, len(paths))
 	if !shared.Drop {
-		return &Claimed{Account: shared}, nil
+		for i := range out {
+			out[i] = &Claimed{Account: shared}
+		}
+		return out, nil
 	}
-	abs, err := filepath.Abs(path)
-	if err != nil {
-		return nil, err
+	abs := make([]string, len(paths))
+	for i, p := range paths {
+		if abs[i], err = filepath.Abs(p); err != nil {
+			return nil, err
+		}
 	}
 	idMu.Lock()
 	defer idMu.Unlock()
@@ -90,13 +109,57 @@ func Claim(path string) (*Claimed, error) {
 		return nil, fmt.Errorf("claim a server id: %w", err)
 	}
 	defer lock.Close()
-	ents, err := os.ReadDir(IDDir)
+	sc, err := scanRecords(abs)
 	if err != nil {
 		return nil, fmt.Errorf("claim a server id: %w", err)
 	}
-	used := map[int]bool{}
-	var mine *os.File // path's own record, left by a holder that died
-	mineID := 0
+	defer sc.closeMine()
+	next := IDBase
+	for i, path := range abs {
+		if out[i], err = sc.claim(shared, path, &next); err != nil {
+			for _, c := range out[:i] {
+				c.releaseLocked()
+			}
+			if i > 0 {
+				noteRemoved()
+			}
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// scan is what ClaimAll read of the records and the processes, under the
+// lock: the ids not to hand out, and the records the claimed trees' dead
+// holders left (each tree's own id).
+type scan struct {
+	used   map[int]bool
+	mine   map[string]*heldRecord
+	listed map[int]bool
+}
+
+// heldRecord is a record whose holder died, flocked by this process.
+type heldRecord struct {
+	id int
+	f  *os.File
+}
+
+// scanRecords reads every record once: live holders' ids and trees still
+// on disk are used; a stale record (its tree gone) is removed; the record
+// of one of trees is kept aside for it. Then the ids processes run as are
+// used too, and a tree's own id a process still runs as is given up (the
+// tree gets another id: its old files are not the new id's, so its
+// server refuses them, and the tree is made again).
+func scanRecords(trees []string) (*scan, error) {
+	ents, err := os.ReadDir(IDDir)
+	if err != nil {
+		return nil, err
+	}
+	want := make(map[string]bool, len(trees))
+	for _, t := range trees {
+		want[t] = true
+	}
+	sc := &scan{used: map[int]bool{}, mine: map[string]*heldRecord{}}
 	for _, e := range ents {
 		id, err := strconv.Atoi(e.Name())
 		if err != nil {
@@ -105,24 +168,24 @@ func Claim(path string) (*Claimed, error) {
 		rec := filepath.Join(IDDir, e.Name())
 		b, err := os.ReadFile(rec)
 		if err != nil {
-			used[id] = true
+			sc.used[id] = true
 			continue
 		}
 		owner := strings.TrimSpace(string(b))
 		f, held := tryHold(rec)
 		switch {
 		case f == nil && held:
-			used[id] = true // a live holder
+			sc.used[id] = true // a live holder
 		case f == nil:
-			used[id] = true // unreadable: leave it
-		case owner == abs && mine == nil:
+			sc.used[id] = true // unreadable: leave it
+		case want[owner] && sc.mine[owner] == nil:
 			// The tree's own id: taken back below unless a process of
 			// its dead holder still runs as it.
-			mine, mineID = f, id
-			used[id] = true
+			sc.mine[owner] = &heldRecord{id: id, f: f}
+			sc.used[id] = true
 		case treeOwnedBy(owner, id):
 			f.Close() // its tree is still there: the id stays its
-			used[id] = true
+			sc.used[id] = true
 		default:
 			// Stale: the tree is gone. Reuse the number below.
 			_ = os.Remove(rec)
@@ -132,46 +195,63 @@ func Claim(path string) (*Claimed, error) {
 	}
 	busy, err := busyIDs()
 	if err != nil {
-		if mine != nil {
-			mine.Close()
-		}
-		return nil, fmt.Errorf("claim a server id: %w", err)
+		sc.closeMine()
+		return nil, err
 	}
-	if mine != nil {
-		if !busy[mineID] {
-			return claimed(shared, mineID, abs, mine), nil
+	for tree, m := range sc.mine {
+		if busy[m.id] {
+			_ = os.Remove(filepath.Join(IDDir, strconv.Itoa(m.id)))
+			noteRemoved()
+			m.f.Close()
+			delete(sc.mine, tree)
 		}
-		// A process of the dead holder runs as it: the tree gets
-		// another id (its old files are not the new id's, so its server
-		// refuses them, and the tree is made again).
-		_ = os.Remove(filepath.Join(IDDir, strconv.Itoa(mineID)))
-		noteRemoved()
-		mine.Close()
 	}
 	for id := range busy {
-		used[id] = true
+		sc.used[id] = true
 	}
-	listed := listedIDs()
+	sc.listed = listedIDs()
+	return sc, nil
+}
+
+// claim takes an id for path: its own record's, the id that owns it on
+// disk when nobody holds that, or the first free one from *next on.
+func (sc *scan) claim(shared Account, path string, next *int) (*Claimed, error) {
+	if m := sc.mine[path]; m != nil {
+		delete(sc.mine, path)
+		return claimed(shared, m.id, path, m.f), nil
+	}
 	// A tree already on disk (a daemon restarting on its clones after a
 	// reboot) takes back the id that owns it when nobody holds that id.
-	if id := ownerID(abs); id > 0 && !used[id] && !listed[id] {
-		if c, err := createRecord(shared, id, abs); err == nil && c != nil {
+	if id := ownerID(path); id > 0 && !sc.used[id] && !sc.listed[id] {
+		if c, err := createRecord(shared, id, path); err == nil && c != nil {
+			sc.used[id] = true
 			return c, nil
 		}
 	}
-	for id := IDBase; id < IDBase+IDCount; id++ {
-		if used[id] || listed[id] {
+	for ; *next < IDBase+IDCount; *next++ {
+		id := *next
+		if sc.used[id] || sc.listed[id] {
 			continue
 		}
-		c, err := createRecord(shared, id, abs)
+		c, err := createRecord(shared, id, path)
 		if err != nil {
 			return nil, err
 		}
+		sc.used[id] = true
 		if c != nil {
 			return c, nil
 		}
 	}
 	return nil, fmt.Errorf("%w: all %d ids from %d are held by running servers, by processes still running as them, or by trees still on disk (listed in %s): stop some pools, or remove what a killed pristine left", ErrNoID, IDCount, IDBase, IDDir)
+}
+
+// closeMine lets go of the records kept aside for trees that did not take
+// them (a ClaimAll that failed part-way).
+func (sc *scan) closeMine() {
+	for _, m := range sc.mine {
+		m.f.Close()
+	}
+	sc.mine = nil
 }
 
 // createRecord records id for path; nil, nil when the id was taken meanwhile.
@@ -257,20 +337,40 @@ func listedIDs() map[int]bool {
 // Release gives the id back once its tree is gone (or sealed to
 // pristine's user): another tree may get it next. Releasing twice, or a
 // Claimed of the current user, does nothing.
-func (c *Claimed) Release() {
-	if c == nil || c.f == nil {
+func (c *Claimed) Release() { ReleaseAll([]*Claimed{c}) }
+
+// ReleaseAll is Release of every id of cs under one lock: what a pool
+// going down gives back.
+func ReleaseAll(cs []*Claimed) {
+	held := false
+	for _, c := range cs {
+		held = held || (c != nil && c.f != nil)
+	}
+	if !held {
 		return
 	}
 	idMu.Lock()
 	defer idMu.Unlock()
 	lock, err := lockIDs()
-	_ = os.Remove(filepath.Join(IDDir, strconv.Itoa(c.UID)))
+	for _, c := range cs {
+		c.releaseLocked()
+	}
 	if err == nil {
 		noteRemoved()
 		lock.Close()
 	} else {
-		busyScan.ok = false // other processes see the record gone and walk anyway
+		busyScan.ok = false // other processes see the records gone and walk anyway
 	}
+}
+
+// releaseLocked removes c's record and lets go of it; the caller holds
+// idMu (and, where it could take it, the lock of IDDir) and notes the
+// removal.
+func (c *Claimed) releaseLocked() {
+	if c == nil || c.f == nil {
+		return
+	}
+	_ = os.Remove(filepath.Join(IDDir, strconv.Itoa(c.UID)))
 	c.f.Close()
 	c.f = nil
 }

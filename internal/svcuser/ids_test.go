@@ -329,3 +329,61 @@ func unusedID(t *testing.T, from int) int {
 	t.Fatal("no unused id in the range")
 	return 0
 }
+
+// TestClaimAll: one pass gives every tree its own id, distinct from the
+// ids already held and from each other; a tree a dead holder left on disk
+// gets its id back in the batch, and a process running as an id keeps it
+// out of the batch; ReleaseAll gives every id back.
+func TestClaimAll(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: server ids are claimed only as root")
+	}
+	old := IDDir
+	IDDir = filepath.Join(t.TempDir(), "ids")
+	t.Cleanup(func() { IDDir = old })
+	dir := t.TempDir()
+	// An id a process runs as, with no record (started before any claim:
+	// a claim's walk of the processes serves until a record goes).
+	busyID := unusedID(t, IDBase+1)
+	runAs(t, busyID)
+	noteRemoved()
+	held, err := Claim(filepath.Join(dir, "held"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Release()
+	// A dead holder's tree, still on disk and its id's.
+	dead := filepath.Join(dir, "dead")
+	deadID := unusedID(t, IDBase+50)
+	if err := os.Mkdir(dead, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(dead, deadID, deadID); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(IDDir, strconv.Itoa(deadID)), []byte(dead+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	paths := []string{dead}
+	for i := range 20 {
+		paths = append(paths, filepath.Join(dir, "t"+strconv.Itoa(i)))
+	}
+	ids, err := ClaimAll(paths)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ids) != len(paths) || ids[0].UID != deadID {
+		t.Fatalf("ClaimAll gave %d ids, the dead holder's tree %d; want %d and id %d", len(ids), ids[0].UID, len(paths), deadID)
+	}
+	seen := map[int]bool{held.UID: true}
+	for i, c := range ids {
+		if seen[c.UID] || c.UID == busyID || c.UID < IDBase || c.GID != c.UID || !c.Drop {
+			t.Fatalf("tree %s got %+v: taken twice, run as by a process (%d), or not of the range", paths[i], c.Account, busyID)
+		}
+		seen[c.UID] = true
+	}
+	ReleaseAll(ids)
+	if recs := records(t); len(recs) != 1 || recs[0] != strconv.Itoa(held.UID) {
+		t.Errorf("records after ReleaseAll: %v, want only the held id %d", recs, held.UID)
+	}
+}
