@@ -277,8 +277,10 @@ func TestMetricsAndDashboard(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A kept lease, and a fork of it: the dashboard lists both, the kept
-	// one with the commands that connect to it and fork it.
-	kept, err := d.c.Lease(context.Background(), server.LeaseRequest{Template: "app", Holder: "TestCheckout"})
+	// one with the commands that connect to it and fork it. Its holder,
+	// which test code names, plays the attacker: markup in it stays text.
+	const holder = `<img id="xss" src="x" onerror="document.body.dataset.xss=1">TestCheckout`
+	kept, err := d.c.Lease(context.Background(), server.LeaseRequest{Template: "app", Holder: holder})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -342,7 +344,7 @@ func TestMetricsAndDashboard(t *testing.T) {
 	for _, want := range []string{
 		`<tr data-lease="` + kept.ID + `" data-kept="1">`,
 		`<tr data-lease="` + leases[1] + `" data-kept="0">`,
-		`<td>TestCheckout</td>`,
+		`<td>&lt;img id="xss" src="x" onerror="document.body.dataset.xss=1"&gt;TestCheckout</td>`,
 		`<code>pristine sql ` + kept.ID + `</code>`,
 		`<code>pristine lease fork ` + kept.ID + ` --as NAME</code>`,
 		`<tr data-template="app" data-parent="">`,
@@ -351,6 +353,9 @@ func TestMetricsAndDashboard(t *testing.T) {
 		if !strings.Contains(page, want) {
 			t.Errorf("the dashboard lacks %s", want)
 		}
+	}
+	if strings.Contains(page, `<img id="xss"`) || strings.Contains(page, `data-xss`) {
+		t.Errorf("the dashboard made a lease holder's markup into elements:\n%s", page)
 	}
 	if n := strings.Count(page, `<tr data-lease="`); n != 3 {
 		t.Errorf("the dashboard lists %d lease rows (leases and kept), want 3", n)
