@@ -276,6 +276,20 @@ func TestMetricsAndDashboard(t *testing.T) {
 	if _, err := d.c.Release(context.Background(), leases[0], false); err != nil {
 		t.Fatal(err)
 	}
+	// A kept lease, and a fork of it: the dashboard lists both, the kept
+	// one with the commands that connect to it and fork it. Its holder,
+	// which test code names, plays the attacker: markup in it stays text.
+	const holder = `<img id="xss" src="x" onerror="document.body.dataset.xss=1">TestCheckout`
+	kept, err := d.c.Lease(context.Background(), server.LeaseRequest{Template: "app", Holder: holder})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.c.Keep(context.Background(), kept.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.c.Fork(context.Background(), kept.ID, "app-failure", ""); err != nil {
+		t.Fatal(err)
+	}
 	time.Sleep(1500 * time.Millisecond) // the reset lands in the series
 
 	req, _ := http.NewRequest("GET", d.base+"/metrics", nil)
@@ -288,7 +302,7 @@ func TestMetricsAndDashboard(t *testing.T) {
 	resp.Body.Close()
 	for _, want := range []string{
 		`pristine_slots{state="leased",template="app"} 1`,
-		`pristine_lease_wait_seconds_count{template="app"} 2`,
+		`pristine_lease_wait_seconds_count{template="app"} 3`,
 		`pristine_reset_seconds_count{template="app"} 1`,
 		`pristine_template_build_seconds{hash=`,
 		`pristine_memory_bytes `,
@@ -326,6 +340,25 @@ func TestMetricsAndDashboard(t *testing.T) {
 	}
 	if n := strings.Count(page, `data-state="leased"`); n != 1 {
 		t.Errorf("the dashboard shows %d leased slots, want 1", n)
+	}
+	for _, want := range []string{
+		`<tr data-lease="` + kept.ID + `" data-kept="1">`,
+		`<tr data-lease="` + leases[1] + `" data-kept="0">`,
+		`<td>&lt;img id="xss" src="x" onerror="document.body.dataset.xss=1"&gt;TestCheckout</td>`,
+		`<code>pristine sql ` + kept.ID + `</code>`,
+		`<code>pristine lease fork ` + kept.ID + ` --as NAME</code>`,
+		`<tr data-template="app" data-parent="">`,
+		`<tr data-template="app-failure" data-parent="app">`,
+	} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the dashboard lacks %s", want)
+		}
+	}
+	if strings.Contains(page, `<img id="xss"`) || strings.Contains(page, `data-xss`) {
+		t.Errorf("the dashboard made a lease holder's markup into elements:\n%s", page)
+	}
+	if n := strings.Count(page, `<tr data-lease="`); n != 3 {
+		t.Errorf("the dashboard lists %d lease rows (leases and kept), want 3", n)
 	}
 	if !strings.Contains(page, `id="chart-reset" viewBox="0 0 600 160" preserveAspectRatio="none" data-points="`) ||
 		strings.Contains(page, `id="chart-reset" viewBox="0 0 600 160" preserveAspectRatio="none" data-points="0"`) {

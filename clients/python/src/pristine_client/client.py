@@ -363,6 +363,20 @@ class Client:
     def extend(self, lease_id: str, ttl: float) -> Lease:
         return Lease.from_json(self.request("POST", f"/v1/leases/{_q(lease_id)}/extend", {"ttl_seconds": ttl})[1])
 
+    def fork(self, lease_id: str, name: str, key: Optional[str] = None) -> Dict[str, Any]:
+        """Make template name from lease lease_id's current state: everything
+        committed before the fork starts (docs/architecture.md, "Fork"). The
+        lease and its connections go on. With key (e.g. content_key of the
+        fixture files), the fork is filed under its parent's key and this
+        one, and a later fork with the same key answers at once with the
+        template made before. Returns {"template": {...}, "built": bool,
+        "seconds": float}; lease the fork by name once a pool of it is up
+        (ensure_pool)."""
+        body: Dict[str, Any] = {"name": name}
+        if key:
+            body["key"] = key
+        return self.request("POST", f"/v1/leases/{_q(lease_id)}/fork", body)[1]
+
     def get_lease(self, lease_id: str) -> Lease:
         return Lease.from_json(self.request("GET", "/v1/leases/" + _q(lease_id))[1])
 
