@@ -3,9 +3,6 @@ package bench
 import (
 	"context"
 	"fmt"
-	"io"
-	"log/slog"
-	"sync"
 	"time"
 
 	"github.com/pristinedb/pristine/api"
@@ -75,21 +72,11 @@ func (r *runner) slotsThatFit(m *catalog.Meta) int {
 // memory per instance) and single resets of an idle pool on the demo
 // template and on one ServiceScale times larger.
 func (r *runner) service(ctx context.Context) error {
-	ln, err := server.Listen(r.store.Catalog().Root())
+	c, stop, err := demorun.ServeInProcess(ctx, r.store)
 	if err != nil {
 		return err
 	}
-	srv, err := server.New(ctx, r.store.Catalog().Root(), r.store, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	if err != nil {
-		ln.Close()
-		return err
-	}
-	sctx, stop := context.WithCancel(context.WithoutCancel(ctx))
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() { defer wg.Done(); _ = srv.Serve(sctx, ln, nil) }()
-	defer func() { stop(); wg.Wait() }()
-	c := client.New(server.SocketPath(r.store.Catalog().Root()))
+	defer stop()
 
 	for _, scale := range []float64{1, r.opt.ServiceScale} {
 		row := r.serviceTemplate(ctx, c, scale)

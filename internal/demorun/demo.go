@@ -130,21 +130,11 @@ func Demo(ctx context.Context, store *template.Builder, opt DemoOptions) (*DemoR
 	res.TemplateBytes, res.TemplateSeconds, res.TemplateBuilt = m.Bytes, m.BuildSeconds, built
 
 	// 2. An in-process daemon, and a pool through it.
-	ln, err := server.Listen(store.Catalog().Root())
+	c, stop, err := ServeInProcess(ctx, store)
 	if err != nil {
 		return nil, err
 	}
-	srv, err := server.New(ctx, store.Catalog().Root(), store, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	if err != nil {
-		ln.Close()
-		return nil, err
-	}
-	sctx, stop := context.WithCancel(context.WithoutCancel(ctx))
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() { defer wg.Done(); _ = srv.Serve(sctx, ln, nil) }()
-	defer func() { stop(); wg.Wait() }()
-	c := client.New(server.SocketPath(store.Catalog().Root()))
+	defer stop()
 
 	for i := 0; i < opt.Runs; i++ {
 		state := "warm"
@@ -333,4 +323,26 @@ func WriteSQL(path string, opt demo.Options) error {
 		return err
 	}
 	return os.Rename(f.Name(), path)
+}
+
+// ServeInProcess serves store's root through a daemon in this process, on
+// the root's socket (so leases go through the API as a test runner's
+// would), and returns a client of it and the function that stops it and
+// waits for it to end.
+func ServeInProcess(ctx context.Context, store *template.Builder) (*client.Client, func(), error) {
+	root := store.Catalog().Root()
+	ln, err := server.Listen(root)
+	if err != nil {
+		return nil, nil, err
+	}
+	srv, err := server.New(ctx, root, store, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		ln.Close()
+		return nil, nil, err
+	}
+	sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { defer wg.Done(); _ = srv.Serve(sctx, ln, nil) }()
+	return client.New(server.SocketPath(root)), func() { cancel(); wg.Wait() }, nil
 }

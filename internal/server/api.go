@@ -469,6 +469,19 @@ func (s *Server) listLeases(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, 200, out)
 }
 
+// callerLease is the pool of lease id, when the caller may act on it: a
+// runner group's token reaches only its group's leases.
+func (s *Server) callerLease(r *http.Request, id string) (*pool.Pool, error) {
+	p, err := s.findLease(id)
+	if err != nil {
+		return nil, err
+	}
+	if err := ownGroup(r, p, id); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
 // findLease returns the pool holding lease id.
 func (s *Server) findLease(id string) (*pool.Pool, error) {
 	for _, n := range s.poolNames() {
@@ -497,12 +510,8 @@ func (s *Server) findLease(id string) (*pool.Pool, error) {
 // getLease returns a lease with its credentials, to a caller that may use
 // the API (the socket's owner, or a holder of the token).
 func (s *Server) getLease(w http.ResponseWriter, r *http.Request) {
-	p, err := s.findLease(r.PathValue("id"))
+	p, err := s.callerLease(r, r.PathValue("id"))
 	if err != nil {
-		fail(w, err)
-		return
-	}
-	if err := ownGroup(r, p, r.PathValue("id")); err != nil {
 		fail(w, err)
 		return
 	}
@@ -521,12 +530,8 @@ func (s *Server) release(w http.ResponseWriter, r *http.Request) {
 		fail(w, fmt.Errorf("%w: mode must be dirty or unchanged", errBadRequest))
 		return
 	}
-	p, err := s.findLease(id)
+	p, err := s.callerLease(r, id)
 	if err != nil {
-		fail(w, err)
-		return
-	}
-	if err := ownGroup(r, p, id); err != nil {
 		fail(w, err)
 		return
 	}
@@ -540,12 +545,8 @@ func (s *Server) release(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) keep(w http.ResponseWriter, r *http.Request) {
-	p, err := s.findLease(r.PathValue("id"))
+	p, err := s.callerLease(r, r.PathValue("id"))
 	if err != nil {
-		fail(w, err)
-		return
-	}
-	if err := ownGroup(r, p, r.PathValue("id")); err != nil {
 		fail(w, err)
 		return
 	}
@@ -572,12 +573,8 @@ func (s *Server) extend(w http.ResponseWriter, r *http.Request) {
 		fail(w, err)
 		return
 	}
-	p, err := s.findLease(r.PathValue("id"))
+	p, err := s.callerLease(r, r.PathValue("id"))
 	if err != nil {
-		fail(w, err)
-		return
-	}
-	if err := ownGroup(r, p, r.PathValue("id")); err != nil {
 		fail(w, err)
 		return
 	}

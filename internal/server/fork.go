@@ -33,12 +33,8 @@ func (s *Server) fork(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	id := r.PathValue("id")
-	p, err := s.findLease(id)
+	p, err := s.callerLease(r, id)
 	if err != nil {
-		fail(w, err)
-		return
-	}
-	if err := ownGroup(r, p, id); err != nil {
 		fail(w, err)
 		return
 	}

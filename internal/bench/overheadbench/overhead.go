@@ -14,15 +14,12 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"runtime"
 	"sort"
-	"sync"
 	"time"
 
-	"github.com/pristinedb/pristine/client"
 	"github.com/pristinedb/pristine/internal/catalog"
 	"github.com/pristinedb/pristine/internal/demo"
 	"github.com/pristinedb/pristine/internal/demorun"
@@ -172,22 +169,11 @@ func buildTemplate(ctx context.Context, store *template.Builder, scale float64) 
 // poolSide brings a pool of the template up through an in-process daemon,
 // then times resets of one changed table, and takes the pool down.
 func poolSide(ctx context.Context, store *template.Builder, m *catalog.Meta, opt Options, rep *Report) error {
-	root := store.Catalog().Root()
-	ln, err := server.Listen(root)
+	c, stop, err := demorun.ServeInProcess(ctx, store)
 	if err != nil {
 		return err
 	}
-	srv, err := server.New(ctx, root, store, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	if err != nil {
-		ln.Close()
-		return err
-	}
-	sctx, stop := context.WithCancel(context.WithoutCancel(ctx))
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() { defer wg.Done(); _ = srv.Serve(sctx, ln, nil) }()
-	defer func() { stop(); wg.Wait() }()
-	c := client.New(server.SocketPath(root))
+	defer stop()
 	defer func() { _, _ = c.PoolDown(context.WithoutCancel(ctx), m.Name) }()
 
 	cpu0, t0 := selfCPU(), time.Now()
