@@ -43,7 +43,12 @@ ROOTS="${PRISTINE_SERVER_ROOTS:-/var/cache/pristine-server-roots}"
 # SERVERS_PACKAGES names the packages for every server.
 PACKAGES="${SERVERS_PACKAGES:-./internal/mariadb ./internal/template ./internal/pool}"
 RUN="${SERVERS_RUN:-}"
-TIMEOUT="${SERVERS_TIMEOUT:-12m}"
+# A package's bound: it shares the machine with the other root's packages
+# and the other lane (SERVERS_JOBS).
+TIMEOUT="${SERVERS_TIMEOUT:-25m}"
+# How many of a root's packages and clients' suites run at once. The roots'
+# tests mostly wait (server starts, fsync): 2 on 2 cores.
+JOBS="${SERVERS_JOBS:-2}"
 
 # server -> suite, packages, server binary.
 declare -A SUITE=([mariadb-11.8]=trixie [mysql-9.7]=sid)
@@ -109,47 +114,93 @@ done
 # shellcheck source=lib/apt.sh
 source scripts/lib/apt.sh
 
-# One run at a time per cache: two runs would rebuild or mount the same
-# root under each other.
+# Locks: every run holds $ROOTS/.lock shared (what needs the whole cache to
+# itself takes it exclusively), and a root's own lock ($ROOTS/SERVER.lock)
+# exclusively while it builds, mounts or tests that root. So runs of
+# different roots go side by side and two runs of one root queue. A wait
+# runs in the background (`& wait`) so that Ctrl-C or a TERM ends it.
 mkdir -p "$ROOTS"
 exec 9>"$ROOTS/.lock"
-if ! flock -n 9; then
-  log "another scripts/servers.sh uses $ROOTS; waiting for it"
-  flock 9
+if ! flock -n -s 9; then
+  log "another scripts/servers.sh holds $ROOTS; waiting for it"
+  flock -s 9 &
+  wait $!
 fi
 
-# --- mounts: every one this run makes is listed, and undone at exit ---
-MOUNTS=()
+# --- the run and its roots' jobs ---
+# The run compiles the tests once, then runs each root in a job of its own
+# (run_root, below), at the same time. It ends its jobs when it ends early
+# (a failure, Ctrl-C, a TERM); each job then undoes what it did in its
+# root (root_cleanup) before the run removes its scratch directory.
 WORK=""
-cleanup() {
-  local rc=$? i m
-  # The tests stop their servers; a killed test may not have: stop what
-  # still runs inside a root of this run (by its pid, found by its root).
-  for m in "${MOUNTS[@]}"; do
-    local r="${m%/proc}"
-    [ "$r" != "$m" ] || continue
-    for p in /proc/[0-9]*; do
-      [ "$(readlink "$p/root" 2>/dev/null)" = "$r" ] && kill -9 "${p#/proc/}" 2>/dev/null || true
-    done
-  done
-  for m in "${MOUNTS[@]}"; do [ "${m%/proc}" = "$m" ] || unmount_left "${m%/proc}"; done
-  for ((i = ${#MOUNTS[@]} - 1; i >= 0; i--)); do
-    umount "${MOUNTS[$i]}" 2>/dev/null || umount -l "${MOUNTS[$i]}" 2>/dev/null || echo "servers: could not unmount ${MOUNTS[$i]}" >&2
-  done
+finish() {
+  local rc=$? left
+  trap '' INT TERM # a second Ctrl-C must not cut the cleanup short
+  left="$(jobs -p)"
+  if [ -n "$left" ]; then
+    # shellcheck disable=SC2086 # one pid a word
+    kill -TERM $left 2>/dev/null || true
+    wait 2>/dev/null || true
+  fi
   [ -z "$WORK" ] || rm -rf "$WORK"
   exit "$rc"
 }
-trap cleanup EXIT
+trap finish EXIT
 trap 'exit 130' INT TERM
+
+# --- mounts: every one a root's job makes is listed, and undone when it ends ---
+MOUNTS=()
+ROOT_MOUNTED=""
+# procs_in_root ROOT: the pids of the processes whose root is ROOT.
+procs_in_root() {
+  local p
+  for p in /proc/[0-9]*; do
+    [ "$(readlink "$p/root" 2>/dev/null)" != "$1" ] || echo "${p#/proc/}"
+  done
+}
+# kill_in_root ROOT: kills what still runs in ROOT (the tests stop their
+# servers; a killed test may not have), and says so.
+kill_in_root() {
+  local i left
+  for i in 1 2 3 4 5; do
+    left="$(procs_in_root "$1")"
+    [ -n "$left" ] || return 0
+    echo "servers: killing what still runs in $1: ${left//$'\n'/ }" >&2
+    # shellcheck disable=SC2086 # one pid a word
+    kill -KILL $left 2>/dev/null || true
+    sleep 0.2
+  done
+}
+# root_cleanup: the end of a root's job, whatever ended it: its lanes go,
+# then every process still running in the root it mounted, then what the
+# tests left mounted under the root, then the job's own mounts, deepest
+# first.
+root_cleanup() {
+  local rc=$? i left
+  trap '' INT TERM # the run's TERM after a Ctrl-C must not cut it short
+  left="$(jobs -p)"
+  # shellcheck disable=SC2086 # one pid a word
+  [ -z "$left" ] || kill -KILL $left 2>/dev/null || true
+  if [ -n "$ROOT_MOUNTED" ]; then
+    kill_in_root "$ROOT_MOUNTED"
+    unmount_left "$ROOT_MOUNTED"
+  fi
+  for ((i = ${#MOUNTS[@]} - 1; i >= 0; i--)); do
+    umount "${MOUNTS[$i]}" 2>/dev/null || umount -l "${MOUNTS[$i]}" 2>/dev/null || echo "servers: could not unmount ${MOUNTS[$i]}" >&2
+  done
+  exit "$rc"
+}
 
 # mount_in ROOT: the root as a mount point of its own (ip netns and
 # unshare make / a slave mount, which a plain directory cannot be), /proc,
 # /sys, the host's /dev (a second mount of its devtmpfs: the loop devices
 # that `pristine scratch up` attaches appear there), a devpts of its own on
 # /dev/pts (script(1) gives pool up a terminal) and a private tmpfs on
-# /dev/shm, where the tests' roots live.
+# /dev/shm, where the tests' roots live (so two roots' jobs never see each
+# other's, nor the host's).
 mount_in() {
   local r="$1"
+  ROOT_MOUNTED="$r"
   mountpoint -q "$r" || { mount --bind "$r" "$r"; mount --make-private "$r"; MOUNTS+=("$r"); }
   mountpoint -q "$r/proc" || { mount -t proc proc "$r/proc"; MOUNTS+=("$r/proc"); }
   mountpoint -q "$r/sys" || { mount -t sysfs sysfs "$r/sys"; MOUNTS+=("$r/sys"); }
@@ -168,10 +219,14 @@ unmount_left() {
   done
 }
 unmount_all() {
-  local i m
-  for m in "${MOUNTS[@]}"; do [ "${m%/proc}" = "$m" ] || unmount_left "${m%/proc}"; done
+  local i
+  if [ -n "$ROOT_MOUNTED" ]; then
+    kill_in_root "$ROOT_MOUNTED"
+    unmount_left "$ROOT_MOUNTED"
+  fi
   for ((i = ${#MOUNTS[@]} - 1; i >= 0; i--)); do umount "${MOUNTS[$i]}" 2>/dev/null || umount -l "${MOUNTS[$i]}"; done
   MOUNTS=()
+  ROOT_MOUNTED=""
 }
 
 # --- roots ---
@@ -221,9 +276,11 @@ build_root() { # build_root SERVER: a fresh root at $ROOTS/SERVER
   printf '#!/bin/sh\nexit 101\n' >"$new/usr/sbin/policy-rc.d"
   chmod 0755 "$new/usr/sbin/policy-rc.d"
   mount -t proc proc "$new/proc"
+  MOUNTS+=("$new/proc")
   local rc=0
   { in_root "$new" apt-get update -q && in_root "$new" apt-get install -y -q --no-install-recommends ${PKGS[$s]} ca-certificates; } >>"$blog" 2>&1 || rc=$?
   umount "$new/proc"
+  unset 'MOUNTS[-1]'
   if [ "$rc" -ne 0 ]; then
     tail -20 "$blog" >&2
     rm -rf --one-file-system "$new"
@@ -263,43 +320,123 @@ ensure_root() {
   log "$s: cached root $r is current ($(echo "$have" | tr '\n' ' '))"
 }
 
-for s in "${servers[@]}"; do ensure_root "$s"; done
-if [ "$build_only" -eq 1 ]; then exit 0; fi
-
 # --- the test binaries, built once on the host ---
-GO="$(cat .go-path 2>/dev/null || command -v go)"
-export GOTOOLCHAIN="${GOTOOLCHAIN:-auto}"
 WORK="$(mktemp -d /tmp/pristine-servers-XXXXXX)"
-all_pkgs="$PACKAGES"
-for s in "${servers[@]}"; do
-  for p in ${EXTRA[$s]}; do
-    p="${p%%:*}"
-    case " $all_pkgs " in *" $p "*) ;; *) all_pkgs="$all_pkgs $p" ;; esac
-  done
-done
-log "compiling the test binaries of $all_pkgs and bin/pristine on the host"
-CGO_ENABLED=0 "$GO" build -trimpath -o "$WORK/pristine" ./cmd/pristine
 tests=()
-for p in $all_pkgs; do
-  name="$(echo "${p#./}" | tr '/' '-').test"
-  CGO_ENABLED=0 "$GO" test -c -o "$WORK/$name" "$p"
-  # A package may hold no tests: go test -c then writes nothing.
-  [ -f "$WORK/$name" ] && tests+=("$p=$name")
-done
-# internal/e2e's network-namespace test runs two programs it builds with go
-# on the host (a remote lease holder, the Go example's tests); a root has
-# no Go: they are built here and named by PRISTINE_TEST_NETHOLDER and
-# PRISTINE_TEST_GO_EXAMPLE.
 helpers=()
-case " $all_pkgs " in *" ./internal/e2e "*)
-  CGO_ENABLED=0 "$GO" build -trimpath -o "$WORK/netholder" ./internal/e2e/testdata/netholder
-  CGO_ENABLED=0 "$GO" test -c -o "$WORK/go-example.test" ./examples/go
-  helpers=(PRISTINE_TEST_NETHOLDER=/opt/pristine-test/internal/e2e/netholder PRISTINE_TEST_GO_EXAMPLE=/opt/pristine-test/examples/go/go-example.test) ;;
-esac
+if [ "$build_only" -eq 0 ]; then
+  GO="$(cat .go-path 2>/dev/null || command -v go)"
+  export GOTOOLCHAIN="${GOTOOLCHAIN:-auto}"
+  all_pkgs="$PACKAGES"
+  for s in "${servers[@]}"; do
+    for p in ${EXTRA[$s]}; do
+      p="${p%%:*}"
+      case " $all_pkgs " in *" $p "*) ;; *) all_pkgs="$all_pkgs $p" ;; esac
+    done
+  done
+  log "compiling the test binaries of $all_pkgs and bin/pristine on the host"
+  CGO_ENABLED=0 "$GO" build -trimpath -o "$WORK/pristine" ./cmd/pristine
+  for p in $all_pkgs; do
+    name="$(echo "${p#./}" | tr '/' '-').test"
+    CGO_ENABLED=0 "$GO" test -c -o "$WORK/$name" "$p"
+    # A package may hold no tests: go test -c then writes nothing.
+    [ -f "$WORK/$name" ] && tests+=("$p=$name")
+  done
+  # internal/e2e's network-namespace test runs two programs it builds with go
+  # on the host (a remote lease holder, the Go example's tests); a root has
+  # no Go: they are built here and named by PRISTINE_TEST_NETHOLDER and
+  # PRISTINE_TEST_GO_EXAMPLE.
+  case " $all_pkgs " in *" ./internal/e2e "*)
+    CGO_ENABLED=0 "$GO" build -trimpath -o "$WORK/netholder" ./internal/e2e/testdata/netholder
+    CGO_ENABLED=0 "$GO" test -c -o "$WORK/go-example.test" ./examples/go
+    helpers=(PRISTINE_TEST_NETHOLDER=/opt/pristine-test/internal/e2e/netholder PRISTINE_TEST_GO_EXAMPLE=/opt/pristine-test/examples/go/go-example.test) ;;
+  esac
+fi
 
-failed=()
-for s in "${servers[@]}"; do
-  r="$ROOTS/$s"
+# --- in a root ---
+# What runs in a root, by label: a package (its test binary, and the -run
+# regex of PACKAGE:REGEX or SERVERS_RUN) or a client's suite
+# (clients/python, clients/php). Set by run_root, read by run_item.
+declare -A ITEM_BIN=() ITEM_RUN=()
+# The longest first (from the script's logged times in the MySQL root), so
+# that the lanes end together; the others follow in their listed order.
+LONGEST_FIRST="./internal/pool ./internal/e2e ./internal/template ./internal/capture clients/python clients/php"
+
+# item_cmd SERVER ROOT LABEL: runs one label in the root as a user would,
+# with the root's server (PRISTINE_MARIADBD) and bin/pristine.
+item_cmd() {
+  local s="$1" r="$2" label="$3" args
+  local renv=(/usr/bin/env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin LANG=C.UTF-8
+    HOME=/root TMPDIR=/tmp PRISTINE_MARIADBD="${SERVERD[$s]}" PRISTINE_BIN=/usr/local/bin/pristine
+    PRISTINE_SERVER_MATRIX="$s")
+  case "$label" in
+    clients/python)
+      # The client from the checkout (PYTHONPATH), its pytest plugin named
+      # as its entry point would name it (pytester's runs inherit it).
+      chroot "$r" "${renv[@]}" PYTHONPATH=/opt/pristine-test/clients/python/src PYTHONDONTWRITEBYTECODE=1 \
+        PYTEST_PLUGINS=pristine_client.pytest_plugin \
+        sh -c 'cd /opt/pristine-test && exec python3 -m pytest -p no:cacheprovider -q -rs $1' sh "${PYTEST[$s]}" ;;
+    clients/php)
+      chroot "$r" "${renv[@]}" sh -c 'cd /opt/pristine-test && exec phpunit --display-skipped -c "$1"' sh "${PHPUNIT[$s]}" ;;
+    *)
+      args=(-test.count=1 -test.timeout "$TIMEOUT")
+      [ -z "${ITEM_RUN[$label]}" ] || args+=(-test.run "${ITEM_RUN[$label]}")
+      [ -z "${SERVERS_VERBOSE:-}" ] || args+=(-test.v)
+      chroot "$r" "${renv[@]}" "${helpers[@]}" \
+        sh -c 'cd "$1" && shift && exec "$@"' sh "/opt/pristine-test/${label#./}" "./${ITEM_BIN[$label]}" "${args[@]}" ;;
+  esac
+}
+
+# run_item SERVER LABEL: one label in the root, its output in the root's
+# log directory and then printed, each line prefixed with the server and
+# the label; a failure is listed in $WORK/SERVER.failed.
+run_item() {
+  local s="$1" label="$2" out st=ok t0=$SECONDS run="${ITEM_RUN[$2]}"
+  out="$ROOTS/$s.logs/$(echo "${label#./}" | tr '/' '-').log"
+  log "$s: start $label${run:+ -run \"$run\"}"
+  # The locks' descriptors stay out of the tests (a server left running
+  # would hold them).
+  item_cmd "$s" "$ROOTS/$s" "$label" >"$out" 2>&1 8>&- 9>&- || { st=FAIL; echo "$label" >>"$WORK/$s.failed"; }
+  sed "s|^|servers: $s ${label#./}: |" "$out"
+  log "$s: $st $label ($((SECONDS - t0)) s)"
+}
+
+# run_lanes SERVER LABEL...: the labels, SERVERS_JOBS at a time, in order.
+run_lanes() {
+  local s="$1" label pid
+  shift
+  local -A running=()
+  for label in "$@"; do
+    while [ ${#running[@]} -ge "$JOBS" ]; do
+      pid=""
+      wait -n -p pid "${!running[@]}" || true
+      [ -z "$pid" ] || unset "running[$pid]"
+    done
+    run_item "$s" "$label" &
+    running[$!]=1
+  done
+  while [ ${#running[@]} -gt 0 ]; do
+    pid=""
+    wait -n -p pid "${!running[@]}" || true
+    [ -z "$pid" ] || unset "running[$pid]"
+  done
+}
+
+# run_root SERVER: a root's job, in the background: takes the root's lock,
+# builds or refreshes the root and, unless --build-only, runs the server's
+# packages and clients' suites in it, SERVERS_JOBS at a time.
+run_root() {
+  local s="$1" r="$ROOTS/$1" ver t p bin run labels=() ordered=() l
+  trap root_cleanup EXIT
+  trap 'exit 130' INT TERM
+  exec 8>"$ROOTS/$s.lock"
+  if ! flock -n 8; then
+    log "$s: another scripts/servers.sh uses the $s root; waiting for it"
+    flock 8 &
+    wait $!
+  fi
+  ensure_root "$s"
+  [ "$build_only" -eq 0 ] || return 0
   mount_in "$r"
   ver="$(in_root "$r" "${SERVERD[$s]}" --no-defaults --version 2>&1)" || die "$s: ${SERVERD[$s]} --version failed in $r: $ver"
   echo "$ver" | grep -Eq "${WANT[$s]}" || die "$s: the root's server is not the one this matrix tests: $ver"
@@ -329,54 +466,45 @@ for s in "${servers[@]}"; do
       *" $p:"*) run="$(for e in ${EXTRA[$s]}; do [ "${e%%:*}" != "$p" ] || echo "${e#*:}"; done)" ;;
       *) continue ;;
     esac
-    log "$s: go test $p${run:+ -run '$run'} (in the $s root)"
-    args=(-test.count=1 -test.timeout "$TIMEOUT")
-    [ -z "$run" ] || args+=(-test.run "$run")
-    [ -z "${SERVERS_VERBOSE:-}" ] || args+=(-test.v)
-    t0=$SECONDS
-    if chroot "$r" /usr/bin/env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin LANG=C.UTF-8 \
-        HOME=/root TMPDIR=/tmp PRISTINE_MARIADBD="${SERVERD[$s]}" PRISTINE_BIN=/usr/local/bin/pristine \
-        PRISTINE_SERVER_MATRIX="$s" "${helpers[@]}" \
-        sh -c 'cd "$1" && shift && exec "$@"' sh "/opt/pristine-test/${p#./}" "./$bin" "${args[@]}"; then
-      log "$s: ok $p ($((SECONDS - t0)) s)"
-    else
-      failed+=("$s $p")
-      log "$s: FAIL $p ($((SECONDS - t0)) s)"
-    fi
+    ITEM_BIN[$p]="$bin"
+    ITEM_RUN[$p]="$run"
+    labels+=("$p")
   done
   # The clients' tests, as a user runs them, with the server of the root.
-  client_env=(/usr/bin/env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin LANG=C.UTF-8
-    HOME=/root TMPDIR=/tmp PRISTINE_MARIADBD="${SERVERD[$s]}" PRISTINE_BIN=/usr/local/bin/pristine
-    PRISTINE_SERVER_MATRIX="$s")
-  if [ "$run_clients" = 1 ] && [ -n "${PYTEST[$s]}" ]; then
-    log "$s: pytest ${PYTEST[$s]} (in the $s root)"
-    # The client from the checkout (PYTHONPATH), its pytest plugin named
-    # as its entry point would name it (pytester's runs inherit it).
-    if chroot "$r" "${client_env[@]}" PYTHONPATH=/opt/pristine-test/clients/python/src PYTHONDONTWRITEBYTECODE=1 \
-        PYTEST_PLUGINS=pristine_client.pytest_plugin \
-        sh -c 'cd /opt/pristine-test && exec python3 -m pytest -p no:cacheprovider -q -rs $1' sh "${PYTEST[$s]}"; then
-      log "$s: ok clients/python"
-    else
-      failed+=("$s clients/python")
-      log "$s: FAIL clients/python"
-    fi
-  fi
-  if [ "$run_clients" = 1 ] && [ -n "${PHPUNIT[$s]}" ]; then
-    log "$s: phpunit -c ${PHPUNIT[$s]} (in the $s root)"
-    if chroot "$r" "${client_env[@]}" \
-        sh -c 'cd /opt/pristine-test && exec phpunit --display-skipped -c "$1"' sh "${PHPUNIT[$s]}"; then
-      log "$s: ok clients/php"
-    else
-      failed+=("$s clients/php")
-      log "$s: FAIL clients/php"
-    fi
-  fi
+  if [ "$run_clients" = 1 ] && [ -n "${PYTEST[$s]}" ]; then labels+=(clients/python); ITEM_RUN[clients/python]=""; fi
+  if [ "$run_clients" = 1 ] && [ -n "${PHPUNIT[$s]}" ]; then labels+=(clients/php); ITEM_RUN[clients/php]=""; fi
+  for l in $LONGEST_FIRST; do
+    case " ${labels[*]} " in *" $l "*) ordered+=("$l") ;; esac
+  done
+  for l in "${labels[@]}"; do
+    case " $LONGEST_FIRST " in *" $l "*) ;; *) ordered+=("$l") ;; esac
+  done
+  rm -rf "$ROOTS/$s.logs"
+  mkdir -p "$ROOTS/$s.logs"
+  log "$s: ${#ordered[@]} suites, $JOBS at a time (outputs: $ROOTS/$s.logs)"
+  [ ${#ordered[@]} -eq 0 ] || run_lanes "$s" "${ordered[@]}"
   rm -rf "$r/opt/pristine-test"
   unmount_all
-done
+}
 
+t0=$SECONDS
+declare -A JOB=()
+for s in "${servers[@]}"; do
+  run_root "$s" &
+  JOB[$s]=$!
+done
+failed=()
+for s in "${servers[@]}"; do
+  rc=0
+  wait "${JOB[$s]}" || rc=$?
+  if [ -s "$WORK/$s.failed" ]; then
+    while read -r l; do failed+=("$s $l"); done <"$WORK/$s.failed"
+  elif [ "$rc" -ne 0 ]; then
+    failed+=("$s (its job ended with status $rc: see its lines above)")
+  fi
+done
 if [ ${#failed[@]} -gt 0 ]; then
   printf 'servers: FAILED: %s\n' "${failed[@]}" >&2
   exit 1
 fi
-log "every package passed in: ${servers[*]}"
+[ "$build_only" -eq 1 ] || log "every package passed in: ${servers[*]} ($((SECONDS - t0)) s)"

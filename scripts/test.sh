@@ -1,29 +1,70 @@
 #!/usr/bin/env bash
 # Runs every test: Go packages against real mariadbd processes and real
 # loop-mounted btrfs/XFS filesystems (skipped, with the reason, when not root).
+#
+#   bash scripts/test.sh           everything, as CI runs it (.ci/run)
+#   bash scripts/test.sh --quick   the contributors' tier: go vet, then every
+#                                  Go package once against the machine's own
+#                                  MariaDB, with -short, without -race, with the
+#                                  longest tests skipped (QUICK_SKIP below); no
+#                                  server matrix, no clients, no overhead guard
+#
+# The full run overlaps what can overlap: the server matrix
+# (scripts/servers.sh) runs in the background from the start, in its roots'
+# own mounts and private /dev/shm, while the host's tests and then the
+# clients' suites run here; its output is printed when it ends.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+quick=0
+case "${1:-}" in
+  --quick) quick=1 ;;
+  "") ;;
+  *) echo "test.sh: unknown argument $1: want nothing (every test) or --quick" >&2; exit 2 ;;
+esac
 # Whatever happens, what this run's tests left in /dev/shm goes (a failed
-# run once left 113 MB there).
+# run once left 113 MB there), and the server matrix, when it still runs,
+# is stopped (it undoes its mounts itself).
 # shellcheck source=lib/testclean.sh
 source scripts/lib/testclean.sh
 STAMP="$(mktemp /tmp/pristine-test-run-XXXXXX)"
-trap 'clean_test_leftovers "$STAMP"; rm -f "$STAMP"' EXIT
+MPID=""
+MLOG=""
+stop_matrix() {
+  if [ -n "$MPID" ]; then kill -TERM "$MPID" 2>/dev/null || true; wait "$MPID" 2>/dev/null || true; fi
+  [ -z "$MLOG" ] || rm -f "$MLOG"
+}
+trap 'clean_test_leftovers "$STAMP"; rm -f "$STAMP"; stop_matrix' EXIT
+trap 'exit 130' INT TERM
+phase() { echo "test.sh: $(date -u +%T) $*"; }
 bash scripts/install-deps.sh
 GO="$(cat .go-path 2>/dev/null || command -v go)"
 export GOTOOLCHAIN="${GOTOOLCHAIN:-auto}"
-"$GO" vet ./...
 # Screenshots and other artifacts of the tests land here.
 export PRISTINE_TEST_ARTIFACTS="$PWD/artifacts"
 mkdir -p "$PRISTINE_TEST_ARTIFACTS"
-# With the race detector: the daemon, the pool and the archive readers are
-# concurrent, and a data race there is a bug even when a run passes.
-"$GO" test -race -count=1 -timeout 25m ./... 2>&1 | tee /tmp/pristine-go-test.log
-ls "$PRISTINE_TEST_ARTIFACTS" | sed 's|^|test artifact: artifacts/|'
+
+if [ "$quick" = 1 ]; then
+  # The tests that take half a minute or more each at load 1 on 2 cores;
+  # the full run has them. internal/bench (the method comparison's own
+  # tests) is left out whole.
+  QUICK_SKIP='^(TestFidelityCorpus|TestRealStreamCutAtChunkBoundaries|TestDemoMainJob|TestDemoOnRootWithTemplates|TestNetworkNamespaces|TestTemplatePushPullCache|TestFirstLeaseBeforePoolUp|TestSlotDiskCap|TestSparesGrowForWaits|TestOverheadGuard)$'
+  phase "go vet"
+  "$GO" vet ./...
+  phase "go test -short (no -race, no server matrix, no clients)"
+  # shellcheck disable=SC2046 # one package a word
+  "$GO" test -short -count=1 -timeout 10m -skip "$QUICK_SKIP" $("$GO" list ./... | grep -v '/internal/bench$')
+  phase "quick tier passed; CI runs bash scripts/test.sh (everything)"
+  exit 0
+fi
+
+phase "go vet"
+"$GO" vet ./...
 # The overhead guard (docs/benchmarks.md, "pristine's own cost per slot"):
 # 8 bare servers against 8 slots, and an in-place reset against its bare
 # restore, in one run; fails when a ratio passes its bound (never on an
-# absolute time). About 20 s.
+# absolute time). About 20 s; first, before this run's other phases load
+# the machine.
+phase "overhead guard"
 OVH="$(mktemp -d /dev/shm/pristine-overhead-test-XXXXXX)"
 chmod 755 "$OVH"
 "$GO" build -o "$OVH/pristine-bench" ./cmd/pristine-bench
@@ -32,11 +73,22 @@ ovh_rc=0
 rm -rf "$OVH"
 [ "$ovh_rc" = 0 ] || { echo "test.sh: pristine-bench overhead --check failed"; exit 1; }
 # The server matrix (issue 21, docs/servers.md): the server-facing packages
-# again, inside cached Debian roots of MariaDB 11.8 and MySQL 9.7. A root
-# that cannot be built fails the run.
-bash scripts/servers.sh
+# again, inside cached Debian roots of MariaDB 11.8 and MySQL 9.7, both
+# roots at once. A root that cannot be built fails the run. In the
+# background: its tests run in the roots' private /dev/shm and take ports
+# from the kernel, as the host's do, so the two never meet.
+MLOG="$(mktemp /tmp/pristine-test-servers-XXXXXX.log)"
+phase "server matrix started in the background (scripts/servers.sh; its output follows when it ends)"
+bash scripts/servers.sh >"$MLOG" 2>&1 &
+MPID=$!
+# With the race detector: the daemon, the pool and the archive readers are
+# concurrent, and a data race there is a bug even when a run passes.
+phase "go test -race ./..."
+"$GO" test -race -count=1 -timeout 25m ./... 2>&1 | tee /tmp/pristine-go-test.log
+ls "$PRISTINE_TEST_ARTIFACTS" | sed 's|^|test artifact: artifacts/|'
 # Clients (issue 8): the Python and PHP packages' tests, the examples and the
 # Django comparison, each against a daemon of the binary built here.
+phase "clients"
 bash scripts/build.sh
 export PRISTINE_BIN="$PWD/bin/pristine"
 [ -x .venv/bin/python ] || "$(command -v /usr/bin/python3 || command -v python3)" -m venv .venv
@@ -53,6 +105,13 @@ ruby -Iclients/ruby/lib -Iclients/ruby/test -e 'Dir["clients/ruby/test/*_test.rb
 # Node client (issue 24): node:test tests against a daemon of their own, and
 # the .d.ts files type-checked; npm ci from the committed package-lock.json.
 (cd clients/node && npm ci --no-audit --no-fund --prefer-offline --loglevel=error && npm test && npm run typecheck)
+phase "clients done; waiting for the server matrix"
+mrc=0
+wait "$MPID" || mrc=$?
+MPID=""
+cat "$MLOG"
+[ "$mrc" = 0 ] || { echo "test.sh: the server matrix failed (scripts/servers.sh, its output above)"; exit 1; }
+phase "server matrix done"
 # The empty data directory the Go tests share is a cache of this run only.
 rm -rf /dev/shm/pristine-test-base-* 2>/dev/null || true
 # Nothing may outlive the tests.
