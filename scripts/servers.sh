@@ -114,19 +114,6 @@ done
 # shellcheck source=lib/apt.sh
 source scripts/lib/apt.sh
 
-# Locks: every run holds $ROOTS/.lock shared (what needs the whole cache to
-# itself takes it exclusively), and a root's own lock ($ROOTS/SERVER.lock)
-# exclusively while it builds, mounts or tests that root. So runs of
-# different roots go side by side and two runs of one root queue. A wait
-# runs in the background (`& wait`) so that Ctrl-C or a TERM ends it.
-mkdir -p "$ROOTS"
-exec 9>"$ROOTS/.lock"
-if ! flock -n -s 9; then
-  log "another scripts/servers.sh holds $ROOTS; waiting for it"
-  flock -s 9 &
-  wait $!
-fi
-
 # --- the run and its roots' jobs ---
 # The run compiles the tests once, then runs each root in a job of its own
 # (run_root, below), at the same time. It ends its jobs when it ends early
@@ -147,6 +134,19 @@ finish() {
 }
 trap finish EXIT
 trap 'exit 130' INT TERM
+
+# Locks: every run holds $ROOTS/.lock shared (what needs the whole cache to
+# itself takes it exclusively), and a root's own lock ($ROOTS/SERVER.lock)
+# exclusively while it builds, mounts or tests that root. So runs of
+# different roots go side by side and two runs of one root queue. A wait
+# runs in the background (`& wait`) so that Ctrl-C or a TERM ends it.
+mkdir -p "$ROOTS"
+exec 9>"$ROOTS/.lock"
+if ! flock -n -s 9; then
+  log "another scripts/servers.sh holds $ROOTS; waiting for it"
+  flock -s 9 &
+  wait $!
+fi
 
 # --- mounts: every one a root's job makes is listed, and undone when it ends ---
 MOUNTS=()
@@ -429,6 +429,10 @@ run_root() {
   local s="$1" r="$ROOTS/$1" ver t p bin run labels=() ordered=() l
   trap root_cleanup EXIT
   trap 'exit 130' INT TERM
+  # Should the run itself be killed outright (SIGKILL, or a signal that
+  # found it where it could not run its trap), its jobs stop all the same.
+  local job=$BASHPID
+  (while kill -0 $$ 2>/dev/null; do sleep 2; done; kill -TERM "$job" 2>/dev/null) &
   exec 8>"$ROOTS/$s.lock"
   if ! flock -n 8; then
     log "$s: another scripts/servers.sh uses the $s root; waiting for it"
