@@ -207,6 +207,14 @@ mount_in() {
   mountpoint -q "$r/dev" || { mount -t devtmpfs devtmpfs "$r/dev"; MOUNTS+=("$r/dev"); }
   mountpoint -q "$r/dev/pts" || { mount -t devpts -o newinstance,ptmxmode=0666,mode=0620 devpts "$r/dev/pts"; MOUNTS+=("$r/dev/pts"); }
   mountpoint -q "$r/dev/shm" || { mount -t tmpfs -o size=8g,mode=1777 tmpfs "$r/dev/shm"; MOUNTS+=("$r/dev/shm"); }
+  # The host's record of which server id serves which tree (internal/svcuser:
+  # machine-wide, so that no two trees share an id): the roots run beside
+  # each other and beside the host's tests, whose servers all take ids from
+  # the one range, and an id a foreign process runs as is skipped, so a
+  # restarted daemon would not get its slots' ids back.
+  [ -d /var/lib/pristine-ids ] || install -d -m 0700 /var/lib/pristine-ids
+  mkdir -p "$r/var/lib/pristine-ids"
+  mountpoint -q "$r/var/lib/pristine-ids" || { mount --bind /var/lib/pristine-ids "$r/var/lib/pristine-ids"; MOUNTS+=("$r/var/lib/pristine-ids"); }
 }
 # unmount_left ROOT: what the tests mounted under the root and left there
 # (the bind mounts of `ip netns add` on /run/netns, a scratch filesystem of
