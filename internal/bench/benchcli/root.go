@@ -32,7 +32,7 @@ binary or a daemon.`,
 	}
 	cli.AddGlobalFlags(root, g)
 	cobra.EnableCommandSorting = false
-	root.AddCommand(newBenchCmd(g), newSoakCmd(g), newBenchArchiveCmd(g), newBenchCaptureCmd(g), newBenchFleetCmd(g), newOverheadCmd(g), newFrontPageCmd(g))
+	root.AddCommand(newBenchCmd(g), newSoakCmd(g), newBenchArchiveCmd(g), newBenchCaptureCmd(g), newBenchFleetCmd(g), newOverheadCmd(g), newFrontPageCmd(g), newVsCmd(g))
 	root.SetOut(g.IO.Out)
 	root.SetErr(g.IO.Err)
 	root.SetIn(g.IO.In)
