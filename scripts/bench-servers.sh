@@ -32,6 +32,9 @@
 # each in a run of its own, then prints both sides' figures with their
 # ratios and the MySQL parity bounds (`pristine-bench vs`): e.g. mysql-9.7
 # --vs host is MySQL 9.7 against the machine's MariaDB in one command.
+# --measure-reset runs internal/pool's TestMeasureResetPaths instead: the
+# full and the in-place reset of one demo slot, 20 times each, with the
+# CPU of each party and every in-place reset's phases (its debug log).
 # --capture (MySQL only) runs scripts/lib/bench-capture-mysql.sh in the
 # root: a 1 GB demo schema (SCALE, default 9) on a MySQL started by hand
 # with the clone plugin, then pristine's physical capture through it beside
@@ -64,11 +67,12 @@ while [ $# -gt 0 ]; do
     --scratch-size) shift; size="${1:-}" ;;
     --measure) measure=1 ;;
     --capture) measure=2 ;;
+    --measure-reset) measure=3 ;;
     --soak) shift; soak="${1:-}" ;;
     --vs) shift; vs="${1:-}" ;;
     --out) shift; out="${1:-}" ;; # where a side of --vs saves its JSON
     --) shift; demo=("$@"); break ;;
-    *) die "unknown argument $1: want mysql-9.7, mariadb-11.8 or host, --scratch ram|disk, --scratch-size SIZE, --measure, --capture, --soak CYCLES, --vs OTHER, then -- and pristine demo's flags" ;;
+    *) die "unknown argument $1: want mysql-9.7, mariadb-11.8 or host, --scratch ram|disk, --scratch-size SIZE, --measure, --measure-reset, --capture, --soak CYCLES, --vs OTHER, then -- and pristine demo's flags" ;;
   esac
   shift
 done
@@ -76,7 +80,7 @@ done
 [[ "$soak" =~ ^[0-9]+$ ]] || die "--soak $soak: want a number of cycles"
 if [ -n "$vs" ]; then
   case "$vs" in mysql-9.7|mariadb-11.8|host) ;; *) die "--vs $vs: want mysql-9.7, mariadb-11.8 or host" ;; esac
-  [ "$measure" -eq 0 ] || die "--vs compares demo runs: leave out --measure and --capture"
+  [ "$measure" -eq 0 ] || die "--vs compares demo runs: leave out --measure, --measure-reset and --capture"
   sides="$(mktemp -d /var/tmp/pristine-bench-vs-XXXXXX)"
   trap 'rm -rf "$sides"' EXIT
   GO="$(cat .go-path 2>/dev/null || command -v go)"
@@ -109,7 +113,7 @@ trap 'exit 130' INT TERM
 log "building bin/pristine (and the pool test binary with --measure) into $work"
 CGO_ENABLED=0 "$GO" build -trimpath -o "$work/pristine" ./cmd/pristine
 [ "$soak" -eq 0 ] || CGO_ENABLED=0 "$GO" build -trimpath -o "$work/pristine-bench" ./cmd/pristine-bench
-[ "$measure" -ne 1 ] || CGO_ENABLED=0 "$GO" test -c -o "$work/pool.test" ./internal/pool
+case "$measure" in 1|3) CGO_ENABLED=0 "$GO" test -c -o "$work/pool.test" ./internal/pool ;; esac
 cp scripts/lib/bench-capture-mysql.sh "$work/"
 truncate -s "$size" "$img"
 mkfs.btrfs -q "$img" >/dev/null
@@ -146,6 +150,10 @@ if [ -n "$r" ]; then
   mkdir -p "$work/upper" "$work/ovwork" "$sys"
   mount -t overlay overlay -o "lowerdir=$r,upperdir=$work/upper,workdir=$work/ovwork" "$sys"; mounts+=("$sys")
   mount -t proc proc "$sys/proc"; mounts+=("$sys/proc")
+  if [ "$measure" -eq 3 ]; then
+    # The reset measurement makes a btrfs scratch of its own: loop devices.
+    mount -t devtmpfs devtmpfs "$sys/dev"; mounts+=("$sys/dev")
+  fi
   mkdir -p "$sys/dev/shm"
   mount -t tmpfs -o size=8g,mode=1777 tmpfs "$sys/dev/shm"; mounts+=("$sys/dev/shm")
   mkdir -p "$sys/opt/bench"
@@ -171,6 +179,7 @@ run() { # run CMD...: in the root (chroot, a clean environment) or on the host
       PRISTINE_MEASURE_START="${PRISTINE_MEASURE_START:-}" PRISTINE_MEASURE_FS="${PRISTINE_MEASURE_FS:-}" \
       PRISTINE_MEASURE_EXTRA="${PRISTINE_MEASURE_EXTRA:-}" PRISTINE_MEASURE_N="${PRISTINE_MEASURE_N:-}" \
       PRISTINE_MEASURE_THREADS="${PRISTINE_MEASURE_THREADS:-}" PRISTINE_MEASURE_SMAPS="${PRISTINE_MEASURE_SMAPS:-}" \
+      PRISTINE_MEASURE_RESET="${PRISTINE_MEASURE_RESET:-}" \
       SCALE="${SCALE:-}" RUNS="${RUNS:-}" ${PRISTINE_MEASURE_ENV:-} sh -c 'cd / && exec "$@"' sh "$@"
   else
     (cd / && "$@")
@@ -179,12 +188,18 @@ run() { # run CMD...: in the root (chroot, a clean environment) or on the host
 echo "bench-servers: load average before: $(load)"
 if [ "$measure" -eq 2 ]; then
   run sh /opt/bench/bench-capture-mysql.sh
-elif [ "$measure" -eq 1 ]; then
-  export PRISTINE_MEASURE_START=1 PRISTINE_MEASURE_FS=copy
-  if [ -n "$sys" ]; then
-    run /opt/bench/pool.test -test.count=1 -test.v -test.timeout 30m -test.run 'TestMeasureSlotStart$'
+elif [ "$measure" -eq 1 ] || [ "$measure" -eq 3 ]; then
+  if [ "$measure" -eq 1 ]; then
+    export PRISTINE_MEASURE_START=1 PRISTINE_MEASURE_FS=copy
+    test_name='TestMeasureSlotStart$'
   else
-    run "$work/pool.test" -test.count=1 -test.v -test.timeout 30m -test.run 'TestMeasureSlotStart$'
+    export PRISTINE_MEASURE_RESET=1
+    test_name='TestMeasureResetPaths$'
+  fi
+  if [ -n "$sys" ]; then
+    run /opt/bench/pool.test -test.count=1 -test.v -test.timeout 30m -test.run "$test_name"
+  else
+    run "$work/pool.test" -test.count=1 -test.v -test.timeout 30m -test.run "$test_name"
   fi
 else
   if [ -n "$sys" ]; then
