@@ -151,8 +151,10 @@ if [ -n "$r" ]; then
   mount -t overlay overlay -o "lowerdir=$r,upperdir=$work/upper,workdir=$work/ovwork" "$sys"; mounts+=("$sys")
   mount -t proc proc "$sys/proc"; mounts+=("$sys/proc")
   if [ "$measure" -eq 3 ]; then
-    # The reset measurement makes a btrfs scratch of its own: loop devices.
+    # The reset measurement makes a btrfs scratch of its own: loop devices,
+    # and /sys to find which image a loop device holds.
     mount -t devtmpfs devtmpfs "$sys/dev"; mounts+=("$sys/dev")
+    mount -t sysfs sysfs "$sys/sys"; mounts+=("$sys/sys")
   fi
   mkdir -p "$sys/dev/shm"
   mount -t tmpfs -o size=8g,mode=1777 tmpfs "$sys/dev/shm"; mounts+=("$sys/dev/shm")
