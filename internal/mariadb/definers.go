@@ -139,10 +139,11 @@ func SecureDefiners(ctx context.Context, c *sql.Conn, leaseDBs []string, shared 
 			return nil, fmt.Errorf("secure definers: %w", err)
 		}
 	}
-	my, err := isMySQL(ctx, c)
+	f, err := Probe(ctx, c)
 	if err != nil {
 		return nil, fmt.Errorf("secure definers: %w", err)
 	}
+	my := f == MySQL
 	list := definedObjects
 	if my {
 		list = definedObjectsMySQL
