@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/pristinedb/pristine/internal/mariadb"
 	"github.com/pristinedb/pristine/internal/quote"
 
 	"github.com/go-sql-driver/mysql"
@@ -123,9 +124,9 @@ func logical(ctx context.Context, src *Source, target string, opt Options) (Stat
 	}
 	dst := sql.OpenDB(dconn)
 	defer dst.Close()
-	if my, err := isMySQL(ctx, dst); err != nil {
+	if f, err := mariadb.Probe(ctx, dst); err != nil {
 		return st, fmt.Errorf("target: %w", err)
-	} else if my {
+	} else if f.LocalInfileOff() {
 		// MySQL refuses LOAD DATA LOCAL unless the server allows it (off
 		// by default); the target is pristine's private build server, and
 		// the setting is not persisted into the template.

@@ -20,15 +20,6 @@ type rowQueryer interface {
 	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
 }
 
-// isMySQL asks the server whether it is MySQL (not MariaDB).
-func isMySQL(ctx context.Context, q rowQueryer) (bool, error) {
-	var v string
-	if err := q.QueryRowContext(ctx, "SELECT VERSION()").Scan(&v); err != nil {
-		return false, fmt.Errorf("read the server version: %w", err)
-	}
-	return !strings.Contains(strings.ToLower(v), "mariadb"), nil
-}
-
 // binlogMarker is the source's change marker with binary logging on:
 // MariaDB's @@gtid_binlog_pos; on MySQL, @@gtid_executed, or with GTIDs off
 // the binary log's file and position (SHOW BINARY LOG STATUS; SHOW MASTER

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"regexp"
 
+	"github.com/pristinedb/pristine/internal/mariadb"
 	"github.com/pristinedb/pristine/internal/quote"
 )
 
@@ -52,7 +53,7 @@ func unusableCreate(create string) (string, error) {
 // name under --skip-name-resolve) cannot be changed by ALTER USER. The
 // caller reloads the grant tables.
 func resetPasswords(ctx context.Context, db *sql.DB, accts []Account) error {
-	my, err := isMySQL(ctx, db)
+	f, err := mariadb.Probe(ctx, db)
 	if err != nil {
 		return err
 	}
@@ -60,7 +61,7 @@ func resetPasswords(ctx context.Context, db *sql.DB, accts []Account) error {
 		if a.Role {
 			continue
 		}
-		if my {
+		if f.PasswordByAlterUser() {
 			// MySQL has no mysql.global_priv nor PASSWORD(); ALTER USER
 			// reaches every account, a host name's too.
 			if _, err := db.ExecContext(ctx, "ALTER USER "+a.Grantee()+" IDENTIFIED BY '"+rand.Text()+"'"); err != nil {

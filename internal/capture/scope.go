@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/pristinedb/pristine/internal/mariadb"
 	"github.com/pristinedb/pristine/internal/quote"
 	"github.com/pristinedb/pristine/internal/sqlrows"
 
@@ -213,22 +214,12 @@ func PruneAccounts(ctx context.Context, db *sql.DB, dbs []string, withPasswords 
 	for _, a := range keep {
 		in[Account{User: a.User, Host: a.Host}] = true
 	}
-	my, err := isMySQL(ctx, db)
+	f, err := mariadb.Probe(ctx, db)
 	if err != nil {
 		return 0, err
 	}
 	// The grant tables, and the user and host columns of each.
-	type grantTable struct{ name, user, host string }
-	tables := []grantTable{{"global_priv", "User", "Host"}, {"db", "User", "Host"}, {"tables_priv", "User", "Host"},
-		{"columns_priv", "User", "Host"}, {"procs_priv", "User", "Host"}, {"proxies_priv", "User", "Host"}, {"roles_mapping", "User", "Host"}}
-	accounts := "global_priv"
-	if my {
-		accounts = "user"
-		tables = []grantTable{{"user", "User", "Host"}, {"db", "User", "Host"}, {"tables_priv", "User", "Host"},
-			{"columns_priv", "User", "Host"}, {"procs_priv", "User", "Host"}, {"proxies_priv", "User", "Host"},
-			{"global_grants", "USER", "HOST"}, {"role_edges", "FROM_USER", "FROM_HOST"}, {"role_edges", "TO_USER", "TO_HOST"},
-			{"default_roles", "USER", "HOST"}, {"default_roles", "DEFAULT_ROLE_USER", "DEFAULT_ROLE_HOST"}, {"password_history", "User", "Host"}}
-	}
+	accounts, tables := f.GrantTables()
 	var drop []Account
 	if err := scan(ctx, db, "SELECT User, Host FROM mysql."+accounts, func(r []string) {
 		if a := (Account{User: r[0], Host: r[1]}); !SystemAccount(a.User, a.Host) && !in[a] {
@@ -241,9 +232,9 @@ func PruneAccounts(ctx context.Context, db *sql.DB, dbs []string, withPasswords 
 	for _, a := range drop {
 		u, h := quote.String(a.User), quote.String(a.Host)
 		for _, t := range tables {
-			stmts = append(stmts, "DELETE FROM mysql."+t.name+" WHERE "+t.user+" = "+u+" AND "+t.host+" = "+h)
+			stmts = append(stmts, "DELETE FROM mysql."+t.Name+" WHERE "+t.User+" = "+u+" AND "+t.Host+" = "+h)
 		}
-		if a.Host == "" && !my {
+		if a.Host == "" && f.RolesByName() {
 			stmts = append(stmts, "DELETE FROM mysql.roles_mapping WHERE Role = "+u)
 		}
 	}

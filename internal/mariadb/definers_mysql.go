@@ -23,7 +23,6 @@ import (
 // mysql.role_edges; MySQL has no PUBLIC, but every account gets the roles
 // of mandatory_roles, which are reduced as PUBLIC is on MariaDB.
 
-
 // definedObjectsMySQL lists every view, trigger, routine and event with its
 // DEFINER from MySQL's information_schema (which reads the data
 // dictionary; EVENTS answers with the event scheduler off too).

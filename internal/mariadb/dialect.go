@@ -123,3 +123,10 @@ func (f Flavor) GrantTables() (accounts string, tables []GrantTable) {
 	return "global_priv", []GrantTable{{"global_priv", "User", "Host"}, {"db", "User", "Host"}, {"tables_priv", "User", "Host"},
 		{"columns_priv", "User", "Host"}, {"procs_priv", "User", "Host"}, {"proxies_priv", "User", "Host"}, {"roles_mapping", "User", "Host"}}
 }
+
+// RolesByName reports whether a role is named by its bare name, with an
+// empty host, and is not an account (MariaDB): SHOW CREATE USER does not
+// know it, and its grants to accounts are rows of mysql.roles_mapping
+// whose Role column names it. MySQL's roles are accounts (user@host),
+// granted by mysql.role_edges.
+func (f Flavor) RolesByName() bool { return f != MySQL }
