@@ -148,7 +148,7 @@ func logical(ctx context.Context, src *Source, target string, opt Options) (Stat
 	for i, t := range tables {
 		refs[i] = t.tableRef
 	}
-	sn, err := takeSnapshot(ctx, sdb, opt.Workers, mode, refs, opt.LockWait)
+	sn, err := takeSnapshot(ctx, sdb, src.Flavor, opt.Workers, mode, refs, opt.LockWait)
 	if err != nil {
 		return st, explain(err)
 	}
@@ -203,7 +203,7 @@ func logical(ctx context.Context, src *Source, target string, opt Options) (Stat
 	sn.close()
 	opt.log("copied %d rows of %d tables (%d chunks)", st.Rows, st.Tables, st.Chunks)
 
-	accts, skipped, err := readAccounts(ctx, src.DB, src.Databases)
+	accts, skipped, err := readAccounts(ctx, src.DB, src.Flavor, src.Databases)
 	if err != nil {
 		return st, explain(err)
 	}

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/pristinedb/pristine/internal/mariadb"
+
 	"github.com/go-sql-driver/mysql"
 )
 
@@ -27,15 +29,13 @@ type rowQueryer interface {
 func binlogMarker(ctx context.Context, q interface {
 	rowQueryer
 	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
-}) (string, error) {
+}, f mariadb.Flavor) (string, error) {
 	var pos sql.NullString
-	err := q.QueryRowContext(ctx, "SELECT @@gtid_binlog_pos").Scan(&pos)
-	if err == nil {
+	if f.GTIDBinlogPos() {
+		if err := q.QueryRowContext(ctx, "SELECT @@gtid_binlog_pos").Scan(&pos); err != nil {
+			return "", fmt.Errorf("read @@gtid_binlog_pos: %w", err)
+		}
 		return pos.String, nil
-	}
-	var me *mysql.MySQLError
-	if !errors.As(err, &me) || me.Number != 1193 { // unknown system variable: MySQL
-		return "", fmt.Errorf("read @@gtid_binlog_pos: %w", err)
 	}
 	if err := q.QueryRowContext(ctx, "SELECT @@gtid_executed").Scan(&pos); err != nil {
 		return "", fmt.Errorf("read @@gtid_executed: %w", err)

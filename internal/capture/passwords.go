@@ -49,14 +49,10 @@ func unusableCreate(create string) (string, error) {
 }
 
 // resetPasswords gives each account (not a role) a random password on db,
-// by its mysql.global_priv row: an account the server ignores (a host
-// name under --skip-name-resolve) cannot be changed by ALTER USER. The
+// a server of flavour f: by ALTER USER where that reaches every account,
+// else by its mysql.global_priv row (Flavor.PasswordByAlterUser). The
 // caller reloads the grant tables.
-func resetPasswords(ctx context.Context, db *sql.DB, accts []Account) error {
-	f, err := mariadb.Probe(ctx, db)
-	if err != nil {
-		return err
-	}
+func resetPasswords(ctx context.Context, db *sql.DB, f mariadb.Flavor, accts []Account) error {
 	for _, a := range accts {
 		if a.Role {
 			continue

@@ -203,9 +203,10 @@ func firstTable(q string) string {
 // as a host name under --skip-name-resolve, cannot be dropped by DROP
 // USER), then reloads them. System accounts (SystemAccount) are left to
 // the template build. Unless withPasswords, the accounts kept get a random
-// password instead of the source's (see WithoutAuthentication). It returns
-// the number of accounts removed.
-func PruneAccounts(ctx context.Context, db *sql.DB, dbs []string, withPasswords bool) (int, error) {
+// password instead of the source's (see WithoutAuthentication). f is the
+// copy's flavour: the source's, since a physical copy is started by the
+// same server. It returns the number of accounts removed.
+func PruneAccounts(ctx context.Context, db *sql.DB, f mariadb.Flavor, dbs []string, withPasswords bool) (int, error) {
 	keep, err := AccountScope(ctx, db, dbs)
 	if err != nil {
 		return 0, fmt.Errorf("list the copy's accounts in scope: %w", err)
@@ -213,10 +214,6 @@ func PruneAccounts(ctx context.Context, db *sql.DB, dbs []string, withPasswords 
 	in := map[Account]bool{}
 	for _, a := range keep {
 		in[Account{User: a.User, Host: a.Host}] = true
-	}
-	f, err := mariadb.Probe(ctx, db)
-	if err != nil {
-		return 0, err
 	}
 	// The grant tables, and the user and host columns of each.
 	accounts, tables := f.GrantTables()
@@ -255,7 +252,7 @@ func PruneAccounts(ctx context.Context, db *sql.DB, dbs []string, withPasswords 
 		}
 	}
 	if !withPasswords {
-		if err := resetPasswords(ctx, db, keep); err != nil {
+		if err := resetPasswords(ctx, db, f, keep); err != nil {
 			return 0, err
 		}
 	}

@@ -183,7 +183,7 @@ func (s *Source) Marker(ctx context.Context) error {
 		s.GTID = ""
 		return nil
 	}
-	pos, err := binlogMarker(ctx, s.DB)
+	pos, err := binlogMarker(ctx, s.DB, s.Flavor)
 	if err != nil {
 		return err
 	}

@@ -28,17 +28,13 @@ type account struct {
 // it no account is copied, and skipped says so. An account the source
 // cannot show (a host name under --skip-name-resolve) is skipped with a
 // note too.
-func readAccounts(ctx context.Context, db *sql.DB, dbs []string) (accts []account, skipped string, err error) {
+func readAccounts(ctx context.Context, db *sql.DB, f mariadb.Flavor, dbs []string) (accts []account, skipped string, err error) {
 	scope, err := AccountScope(ctx, db, dbs)
 	if err != nil {
 		if isAccessDenied(err) {
 			return nil, "accounts are not copied: grant SELECT ON mysql.* to copy the accounts of the captured databases", nil
 		}
 		return nil, "", fmt.Errorf("list the accounts of the captured databases: %w", err)
-	}
-	f, err := mariadb.Probe(ctx, db)
-	if err != nil {
-		return nil, "", err
 	}
 	if stmt := f.HexHashesStatement(); stmt != "" {
 		// Hashes as hex, which CREATE USER takes back (MySQL's are binary).

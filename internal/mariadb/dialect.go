@@ -137,3 +137,8 @@ func (f Flavor) RolesByName() bool { return f != MySQL }
 // its binary form: equal rows can sum differently there, so a comparison
 // of data digests the rows' values itself.
 func (f Flavor) ChecksumTableStable() bool { return f != MySQL }
+
+// GTIDBinlogPos reports whether the server's change marker with binary
+// logging on is @@gtid_binlog_pos (MariaDB's GTIDs). Else it is MySQL's
+// @@gtid_executed, or with GTIDs off the binary log's file and position.
+func (f Flavor) GTIDBinlogPos() bool { return f != MySQL }

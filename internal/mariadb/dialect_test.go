@@ -22,7 +22,7 @@ func TestFlavorOf(t *testing.T) {
 // capabilities were methods.
 func TestUnknownFlavorIsMariaDB(t *testing.T) {
 	var f Flavor
-	if f.Name() != MariaDB.Name() || f.ClonePlugin() || f.LocalInfileOff() || !f.SequenceEngine() || f.PasswordByAlterUser() || !f.ChecksumTableStable() || !f.RolesByName() || f.HexHashesStatement() != "" || f.Client("mariadb") != "mariadb" {
+	if f.Name() != MariaDB.Name() || f.ClonePlugin() || f.LocalInfileOff() || !f.SequenceEngine() || f.PasswordByAlterUser() || !f.GTIDBinlogPos() || !f.ChecksumTableStable() || !f.RolesByName() || f.HexHashesStatement() != "" || f.Client("mariadb") != "mariadb" {
 		t.Errorf("the empty flavour does not answer as MariaDB")
 	}
 	if a, _ := f.GrantTables(); a != "global_priv" {

@@ -205,7 +205,7 @@ func (b *Builder) buildFromServer(ctx context.Context, dir string, opt BuildOpti
 		// The accounts and AUTO_INCREMENT counters a logical capture
 		// carries: the accounts in scope of the databases, the source's
 		// counters (docs/fidelity.md).
-		n, err := capture.PruneAccounts(ctx, db, src.Databases, opt.Server.WithPasswords)
+		n, err := capture.PruneAccounts(ctx, db, src.Flavor, src.Databases, opt.Server.WithPasswords)
 		if err != nil {
 			return err
 		}
