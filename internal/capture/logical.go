@@ -161,7 +161,7 @@ func logical(ctx context.Context, src *Source, target string, opt Options) (Stat
 		return st, err
 	}
 	defer main.Close()
-	if err := createSchema(ctx, src.DB, sn.conns[0], main, src.Databases, tables); err != nil {
+	if err := createSchema(ctx, src.DB, src.Flavor, sn.conns[0], main, src.Databases, tables); err != nil {
 		return st, explain(err)
 	}
 	if opt.AfterSnapshot != nil {
@@ -256,8 +256,9 @@ func targetSession(ctx context.Context, dst *sql.DB, binary bool) (*sql.Conn, er
 	return c, nil
 }
 
-// createSchema creates the databases, tables and sequences on the target.
-func createSchema(ctx context.Context, srcDB *sql.DB, snap, dst *sql.Conn, dbs []string, tables []*table) error {
+// createSchema creates the databases, tables and sequences on the target,
+// read from srcDB, a server of flavour f.
+func createSchema(ctx context.Context, srcDB *sql.DB, f mariadb.Flavor, snap, dst *sql.Conn, dbs []string, tables []*table) error {
 	for _, d := range dbs {
 		var name, create string
 		if err := srcDB.QueryRowContext(ctx, "SHOW CREATE DATABASE "+quote.Ident(d)).Scan(&name, &create); err != nil {
@@ -268,7 +269,7 @@ func createSchema(ctx context.Context, srcDB *sql.DB, snap, dst *sql.Conn, dbs [
 		}
 	}
 	for _, t := range tables {
-		if err := describe(ctx, srcDB, t); err != nil {
+		if err := describe(ctx, srcDB, f, t); err != nil {
 			return err
 		}
 		for _, q := range []string{"USE " + quote.Ident(t.db), t.create} {

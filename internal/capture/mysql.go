@@ -8,8 +8,6 @@ import (
 	"strings"
 
 	"github.com/pristinedb/pristine/internal/mariadb"
-
-	"github.com/go-sql-driver/mysql"
 )
 
 // What a capture reads differently from a MySQL 8/9 source (or writes to a
@@ -67,10 +65,4 @@ func binlogMarker(ctx context.Context, q interface {
 		return "", nil // binary logging is off after all
 	}
 	return "", errors.New("read the binary log position: SHOW BINARY LOG STATUS needs REPLICATION CLIENT (or give the source GTIDs)")
-}
-
-// isNoSuchColumn reports an unknown column (error 1054).
-func isNoSuchColumn(err error) bool {
-	var me *mysql.MySQLError
-	return errors.As(err, &me) && me.Number == 1054
 }

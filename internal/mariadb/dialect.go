@@ -142,3 +142,19 @@ func (f Flavor) ChecksumTableStable() bool { return f != MySQL }
 // logging on is @@gtid_binlog_pos (MariaDB's GTIDs). Else it is MySQL's
 // @@gtid_executed, or with GTIDs off the binary log's file and position.
 func (f Flavor) GTIDBinlogPos() bool { return f != MySQL }
+
+// ColumnsQuery reads a table's columns from information_schema.COLUMNS in
+// order, the table's schema and name as its two arguments: name, data
+// type, key, and ALWAYS for a generated column, else NEVER. MariaDB has
+// IS_GENERATED; MySQL has not, and its EXTRA says VIRTUAL GENERATED or
+// STORED GENERATED (DEFAULT_GENERATED is a stored column with an
+// expression default).
+func (f Flavor) ColumnsQuery() string {
+	if f == MySQL {
+		return `SELECT COLUMN_NAME, DATA_TYPE, COLUMN_KEY,
+		 IF(EXTRA LIKE '%VIRTUAL GENERATED%' OR EXTRA LIKE '%STORED GENERATED%', 'ALWAYS', 'NEVER')
+		 FROM information_schema.COLUMNS WHERE TABLE_SCHEMA=? AND TABLE_NAME=? ORDER BY ORDINAL_POSITION`
+	}
+	return `SELECT COLUMN_NAME, DATA_TYPE, COLUMN_KEY, IS_GENERATED
+	 FROM information_schema.COLUMNS WHERE TABLE_SCHEMA=? AND TABLE_NAME=? ORDER BY ORDINAL_POSITION`
+}
