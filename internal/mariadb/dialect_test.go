@@ -35,3 +35,29 @@ func TestUnknownFlavorIsMariaDB(t *testing.T) {
 		t.Errorf("the empty flavour claims mariadb-backup copies it")
 	}
 }
+
+// TestCapabilitiesPerFlavor pins what each family answers, so a change
+// of a capability is a visible change of this table.
+func TestCapabilitiesPerFlavor(t *testing.T) {
+	for _, tc := range []struct {
+		f                                                                          Flavor
+		name, client, accounts                                                     string
+		clone, backup, infileOff, seq, alterUser, byName, hex, gtidPos, checksumOK bool
+	}{
+		{MariaDB, "MariaDB", "mariadb-dump", "global_priv", false, true, false, true, false, true, false, true, true},
+		{MySQL, "MySQL", "mysqldump", "user", true, false, true, false, true, false, true, false, false},
+	} {
+		accounts, tables := tc.f.GrantTables()
+		got := []any{tc.f.Name(), tc.f.Client("mariadb-dump"), accounts, tc.f.ClonePlugin(), tc.f.MariadbBackup(), tc.f.LocalInfileOff(), tc.f.SequenceEngine(),
+			tc.f.PasswordByAlterUser(), tc.f.RolesByName(), tc.f.HexHashesStatement() != "", tc.f.GTIDBinlogPos(), tc.f.ChecksumTableStable()}
+		want := []any{tc.name, tc.client, tc.accounts, tc.clone, tc.backup, tc.infileOff, tc.seq, tc.alterUser, tc.byName, tc.hex, tc.gtidPos, tc.checksumOK}
+		for i := range want {
+			if got[i] != want[i] {
+				t.Errorf("%s: capability %d = %v, want %v", tc.f, i, got[i], want[i])
+			}
+		}
+		if tables[0].Name != accounts {
+			t.Errorf("%s: the first grant table is %s, want the accounts' table %s", tc.f, tables[0].Name, accounts)
+		}
+	}
+}
