@@ -11,21 +11,19 @@ import (
 )
 
 // What a capture reads differently from a MySQL 8/9 source (or writes to a
-// MySQL target): the change marker, generated columns (schema.go), roles
-// (mysql.role_edges, mysql.default_roles: scope.go), the grant tables a
-// physical copy's accounts are pruned in, and passwords (ALTER USER).
-
-// rowQueryer is a *sql.DB or a *sql.Conn.
-type rowQueryer interface {
-	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
-}
+// MySQL target): the change marker (below), generated columns (schema.go),
+// roles (mysql.role_edges, mysql.default_roles: scope.go), the grant tables
+// a physical copy's accounts are pruned in, and passwords (ALTER USER).
+// Each is a capability of the source's mariadb.Flavor, read once when the
+// source is opened (Source.Flavor), but AccountScope's reads, which try
+// MariaDB's tables and columns and fall back on MySQL's.
 
 // binlogMarker is the source's change marker with binary logging on:
 // MariaDB's @@gtid_binlog_pos; on MySQL, @@gtid_executed, or with GTIDs off
 // the binary log's file and position (SHOW BINARY LOG STATUS; SHOW MASTER
 // STATUS before 8.2).
 func binlogMarker(ctx context.Context, q interface {
-	rowQueryer
+	mariadb.RowQueryer
 	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
 }, f mariadb.Flavor) (string, error) {
 	var pos sql.NullString
