@@ -15,8 +15,7 @@ import (
 // roles (mysql.role_edges, mysql.default_roles: scope.go), the grant tables
 // a physical copy's accounts are pruned in, and passwords (ALTER USER).
 // Each is a capability of the source's mariadb.Flavor, read once when the
-// source is opened (Source.Flavor), but AccountScope's reads, which try
-// MariaDB's tables and columns and fall back on MySQL's.
+// source is opened (Source.Flavor).
 
 // binlogMarker is the source's change marker with binary logging on:
 // MariaDB's @@gtid_binlog_pos; on MySQL, @@gtid_executed, or with GTIDs off

@@ -3,7 +3,6 @@ package capture
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -11,8 +10,6 @@ import (
 	"github.com/pristinedb/pristine/internal/mariadb"
 	"github.com/pristinedb/pristine/internal/quote"
 	"github.com/pristinedb/pristine/internal/sqlrows"
-
-	"github.com/go-sql-driver/mysql"
 )
 
 // Account is a user (user@host) or a role (Role set, Host empty) of a
@@ -63,23 +60,18 @@ type queryer = sqlrows.Queryer
 //  3. the roles granted to an account of 1 or 2, and theirs, transitively;
 //
 // less the system accounts (SystemAccount) and definers that do not exist.
+// The mysql schema is read with the queries of the server's flavour f.
 // An account with global privileges only (an administrator's, a backup
 // account's) is the host's and not in scope. Reading the mysql schema needs
 // SELECT on it; the error is returned as is (see isAccessDenied).
-func AccountScope(ctx context.Context, db queryer, dbs []string) ([]Account, error) {
+func AccountScope(ctx context.Context, db queryer, f mariadb.Flavor, dbs []string) ([]Account, error) {
 	if len(dbs) == 0 {
 		return nil, nil
 	}
 	type key struct{ user, host string }
 	exists := map[key]bool{} // -> is a role
-	users := func(q string) error {
-		return scan(ctx, db, q, func(r []string) { exists[key{r[0], r[1]}] = r[2] == "Y" })
-	}
-	if err := users("SELECT User, Host, is_role FROM mysql.user"); err != nil {
-		// MySQL has no is_role column (nor MariaDB's roles).
-		if isAccessDenied(err) || users("SELECT User, Host, 'N' FROM mysql.user") != nil {
-			return nil, err
-		}
+	if err := scan(ctx, db, f.AccountsQuery(), func(r []string) { exists[key{r[0], r[1]}] = r[2] == "Y" }); err != nil {
+		return nil, err
 	}
 	in := make([]string, len(dbs))
 	for i, d := range dbs {
@@ -116,31 +108,14 @@ func AccountScope(ctx context.Context, db queryer, dbs []string) ([]Account, err
 			add([]string{r[0], ""}) // a role
 		}
 	}
-	// information_schema.EVENTS fails while the event scheduler is off
-	// (a copy started with --skip-grant-tables); MySQL 8 has no
-	// mysql.event.
-	if err := scan(ctx, db, fmt.Sprintf(definers, "SELECT definer FROM mysql.event WHERE db IN "+list), addDefiner); err != nil {
-		if err2 := scan(ctx, db, fmt.Sprintf(definers, "SELECT DEFINER FROM information_schema.EVENTS WHERE EVENT_SCHEMA IN "+list), addDefiner); err2 != nil {
-			return nil, err
-		}
+	if err := scan(ctx, db, fmt.Sprintf(definers, f.EventDefinersQuery(list)), addDefiner); err != nil {
+		return nil, err
 	}
 	granted := map[key][]key{}
-	if err := scan(ctx, db, "SELECT User, Host, Role FROM mysql.roles_mapping", func(r []string) {
-		granted[key{r[0], r[1]}] = append(granted[key{r[0], r[1]}], key{r[2], ""})
+	if err := scan(ctx, db, f.RoleGrantsQuery(), func(r []string) {
+		granted[key{r[0], r[1]}] = append(granted[key{r[0], r[1]}], key{r[2], r[3]})
 	}); err != nil {
-		if !isNoSuchTable(err) {
-			return nil, err
-		}
-		// MySQL: a role is an account (with a host) granted to another
-		// in mysql.role_edges; it counts as a role here.
-		if err := scan(ctx, db, "SELECT TO_USER, TO_HOST, FROM_USER, FROM_HOST FROM mysql.role_edges", func(r []string) {
-			granted[key{r[0], r[1]}] = append(granted[key{r[0], r[1]}], key{r[2], r[3]})
-			if _, ok := exists[key{r[2], r[3]}]; ok {
-				exists[key{r[2], r[3]}] = true
-			}
-		}); err != nil {
-			return nil, err
-		}
+		return nil, err
 	}
 	for todo := keys(scope); len(todo) > 0; {
 		k := todo[len(todo)-1]
@@ -207,7 +182,7 @@ func firstTable(q string) string {
 // copy's flavour: the source's, since a physical copy is started by the
 // same server. It returns the number of accounts removed.
 func PruneAccounts(ctx context.Context, db *sql.DB, f mariadb.Flavor, dbs []string, withPasswords bool) (int, error) {
-	keep, err := AccountScope(ctx, db, dbs)
+	keep, err := AccountScope(ctx, db, f, dbs)
 	if err != nil {
 		return 0, fmt.Errorf("list the copy's accounts in scope: %w", err)
 	}
@@ -260,10 +235,4 @@ func PruneAccounts(ctx context.Context, db *sql.DB, f mariadb.Flavor, dbs []stri
 		return 0, fmt.Errorf("reload the copy's grant tables: %w", err)
 	}
 	return len(drop), nil
-}
-
-// isNoSuchTable reports a missing table (error 1146).
-func isNoSuchTable(err error) bool {
-	var me *mysql.MySQLError
-	return errors.As(err, &me) && me.Number == 1146
 }

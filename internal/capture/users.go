@@ -29,7 +29,7 @@ type account struct {
 // cannot show (a host name under --skip-name-resolve) is skipped with a
 // note too.
 func readAccounts(ctx context.Context, db *sql.DB, f mariadb.Flavor, dbs []string) (accts []account, skipped string, err error) {
-	scope, err := AccountScope(ctx, db, dbs)
+	scope, err := AccountScope(ctx, db, f, dbs)
 	if err != nil {
 		if isAccessDenied(err) {
 			return nil, "accounts are not copied: grant SELECT ON mysql.* to copy the accounts of the captured databases", nil

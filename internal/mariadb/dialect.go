@@ -131,6 +131,39 @@ func (f Flavor) GrantTables() (accounts string, tables []GrantTable) {
 // granted by mysql.role_edges.
 func (f Flavor) RolesByName() bool { return f != MySQL }
 
+// AccountsQuery lists the server's accounts and roles from the mysql
+// schema: user, host, and Y for a role. MariaDB marks its roles in
+// mysql.user's is_role; MySQL has no such column, and a role there is an
+// account granted to another (mysql.role_edges).
+func (f Flavor) AccountsQuery() string {
+	if f == MySQL {
+		return `SELECT User, Host, IF(EXISTS(SELECT 1 FROM mysql.role_edges e
+		 WHERE e.FROM_USER = u.User AND e.FROM_HOST = u.Host), 'Y', 'N') FROM mysql.user u`
+	}
+	return "SELECT User, Host, is_role FROM mysql.user"
+}
+
+// RoleGrantsQuery lists the roles granted to accounts: grantee user and
+// host, then the role's user and host (MariaDB's roles have no host: "").
+func (f Flavor) RoleGrantsQuery() string {
+	if f == MySQL {
+		return "SELECT TO_USER, TO_HOST, FROM_USER, FROM_HOST FROM mysql.role_edges"
+	}
+	return "SELECT User, Host, Role, '' FROM mysql.roles_mapping"
+}
+
+// EventDefinersQuery selects the DEFINER of the events in the schemas of
+// in, a parenthesised list of quoted names. MariaDB's are read from
+// mysql.event, since its information_schema.EVENTS fails while the event
+// scheduler is off (a copy started with --skip-grant-tables); MySQL 8 and
+// later have no mysql.event.
+func (f Flavor) EventDefinersQuery(in string) string {
+	if f == MySQL {
+		return "SELECT DEFINER FROM information_schema.EVENTS WHERE EVENT_SCHEMA IN " + in
+	}
+	return "SELECT definer FROM mysql.event WHERE db IN " + in
+}
+
 // ChecksumTableStable reports whether CHECKSUM TABLE ... EXTENDED gives
 // equal rows equal sums. MySQL's reads the stored record, which holds the
 // buffers of hidden and virtual columns as they happen to be and JSON in

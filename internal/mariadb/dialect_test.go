@@ -61,3 +61,29 @@ func TestCapabilitiesPerFlavor(t *testing.T) {
 		}
 	}
 }
+
+// TestAccountQueriesPerFlavor: the mysql schema's reads of accounts, role
+// grants and event definers name each family's own tables, so no read is
+// tried on one family's tables and retried on the other's.
+func TestAccountQueriesPerFlavor(t *testing.T) {
+	for _, tc := range []struct {
+		f                              Flavor
+		accounts, roleGrants, eventsIn string
+	}{
+		{MariaDB, "is_role", "mysql.roles_mapping", "mysql.event"},
+		{MySQL, "mysql.role_edges", "mysql.role_edges", "information_schema.EVENTS"},
+	} {
+		for what, got := range map[string][2]string{
+			"AccountsQuery":      {tc.f.AccountsQuery(), tc.accounts},
+			"RoleGrantsQuery":    {tc.f.RoleGrantsQuery(), tc.roleGrants},
+			"EventDefinersQuery": {tc.f.EventDefinersQuery("('app')"), tc.eventsIn},
+		} {
+			if !strings.Contains(got[0], got[1]) {
+				t.Errorf("%s.%s = %q, want it to read %s", tc.f, what, got[0], got[1])
+			}
+		}
+	}
+	if q := MariaDB.EventDefinersQuery("('app')"); !strings.HasSuffix(q, "IN ('app')") {
+		t.Errorf("EventDefinersQuery does not end with the schemas' list: %q", q)
+	}
+}

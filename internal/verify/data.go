@@ -7,7 +7,6 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/pristinedb/pristine/internal/mariadb"
 	"github.com/pristinedb/pristine/internal/quote"
 )
 
@@ -21,10 +20,6 @@ func (r *reader) checksums(db *sql.DB, workers int) error {
 	}
 	ctx, cancel := context.WithCancel(r.ctx)
 	defer cancel()
-	flavor, err := mariadb.Probe(ctx, db)
-	if err != nil {
-		return fmt.Errorf("checksum tables: %w", err)
-	}
 	work := make(chan int)
 	sums := make([]string, len(r.tables))
 	errs := make([]error, workers)
@@ -47,7 +42,7 @@ func (r *reader) checksums(db *sql.DB, workers int) error {
 				var name string
 				var sum sql.NullString
 				var err error
-				if !flavor.ChecksumTableStable() {
+				if !r.flavor.ChecksumTableStable() {
 					if sum, err = rowsDigest(ctx, c, t[0], t[1]); err != nil {
 						errs[w] = err
 						cancel()
