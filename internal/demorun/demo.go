@@ -117,7 +117,7 @@ func Demo(ctx context.Context, store *template.Builder, opt DemoOptions) (*DemoR
 
 	// 1. The demo SQL, written by the project, then a template from it.
 	sqlPath := filepath.Join(store.Catalog().Root().Path, "tmp", "demo.sql")
-	if err := WriteSQL(sqlPath, demo.Options{Scale: opt.Scale, MySQL: store.Binary().Flavor == mariadb.MySQL}); err != nil {
+	if err := WriteSQL(sqlPath, demo.Options{Scale: opt.Scale, MySQL: !store.Binary().Flavor.SequenceEngine()}); err != nil {
 		return nil, err
 	}
 	say("building template demo from %s", sqlPath)

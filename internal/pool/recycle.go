@@ -153,8 +153,7 @@ func sessionWrites(ctx context.Context, conn querier, f mariadb.Flavor) (int64, 
 	if err != nil {
 		return 0, fmt.Errorf("read the admin session's write counters: %w", err)
 	}
-	delete(status, mariadb.MariaDB.LSNStatus())
-	delete(status, mariadb.MySQL.LSNStatus())
+	delete(status, f.LSNStatus())
 	n, err := sumWrites(status, f)
 	return int64(n), err
 }

@@ -155,7 +155,7 @@ func Run(ctx context.Context, store *template.Builder, opt Options) (*Report, er
 // buildTemplate builds (or finds) the demo template at scale.
 func buildTemplate(ctx context.Context, store *template.Builder, scale float64) (*catalog.Meta, error) {
 	sqlPath := filepath.Join(store.Catalog().Root().Path, "tmp", fmt.Sprintf("overhead-demo-%g.sql", scale))
-	if err := demorun.WriteSQL(sqlPath, demo.Options{Scale: scale, MySQL: store.Binary().Flavor == mariadb.MySQL}); err != nil {
+	if err := demorun.WriteSQL(sqlPath, demo.Options{Scale: scale, MySQL: !store.Binary().Flavor.SequenceEngine()}); err != nil {
 		return nil, err
 	}
 	defer os.Remove(sqlPath)
