@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path/filepath"
+	"unsafe"
 
 	"github.com/pristinedb/pristine/internal/mountinfo"
 	"golang.org/x/sys/unix"
@@ -57,7 +58,30 @@ func Recompress(dir string) (bool, error) {
 	if err == nil {
 		err = syncfs(dir)
 	}
+	if err == nil {
+		trim(dir)
+	}
 	return err == nil, err
+}
+
+// fstrimRange is struct fstrim_range (linux/fs.h).
+type fstrimRange struct{ start, len, minlen uint64 }
+
+const fitrim = 0xC0185879 // _IOWR('X', 121, struct fstrim_range)
+
+// trim tells the filesystem holding dir to discard its free space now:
+// on a loop-mounted scratch that gives the uncompressed copy's blocks
+// back to the image's RAM at once, instead of when the asynchronous
+// discard gets to them. Best effort: a filesystem or device without
+// discard keeps them until it reuses them.
+func trim(dir string) {
+	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return
+	}
+	defer unix.Close(fd)
+	r := fstrimRange{len: ^uint64(0)}
+	_ = ioctlPtr(fd, fitrim, unsafe.Pointer(&r))
 }
 
 // rewrite copies the file at p to a new file beside it with ordinary
