@@ -157,8 +157,14 @@ func printScratch(g *Globals, info *scratch.Info) error {
 			scratch.FormatSize(info.Used), scratch.FormatSize(info.Avail), scratch.FormatSize(info.Memory), note)
 	case info.Stale:
 		fmt.Fprintf(g.IO.Out, "scratch: recorded (%s) but not mounted; run \"pristine scratch down\" to clean up\n", info.Image)
+	case info.RootCompress != "":
+		fmt.Fprintf(g.IO.Out, "scratch: not up; %s is a plain directory on the root's filesystem (%s, compress=%s: templates built there are compressed)\n", info.Mount, info.RootFS, info.RootCompress)
 	default:
-		fmt.Fprintf(g.IO.Out, "scratch: not up; %s is a plain directory on the root's filesystem\n", info.Mount)
+		fs := ""
+		if info.RootFS != "" {
+			fs = " (" + info.RootFS + ")"
+		}
+		fmt.Fprintf(g.IO.Out, "scratch: not up; %s is a plain directory on the root's filesystem%s\n", info.Mount, fs)
 	}
 	return nil
 }

@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/pristinedb/pristine/internal/cow"
 	"github.com/pristinedb/pristine/internal/errtag"
 	"github.com/pristinedb/pristine/internal/mountinfo"
 	"github.com/pristinedb/pristine/internal/rootdir"
@@ -52,6 +53,11 @@ type Info struct {
 	AlreadyUp bool      `json:"already_up,omitempty"` // Up found it up and changed nothing
 	Remounted bool      `json:"remounted,omitempty"`  // Up mounted the recorded image again (after a reboot)
 	Stale     bool      `json:"stale,omitempty"`      // recorded, but not mounted: Down cleans up
+	// RootFS and RootCompress describe the filesystem that holds the
+	// data directory when no scratch filesystem is up: a root already on
+	// btrfs mounted with compress= gets compressed templates too.
+	RootFS       string `json:"root_fs,omitempty"`
+	RootCompress string `json:"root_compress,omitempty"`
 	// Warning says, in one line with the fix, when the directory holding
 	// the image has less room than the image may still grow by: writes
 	// inside the filesystem then fail with "no space left on device".
@@ -91,6 +97,10 @@ func Status(root *rootdir.Root) (*Info, error) {
 	}
 	info := &Info{Mount: root.Data()}
 	if rec == nil {
+		if m, err := mountinfo.Of(root.Data()); err == nil && m != nil {
+			info.RootFS = m.FSType
+		}
+		info.RootCompress, _ = cow.Compression(root.Data())
 		return info, nil
 	}
 	info.FS, info.Size, info.Image, info.Loop, info.Created, info.Compress = rec.FS, rec.Size, rec.Image, rec.Loop, rec.Created, rec.Compress

@@ -479,3 +479,33 @@ func TestParseCompress(t *testing.T) {
 		}
 	}
 }
+
+// TestRootOnCompressedBtrfs puts a root on a btrfs filesystem that is
+// already mounted with compression (here another root's compressed
+// scratch, standing in for an administrator's mount): scratch status of
+// that root, with no scratch of its own, names the filesystem and its
+// compression.
+func TestRootOnCompressedBtrfs(t *testing.T) {
+	needRootAnd(t, "mkfs.btrfs")
+	ctx := context.Background()
+	outer := newRoot(t)
+	if _, err := Up(ctx, outer, Options{Size: 512 << 20, Compress: "zstd:1"}); err != nil {
+		t.Fatalf("Up: %v", err)
+	}
+	t.Cleanup(func() { Down(ctx, outer) })
+	inner, err := rootdir.Open(filepath.Join(outer.Data(), "inner"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := Status(inner)
+	if err != nil || st.Up || st.RootFS != "btrfs" || st.RootCompress != "zstd:1" {
+		t.Errorf("Status of a root on a zstd:1 btrfs: %+v, %v; want not up, root_fs btrfs, root_compress zstd:1", st, err)
+	}
+	plain := newRoot(t)
+	if st, err := Status(plain); err != nil || st.RootCompress != "" || st.RootFS == "" {
+		t.Errorf("Status of a root on %s: %+v, %v; want its filesystem and no compression", st.RootFS, st, err)
+	}
+	if err := os.RemoveAll(inner.Path); err != nil {
+		t.Fatal(err)
+	}
+}
