@@ -107,6 +107,7 @@ type Pool struct {
 	backend cow.Backend
 	opt     Options
 	dir     string // clones live in dir/NNN/data
+	disk    diskCache // the last DiskUse (diskuse.go)
 	run     string // sockets and logs live in run/NNN
 
 	mu     sync.Mutex
