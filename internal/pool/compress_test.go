@@ -62,8 +62,15 @@ func TestCompressedScratchAndPages(t *testing.T) {
 	if err := ref.QueryRow("SHOW CREATE TABLE big").Scan(&table, &create); err != nil {
 		t.Fatal(err)
 	}
-	if got := strings.Contains(create, "PAGE_COMPRESSED"); got != pageCompressed {
-		t.Errorf("SHOW CREATE TABLE big on a slot:\n%s\nwant PAGE_COMPRESSED: %v", create, pageCompressed)
+	if got := strings.Contains(create, "`PAGE_COMPRESSED`='ON'"); got != pageCompressed {
+		t.Errorf("SHOW CREATE TABLE big on a slot:\n%s\nwant `PAGE_COMPRESSED`='ON': %v", create, pageCompressed)
+	}
+	var opts string
+	if err := ref.QueryRow("SELECT CREATE_OPTIONS FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'big'").Scan(&opts); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Contains(opts, "`PAGE_COMPRESSED`='ON'"); got != pageCompressed {
+		t.Errorf("CREATE_OPTIONS of big: %q; want `PAGE_COMPRESSED`='ON': %v", opts, pageCompressed)
 	}
 
 	l := leaseIn(t, p)
