@@ -180,7 +180,9 @@ func (s *Server) getPool(w http.ResponseWriter, r *http.Request) {
 		fail(w, err)
 		return
 	}
-	writeJSON(w, 200, StatusOut(p.Status(true)))
+	out := StatusOut(p.Status(true))
+	out.Disk = p.DiskUse()
+	writeJSON(w, 200, out)
 }
 
 // poolUp brings a pool up and streams its progress as NDJSON.
