@@ -9,8 +9,8 @@ import (
 // and both lease loops' rates with their ratio.
 func TestForkMarkdown(t *testing.T) {
 	rep := &ForkReport{Server: "10.11", Backend: "btrfs", Cores: 2, LoadBefore: "1.0", LoadAfter: "2.0",
-		Small: ForkTimes{Template: "fork-demo", Scale: 1, Bytes: 110e6, Forks: 2, DaemonP50S: 0.4, WallP50S: 0.41, DaemonS: []float64{0.4, 0.45}},
-		Large: ForkTimes{Template: "fork-demo-large", Scale: 10, Bytes: 1100e6, Forks: 2, DaemonP50S: 0.44, WallP50S: 0.45, DaemonS: []float64{0.44, 0.5}},
+		Small:   ForkTimes{Template: "fork-demo", Scale: 1, Bytes: 110e6, Forks: 2, DaemonP50S: 0.4, WallP50S: 0.41, DaemonS: []float64{0.4, 0.45}},
+		Large:   ForkTimes{Template: "fork-demo-large", Scale: 10, Bytes: 1100e6, Forks: 2, DaemonP50S: 0.44, WallP50S: 0.45, DaemonS: []float64{0.44, 0.5}},
 		FromSQL: &SoakResult{Clients: 4, Cycles: 400, PoolSize: 8, LeasesPerSec: 30},
 		Fork:    &SoakResult{Clients: 4, Cycles: 400, PoolSize: 8, LeasesPerSec: 29}}
 	rep.Ratio = ratioOf(rep.Large.DaemonP50S, rep.Small.DaemonP50S)
