@@ -130,8 +130,8 @@ class ForkTestCase(TransactionTestCase):
     def _make_fork(cls) -> _Fork:
         """Find the class's fork, or run setUpTestData on a lease of the
         run's template and fork it; bring a pool of it up."""
-        alias = next((a for a in ("default", *sorted(cls.databases)) if a in cls.databases and a in connections),
-                     None)
+        databases = cls._validate_databases()  # "__all__" is every alias
+        alias = next((a for a in ("default", *sorted(databases)) if a in databases), None)
         if alias is None:
             raise TypeError(f"{cls.__qualname__}: a ForkTestCase needs a database (databases = {cls.databases!r})")
         try:
