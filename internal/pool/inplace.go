@@ -153,6 +153,9 @@ func (p *Pool) readyInPlace(s *slot, out *inplaceDone, start time.Time) {
 	}
 	s.units[0].spent = false
 	s.err, s.failing = "", false
+	if out.tables > 0 {
+		s.imported = s.srv
+	}
 	p.countPath(PathInPlace)
 	p.stats.TablesRestored += int64(out.tables)
 	p.observe("reset", time.Since(start))

@@ -366,6 +366,21 @@ public final class PristineClient {
         return call("POST", "/v1/leases/" + esc(id) + "/extend", Map.of("ttl_seconds", ttlSeconds), Lease.class);
     }
 
+    /**
+     * Makes template name from lease id's current state: everything
+     * committed before the fork starts (docs/architecture.md, "Fork"). The
+     * lease and its connections go on. With a key (e.g. {@link ContentKey}
+     * of the fixture files; null or empty for none), the fork is filed
+     * under its parent's key and this one, and a later fork with the same
+     * key answers at once with the template made before ({@code built}
+     * false). Lease the fork by name once a pool of it is up
+     * ({@link #ensurePool} with the answer's hash).
+     */
+    public ForkAnswer fork(String id, String name, String key) {
+        Map<String, Object> req = key == null || key.isEmpty() ? Map.of("name", name) : Map.of("name", name, "key", key);
+        return call("POST", "/v1/leases/" + esc(id) + "/fork", req, ForkAnswer.class);
+    }
+
     /** Asks the daemon to bring every pool down and exit. */
     public void shutdown() {
         call("POST", "/v1/shutdown", null, Void.class);

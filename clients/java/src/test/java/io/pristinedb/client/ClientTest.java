@@ -282,6 +282,46 @@ class ClientTest {
         c.poolDown("java-grows");
     }
 
+    /**
+     * A fork is a template of a lease's current state: its leases see the
+     * row written before it, the same key returns the fork made before,
+     * and the lease's connection goes on.
+     */
+    @Test
+    void forkMakesATemplateOfALeaseAndTheLeaseGoesOn() throws Exception {
+        PristineClient c = d.unix();
+        TemplateAnswer base = c.ensureTemplate(TemplateRequest.of("java-forkbase", uniqueKey("forkbase")),
+                conn -> exec(conn, "CREATE TABLE canary (id INT PRIMARY KEY, v VARCHAR(20))", "INSERT INTO canary VALUES (1, 'pristine')"), 0);
+        c.ensurePool("java-forkbase", base.hash(), 1);
+        Lease l = c.leaseWait(LeaseRequest.of("java-forkbase", "fork"));
+        ForkAnswer a;
+        try (Connection conn = l.connect(); Statement st = conn.createStatement()) {
+            st.execute("UPDATE canary SET v = 'loaded'");
+            a = c.fork(l.id(), "java-forked", "fixtures-v1");
+            assertTrue(a.built(), a.toString());
+            assertEquals("java-forked", a.template().path("name").asText());
+            assertEquals(base.hash(), a.template().path("parent").asText());
+            assertEquals("java-forkbase", a.template().path("parent_name").asText());
+            // The holder's connection survives the fork.
+            assertEquals(1, count(conn, "SELECT COUNT(*) FROM canary WHERE v = 'loaded'"), "the holder's connection after the fork");
+            // The same key again: the fork made before, at once.
+            ForkAnswer again = c.fork(l.id(), "java-forked", "fixtures-v1");
+            assertTrue(!again.built(), again.toString());
+            assertEquals(a.hash(), again.hash());
+        } finally {
+            c.release(l.id(), false);
+        }
+        c.ensurePool("java-forked", a.hash(), 1);
+        Lease f = c.leaseWait(LeaseRequest.of("java-forked", "of the fork"));
+        try (Connection conn = f.connect()) {
+            assertEquals(1, count(conn, "SELECT COUNT(*) FROM canary WHERE v = 'loaded'"), "a lease of the fork lacks the row written before it");
+        } finally {
+            c.release(f.id(), false);
+            c.poolDown("java-forked");
+            c.poolDown("java-forkbase");
+        }
+    }
+
     @Test
     void errorsOutOfRangeComeWithTheDaemonsMessage() {
         PristineException e = assertThrows(PristineException.class, () -> d.unix().lease(new LeaseRequest("x", "h", 1e300, 0, 0)));
