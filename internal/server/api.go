@@ -535,13 +535,29 @@ func (s *Server) release(w http.ResponseWriter, r *http.Request) {
 		fail(w, err)
 		return
 	}
-	reset, err := p.Release(r.Context(), id, mode)
+	res, err := releaseLease(r, p, id, mode)
 	if err != nil {
 		fail(w, err)
 		return
 	}
-	s.log.Info("release", "id", id, "template", p.Meta.Name, "reset", reset)
-	writeJSON(w, 200, ReleaseResult{Released: id, Reset: reset})
+	s.log.Info("release", "id", id, "template", p.Meta.Name, "reset", res.Reset, "checking", res.Checking)
+	writeJSON(w, 200, res)
+}
+
+// releaseLease ends lease id of p. An unchanged release's check runs in
+// the background, off the holder's clock, unless the request asks to wait
+// for its verdict (?wait=true).
+func releaseLease(r *http.Request, p *pool.Pool, id string, mode pool.ReleaseMode) (ReleaseResult, error) {
+	wait := r.URL.Query().Get("wait")
+	if wait != "" && wait != "true" && wait != "1" && wait != "false" && wait != "0" {
+		return ReleaseResult{}, fmt.Errorf("%w: wait must be true or false", errBadRequest)
+	}
+	if wait == "true" || wait == "1" {
+		reset, err := p.Release(r.Context(), id, mode)
+		return ReleaseResult{Released: id, Reset: reset}, err
+	}
+	checking, err := p.ReleaseAsync(id, mode)
+	return ReleaseResult{Released: id, Reset: true, Checking: checking}, err
 }
 
 func (s *Server) keep(w http.ResponseWriter, r *http.Request) {
