@@ -48,7 +48,7 @@ func TestHelpListsTheBenchmarks(t *testing.T) {
 	if code := cli.ExecuteContext(context.Background(), NewRoot(cli.Stdio{In: strings.NewReader(""), Out: &out, Err: &out}), []string{"--help"}); code != 0 {
 		t.Fatalf("--help: exit %d: %s", code, out.String())
 	}
-	for _, name := range []string{"bench", "soak", "bench-archive", "bench-capture", "bench-fleet", "front-page"} {
+	for _, name := range []string{"bench", "soak", "bench-archive", "bench-capture", "bench-fleet", "pertest", "front-page"} {
 		if !strings.Contains(out.String(), "\n  "+name+" ") {
 			t.Errorf("pristine-bench --help does not list %s:\n%s", name, out.String())
 		}

@@ -1,7 +1,7 @@
 // Package benchcli is the command tree of pristine-bench, the benchmarks of
 // pristine kept out of the product binary: bench (every way of getting N
 // copies side by side, the service section, the docs generator with its
-// charts), soak, bench-archive, bench-capture, bench-fleet and front-page
+// charts), soak, bench-archive, bench-capture, bench-fleet, pertest and front-page
 // (the README's sample and the benchmarks' summary from saved runs). It shares
 // pristine's global flags, root, daemon and exit codes (internal/cli);
 // pristine itself never imports it (docs/bench_test.go checks that).
@@ -32,7 +32,7 @@ binary or a daemon.`,
 	}
 	cli.AddGlobalFlags(root, g)
 	cobra.EnableCommandSorting = false
-	root.AddCommand(newBenchCmd(g), newSoakCmd(g), newBenchArchiveCmd(g), newBenchCaptureCmd(g), newBenchFleetCmd(g), newOverheadCmd(g), newFrontPageCmd(g))
+	root.AddCommand(newBenchCmd(g), newSoakCmd(g), newBenchArchiveCmd(g), newBenchCaptureCmd(g), newBenchFleetCmd(g), newOverheadCmd(g), newPertestCmd(g), newFrontPageCmd(g))
 	root.SetOut(g.IO.Out)
 	root.SetErr(g.IO.Err)
 	root.SetIn(g.IO.In)
