@@ -530,12 +530,17 @@ func (s *Server) release(w http.ResponseWriter, r *http.Request) {
 		fail(w, fmt.Errorf("%w: mode must be dirty or unchanged", errBadRequest))
 		return
 	}
+	wait := r.URL.Query().Get("wait")
+	if wait != "" && wait != "true" && wait != "1" && wait != "false" && wait != "0" {
+		fail(w, fmt.Errorf("%w: wait must be true or false", errBadRequest))
+		return
+	}
 	p, err := s.callerLease(r, id)
 	if err != nil {
 		fail(w, err)
 		return
 	}
-	res, err := releaseLease(r, p, id, mode)
+	res, err := releaseLease(r.Context(), p, id, mode, wait == "true" || wait == "1")
 	if err != nil {
 		fail(w, err)
 		return
@@ -545,15 +550,11 @@ func (s *Server) release(w http.ResponseWriter, r *http.Request) {
 }
 
 // releaseLease ends lease id of p. An unchanged release's check runs in
-// the background, off the holder's clock, unless the request asks to wait
-// for its verdict (?wait=true).
-func releaseLease(r *http.Request, p *pool.Pool, id string, mode pool.ReleaseMode) (ReleaseResult, error) {
-	wait := r.URL.Query().Get("wait")
-	if wait != "" && wait != "true" && wait != "1" && wait != "false" && wait != "0" {
-		return ReleaseResult{}, fmt.Errorf("%w: wait must be true or false", errBadRequest)
-	}
-	if wait == "true" || wait == "1" {
-		reset, err := p.Release(r.Context(), id, mode)
+// the background, off the holder's clock, unless wait (?wait=true) asks
+// for its verdict.
+func releaseLease(ctx context.Context, p *pool.Pool, id string, mode pool.ReleaseMode, wait bool) (ReleaseResult, error) {
+	if wait {
+		reset, err := p.Release(ctx, id, mode)
 		return ReleaseResult{Released: id, Reset: reset}, err
 	}
 	checking, err := p.ReleaseAsync(id, mode)
