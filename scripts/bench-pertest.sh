@@ -11,8 +11,9 @@ cd "$(dirname "$0")/.."
 N=${1:-200}
 bash scripts/build.sh >/dev/null
 W=$(mktemp -d /tmp/pristine-bench-pertest-XXXXXX)
+chmod 755 "$W" # the servers run as an account of their own
 export PRISTINE_ROOT="$W/root" PRISTINE_BIN="$PWD/bin/pristine"
-cleanup() { bin/pristine pool down pertest >/dev/null 2>&1 || true; rm -rf "$W"; }
+cleanup() { bin/pristine pool down --template pertest >/dev/null 2>&1 && rm -rf "$W"; }
 trap cleanup EXIT
 echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)"
 bin/pristine-bench pertest --tests "$N"
