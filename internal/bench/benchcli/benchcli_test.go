@@ -51,7 +51,7 @@ func TestHelpListsTheBenchmarks(t *testing.T) {
 	if code := cli.ExecuteContext(context.Background(), NewRoot(cli.Stdio{In: strings.NewReader(""), Out: &out, Err: &out}), []string{"--help"}); code != 0 {
 		t.Fatalf("--help: exit %d: %s", code, out.String())
 	}
-	for _, name := range []string{"bench", "soak", "bench-archive", "bench-capture", "bench-fleet", "overhead", "fork", "front-page"} {
+	for _, name := range []string{"bench", "soak", "bench-archive", "bench-capture", "bench-fleet", "overhead", "fork", "pertest", "front-page", "vs"} {
 		if !strings.Contains(out.String(), "\n  "+name+" ") {
 			t.Errorf("pristine-bench --help does not list %s:\n%s", name, out.String())
 		}

@@ -167,7 +167,7 @@ class ClientTest {
         try (Connection conn = b.connect()) {
             assertEquals(1, count(conn, "SELECT COUNT(*) FROM canary"), "b sees a's write");
         }
-        assertTrue(c.release(a.id(), true), "a written database was not reset");
+        assertTrue(c.releaseWait(a.id(), true), "a written database was not reset");
         c.release(b.id(), true);
         // The next lease is pristine again.
         Lease again = c.leaseWait(LeaseRequest.of("java-once", "again"));
@@ -192,6 +192,46 @@ class ClientTest {
         PristineException ce = assertThrows(PristineException.class, () -> c.ensureTemplate(TemplateRequest.of("java-fails-cmd", uniqueKey("cmd")),
                 TemplateSpecs.command("echo migrating; exit 3"), 0));
         assertTrue(ce.getMessage().contains("exited with status 3: migrating"), ce.getMessage());
+    }
+
+    /**
+     * A lease's pooled DataSource gives the same server connection back
+     * after a close (one connection per test, not one per transaction), and
+     * a Prefetcher hands out the lease it took while the one before was in
+     * use: each pristine, though each test writes.
+     */
+    @Test
+    void pooledConnectionsAndPrefetchedLeases() throws Exception {
+        PristineClient c = d.unix();
+        TemplateSpec spec = new TemplateSpec("java-prefetch", List.of(), List.of(uniqueKey("prefetch")), TemplateSpecs.command(
+                "mariadb -u\"$MYSQL_USER\" \"$MYSQL_DATABASE\" < src/test/resources/schema.sql"), null, 2, null, true);
+        spec.ensure(c);
+        try (Prefetcher p = c.prefetch(LeaseRequest.of("java-prefetch", "prefetch").withWait(60))) {
+            p.warm();
+            for (int i = 0; i < 3; i++) {
+                Lease l = p.lease();
+                long first;
+                try (LeaseDataSource ds = new LeaseDataSource(l)) {
+                    try (Connection conn = ds.getConnection()) {
+                        assertEquals(0, count(conn, "SELECT COUNT(*) FROM items WHERE name = 'written'"), "lease " + i + " is not pristine");
+                        conn.createStatement().execute("INSERT INTO items (name) VALUES ('written')");
+                        first = count(conn, "SELECT CONNECTION_ID()");
+                    }
+                    try (Connection conn = ds.getConnection()) {
+                        assertEquals(first, count(conn, "SELECT CONNECTION_ID()"), "the pooled DataSource opened a new connection");
+                    }
+                    assertEquals(1, ds.idle());
+                }
+                // The next lease is taken ahead while this one is held.
+                long ahead = 0;
+                for (long deadline = System.nanoTime() + 30_000_000_000L; ahead == 0 && System.nanoTime() < deadline; Thread.sleep(20)) {
+                    ahead = c.leases().stream().filter(x -> "java-prefetch".equals(x.template()) && !x.id().equals(l.id())).count();
+                }
+                assertEquals(1, ahead, "no lease taken ahead while lease " + i + " was held");
+                c.release(l.id(), false);
+            }
+        }
+        assertTrue(c.leases().stream().noneMatch(l -> "java-prefetch".equals(l.template())), "leases left: " + c.leases());
     }
 
     @Test
