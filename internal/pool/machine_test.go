@@ -136,7 +136,7 @@ func (s *fakeServer) kill()                        { s.killed.Store(true); s.die
 // die ends the server as a crash would.
 func (s *fakeServer) die() { s.once.Do(func() { close(s.done) }) }
 
-func (s *fakeServer) recycle(ctx context.Context, was check, a account, _ string, _ []string) (account, check, error) {
+func (s *fakeServer) recycle(ctx context.Context, was check, a account, _ []string) (account, check, error) {
 	s.f.mu.Lock()
 	recycle := s.f.recycle
 	s.f.mu.Unlock()

@@ -29,7 +29,8 @@ type querier = mariadb.Querier
 
 // recycle ends a lease's account and, when neither the server's write
 // counters and global variables nor the slot's files changed since the
-// slot was ready, makes a new account for the next holder. An error (or a
+// slot was ready, hands the account on to the next holder under a new
+// name and password (rekeyAccount). An error (or a
 // zero account) means the database must be reset; errChanged says what
 // moved.
 //
@@ -41,7 +42,7 @@ type querier = mariadb.Querier
 // list holds that connection alone; a connection that does not go within
 // the bound resets the slot. An XA transaction left behind (prepared, it
 // outlives its connection) resets the slot too.
-func recycle(ctx context.Context, admin *sql.DB, f mariadb.Flavor, was check, a account, db string, dirs []string) (account, check, error) {
+func recycle(ctx context.Context, admin *sql.DB, f mariadb.Flavor, was check, a account, dirs []string) (account, check, error) {
 	conn, err := admin.Conn(ctx)
 	if err != nil {
 		return account{}, check{}, fmt.Errorf("admin connection: %w", err)
@@ -90,10 +91,7 @@ func recycle(ctx context.Context, admin *sql.DB, f mariadb.Flavor, was check, a 
 	if d := was.files.diff(files, 5); len(d) > 0 {
 		return account{}, check{}, fmt.Errorf("%w: files changed: %s", errChanged, strings.Join(d, ", "))
 	}
-	if _, err := conn.ExecContext(ctx, "DROP USER IF EXISTS "+quote.Account(a.user, "%")); err != nil {
-		return account{}, check{}, fmt.Errorf("drop lease account: %w", err)
-	}
-	fresh, err := newAccount(ctx, conn, db, 1)
+	fresh, err := rekeyAccount(ctx, conn, a)
 	if err != nil {
 		return account{}, check{}, err
 	}
@@ -279,7 +277,7 @@ func (p *Pool) beginRelease(id string, mode ReleaseMode, async bool) (*pendingCh
 // the database is handed out again, or reset. It reports whether the
 // database will be reset.
 func (p *Pool) finishCheck(ctx context.Context, c *pendingCheck) (reset bool, err error) {
-	fresh, now, err := c.srv.recycle(ctx, c.was, c.acct, c.u.db, c.dirs)
+	fresh, now, err := c.srv.recycle(ctx, c.was, c.acct, c.dirs)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	s, u := c.s, c.u
