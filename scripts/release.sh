@@ -35,7 +35,7 @@ debversion="${version#v}"
 if ! [[ "$debversion" =~ ^[0-9] ]] || [[ "$version" != v* && -z "${PRISTINE_VERSION:-}" ]]; then
   debversion="0.0.0~git$(git log -1 --format=%cd --date=format:%Y%m%d HEAD).${commit:0:12}"
 fi
-debversion="${debversion//-dirty/+dirty}"
+case "$version" in *-dirty) debversion="${debversion%-dirty}+dirty" ;; esac
 debversion="${debversion//-/+}" # v1.2.0-3-gabc (describe past a tag) -> 1.2.0+3+gabc
 date="$(git log -1 --format=%ct HEAD)"
 export SOURCE_DATE_EPOCH="$date"
