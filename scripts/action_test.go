@@ -262,6 +262,9 @@ func TestActionSteps(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		if err := os.Chmod(root, 0o755); err != nil { // the servers' ids pass through
+			t.Fatal(err)
+		}
 		r := &fakeRunner{t: t, repo: repo, ws: ws, temp: filepath.Join(ws, ".runner-temp"), cacheStore: cacheStore,
 			inputs: map[string]string{}, env: map[string]string{}}
 		for k, in := range a.Inputs {
