@@ -291,13 +291,47 @@ func TestActionSteps(t *testing.T) {
 			t.Fatalf("job %d: the action exported PRISTINE_ROOT=%q and socket %q, want %s\n%s", job, r.env["PRISTINE_ROOT"], r.outputs["pool"]["socket"], root, r.log.String())
 		}
 		// The test step: a lease through the exported daemon.
-		cmd := exec.Command("bash", "-ec", `eval "$(pristine lease)"; mariadb -N -e 'SELECT COUNT(*) FROM t'; pristine release "$PRISTINE_LEASE"`)
+		cmd := exec.Command("bash", "-ec", `eval "$(pristine lease)"; mariadb -N -e 'SELECT COUNT(*) FROM t'; pristine release "$PRISTINE_LEASE" >&2`)
 		cmd.Dir, cmd.Env = ws, r.environ(nil)
-		out, err := cmd.CombinedOutput()
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
 		if err != nil || strings.TrimSpace(string(out)) != "3" {
-			t.Fatalf("job %d: a lease through the action's daemon: %v: %s\n%s", job, err, out, r.log.String())
+			t.Fatalf("job %d: a lease through the action's daemon: %v: %s%s\n%s", job, err, out, stderr.String(), r.log.String())
 		}
 		t.Logf("job %d: cache-hit %s, key %s, a lease taken and released", job, wantHit, r.outputs["key"]["key"])
 		down()
+	}
+}
+
+// TestActionInstallRefusesTamperedRelease plays whoever swapped the
+// release tarball (a mirror, a cache, a compromised download): the
+// install step refuses a tarball whose SHA-256 is not the one the
+// release's SHA256SUMS names, before it unpacks or runs anything.
+func TestActionInstallRefusesTamperedRelease(t *testing.T) {
+	dir := t.TempDir()
+	name := "pristine_vtest_linux_" + runtime.GOARCH
+	write(t, filepath.Join(dir, name, "pristine"), "#!/bin/sh\necho planted >\"$MARK\"\n")
+	tarball := filepath.Join(dir, name+".tar.gz")
+	if out, err := exec.Command("tar", "-C", dir, "-czf", tarball, name).CombinedOutput(); err != nil {
+		t.Fatalf("tar: %v: %s", err, out)
+	}
+	write(t, filepath.Join(dir, "SHA256SUMS"), strings.Repeat("0", 64)+"  "+name+".tar.gz\n")
+	gh := filepath.Join(dir, "gh")
+	mark := filepath.Join(dir, "ran")
+	out, err := sh(t, []string{"PRISTINE_URL_INPUT=" + tarball, "PRISTINE_INSTALL_SERVER=false", "RUNNER_TEMP=" + dir,
+		"GITHUB_PATH=" + gh + "-path", "GITHUB_ENV=" + gh + "-env", "GITHUB_WORKSPACE=" + dir, "MARK=" + mark},
+		"bash action/install.sh")
+	if err == nil {
+		t.Fatalf("the install step accepted a tarball that does not match SHA256SUMS:\n%s", out)
+	}
+	if !strings.Contains(out, "does not match the release's SHA256SUMS") {
+		t.Errorf("the refusal does not say why:\n%s", out)
+	}
+	if _, err := os.Stat(mark); err == nil {
+		t.Error("the install step ran the tampered binary")
+	}
+	if b, _ := os.ReadFile(gh + "-path"); len(b) > 0 {
+		t.Errorf("the install step put the tampered release on $GITHUB_PATH: %s", b)
 	}
 }
