@@ -101,6 +101,8 @@ printf '#!/bin/sh\nexit 101\n' >"$r/usr/sbin/policy-rc.d" && chmod 755 "$r/usr/s
 mount --bind "$r" "$r"; mount --make-private "$r"; MOUNTS+=("$r")
 mount -t proc proc "$r/proc"; MOUNTS+=("$r/proc")
 mount -t sysfs sysfs "$r/sys"; MOUNTS+=("$r/sys")
+# The host's cgroup tree, where the daemon makes its slots' groups.
+mount --rbind /sys/fs/cgroup "$r/sys/fs/cgroup"; MOUNTS+=("$r/sys/fs/cgroup")
 mount -t devtmpfs devtmpfs "$r/dev"; MOUNTS+=("$r/dev")
 mount -t devpts -o newinstance,ptmxmode=0666,mode=0620 devpts "$r/dev/pts"; MOUNTS+=("$r/dev/pts")
 mount -t tmpfs -o size=4g,mode=1777 tmpfs "$r/dev/shm"; MOUNTS+=("$r/dev/shm")
@@ -142,7 +144,11 @@ nofile="$(unit_value LimitNOFILE)"
 [ "$(unit_value NoNewPrivileges)" = yes ] || die "the unit lacks NoNewPrivileges=yes"
 envs=()
 while read -r e; do [ -n "$e" ] && envs+=("$e"); done < <(unit_value Environment)
-cgroup="/sys/fs/cgroup/pristine-deb-test-$$.service"
+# The unified (v2) hierarchy: /sys/fs/cgroup, or /sys/fs/cgroup/unified on
+# a hybrid host.
+v2="$(awk '$3 == "cgroup2" { print $2; exit }' /proc/mounts)"
+[ -n "$v2" ] || skip "no cgroup v2 hierarchy to start the service in, as systemd would"
+cgroup="$v2/pristine-deb-test-$$.service"
 mkdir "$cgroup"
 log "starting the unit's ExecStart= ($exec_start) in cgroup ${cgroup#/sys/fs/cgroup}, LimitNOFILE=$nofile, NoNewPrivileges"
 (
