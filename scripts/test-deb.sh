@@ -10,9 +10,10 @@
 # as a tarball under $PRISTINE_DEB_TEST_CACHE, default
 # /var/cache/pristine-deb-test, and unpacked afresh each run), and there:
 #
-#   1. `apt-get install ./pristine_*.deb` pulls MariaDB, btrfs-progs and
-#      xfsprogs, creates the pristine account; the unit is checked with
-#      `systemd-analyze verify`;
+#   1. systemd installed (as on a Debian machine, though it does not run
+#      in the root), then `apt-get install ./pristine_*.deb` pulls MariaDB,
+#      btrfs-progs and xfsprogs, creates the pristine account and enables
+#      the service; the unit is checked with `systemd-analyze verify`;
 #   2. the service is started the way systemd would start it: a chroot has
 #      no systemd as PID 1, so the unit's Environment= and ExecStart= line
 #      run in a cgroup of their own (Delegate=yes), with its LimitNOFILE and
@@ -119,9 +120,9 @@ running_in_root() {
 
 # --- 1. install ---
 cp "$deb" "$r/tmp/"
-log "apt-get install ./$(basename "$deb") (with MariaDB, btrfs-progs, xfsprogs)"
+log "apt-get install systemd (as on a Debian machine), then ./$(basename "$deb") (with MariaDB, btrfs-progs, xfsprogs)"
 t0=$SECONDS
-in_root sh -c "apt-get update -qq && apt-get install -y -qq --no-install-recommends /tmp/$(basename "$deb")" >"$r/tmp/install.log" 2>&1 ||
+in_root sh -c "apt-get update -qq && apt-get install -y -qq --no-install-recommends systemd && apt-get install -y -qq --no-install-recommends /tmp/$(basename "$deb")" >"$r/tmp/install.log" 2>&1 ||
   { tail -30 "$r/tmp/install.log"; die "apt-get install of the package failed"; }
 log "installed in $((SECONDS - t0)) s"
 in_root getent passwd pristine | grep -q ':/usr/sbin/nologin$' || die "postinst made no pristine system account"
@@ -130,7 +131,7 @@ in_root pristine --version | tee /dev/stderr | grep -q 'server: /usr/sbin/mariad
 unit="$r/lib/systemd/system/pristine.service"
 [ -f "$unit" ] || die "the package has no unit at /lib/systemd/system/pristine.service"
 if command -v systemd-analyze >/dev/null; then
-  out="$(systemd-analyze verify --root="$r" /lib/systemd/system/pristine.service 2>&1)" || die "systemd-analyze verify: $out"
+  out="$(systemd-analyze verify --man=no --root="$r" /lib/systemd/system/pristine.service 2>&1)" || die "systemd-analyze verify: $out"
   [ -z "$out" ] || die "systemd-analyze verify has complaints: $out"
   log "systemd-analyze verify: the unit is clean"
 else
@@ -138,9 +139,15 @@ else
 fi
 
 # --- 2. the service, as systemd would start it ---
+[ -L "$r/etc/systemd/system/multi-user.target.wants/pristine.service" ] || die "postinst did not enable pristine.service"
 unit_value() { sed -n "s/^$1=//p" "$unit"; }
 exec_start="$(unit_value ExecStart)"
 nofile="$(unit_value LimitNOFILE)"
+[ "$nofile" = 65536 ] || die "the unit's LimitNOFILE is $nofile, not 65536 (the API's full connection cap, 16384, is a quarter of it)"
+if [ "$(ulimit -Hn)" != unlimited ] && [ "$(ulimit -Hn)" -lt "$nofile" ] && ! prlimit --pid $$ --nofile="$nofile:$nofile" 2>/dev/null; then
+  log "this machine caps open files at $(ulimit -Hn) and may not raise it: the service runs with that limit, not LimitNOFILE=$nofile"
+  nofile="$(ulimit -Hn)"
+fi
 [ "$(unit_value NoNewPrivileges)" = yes ] || die "the unit lacks NoNewPrivileges=yes"
 envs=()
 while read -r e; do [ -n "$e" ] && envs+=("$e"); done < <(unit_value Environment)
@@ -198,6 +205,7 @@ in_root apt-get purge -y -qq pristine >"$r/tmp/purge.log" 2>&1 || { cat "$r/tmp/
 ! grep -q " $r/var/lib/pristine" /proc/mounts || die "apt-get purge left a mount under /var/lib/pristine"
 ! ls "$r"/dev/shm/pristine-*.img >/dev/null 2>&1 || die "apt-get purge left the scratch image in /dev/shm"
 ! in_root getent passwd pristine >/dev/null || die "apt-get purge left the pristine account"
+[ ! -e "$r/etc/systemd/system/multi-user.target.wants/pristine.service" ] || die "apt-get purge left pristine.service enabled"
 left="$(running_in_root)"
 [ -z "$left" ] || die "still running in the root after apt-get purge: $left"
 log "PASS: installed, served, leased, removed and purged (nothing running or mounted) in $SECONDS s"
