@@ -91,6 +91,7 @@ if [ ! -f "$cache/bookworm-minbase.tar" ]; then
   rm -rf --one-file-system "$b"
 fi
 tar -C "$r" -xf "$cache/bookworm-minbase.tar"
+chmod 0755 "$r" # a machine's / (mktemp made it 0700)
 for f in /etc/apt/apt.conf.d/*; do
   case "$(basename "$f")" in docker-*|20packagekit|50appstream|01autoremove|02autoremove-*) ;; *) cp "$f" "$r/etc/apt/apt.conf.d/" ;; esac
 done
