@@ -189,7 +189,8 @@ serves="$(running_in_root | grep -c 'pristine serve' || true)"
 [ "$(grep -c ^ "$cgroup/cgroup.procs" 2>/dev/null)" -ge 1 ] || die "the daemon left its cgroup"
 compgen -G "$cgroup/pristine/*/slot-*" >/dev/null ||
   die "the slots' servers are not in cgroups below the service's"
-log "a lease was taken and released through the service; $(grep -c mariadbd <(running_in_root)) servers run"
+log "a lease was taken and released through the service; $(grep -c mariadbd <(running_in_root)) servers run; pool status:"
+grep -E '^pool |backend|slot processes|memory' "$r/tmp/use.log" | sed 's/^/test-deb:   /' || true
 
 # --- 4. remove, then purge ---
 log "apt-get remove pristine"
