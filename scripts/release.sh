@@ -17,7 +17,7 @@
 # when no tag names the commit. A checkout with uncommitted changes is
 # stamped "-dirty" and said so. The .deb is made by nfpm (a pinned
 # version, run with `go run`: the Go module proxy is all it needs).
-# scripts/scripts_test.go (TestRelease) runs this in a fresh clone.
+# scripts/release_test.go (TestRelease) runs this in a fresh clone.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 GO="$(cat .go-path 2>/dev/null || command -v go)"
