@@ -35,6 +35,12 @@ rm -rf "$OVH"
 # again, inside cached Debian roots of MariaDB 11.8 and MySQL 9.7. A root
 # that cannot be built fails the run.
 bash scripts/servers.sh
+# The Debian package (docs/packaging.md): built, installed into a fresh
+# Debian 12 root, its service started, a lease taken through it, removed
+# and purged with nothing left; skips, saying why, when not root or
+# without debootstrap. A few minutes (the root is cached after its first
+# debootstrap).
+bash scripts/test-deb.sh
 # Clients (issue 8): the Python and PHP packages' tests, the examples and the
 # Django comparison, each against a daemon of the binary built here.
 bash scripts/build.sh
