@@ -159,7 +159,7 @@ func Fork(ctx context.Context, store *template.Builder, opt ForkOptions) (*ForkR
 func buildDemo(ctx context.Context, store *template.Builder, name string, scale float64, say func(string, ...any)) (*catalog.Meta, error) {
 	sqlPath := filepath.Join(store.Catalog().Root().Path, "tmp", fmt.Sprintf("%s-%g.sql", name, scale))
 	say("building %s: the demo schema at scale %g (load average %s)", name, scale, stats.LoadAverage())
-	if err := demorun.WriteSQL(sqlPath, demo.Options{Scale: scale, MySQL: store.Binary().Flavor == mariadb.MySQL}); err != nil {
+	if err := demorun.WriteSQL(sqlPath, demo.Options{Scale: scale, MySQL: !store.Binary().Flavor.SequenceEngine()}); err != nil {
 		return nil, err
 	}
 	defer os.Remove(sqlPath)
