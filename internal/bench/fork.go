@@ -5,17 +5,13 @@ import (
 	"database/sql"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"runtime"
 	"time"
 
 	"github.com/pristinedb/pristine/api"
 	"github.com/pristinedb/pristine/client"
 	"github.com/pristinedb/pristine/internal/catalog"
-	"github.com/pristinedb/pristine/internal/demo"
 	"github.com/pristinedb/pristine/internal/demorun"
-	"github.com/pristinedb/pristine/internal/mariadb"
 	"github.com/pristinedb/pristine/internal/server"
 	"github.com/pristinedb/pristine/internal/stats"
 	"github.com/pristinedb/pristine/internal/template"
@@ -157,15 +153,10 @@ func Fork(ctx context.Context, store *template.Builder, opt ForkOptions) (*ForkR
 
 // buildDemo builds (or finds) the demo template at scale under name.
 func buildDemo(ctx context.Context, store *template.Builder, name string, scale float64, say func(string, ...any)) (*catalog.Meta, error) {
-	sqlPath := filepath.Join(store.Catalog().Root().Path, "tmp", fmt.Sprintf("%s-%g.sql", name, scale))
 	say("building %s: the demo schema at scale %g (load average %s)", name, scale, stats.LoadAverage())
-	if err := demorun.WriteSQL(sqlPath, demo.Options{Scale: scale, MySQL: !store.Binary().Flavor.SequenceEngine()}); err != nil {
-		return nil, err
-	}
-	defer os.Remove(sqlPath)
-	m, _, err := store.Build(ctx, template.BuildOptions{Name: name, FromSQL: sqlPath, Profile: mariadb.DefaultProfile(), Workers: 2})
+	m, err := demorun.BuildDemo(ctx, store, name, scale, 2)
 	if err != nil {
-		return nil, fmt.Errorf("build %s: %w", name, err)
+		return nil, err
 	}
 	say("%s: %.0f MB, built in %.1f s", name, float64(m.Bytes)/1e6, m.BuildSeconds)
 	return m, nil
