@@ -95,8 +95,16 @@ func (l Lease) MarshalJSON() ([]byte, error) {
 type ReleaseResult struct {
 	Released string `json:"released"`
 	// Reset is false when the database was released unchanged, checked,
-	// and handed out again without a reset.
+	// and handed out again without a reset; true otherwise, also while
+	// the check runs (Checking).
 	Reset bool `json:"reset"`
+	// Checking is true when release --unchanged's check runs in the
+	// daemon after this answer (the default; ?wait=true waits for it and
+	// answers its verdict in Reset). The lease is ended either way: its
+	// database is handed out again, or reset, once the check is done,
+	// never before; whether it was reused is counted in the pool's
+	// stats (reused) and pristine_leases_reused_total.
+	Checking bool `json:"checking,omitempty"`
 }
 
 // ExtendRequest asks for more time on a lease.

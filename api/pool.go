@@ -122,4 +122,22 @@ type PoolStatus struct {
 	// Processes says how a slot's processes are held and killed with it
 	// (a cgroup per slot) or why they are not.
 	Processes string `json:"processes,omitempty"`
+	// Disk is what the template and the pool's clones hold and take on
+	// disk, measured from the filesystem's extents (one pool's status
+	// only; not in the list of all pools).
+	Disk *DiskUse `json:"disk,omitempty"`
+}
+
+// DiskUse is logical (the bytes the files hold, uncompressed) and
+// physical (the bytes they take on the filesystem, compressed where it
+// compresses, each shared extent once) sizes, from the filesystem's
+// extent records. The slots' physical bytes are those their clones add to
+// the template's: what the slots wrote, as snapshots share the rest.
+type DiskUse struct {
+	TemplateLogical  int64  `json:"template_logical"`
+	TemplatePhysical int64  `json:"template_physical"`
+	SlotsLogical     int64  `json:"slots_logical"`
+	SlotsPhysical    int64  `json:"slots_physical"`
+	Method           string `json:"method,omitempty"` // "btrfs extents" or "fiemap"
+	Error            string `json:"error,omitempty"`  // why it could not be measured
 }

@@ -97,8 +97,13 @@ type Template struct {
 	User     string `json:"user"`
 	Password Secret `json:"password"`
 	// Accounts is the version of the account lockdown the template has.
-	Accounts     string   `json:"accounts,omitempty"`
-	Bytes        int64    `json:"bytes"`
+	Accounts string `json:"accounts,omitempty"`
+	Bytes    int64  `json:"bytes"`
+	// Logical and Physical are what the data directory holds and takes
+	// on disk, measured from its extents (compressed where the
+	// filesystem compresses); filled in by template ls.
+	Logical      int64    `json:"logical_bytes,omitempty"`
+	Physical     int64    `json:"physical_bytes,omitempty"`
 	BuildSeconds float64  `json:"build_seconds"`
 	Inputs       []string `json:"inputs,omitempty"`
 	// Warnings are what the build found that clones will not carry.

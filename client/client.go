@@ -231,11 +231,29 @@ func (c *Client) Lease(ctx context.Context, req api.LeaseRequest) (*api.Lease, e
 }
 
 // Release returns a lease. Unchanged asks pristine to check that nothing
-// was written and hand the database out again without a reset.
+// was written and hand the database out again without a reset; the check
+// runs in the daemon after the answer (the result's Checking).
 func (c *Client) Release(ctx context.Context, id string, unchanged bool) (*api.ReleaseResult, error) {
-	path := "/v1/leases/" + url.PathEscape(id)
+	return c.release(ctx, id, unchanged, false)
+}
+
+// ReleaseWait is Release waiting for the unchanged check's verdict: the
+// result's Reset is false when the database was handed out again.
+func (c *Client) ReleaseWait(ctx context.Context, id string, unchanged bool) (*api.ReleaseResult, error) {
+	return c.release(ctx, id, unchanged, true)
+}
+
+func (c *Client) release(ctx context.Context, id string, unchanged, wait bool) (*api.ReleaseResult, error) {
+	q := url.Values{}
 	if unchanged {
-		path += "?mode=unchanged"
+		q.Set("mode", "unchanged")
+	}
+	if wait {
+		q.Set("wait", "true")
+	}
+	path := "/v1/leases/" + url.PathEscape(id)
+	if len(q) > 0 {
+		path += "?" + q.Encode()
 	}
 	var res api.ReleaseResult
 	return &res, c.do(ctx, "DELETE", path, nil, &res)

@@ -58,6 +58,7 @@ type config struct {
 	ttl       time.Duration
 	keep      bool
 	unchanged bool
+	prefetch  bool
 	forked    string // the hash of a fork (Fork): leased as it is, never built
 	stale     bool
 }
@@ -121,6 +122,15 @@ func KeepOnFailure() Option { return func(o *config) { o.keep = true } }
 // (it resets it when something was). For tests that mostly read.
 func ReleaseUnchanged() Option { return func(o *config) { o.unchanged = true } }
 
+// Prefetch takes the next test's lease while this test runs
+// (client.Prefetcher), one ahead per template in the process, so the next
+// New finds its database leased already. The lease taken ahead holds a
+// slot (a pool of 4 serves 3 parallel tests and 1 ahead) and is held by
+// this process: the daemon reclaims it when the process exits. Not with a
+// daemon on another machine (PRISTINE_URL), whose leases must be renewed
+// while held: there New leases as usual.
+func Prefetch() Option { return func(o *config) { o.prefetch = true } }
+
 // ready remembers, per process, the templates whose pools are known up;
 // a failed preparation is tried again by the next test.
 var ready sync.Map // name+key -> *readyEntry
@@ -128,6 +138,9 @@ var ready sync.Map // name+key -> *readyEntry
 type readyEntry struct {
 	mu   sync.Mutex
 	hash string
+	// ahead takes leases ahead (Prefetch); made by the first New that
+	// asks for it.
+	ahead *client.Prefetcher
 }
 
 // New leases a pristine database for t, building the template and
@@ -168,8 +181,13 @@ func New(t testing.TB, opts ...Option) *DB {
 		// minute of a killed run.
 		ttl = RemoteTTL
 	}
-	l, err := o.client.LeaseWait(ctx, api.LeaseRequest{Template: o.name, Holder: t.Name(),
-		TTL: ttl.Seconds(), Wait: o.wait.Seconds(), PID: os.Getpid()})
+	req := api.LeaseRequest{Template: o.name, Holder: t.Name(), TTL: ttl.Seconds(), Wait: o.wait.Seconds(), PID: os.Getpid()}
+	var l *api.Lease
+	if o.prefetch && !o.client.Remote() {
+		l, err = r.prefetcher(o.client, req).Lease(ctx)
+	} else {
+		l, err = o.client.LeaseWait(ctx, req)
+	}
 	if err != nil {
 		t.Fatalf("pristinetest: lease a database of %s: %v", o.name, err)
 	}
@@ -205,6 +223,17 @@ func New(t testing.TB, opts ...Option) *DB {
 		}
 	})
 	return &DB{DB: db, Lease: l}
+}
+
+// prefetcher is the template's Prefetcher, made at the first call.
+func (r *readyEntry) prefetcher(c *client.Client, req api.LeaseRequest) *client.Prefetcher {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.ahead == nil {
+		req.Holder = "pristinetest: taken ahead"
+		r.ahead = c.Prefetch(req)
+	}
+	return r.ahead
 }
 
 // RemoteTTL is a lease's time to live when the daemon is on another

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pristinedb/pristine/api"
 	"github.com/pristinedb/pristine/client"
 	"github.com/pristinedb/pristine/internal/mariadb/mariadbtest"
 	"github.com/pristinedb/pristine/pristinetest"
@@ -351,5 +352,55 @@ func TestFork(t *testing.T) {
 	a, err := d.Client.Fork(context.Background(), seed.Lease.ID, "forkbase-fixtures", "fixtures-v1")
 	if err != nil || a.Built || a.Template.Name != "forkbase-fixtures" || a.Template.ParentName != "forkbase" {
 		t.Fatalf("the same key again: %+v, %v; want the fork made before", a, err)
+	}
+}
+
+// TestPrefetch: with Prefetch, each test after the first gets the lease
+// taken ahead while the test before it ran (a lease whose holder says so),
+// every one of them pristine though each test writes, and one lease stays
+// taken ahead once the tests are over.
+func TestPrefetch(t *testing.T) {
+	mariadbtest.Binary(t)
+	d := pristinetest.Serve(t, bin)
+	dir := migrations(t)
+	var runs atomic.Int32
+	opts := []pristinetest.Option{pristinetest.Client(d.Client), pristinetest.Template("prefetch"),
+		pristinetest.Files(dir), pristinetest.Migrate(migrateFrom(dir, &runs)), pristinetest.PoolSize(2), pristinetest.Prefetch()}
+	ctx := context.Background()
+	for i := range 4 {
+		t.Run(fmt.Sprint(i), func(t *testing.T) {
+			db := pristinetest.New(t, opts...)
+			if v := canary(t, db.DB); v != "pristine" {
+				t.Fatalf("test %d reads %q, want the template's row", i, v)
+			}
+			if _, err := db.Exec("UPDATE canary SET v = 'written' WHERE id = 1"); err != nil {
+				t.Fatal(err)
+			}
+			if i == 0 {
+				return
+			}
+			// The next lease is taken once a slot is free (the one the test
+			// before released is being reset).
+			var mine, ahead bool
+			var ls []api.Lease
+			for deadline := time.Now().Add(30 * time.Second); !ahead && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+				var err error
+				if ls, err = d.Client.Leases(ctx); err != nil {
+					t.Fatal(err)
+				}
+				mine, ahead = false, false
+				for _, l := range ls {
+					mine = mine || l.ID == db.Lease.ID
+					ahead = ahead || (l.ID != db.Lease.ID && l.Holder == "pristinetest: taken ahead")
+				}
+			}
+			if !mine || !ahead || db.Lease.Holder != "pristinetest: taken ahead" {
+				t.Fatalf("test %d: its lease (holder %q) was not the one taken ahead, or none is taken for the next (leases %d)", i, db.Lease.Holder, len(ls))
+			}
+		})
+	}
+	ls, err := d.Client.Leases(ctx)
+	if err != nil || len(ls) != 1 {
+		t.Fatalf("leases after the tests: %d (%v), want the one taken ahead", len(ls), err)
 	}
 }

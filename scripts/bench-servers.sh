@@ -16,6 +16,7 @@
 #   PRISTINE_MEASURE_N=4 PRISTINE_MEASURE_THREADS=1 \
 #     sudo -E bash scripts/bench-servers.sh mysql-9.7 --measure      # TestMeasureSlotStart
 #   SCALE=9 RUNS=3 sudo -E bash scripts/bench-servers.sh mysql-9.7 --capture
+#   sudo bash scripts/bench-servers.sh mysql-9.7 --vs host --soak 1500 -- --slots 200 --runs 2
 #
 # Arguments after -- go to `pristine demo` (default: --slots 200 --runs 3).
 # --scratch ram (default) puts the btrfs image in /dev/shm, --scratch disk
@@ -25,6 +26,15 @@
 # instead, with PRISTINE_MEASURE_EXTRA, _N, _THREADS and _SMAPS passed on,
 # and PRISTINE_MEASURE_ENV="K=V ..." added to the servers' environment
 # (e.g. the allocator's settings).
+# --soak CYCLES follows the demo with `pristine-bench soak --template demo
+# --clients 8 --hold 0s --size 16 --cycles CYCLES` on the demo's template.
+# --vs OTHER runs the same (demo, and the soak with --soak) on OTHER next,
+# each in a run of its own, then prints both sides' figures with their
+# ratios and the MySQL parity bounds (`pristine-bench vs`): e.g. mysql-9.7
+# --vs host is MySQL 9.7 against the machine's MariaDB in one command.
+# --measure-reset runs internal/pool's TestMeasureResetPaths instead: the
+# full and the in-place reset of one demo slot, 20 times each, with the
+# CPU of each party and every in-place reset's phases (its debug log).
 # --capture (MySQL only) runs scripts/lib/bench-capture-mysql.sh in the
 # root: a 1 GB demo schema (SCALE, default 9) on a MySQL started by hand
 # with the clone plugin, then pristine's physical capture through it beside
@@ -48,7 +58,7 @@ die() { echo "bench-servers: FAILED: $*" >&2; exit 1; }
 log() { echo "bench-servers: $*"; }
 
 [ "$(id -u)" -eq 0 ] || die "run as root: chroot, loop devices and mounts need it (sudo bash $0)"
-server="" scratch=ram size=24G measure=0
+server="" scratch=ram size=24G measure=0 soak=0 vs="" out=""
 demo=()
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -57,12 +67,31 @@ while [ $# -gt 0 ]; do
     --scratch-size) shift; size="${1:-}" ;;
     --measure) measure=1 ;;
     --capture) measure=2 ;;
+    --measure-reset) measure=3 ;;
+    --soak) shift; soak="${1:-}" ;;
+    --vs) shift; vs="${1:-}" ;;
+    --out) shift; out="${1:-}" ;; # where a side of --vs saves its JSON
     --) shift; demo=("$@"); break ;;
-    *) die "unknown argument $1: want mysql-9.7, mariadb-11.8 or host, --scratch ram|disk, --scratch-size SIZE, --measure, then -- and pristine demo's flags" ;;
+    *) die "unknown argument $1: want mysql-9.7, mariadb-11.8 or host, --scratch ram|disk, --scratch-size SIZE, --measure, --measure-reset, --capture, --soak CYCLES, --vs OTHER, then -- and pristine demo's flags" ;;
   esac
   shift
 done
 [ -n "$server" ] || die "name a server: mysql-9.7, mariadb-11.8 or host"
+[[ "$soak" =~ ^[0-9]+$ ]] || die "--soak $soak: want a number of cycles"
+if [ -n "$vs" ]; then
+  case "$vs" in mysql-9.7|mariadb-11.8|host) ;; *) die "--vs $vs: want mysql-9.7, mariadb-11.8 or host" ;; esac
+  [ "$measure" -eq 0 ] || die "--vs compares demo runs: leave out --measure, --measure-reset and --capture"
+  sides="$(mktemp -d /var/tmp/pristine-bench-vs-XXXXXX)"
+  trap 'rm -rf "$sides"' EXIT
+  GO="$(cat .go-path 2>/dev/null || command -v go)"
+  CGO_ENABLED=0 "$GO" build -trimpath -o "$sides/pristine-bench" ./cmd/pristine-bench
+  for s in "$server" "$vs"; do
+    mkdir -p "$sides/$s"
+    bash "$0" "$s" --out "$sides/$s" --soak "$soak" --scratch "$scratch" --scratch-size "$size" -- "${demo[@]}"
+  done
+  "$sides/pristine-bench" vs "$sides/$server" "$sides/$vs"
+  exit 0
+fi
 [ "$measure" -ne 2 ] || [ "$server" = mysql-9.7 ] || die "--capture measures MySQL's clone plugin: name mysql-9.7"
 case "$scratch" in ram) imgdir=/dev/shm ;; disk) imgdir=/var/tmp ;; *) die "--scratch $scratch: want ram or disk" ;; esac
 [ ${#demo[@]} -gt 0 ] || demo=(--slots 200 --runs 3)
@@ -83,13 +112,14 @@ trap 'rm -rf --one-file-system "$work"; rm -f "$img"' EXIT
 trap 'exit 130' INT TERM
 log "building bin/pristine (and the pool test binary with --measure) into $work"
 CGO_ENABLED=0 "$GO" build -trimpath -o "$work/pristine" ./cmd/pristine
-[ "$measure" -ne 1 ] || CGO_ENABLED=0 "$GO" test -c -o "$work/pool.test" ./internal/pool
+[ "$soak" -eq 0 ] || CGO_ENABLED=0 "$GO" build -trimpath -o "$work/pristine-bench" ./cmd/pristine-bench
+case "$measure" in 1|3) CGO_ENABLED=0 "$GO" test -c -o "$work/pool.test" ./internal/pool ;; esac
 cp scripts/lib/bench-capture-mysql.sh "$work/"
 truncate -s "$size" "$img"
 mkfs.btrfs -q "$img" >/dev/null
 
 # --- the run, in a mount namespace of its own ---
-export work img r server measure repo
+export work img r server measure repo soak out
 export SERVERD_PATH="${SERVERD[$server]:-}"
 unshare --mount --propagation private bash -s -- "${demo[@]}" <<'INNER'
 set -euo pipefail
@@ -120,10 +150,17 @@ if [ -n "$r" ]; then
   mkdir -p "$work/upper" "$work/ovwork" "$sys"
   mount -t overlay overlay -o "lowerdir=$r,upperdir=$work/upper,workdir=$work/ovwork" "$sys"; mounts+=("$sys")
   mount -t proc proc "$sys/proc"; mounts+=("$sys/proc")
+  if [ "$measure" -eq 3 ]; then
+    # The reset measurement makes a btrfs scratch of its own: loop devices,
+    # and /sys to find which image a loop device holds.
+    mount -t devtmpfs devtmpfs "$sys/dev"; mounts+=("$sys/dev")
+    mount -t sysfs sysfs "$sys/sys"; mounts+=("$sys/sys")
+  fi
   mkdir -p "$sys/dev/shm"
   mount -t tmpfs -o size=8g,mode=1777 tmpfs "$sys/dev/shm"; mounts+=("$sys/dev/shm")
   mkdir -p "$sys/opt/bench"
   cp "$work/pristine" "$sys/usr/local/bin/pristine"
+  [ ! -f "$work/pristine-bench" ] || cp "$work/pristine-bench" "$sys/usr/local/bin/pristine-bench"
   [ ! -f "$work/pool.test" ] || cp "$work/pool.test" "$sys/opt/bench/"
   cp "$work/bench-capture-mysql.sh" "$sys/opt/bench/"
   ver="$(chroot "$sys" "$SERVERD_PATH" --no-defaults --version)"
@@ -144,6 +181,7 @@ run() { # run CMD...: in the root (chroot, a clean environment) or on the host
       PRISTINE_MEASURE_START="${PRISTINE_MEASURE_START:-}" PRISTINE_MEASURE_FS="${PRISTINE_MEASURE_FS:-}" \
       PRISTINE_MEASURE_EXTRA="${PRISTINE_MEASURE_EXTRA:-}" PRISTINE_MEASURE_N="${PRISTINE_MEASURE_N:-}" \
       PRISTINE_MEASURE_THREADS="${PRISTINE_MEASURE_THREADS:-}" PRISTINE_MEASURE_SMAPS="${PRISTINE_MEASURE_SMAPS:-}" \
+      PRISTINE_MEASURE_RESET="${PRISTINE_MEASURE_RESET:-}" \
       SCALE="${SCALE:-}" RUNS="${RUNS:-}" ${PRISTINE_MEASURE_ENV:-} sh -c 'cd / && exec "$@"' sh "$@"
   else
     (cd / && "$@")
@@ -152,18 +190,40 @@ run() { # run CMD...: in the root (chroot, a clean environment) or on the host
 echo "bench-servers: load average before: $(load)"
 if [ "$measure" -eq 2 ]; then
   run sh /opt/bench/bench-capture-mysql.sh
-elif [ "$measure" -eq 1 ]; then
-  export PRISTINE_MEASURE_START=1 PRISTINE_MEASURE_FS=copy
-  if [ -n "$sys" ]; then
-    run /opt/bench/pool.test -test.count=1 -test.v -test.timeout 30m -test.run 'TestMeasureSlotStart$'
+elif [ "$measure" -eq 1 ] || [ "$measure" -eq 3 ]; then
+  if [ "$measure" -eq 1 ]; then
+    export PRISTINE_MEASURE_START=1 PRISTINE_MEASURE_FS=copy
+    test_name='TestMeasureSlotStart$'
   else
-    run "$work/pool.test" -test.count=1 -test.v -test.timeout 30m -test.run 'TestMeasureSlotStart$'
+    export PRISTINE_MEASURE_RESET=1
+    test_name='TestMeasureResetPaths$'
+  fi
+  if [ -n "$sys" ]; then
+    run /opt/bench/pool.test -test.count=1 -test.v -test.timeout 30m -test.run "$test_name"
+  else
+    run "$work/pool.test" -test.count=1 -test.v -test.timeout 30m -test.run "$test_name"
   fi
 else
   if [ -n "$sys" ]; then
-    run /usr/local/bin/pristine --root "$proot" demo "$@"
+    bin=/usr/local/bin proot_run="$proot"
   else
-    run "$work/pristine" --root "$work/host$proot" demo "$@"
+    bin="$work" proot_run="$work/host$proot"
+  fi
+  keep=() json=()
+  [ "$soak" -eq 0 ] || keep=(--keep)
+  [ -z "$out" ] || json=(--json)
+  if [ -n "$out" ]; then
+    run "$bin/pristine" --root "$proot_run" "${json[@]}" demo "${keep[@]}" "$@" >"$out/demo.json"
+  else
+    run "$bin/pristine" --root "$proot_run" demo "${keep[@]}" "$@"
+  fi
+  if [ "$soak" -gt 0 ]; then
+    echo "bench-servers: soak, $soak cycles; load average before: $(load)"
+    soak_cmd=("$bin/pristine-bench" --root "$proot_run" "${json[@]}" soak --template demo --clients 8 --hold 0s --size 16 --cycles "$soak")
+    if [ -n "$out" ]; then run "${soak_cmd[@]}" >"$out/soak.json"; else run "${soak_cmd[@]}"; fi
+    # The soak brings its pool down itself; a pool left up (none, or a
+    # failed soak's) goes here, and no daemon answering is fine.
+    run "$bin/pristine" --root "$proot_run" pool down --all >/dev/null 2>&1 || true
   fi
 fi
 echo "bench-servers: load average after: $(load)"

@@ -86,6 +86,13 @@ MPID=$!
 phase "go test -race ./..."
 "$GO" test -race -count=1 -timeout 25m ./... 2>&1 | tee /tmp/pristine-go-test.log
 ls "$PRISTINE_TEST_ARTIFACTS" | sed 's|^|test artifact: artifacts/|'
+# The Debian package (docs/packaging.md): built, installed into a fresh
+# Debian 12 root, its service started, a lease taken through it, removed
+# and purged with nothing left; skips, saying why, when not root or
+# without debootstrap. A few minutes (the root is cached after its first
+# debootstrap).
+phase "Debian package"
+bash scripts/test-deb.sh
 # Clients (issue 8): the Python and PHP packages' tests, the examples and the
 # Django comparison, each against a daemon of the binary built here.
 phase "clients"

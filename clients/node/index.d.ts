@@ -118,6 +118,16 @@ export interface LeaseSummary {
   expires: string;
 }
 
+/** The daemon's answer to a fork: the new template, whether it was made now, and how long it took. */
+export interface ForkAnswer {
+  /** The fork: name, hash, parent (the parent's hash), parent_name, ... */
+  template: { name: string; hash: string; parent?: string; parent_name?: string } & Record<string, unknown>;
+  /** false: a fork with the same key was there already. */
+  built: boolean;
+  /** How long the fork took in the daemon. */
+  seconds: number;
+}
+
 export class Client {
   constructor(options?: ClientOptions);
   /** PRISTINE_URL (+ PRISTINE_TOKEN or the root's token file), else the socket of PRISTINE_ROOT or the default root. */
@@ -141,6 +151,8 @@ export class Client {
   release(id: string, options?: { unchanged?: boolean }): Promise<{ released: string; reset: boolean }>;
   keep(id: string): Promise<Lease>;
   extend(id: string, ttlSeconds: number): Promise<Lease>;
+  /** A template of the lease's current state (everything committed before the fork); the lease goes on. */
+  fork(id: string, name: string, options?: { key?: string }): Promise<ForkAnswer>;
   getLease(id: string): Promise<Lease>;
   leases(): Promise<LeaseSummary[]>;
 }

@@ -1,5 +1,5 @@
 // Command pristine-bench measures pristine on the machine it runs on:
-// bench, soak, bench-archive, bench-capture, bench-fleet and overhead, kept
+// bench, soak, bench-archive, bench-capture, bench-fleet, overhead and fork, kept
 // out of the product binary. All logic lives in internal/bench; this file
 // only hands control to its command tree.
 package main

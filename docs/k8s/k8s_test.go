@@ -1,5 +1,6 @@
 // Package k8s holds the Kubernetes manifests of docs/fleet.md; its test
-// checks that kubectl accepts them.
+// checks that kubectl accepts them, and the Helm chart made from them
+// (deploy/helm/pristine) with them.
 package k8s
 
 import (
@@ -9,7 +10,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -44,15 +47,14 @@ func discovery(t *testing.T) *httptest.Server {
 	return srv
 }
 
-// TestServeFlagsExist: every flag of `pristine serve` the manifests pass
-// is one serve defines.
+// TestServeFlagsExist: every flag of `pristine serve` the manifests and
+// the chart's rendered manifests pass is one serve defines.
 func TestServeFlagsExist(t *testing.T) {
 	src, err := os.ReadFile("../../internal/cli/serve.go")
 	if err != nil {
 		t.Fatal(err)
 	}
-	files, _ := filepath.Glob("*.yaml")
-	for _, f := range files {
+	for _, f := range manifests(t) {
 		text, _ := os.ReadFile(f)
 		for _, line := range strings.Split(string(text), "\n") {
 			arg, ok := strings.CutPrefix(strings.TrimSpace(line), "- --")
@@ -64,6 +66,99 @@ func TestServeFlagsExist(t *testing.T) {
 				t.Errorf("%s passes --%s, which pristine serve does not define", f, name)
 			}
 		}
+	}
+}
+
+// helmVersion is the helm the chart is checked with, built from its Go
+// module (the module proxy serves it).
+const helmVersion = "helm.sh/helm/v3/cmd/helm@v3.22.0"
+
+// chartValues are the value sets the chart is rendered with: each mode,
+// with a token and a group's token.
+var chartValues = map[string][]string{
+	"chart-daemonset.yaml":   {"--set", "token=t0", "--set", "groupTokens.runner-a=t1"},
+	"chart-statefulset.yaml": {"--set", "token=t0", "--set", "groupTokens.runner-a=t1", "--set", "mode=statefulset", "--set", "tls.ca=C", "--set", "tls.caKey=K"},
+}
+
+// helm runs helm's command line (go run of helmVersion) and returns its
+// output; it skips the test where helm cannot be built (no module proxy).
+func helm(t *testing.T, args ...string) string {
+	t.Helper()
+	cmd := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), append([]string{"run", helmVersion}, args...)...)
+	cmd.Env = append(os.Environ(), "HELM_CACHE_HOME="+t.TempDir(), "HELM_CONFIG_HOME="+t.TempDir(), "HELM_DATA_HOME="+t.TempDir())
+	var stdout, stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		if strings.Contains(stderr.String(), "go: ") && !strings.Contains(stderr.String(), "Error:") {
+			t.Skipf("helm could not be built (go run %s): %s", helmVersion, stderr.String())
+		}
+		t.Fatalf("helm %s: %v\n%s%s", strings.Join(args, " "), err, stdout.String(), stderr.String())
+	}
+	return stdout.String()
+}
+
+var (
+	chartOnce  sync.Once
+	chartDir   string
+	chartFiles []string
+)
+
+// TestMain removes the chart's rendered manifests after the tests.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if chartDir != "" {
+		os.RemoveAll(chartDir)
+	}
+	os.Exit(code)
+}
+
+// manifests are the manifests of this directory and the chart
+// (deploy/helm/pristine) rendered by `helm template` with each of
+// chartValues, after `helm lint` passed for each.
+func manifests(t *testing.T) []string {
+	files, _ := filepath.Glob("*.yaml")
+	if len(files) < 2 {
+		t.Fatalf("found %v: want the DaemonSet and StatefulSet manifests", files)
+	}
+	chartOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "pristine-chart")
+		if err != nil {
+			t.Fatal(err)
+		}
+		chartDir = dir
+		for name, values := range chartValues {
+			helm(t, append([]string{"lint", "--strict", chart}, values...)...)
+			out := helm(t, append([]string{"template", "pristine", chart, "--namespace", "pristine"}, values...)...)
+			f := filepath.Join(dir, name)
+			if err := os.WriteFile(f, []byte(out), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			chartFiles = append(chartFiles, f)
+		}
+	})
+	if len(chartFiles) != len(chartValues) {
+		t.Fatal("the chart was not rendered (see the first test that rendered it)")
+	}
+	return append(files, chartFiles...)
+}
+
+// chart is the Helm chart made from these manifests.
+const chart = "../../deploy/helm/pristine"
+
+// TestChartRefusesNoToken: the chart renders no pool node without its API
+// token (or an existing Secret).
+func TestChartRefusesNoToken(t *testing.T) {
+	cmd := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "run", helmVersion, "template", "pristine", chart)
+	cmd.Env = append(os.Environ(), "HELM_CACHE_HOME="+t.TempDir(), "HELM_CONFIG_HOME="+t.TempDir(), "HELM_DATA_HOME="+t.TempDir())
+	out, err := cmd.CombinedOutput()
+	if err == nil {
+		t.Fatalf("helm template without a token rendered:\n%s", out)
+	}
+	if !strings.Contains(string(out), "set token") {
+		if strings.Contains(string(out), "go: ") {
+			t.Skipf("helm could not be built: %s", out)
+		}
+		t.Fatalf("helm template without a token failed without naming the fix: %s", out)
 	}
 }
 
@@ -85,12 +180,8 @@ current-context: test
 	if err := os.WriteFile(kc, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	files, _ := filepath.Glob("*.yaml")
-	if len(files) < 2 {
-		t.Fatalf("found %v: want the DaemonSet and StatefulSet manifests", files)
-	}
-	for _, f := range files {
-		t.Run(f, func(t *testing.T) {
+	for _, f := range manifests(t) {
+		t.Run(filepath.Base(f), func(t *testing.T) {
 			cmd := exec.Command(kubectl, "apply", "--dry-run=client", "--validate=false", "-o", "name", "-f", f)
 			cmd.Env = append(os.Environ(), "KUBECONFIG="+kc, "HOME="+dir)
 			out, err := cmd.CombinedOutput()

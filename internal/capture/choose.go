@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"github.com/pristinedb/pristine/internal/dsn"
 	"github.com/pristinedb/pristine/internal/mariadb"
@@ -36,7 +35,7 @@ func Choose(ctx context.Context, src *Source, bin *mariadb.Binary, method string
 		return "", "", fmt.Errorf("capture method %q: use logical, physical or auto", method)
 	}
 	why, how := physicalBlocker(ctx, src, bin), "mariadb-backup can copy the local source's data directory (fastest)"
-	if src.MySQL() {
+	if src.Flavor.ClonePlugin() {
 		why, how = cloneBlocker(ctx, src, bin), "MySQL's clone plugin can copy the source (fastest)"
 	}
 	if why == "" {
@@ -57,10 +56,10 @@ func physicalBlocker(ctx context.Context, src *Source, bin *mariadb.Binary) stri
 	if err != nil {
 		return err.Error()
 	}
-	if !strings.Contains(strings.ToLower(src.Version), "mariadb") {
+	if !src.Flavor.MariadbBackup() {
 		return "the source is not MariaDB (" + src.Version + ")"
 	}
-	if bin.Flavor != mariadb.MariaDB || bin.Major != src.Major || bin.Minor != src.Minor {
+	if bin.Flavor != src.Flavor || bin.Major != src.Major || bin.Minor != src.Minor {
 		return fmt.Sprintf("the source runs %d.%d but the installed server is %s: a physical copy must be started by the same version", src.Major, src.Minor, bin.Version)
 	}
 	if maj, min, err := backupVersion(ctx, tool); err != nil {

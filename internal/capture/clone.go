@@ -27,7 +27,7 @@ import (
 
 // cloneBlocker says why a MySQL source cannot be cloned here, or "".
 func cloneBlocker(ctx context.Context, src *Source, bin *mariadb.Binary) string {
-	if bin.Flavor != mariadb.MySQL {
+	if bin.Flavor != src.Flavor {
 		return fmt.Sprintf("the source is MySQL (%s) but the installed server is %s: a clone must be started by the same server", src.Version, bin.Version)
 	}
 	if !sameRelease(src.Version, bin.Version) {

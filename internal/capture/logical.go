@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/pristinedb/pristine/internal/mariadb"
 	"github.com/pristinedb/pristine/internal/quote"
 
 	"github.com/go-sql-driver/mysql"
@@ -123,9 +124,9 @@ func logical(ctx context.Context, src *Source, target string, opt Options) (Stat
 	}
 	dst := sql.OpenDB(dconn)
 	defer dst.Close()
-	if my, err := isMySQL(ctx, dst); err != nil {
+	if f, err := mariadb.Probe(ctx, dst); err != nil {
 		return st, fmt.Errorf("target: %w", err)
-	} else if my {
+	} else if f.LocalInfileOff() {
 		// MySQL refuses LOAD DATA LOCAL unless the server allows it (off
 		// by default); the target is pristine's private build server, and
 		// the setting is not persisted into the template.
@@ -147,7 +148,7 @@ func logical(ctx context.Context, src *Source, target string, opt Options) (Stat
 	for i, t := range tables {
 		refs[i] = t.tableRef
 	}
-	sn, err := takeSnapshot(ctx, sdb, opt.Workers, mode, refs, opt.LockWait)
+	sn, err := takeSnapshot(ctx, sdb, src.Flavor, opt.Workers, mode, refs, opt.LockWait)
 	if err != nil {
 		return st, explain(err)
 	}
@@ -160,7 +161,7 @@ func logical(ctx context.Context, src *Source, target string, opt Options) (Stat
 		return st, err
 	}
 	defer main.Close()
-	if err := createSchema(ctx, src.DB, sn.conns[0], main, src.Databases, tables); err != nil {
+	if err := createSchema(ctx, src.DB, src.Flavor, sn.conns[0], main, src.Databases, tables); err != nil {
 		return st, explain(err)
 	}
 	if opt.AfterSnapshot != nil {
@@ -202,7 +203,7 @@ func logical(ctx context.Context, src *Source, target string, opt Options) (Stat
 	sn.close()
 	opt.log("copied %d rows of %d tables (%d chunks)", st.Rows, st.Tables, st.Chunks)
 
-	accts, skipped, err := readAccounts(ctx, src.DB, src.Databases)
+	accts, skipped, err := readAccounts(ctx, src.DB, src.Flavor, src.Databases)
 	if err != nil {
 		return st, explain(err)
 	}
@@ -255,8 +256,9 @@ func targetSession(ctx context.Context, dst *sql.DB, binary bool) (*sql.Conn, er
 	return c, nil
 }
 
-// createSchema creates the databases, tables and sequences on the target.
-func createSchema(ctx context.Context, srcDB *sql.DB, snap, dst *sql.Conn, dbs []string, tables []*table) error {
+// createSchema creates the databases, tables and sequences on the target,
+// read from srcDB, a server of flavour f.
+func createSchema(ctx context.Context, srcDB *sql.DB, f mariadb.Flavor, snap, dst *sql.Conn, dbs []string, tables []*table) error {
 	for _, d := range dbs {
 		var name, create string
 		if err := srcDB.QueryRowContext(ctx, "SHOW CREATE DATABASE "+quote.Ident(d)).Scan(&name, &create); err != nil {
@@ -267,7 +269,7 @@ func createSchema(ctx context.Context, srcDB *sql.DB, snap, dst *sql.Conn, dbs [
 		}
 	}
 	for _, t := range tables {
-		if err := describe(ctx, srcDB, t); err != nil {
+		if err := describe(ctx, srcDB, f, t); err != nil {
 			return err
 		}
 		for _, q := range []string{"USE " + quote.Ident(t.db), t.create} {

@@ -7,44 +7,30 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/go-sql-driver/mysql"
+	"github.com/pristinedb/pristine/internal/mariadb"
 )
 
 // What a capture reads differently from a MySQL 8/9 source (or writes to a
-// MySQL target): the change marker, generated columns (schema.go), roles
-// (mysql.role_edges, mysql.default_roles: scope.go), the grant tables a
-// physical copy's accounts are pruned in, and passwords (ALTER USER).
-
-// rowQueryer is a *sql.DB or a *sql.Conn.
-type rowQueryer interface {
-	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
-}
-
-// isMySQL asks the server whether it is MySQL (not MariaDB).
-func isMySQL(ctx context.Context, q rowQueryer) (bool, error) {
-	var v string
-	if err := q.QueryRowContext(ctx, "SELECT VERSION()").Scan(&v); err != nil {
-		return false, fmt.Errorf("read the server version: %w", err)
-	}
-	return !strings.Contains(strings.ToLower(v), "mariadb"), nil
-}
+// MySQL target): the change marker (below), generated columns (schema.go),
+// roles (mysql.role_edges, mysql.default_roles: scope.go), the grant tables
+// a physical copy's accounts are pruned in, and passwords (ALTER USER).
+// Each is a capability of the source's mariadb.Flavor, read once when the
+// source is opened (Source.Flavor).
 
 // binlogMarker is the source's change marker with binary logging on:
 // MariaDB's @@gtid_binlog_pos; on MySQL, @@gtid_executed, or with GTIDs off
 // the binary log's file and position (SHOW BINARY LOG STATUS; SHOW MASTER
 // STATUS before 8.2).
 func binlogMarker(ctx context.Context, q interface {
-	rowQueryer
+	mariadb.RowQueryer
 	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
-}) (string, error) {
+}, f mariadb.Flavor) (string, error) {
 	var pos sql.NullString
-	err := q.QueryRowContext(ctx, "SELECT @@gtid_binlog_pos").Scan(&pos)
-	if err == nil {
+	if f.GTIDBinlogPos() {
+		if err := q.QueryRowContext(ctx, "SELECT @@gtid_binlog_pos").Scan(&pos); err != nil {
+			return "", fmt.Errorf("read @@gtid_binlog_pos: %w", err)
+		}
 		return pos.String, nil
-	}
-	var me *mysql.MySQLError
-	if !errors.As(err, &me) || me.Number != 1193 { // unknown system variable: MySQL
-		return "", fmt.Errorf("read @@gtid_binlog_pos: %w", err)
 	}
 	if err := q.QueryRowContext(ctx, "SELECT @@gtid_executed").Scan(&pos); err != nil {
 		return "", fmt.Errorf("read @@gtid_executed: %w", err)
@@ -76,10 +62,4 @@ func binlogMarker(ctx context.Context, q interface {
 		return "", nil // binary logging is off after all
 	}
 	return "", errors.New("read the binary log position: SHOW BINARY LOG STATUS needs REPLICATION CLIENT (or give the source GTIDs)")
-}
-
-// isNoSuchColumn reports an unknown column (error 1054).
-func isNoSuchColumn(err error) bool {
-	var me *mysql.MySQLError
-	return errors.As(err, &me) && me.Number == 1054
 }

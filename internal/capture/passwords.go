@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"regexp"
 
+	"github.com/pristinedb/pristine/internal/mariadb"
 	"github.com/pristinedb/pristine/internal/quote"
 )
 
@@ -48,19 +49,15 @@ func unusableCreate(create string) (string, error) {
 }
 
 // resetPasswords gives each account (not a role) a random password on db,
-// by its mysql.global_priv row: an account the server ignores (a host
-// name under --skip-name-resolve) cannot be changed by ALTER USER. The
+// a server of flavour f: by ALTER USER where that reaches every account,
+// else by its mysql.global_priv row (Flavor.PasswordByAlterUser). The
 // caller reloads the grant tables.
-func resetPasswords(ctx context.Context, db *sql.DB, accts []Account) error {
-	my, err := isMySQL(ctx, db)
-	if err != nil {
-		return err
-	}
+func resetPasswords(ctx context.Context, db *sql.DB, f mariadb.Flavor, accts []Account) error {
 	for _, a := range accts {
 		if a.Role {
 			continue
 		}
-		if my {
+		if f.PasswordByAlterUser() {
 			// MySQL has no mysql.global_priv nor PASSWORD(); ALTER USER
 			// reaches every account, a host name's too.
 			if _, err := db.ExecContext(ctx, "ALTER USER "+a.Grantee()+" IDENTIFIED BY '"+rand.Text()+"'"); err != nil {

@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/pristinedb/pristine/internal/mariadb"
 	"github.com/pristinedb/pristine/internal/quote"
 )
 
@@ -84,8 +85,8 @@ func listTables(ctx context.Context, db *sql.DB, dbs []string) ([]*table, error)
 }
 
 // describe reads a table's CREATE statement, stored columns and integer
-// primary key.
-func describe(ctx context.Context, db *sql.DB, t *table) error {
+// primary key from db, a server of flavour f.
+func describe(ctx context.Context, db *sql.DB, f mariadb.Flavor, t *table) error {
 	var name string
 	if t.sequence {
 		// SHOW CREATE TABLE of a sequence would make one with default
@@ -98,16 +99,7 @@ func describe(ctx context.Context, db *sql.DB, t *table) error {
 	if err := db.QueryRowContext(ctx, "SHOW CREATE TABLE "+t.quoted()).Scan(&name, &t.create); err != nil {
 		return fmt.Errorf("show create table %s: %w", t, err)
 	}
-	rows, err := db.QueryContext(ctx, `SELECT COLUMN_NAME, DATA_TYPE, COLUMN_KEY, IS_GENERATED
-	 FROM information_schema.COLUMNS WHERE TABLE_SCHEMA=? AND TABLE_NAME=? ORDER BY ORDINAL_POSITION`, t.db, t.name)
-	if isNoSuchColumn(err) {
-		// MySQL has no IS_GENERATED: its EXTRA says VIRTUAL GENERATED or
-		// STORED GENERATED (DEFAULT_GENERATED is a stored column with an
-		// expression default).
-		rows, err = db.QueryContext(ctx, `SELECT COLUMN_NAME, DATA_TYPE, COLUMN_KEY,
-		 IF(EXTRA LIKE '%VIRTUAL GENERATED%' OR EXTRA LIKE '%STORED GENERATED%', 'ALWAYS', 'NEVER')
-		 FROM information_schema.COLUMNS WHERE TABLE_SCHEMA=? AND TABLE_NAME=? ORDER BY ORDINAL_POSITION`, t.db, t.name)
-	}
+	rows, err := db.QueryContext(ctx, f.ColumnsQuery(), t.db, t.name)
 	if err != nil {
 		return fmt.Errorf("columns of %s: %w", t, err)
 	}

@@ -3,15 +3,13 @@ package capture
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"sort"
 	"strings"
 
+	"github.com/pristinedb/pristine/internal/mariadb"
 	"github.com/pristinedb/pristine/internal/quote"
 	"github.com/pristinedb/pristine/internal/sqlrows"
-
-	"github.com/go-sql-driver/mysql"
 )
 
 // Account is a user (user@host) or a role (Role set, Host empty) of a
@@ -62,23 +60,18 @@ type queryer = sqlrows.Queryer
 //  3. the roles granted to an account of 1 or 2, and theirs, transitively;
 //
 // less the system accounts (SystemAccount) and definers that do not exist.
+// The mysql schema is read with the queries of the server's flavour f.
 // An account with global privileges only (an administrator's, a backup
 // account's) is the host's and not in scope. Reading the mysql schema needs
 // SELECT on it; the error is returned as is (see isAccessDenied).
-func AccountScope(ctx context.Context, db queryer, dbs []string) ([]Account, error) {
+func AccountScope(ctx context.Context, db queryer, f mariadb.Flavor, dbs []string) ([]Account, error) {
 	if len(dbs) == 0 {
 		return nil, nil
 	}
 	type key struct{ user, host string }
 	exists := map[key]bool{} // -> is a role
-	users := func(q string) error {
-		return scan(ctx, db, q, func(r []string) { exists[key{r[0], r[1]}] = r[2] == "Y" })
-	}
-	if err := users("SELECT User, Host, is_role FROM mysql.user"); err != nil {
-		// MySQL has no is_role column (nor MariaDB's roles).
-		if isAccessDenied(err) || users("SELECT User, Host, 'N' FROM mysql.user") != nil {
-			return nil, err
-		}
+	if err := scan(ctx, db, f.AccountsQuery(), func(r []string) { exists[key{r[0], r[1]}] = r[2] == "Y" }); err != nil {
+		return nil, err
 	}
 	in := make([]string, len(dbs))
 	for i, d := range dbs {
@@ -115,31 +108,14 @@ func AccountScope(ctx context.Context, db queryer, dbs []string) ([]Account, err
 			add([]string{r[0], ""}) // a role
 		}
 	}
-	// information_schema.EVENTS fails while the event scheduler is off
-	// (a copy started with --skip-grant-tables); MySQL 8 has no
-	// mysql.event.
-	if err := scan(ctx, db, fmt.Sprintf(definers, "SELECT definer FROM mysql.event WHERE db IN "+list), addDefiner); err != nil {
-		if err2 := scan(ctx, db, fmt.Sprintf(definers, "SELECT DEFINER FROM information_schema.EVENTS WHERE EVENT_SCHEMA IN "+list), addDefiner); err2 != nil {
-			return nil, err
-		}
+	if err := scan(ctx, db, fmt.Sprintf(definers, f.EventDefinersQuery(list)), addDefiner); err != nil {
+		return nil, err
 	}
 	granted := map[key][]key{}
-	if err := scan(ctx, db, "SELECT User, Host, Role FROM mysql.roles_mapping", func(r []string) {
-		granted[key{r[0], r[1]}] = append(granted[key{r[0], r[1]}], key{r[2], ""})
+	if err := scan(ctx, db, f.RoleGrantsQuery(), func(r []string) {
+		granted[key{r[0], r[1]}] = append(granted[key{r[0], r[1]}], key{r[2], r[3]})
 	}); err != nil {
-		if !isNoSuchTable(err) {
-			return nil, err
-		}
-		// MySQL: a role is an account (with a host) granted to another
-		// in mysql.role_edges; it counts as a role here.
-		if err := scan(ctx, db, "SELECT TO_USER, TO_HOST, FROM_USER, FROM_HOST FROM mysql.role_edges", func(r []string) {
-			granted[key{r[0], r[1]}] = append(granted[key{r[0], r[1]}], key{r[2], r[3]})
-			if _, ok := exists[key{r[2], r[3]}]; ok {
-				exists[key{r[2], r[3]}] = true
-			}
-		}); err != nil {
-			return nil, err
-		}
+		return nil, err
 	}
 	for todo := keys(scope); len(todo) > 0; {
 		k := todo[len(todo)-1]
@@ -202,10 +178,11 @@ func firstTable(q string) string {
 // as a host name under --skip-name-resolve, cannot be dropped by DROP
 // USER), then reloads them. System accounts (SystemAccount) are left to
 // the template build. Unless withPasswords, the accounts kept get a random
-// password instead of the source's (see WithoutAuthentication). It returns
-// the number of accounts removed.
-func PruneAccounts(ctx context.Context, db *sql.DB, dbs []string, withPasswords bool) (int, error) {
-	keep, err := AccountScope(ctx, db, dbs)
+// password instead of the source's (see WithoutAuthentication). f is the
+// copy's flavour: the source's, since a physical copy is started by the
+// same server. It returns the number of accounts removed.
+func PruneAccounts(ctx context.Context, db *sql.DB, f mariadb.Flavor, dbs []string, withPasswords bool) (int, error) {
+	keep, err := AccountScope(ctx, db, f, dbs)
 	if err != nil {
 		return 0, fmt.Errorf("list the copy's accounts in scope: %w", err)
 	}
@@ -213,22 +190,8 @@ func PruneAccounts(ctx context.Context, db *sql.DB, dbs []string, withPasswords 
 	for _, a := range keep {
 		in[Account{User: a.User, Host: a.Host}] = true
 	}
-	my, err := isMySQL(ctx, db)
-	if err != nil {
-		return 0, err
-	}
 	// The grant tables, and the user and host columns of each.
-	type grantTable struct{ name, user, host string }
-	tables := []grantTable{{"global_priv", "User", "Host"}, {"db", "User", "Host"}, {"tables_priv", "User", "Host"},
-		{"columns_priv", "User", "Host"}, {"procs_priv", "User", "Host"}, {"proxies_priv", "User", "Host"}, {"roles_mapping", "User", "Host"}}
-	accounts := "global_priv"
-	if my {
-		accounts = "user"
-		tables = []grantTable{{"user", "User", "Host"}, {"db", "User", "Host"}, {"tables_priv", "User", "Host"},
-			{"columns_priv", "User", "Host"}, {"procs_priv", "User", "Host"}, {"proxies_priv", "User", "Host"},
-			{"global_grants", "USER", "HOST"}, {"role_edges", "FROM_USER", "FROM_HOST"}, {"role_edges", "TO_USER", "TO_HOST"},
-			{"default_roles", "USER", "HOST"}, {"default_roles", "DEFAULT_ROLE_USER", "DEFAULT_ROLE_HOST"}, {"password_history", "User", "Host"}}
-	}
+	accounts, tables := f.GrantTables()
 	var drop []Account
 	if err := scan(ctx, db, "SELECT User, Host FROM mysql."+accounts, func(r []string) {
 		if a := (Account{User: r[0], Host: r[1]}); !SystemAccount(a.User, a.Host) && !in[a] {
@@ -241,9 +204,9 @@ func PruneAccounts(ctx context.Context, db *sql.DB, dbs []string, withPasswords 
 	for _, a := range drop {
 		u, h := quote.String(a.User), quote.String(a.Host)
 		for _, t := range tables {
-			stmts = append(stmts, "DELETE FROM mysql."+t.name+" WHERE "+t.user+" = "+u+" AND "+t.host+" = "+h)
+			stmts = append(stmts, "DELETE FROM mysql."+t.Name+" WHERE "+t.User+" = "+u+" AND "+t.Host+" = "+h)
 		}
-		if a.Host == "" && !my {
+		if a.Host == "" && f.RolesByName() {
 			stmts = append(stmts, "DELETE FROM mysql.roles_mapping WHERE Role = "+u)
 		}
 	}
@@ -264,7 +227,7 @@ func PruneAccounts(ctx context.Context, db *sql.DB, dbs []string, withPasswords 
 		}
 	}
 	if !withPasswords {
-		if err := resetPasswords(ctx, db, keep); err != nil {
+		if err := resetPasswords(ctx, db, f, keep); err != nil {
 			return 0, err
 		}
 	}
@@ -272,10 +235,4 @@ func PruneAccounts(ctx context.Context, db *sql.DB, dbs []string, withPasswords 
 		return 0, fmt.Errorf("reload the copy's grant tables: %w", err)
 	}
 	return len(drop), nil
-}
-
-// isNoSuchTable reports a missing table (error 1146).
-func isNoSuchTable(err error) bool {
-	var me *mysql.MySQLError
-	return errors.As(err, &me) && me.Number == 1146
 }

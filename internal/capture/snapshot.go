@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/pristinedb/pristine/internal/mariadb"
 )
 
 // snapshot is a set of source connections that all read the same
@@ -24,7 +26,7 @@ type snapshot struct {
 // the captured databases; otherwise one connection captures alone. The
 // lock is held only while the transactions start (milliseconds) and waits
 // at most lockWait for running statements.
-func takeSnapshot(ctx context.Context, db *sql.DB, n int, mode string, tables []tableRef, lockWait time.Duration) (_ *snapshot, err error) {
+func takeSnapshot(ctx context.Context, db *sql.DB, f mariadb.Flavor, n int, mode string, tables []tableRef, lockWait time.Duration) (_ *snapshot, err error) {
 	if mode == "single" {
 		n = 1
 	}
@@ -79,7 +81,7 @@ func takeSnapshot(ctx context.Context, db *sql.DB, n int, mode string, tables []
 		}
 	}
 	if len(sn.conns) > 0 {
-		if v, err := binlogMarker(ctx, sn.conns[0]); err == nil {
+		if v, err := binlogMarker(ctx, sn.conns[0], f); err == nil {
 			sn.GTID = v
 		}
 	}

@@ -43,6 +43,10 @@ type Source struct {
 	// Version is @@version, e.g. "10.11.19-MariaDB-0+deb12u1".
 	Version      string
 	Major, Minor int
+	// Flavor is the server's dialect, from its version at the first
+	// probe (mariadb.FlavorOf); what a capture does differently on MySQL
+	// it asks of it.
+	Flavor mariadb.Flavor
 	// UUID is @@server_uuid where the server has one, else empty.
 	UUID     string
 	Hostname string
@@ -92,11 +96,6 @@ func Open(ctx context.Context, cfg *mysql.Config, databases []string) (*Source, 
 	return s, nil
 }
 
-// MySQL reports whether the source is MySQL (not MariaDB).
-func (s *Source) MySQL() bool {
-	return s.Version != "" && !strings.Contains(strings.ToLower(s.Version), "mariadb")
-}
-
 // Close closes the source's connections.
 func (s *Source) Close() error { return s.DB.Close() }
 
@@ -110,6 +109,7 @@ func (s *Source) probe(ctx context.Context, databases []string) error {
 		return fmt.Errorf("connect: %w", err)
 	}
 	s.Hostname, s.Datadir, s.LogBin = hostname.String, datadir.String, logBin == 1
+	s.Flavor = mariadb.FlavorOf(s.Version)
 	parts := strings.SplitN(s.Version, ".", 3)
 	if len(parts) >= 2 {
 		s.Major, _ = strconv.Atoi(parts[0])
@@ -183,7 +183,7 @@ func (s *Source) Marker(ctx context.Context) error {
 		s.GTID = ""
 		return nil
 	}
-	pos, err := binlogMarker(ctx, s.DB)
+	pos, err := binlogMarker(ctx, s.DB, s.Flavor)
 	if err != nil {
 		return err
 	}

@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/pristinedb/pristine/internal/mariadb"
 	"github.com/pristinedb/pristine/internal/quote"
 )
 
@@ -27,21 +28,17 @@ type account struct {
 // it no account is copied, and skipped says so. An account the source
 // cannot show (a host name under --skip-name-resolve) is skipped with a
 // note too.
-func readAccounts(ctx context.Context, db *sql.DB, dbs []string) (accts []account, skipped string, err error) {
-	scope, err := AccountScope(ctx, db, dbs)
+func readAccounts(ctx context.Context, db *sql.DB, f mariadb.Flavor, dbs []string) (accts []account, skipped string, err error) {
+	scope, err := AccountScope(ctx, db, f, dbs)
 	if err != nil {
 		if isAccessDenied(err) {
 			return nil, "accounts are not copied: grant SELECT ON mysql.* to copy the accounts of the captured databases", nil
 		}
 		return nil, "", fmt.Errorf("list the accounts of the captured databases: %w", err)
 	}
-	my, err := isMySQL(ctx, db)
-	if err != nil {
-		return nil, "", err
-	}
-	if my {
+	if stmt := f.HexHashesStatement(); stmt != "" {
 		// Hashes as hex, which CREATE USER takes back (MySQL's are binary).
-		if _, err := db.ExecContext(ctx, "SET SESSION print_identified_with_as_hex = ON"); err != nil {
+		if _, err := db.ExecContext(ctx, stmt); err != nil {
 			return nil, "", fmt.Errorf("set print_identified_with_as_hex: %w", err)
 		}
 	}
@@ -58,7 +55,7 @@ func readAccounts(ctx context.Context, db *sql.DB, dbs []string) (accts []accoun
 	for _, sa := range scope {
 		g := sa.Grantee()
 		var create string
-		if sa.Role && !my {
+		if sa.Role && f.RolesByName() {
 			// SHOW CREATE USER does not know a MariaDB role; its grants are read
 			// by its bare name.
 			create = "CREATE ROLE " + quote.Ident(sa.User)

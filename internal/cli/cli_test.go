@@ -208,8 +208,8 @@ func TestCommandsThatNeedNoDaemon(t *testing.T) {
 		if err := os.WriteFile(sqlFile, []byte("CREATE TABLE t (id INT PRIMARY KEY);\n"), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		key := func() string {
-			r := pristine(t, root, "", "template", "key", "app", "--from-sql", sqlFile)
+		key := func(extra ...string) string {
+			r := pristine(t, root, "", append([]string{"template", "key", "app", "--from-sql", sqlFile}, extra...)...)
 			if r.code == ExitFailed && strings.Contains(r.err, "mariadbd") {
 				t.Skipf("no server binary: %s", r.err)
 			}
@@ -224,6 +224,11 @@ func TestCommandsThatNeedNoDaemon(t *testing.T) {
 		}
 		if c := key(); a != b || c == a {
 			t.Fatalf("keys %q, %q and after a change %q: want the first two equal and the third different", a, b, c)
+		}
+		// Page compression is part of the key: a compressed template is
+		// another template.
+		if d := key("--innodb-compression"); d == key() || d != key("--innodb-compression") {
+			t.Fatalf("key with --innodb-compression %q: want it stable and apart from the key without", d)
 		}
 	})
 	t.Run("pack and unpack", func(t *testing.T) {

@@ -173,9 +173,9 @@ func RunLease(ctx context.Context, g *Globals, req api.LeaseRequest) (*api.Lease
 }
 
 func newReleaseCmd(g *Globals) *cobra.Command {
-	var unchanged bool
+	var unchanged, wait bool
 	cmd := &cobra.Command{
-		Use:   "release ID [--unchanged]",
+		Use:   "release ID [--unchanged [--wait]]",
 		Short: "return a lease; its slot is reset to pristine in the background",
 		Example: `  pristine release "$PRISTINE_LEASE"
   pristine release "$PRISTINE_LEASE" --unchanged   # nothing written: reused without a reset`,
@@ -185,7 +185,11 @@ func newReleaseCmd(g *Globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			res, err := c.Release(cmd.Context(), args[0], unchanged)
+			release := c.Release
+			if wait {
+				release = c.ReleaseWait
+			}
+			res, err := release(cmd.Context(), args[0], unchanged)
 			if err != nil {
 				return err
 			}
@@ -193,7 +197,10 @@ func newReleaseCmd(g *Globals) *cobra.Command {
 				return g.printJSON(res)
 			}
 			what := "reset in the background"
-			if !res.Reset {
+			switch {
+			case res.Checking:
+				what = "checked in the background: handed out again if nothing was written, else reset"
+			case !res.Reset:
 				what = "unchanged, handed out again without a reset"
 			}
 			fmt.Fprintf(g.IO.Err, "released %s: %s\n", args[0], what)
@@ -201,5 +208,6 @@ func newReleaseCmd(g *Globals) *cobra.Command {
 		},
 	}
 	cmd.Flags().BoolVar(&unchanged, "unchanged", false, "nothing was written: check that, and reuse the database without a reset")
+	cmd.Flags().BoolVar(&wait, "wait", false, "with --unchanged: wait for the check and say whether the database was reused")
 	return cmd
 }

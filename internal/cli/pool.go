@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/pristinedb/pristine/api"
+	"github.com/pristinedb/pristine/internal/units"
 )
 
 func newPoolCmd(g *Globals) *cobra.Command {
@@ -164,6 +165,13 @@ func newPoolStatusCmd(g *Globals) *cobra.Command {
 				}
 			} else if all, err = c.Pools(cmd.Context()); err != nil {
 				return err
+			} else {
+				for i := range all {
+					// One pool's status measures its disk use.
+					if st, err := c.Pool(cmd.Context(), all[i].Template); err == nil {
+						all[i].Disk = st.Disk
+					}
+				}
 			}
 			if g.JSON {
 				if all == nil {
@@ -200,6 +208,12 @@ func (g *Globals) printPoolStatus(st api.PoolStatus) {
 	}
 	if st.DiskCap != "" {
 		fmt.Fprintf(g.IO.Out, "  disk cap: %s\n", st.DiskCap)
+	}
+	if d := st.Disk; d != nil && d.Error != "" {
+		fmt.Fprintf(g.IO.Out, "  disk use: not measured: %s\n", d.Error)
+	} else if d != nil {
+		fmt.Fprintf(g.IO.Out, "  disk use (%s): template %s logical, %s physical; slots %s logical, %s physical of their own\n", d.Method,
+			units.Bytes(d.TemplateLogical), units.Bytes(d.TemplatePhysical), units.Bytes(d.SlotsLogical), units.Bytes(d.SlotsPhysical))
 	}
 	if st.Processes != "" {
 		fmt.Fprintf(g.IO.Out, "  slot processes: %s\n", st.Processes)

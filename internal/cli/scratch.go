@@ -31,10 +31,12 @@ func newScratchUpCmd(g *Globals) *cobra.Command {
 	var move bool
 	var opt scratch.Options
 	cmd := &cobra.Command{
-		Use:   "up [--size 8G] [--fs btrfs|xfs] [--dir /dev/shm] [--move]",
+		Use:   "up [--size 8G] [--fs btrfs|xfs] [--dir /dev/shm] [--compress zstd[:LEVEL]] [--move]",
 		Short: "create and mount the scratch filesystem at <root>/data",
 		Example: `  sudo pristine scratch up --size 8G
-  sudo pristine scratch up --size 16G --fs xfs --move   # keep the templates built before`,
+  sudo pristine scratch up --size 16G --fs xfs --move   # keep the templates built before
+  sudo pristine scratch up --size 16G --compress zstd   # large schemas: btrfs zstd compression
+  sudo pristine scratch up --size 64G --dir /var/tmp --compress zstd:3   # on disk, mounted again after a reboot by the same command`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			n, err := parseBytes(size)
@@ -69,6 +71,7 @@ func newScratchUpCmd(g *Globals) *cobra.Command {
 	cmd.Flags().StringVar(&size, "size", "8G", "size of the filesystem; the image is sparse, so RAM is used only as data is written")
 	cmd.Flags().StringVar(&opt.FS, "fs", "btrfs", "filesystem: btrfs (snapshots) or xfs (reflink)")
 	cmd.Flags().StringVar(&opt.Dir, "dir", "/dev/shm", "directory that holds the image file")
+	cmd.Flags().StringVar(&opt.Compress, "compress", "", "btrfs transparent compression: zstd (level 3) or zstd:LEVEL (1-15); less RAM or disk per template and slot, for some CPU")
 	return cmd
 }
 
@@ -139,16 +142,29 @@ func printScratch(g *Globals, info *scratch.Info) error {
 	switch {
 	case info.Up:
 		note := ""
-		if info.AlreadyUp {
+		switch {
+		case info.AlreadyUp:
 			note = " (already up)"
+		case info.Remounted:
+			note = " (mounted again from " + info.Image + ", with what it held)"
+		}
+		fs := info.FS
+		if info.Compress != "" {
+			fs += " compress=" + info.Compress
 		}
 		fmt.Fprintf(g.IO.Out, "scratch: %s of %s at %s on %s, image %s; %s used, %s free, %s of RAM%s\n",
-			info.FS, scratch.FormatSize(info.Size), info.Mount, info.Loop, info.Image,
+			fs, scratch.FormatSize(info.Size), info.Mount, info.Loop, info.Image,
 			scratch.FormatSize(info.Used), scratch.FormatSize(info.Avail), scratch.FormatSize(info.Memory), note)
 	case info.Stale:
 		fmt.Fprintf(g.IO.Out, "scratch: recorded (%s) but not mounted; run \"pristine scratch down\" to clean up\n", info.Image)
+	case info.RootCompress != "":
+		fmt.Fprintf(g.IO.Out, "scratch: not up; %s is a plain directory on the root's filesystem (%s, compress=%s: templates built there are compressed)\n", info.Mount, info.RootFS, info.RootCompress)
 	default:
-		fmt.Fprintf(g.IO.Out, "scratch: not up; %s is a plain directory on the root's filesystem\n", info.Mount)
+		fs := ""
+		if info.RootFS != "" {
+			fs = " (" + info.RootFS + ")"
+		}
+		fmt.Fprintf(g.IO.Out, "scratch: not up; %s is a plain directory on the root's filesystem%s\n", info.Mount, fs)
 	}
 	return nil
 }

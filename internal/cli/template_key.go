@@ -9,9 +9,10 @@ import (
 	"github.com/pristinedb/pristine/internal/mariadb"
 )
 
-// setProfile sets the server profile a build (or its key) uses: the
-// default, the log size and the server options of the flags.
-func (f *BuildFlags) setProfile() error {
+// setProfile sets the server profile a build (or its key) uses on bin:
+// the default, the log size, the page compression options of
+// --innodb-compression and the server options of the flags (which win).
+func (f *BuildFlags) setProfile(bin *mariadb.Binary) error {
 	f.Profile = mariadb.DefaultProfile()
 	if f.LogSize != "" {
 		n, err := parseBytes(f.LogSize)
@@ -20,7 +21,15 @@ func (f *BuildFlags) setProfile() error {
 		}
 		f.Profile.LogFileSize = n
 	}
-	opts, err := mariadb.MergeOptions(f.Profile.Options, f.ServerOptions)
+	own := f.ServerOptions
+	if f.InnoDBCompression {
+		pc, err := bin.PageCompressionOptions()
+		if err != nil {
+			return fmt.Errorf("%w: template build %v", ErrUsage, err)
+		}
+		own = append(pc, own...)
+	}
+	opts, err := mariadb.MergeOptions(f.Profile.Options, own)
 	if err != nil {
 		return fmt.Errorf("%w: %v", ErrUsage, err)
 	}
@@ -67,11 +76,11 @@ func RunTemplateKey(ctx context.Context, g *Globals, f BuildFlags) (string, erro
 	if err := f.keyed(); err != nil {
 		return "", err
 	}
-	if err := f.setProfile(); err != nil {
-		return "", err
-	}
 	st, err := g.openBuilder(ctx, "auto")
 	if err != nil {
+		return "", err
+	}
+	if err := f.setProfile(st.Binary()); err != nil {
 		return "", err
 	}
 	return st.Hash(ctx, f.BuildOptions)

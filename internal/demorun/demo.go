@@ -22,6 +22,7 @@ import (
 
 	"github.com/pristinedb/pristine/api"
 	"github.com/pristinedb/pristine/client"
+	"github.com/pristinedb/pristine/internal/catalog"
 	"github.com/pristinedb/pristine/internal/demo"
 	"github.com/pristinedb/pristine/internal/mariadb"
 	"github.com/pristinedb/pristine/internal/pool"
@@ -117,7 +118,7 @@ func Demo(ctx context.Context, store *template.Builder, opt DemoOptions) (*DemoR
 
 	// 1. The demo SQL, written by the project, then a template from it.
 	sqlPath := filepath.Join(store.Catalog().Root().Path, "tmp", "demo.sql")
-	if err := WriteSQL(sqlPath, demo.Options{Scale: opt.Scale, MySQL: store.Binary().Flavor == mariadb.MySQL}); err != nil {
+	if err := WriteSQL(sqlPath, demo.Options{Scale: opt.Scale, MySQL: !store.Binary().Flavor.SequenceEngine()}); err != nil {
 		return nil, err
 	}
 	say("building template demo from %s", sqlPath)
@@ -302,6 +303,22 @@ func Settle(ctx context.Context, store *template.Builder) {
 		return
 	}
 	_ = exec.CommandContext(ctx, "btrfs", "subvolume", "sync", store.Catalog().Root().Data()).Run()
+}
+
+// BuildDemo builds (or finds) the demo schema at scale as template name in
+// store, for the server's flavour, from SQL written to the root's tmp
+// directory and removed after the build; workers load it.
+func BuildDemo(ctx context.Context, store *template.Builder, name string, scale float64, workers int) (*catalog.Meta, error) {
+	sqlPath := filepath.Join(store.Catalog().Root().Path, "tmp", fmt.Sprintf("%s-%g.sql", name, scale))
+	if err := WriteSQL(sqlPath, demo.Options{Scale: scale, MySQL: !store.Binary().Flavor.SequenceEngine()}); err != nil {
+		return nil, err
+	}
+	defer os.Remove(sqlPath)
+	m, _, err := store.Build(ctx, template.BuildOptions{Name: name, FromSQL: sqlPath, Profile: mariadb.DefaultProfile(), Workers: workers})
+	if err != nil {
+		return nil, fmt.Errorf("build %s: %w", name, err)
+	}
+	return m, nil
 }
 
 // WriteSQL writes the demo schema generator's SQL for opt to path, whole

@@ -3,7 +3,8 @@ package demorun
 import (
 	"fmt"
 	"io"
-	"strings"
+
+	"github.com/pristinedb/pristine/internal/mariadb"
 )
 
 // WriteText writes the demo's result as `pristine demo` prints it: the
@@ -11,11 +12,8 @@ import (
 // baseline, every run with its load average. It reads nothing but r, so
 // a saved run renders the same text on any machine (the README's sample).
 func WriteText(w io.Writer, r *DemoResult) {
-	// MariaDB's versions name it ("10.11.19-MariaDB-..."), MySQL's do not.
-	server, baseline := "MariaDB", "mariadb-dump \\| mariadb"
-	if !strings.Contains(r.Server, "MariaDB") {
-		server, baseline = "MySQL", "mysqldump \\| mysql"
-	}
+	f := mariadb.FlavorOf(r.Server)
+	server, baseline := f.Name(), f.Client("mariadb-dump")+" \\| "+f.Client("mariadb")
 	fmt.Fprintf(w, "\npristine demo: %s %s, %s backend, %d cores\n\n", server, r.Server, r.Backend, r.Machine.Cores)
 	fmt.Fprintf(w, "| step | pristine | %s | ratio |\n|---|---|---|---|\n", baseline)
 	built := "built"

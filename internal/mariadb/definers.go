@@ -139,15 +139,12 @@ func SecureDefiners(ctx context.Context, c *sql.Conn, leaseDBs []string, shared 
 			return nil, fmt.Errorf("secure definers: %w", err)
 		}
 	}
-	my, err := isMySQL(ctx, c)
+	f, err := Probe(ctx, c)
 	if err != nil {
 		return nil, fmt.Errorf("secure definers: %w", err)
 	}
-	list := definedObjects
-	if my {
-		list = definedObjectsMySQL
-	}
-	objs, err := list(ctx, c)
+	d := f.definers()
+	objs, err := d.list(ctx, c)
 	if err != nil {
 		return nil, fmt.Errorf("secure definers: %w", err)
 	}
@@ -173,11 +170,7 @@ func SecureDefiners(ctx context.Context, c *sql.Conn, leaseDBs []string, shared 
 	for _, o := range admin {
 		switch o.kind {
 		case "view":
-			reown := reownView
-			if my {
-				reown = reownViewMySQL
-			}
-			ok, err := reown(ctx, c, o, owner)
+			ok, err := d.reownView(ctx, c, o, owner)
 			if err != nil {
 				return nil, err
 			}
@@ -188,25 +181,11 @@ func SecureDefiners(ctx context.Context, c *sql.Conn, leaseDBs []string, shared 
 		case "trigger":
 			triggerTables[[2]string{o.schema, o.table}] = true
 		case "procedure", "function", "package", "package body":
-			if my {
-				if err := reownRoutineMySQL(ctx, c, o, owner); err != nil {
-					return nil, fmt.Errorf("secure definers: re-own %s: %w", o, err)
-				}
-				break
-			}
-			if _, err := c.ExecContext(ctx, "UPDATE mysql.proc SET definer = ? WHERE db = ? AND name = ? AND type = ?",
-				OwnerUser+"@"+OwnerHost, o.schema, o.name, strings.ToUpper(o.kind)); err != nil {
+			if err := d.reownRoutine(ctx, c, o, owner); err != nil {
 				return nil, fmt.Errorf("secure definers: re-own %s: %w", o, err)
 			}
 		case "event":
-			if my {
-				if err := reownEventMySQL(ctx, c, o, owner); err != nil {
-					return nil, fmt.Errorf("secure definers: re-own %s: %w", o, err)
-				}
-				break
-			}
-			if _, err := c.ExecContext(ctx, "UPDATE mysql.event SET definer = ? WHERE db = ? AND name = ?",
-				OwnerUser+"@"+OwnerHost, o.schema, o.name); err != nil {
+			if err := d.reownEvent(ctx, c, o, owner); err != nil {
 				return nil, fmt.Errorf("secure definers: re-own %s: %w", o, err)
 			}
 		}
@@ -217,19 +196,56 @@ func SecureDefiners(ctx context.Context, c *sql.Conn, leaseDBs []string, shared 
 			return nil, fmt.Errorf("secure definers: re-own the triggers of %s: %w", quote.Qualified(t[0], t[1]), err)
 		}
 	}
-	reduce, dropFormer := reduceDefiners, dropFormerDefiners
-	if my {
-		reduce, dropFormer = reduceDefinersMySQL, dropFormerDefinersMySQL
-	}
-	reduced, err := reduce(ctx, c, other)
+	reduced, err := d.reduce(ctx, c, other)
 	if err != nil {
 		return nil, fmt.Errorf("secure definers: %w", err)
 	}
 	rep.Reduced = reduced
-	if err := dropFormer(ctx, c); err != nil {
+	if err := d.dropFormer(ctx, c); err != nil {
 		return nil, fmt.Errorf("secure definers: %w", err)
 	}
 	return rep, nil
+}
+
+// definerSteps are the steps of SecureDefiners that differ between the
+// server families: how the defined objects are listed, how a view, a
+// routine and an event are given the owner, how the other definers'
+// privileges are reduced and the former definers dropped. The flow that
+// calls them is one (SecureDefiners); triggers are re-created the same
+// way on both.
+type definerSteps struct {
+	list         func(ctx context.Context, c *sql.Conn) ([]definedObject, error)
+	reownView    func(ctx context.Context, c *sql.Conn, o definedObject, owner string) (bool, error)
+	reownRoutine func(ctx context.Context, c *sql.Conn, o definedObject, owner string) error
+	reownEvent   func(ctx context.Context, c *sql.Conn, o definedObject, owner string) error
+	reduce       func(ctx context.Context, c *sql.Conn, objs []definedObject) ([]string, error)
+	dropFormer   func(ctx context.Context, c *sql.Conn) error
+}
+
+// definers are the flavour's definer steps: MariaDB's in its tables
+// (mysql.proc, mysql.event, mysql.global_priv), MySQL's through its data
+// dictionary (definers_mysql.go).
+func (f Flavor) definers() definerSteps {
+	if f == MySQL {
+		return definerSteps{definedObjectsMySQL, reownViewMySQL, reownRoutineMySQL, reownEventMySQL, reduceDefinersMySQL, dropFormerDefinersMySQL}
+	}
+	return definerSteps{definedObjects, reownView, reownRoutine, reownEvent, reduceDefiners, dropFormerDefiners}
+}
+
+// reownRoutine gives a routine the owner in mysql.proc, which the server
+// reads at its next start.
+func reownRoutine(ctx context.Context, c *sql.Conn, o definedObject, _ string) error {
+	_, err := c.ExecContext(ctx, "UPDATE mysql.proc SET definer = ? WHERE db = ? AND name = ? AND type = ?",
+		OwnerUser+"@"+OwnerHost, o.schema, o.name, strings.ToUpper(o.kind))
+	return err
+}
+
+// reownEvent gives an event the owner in mysql.event, which the server
+// reads at its next start.
+func reownEvent(ctx context.Context, c *sql.Conn, o definedObject, _ string) error {
+	_, err := c.ExecContext(ctx, "UPDATE mysql.event SET definer = ? WHERE db = ? AND name = ?",
+		OwnerUser+"@"+OwnerHost, o.schema, o.name)
+	return err
 }
 
 // definedObjects lists every view, trigger, routine and event with its

@@ -23,15 +23,6 @@ import (
 // mysql.role_edges; MySQL has no PUBLIC, but every account gets the roles
 // of mandatory_roles, which are reduced as PUBLIC is on MariaDB.
 
-// isMySQL asks the server on c whether it is MySQL.
-func isMySQL(ctx context.Context, c *sql.Conn) (bool, error) {
-	var v string
-	if err := c.QueryRowContext(ctx, "SELECT VERSION()").Scan(&v); err != nil {
-		return false, fmt.Errorf("read the server version: %w", err)
-	}
-	return !strings.Contains(strings.ToLower(v), "mariadb"), nil
-}
-
 // definedObjectsMySQL lists every view, trigger, routine and event with its
 // DEFINER from MySQL's information_schema (which reads the data
 // dictionary; EVENTS answers with the event scheduler off too).

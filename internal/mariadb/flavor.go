@@ -191,12 +191,11 @@ func (b *Binary) TimezoneLoaders() []string {
 // mysqlClients are MySQL's names of MariaDB's client programs.
 var mysqlClients = map[string]string{"mariadb": "mysql", "mariadb-dump": "mysqldump", "mariadb-admin": "mysqladmin"}
 
-// Client is the name of the flavour's client program for a MariaDB name
-// (mariadb, mariadb-dump, mariadb-admin): MySQL ships them as mysql,
-// mysqldump and mysqladmin.
+// Client is the name of the binary's client program for a MariaDB name
+// (Flavor.Client).
 func (b *Binary) Client(name string) string {
-	if alt, ok := mysqlClients[name]; ok && b != nil && b.Flavor == MySQL {
-		return alt
+	if b == nil {
+		return name
 	}
-	return name
+	return b.Flavor.Client(name)
 }

@@ -4,7 +4,6 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -116,39 +115,13 @@ func moduleRoot(t *testing.T) string {
 // Instance's binary: a second way to start a server is how the tmpdir and
 // ownership bugs came back before.
 func TestOnlyThisPackageStartsServers(t *testing.T) {
-	root := moduleRoot(t)
-	fset := token.NewFileSet()
-	files := 0
-	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(root, p)
-		rel = filepath.ToSlash(rel)
-		if d.IsDir() {
-			if rel == "internal/mariadb" || d.Name() == "testdata" || d.Name() == "vendor" || (strings.HasPrefix(d.Name(), ".") && rel != ".") {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if !strings.HasSuffix(rel, ".go") || strings.HasSuffix(rel, "_test.go") || guardExempt[rel] != "" {
-			return nil
-		}
-		f, err := parser.ParseFile(fset, p, nil, parser.SkipObjectResolution)
-		if err != nil {
-			return err
-		}
-		files++
+	files := eachModuleFile(t, func(rel string) bool { return guardExempt[rel] != "" }, func(fset *token.FileSet, f *ast.File) {
 		for _, s := range serverStarts(fset, f) {
 			t.Errorf("%s: only internal/mariadb starts servers (Start, InitDatadir)", s)
 		}
-		return nil
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	if files < 100 {
-		t.Fatalf("read only %d Go files under %s", files, root)
+		t.Fatalf("read only %d Go files of the module", files)
 	}
 }
 

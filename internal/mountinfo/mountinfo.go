@@ -111,3 +111,33 @@ func Below(dir string) ([]string, error) {
 	}
 	return out, nil
 }
+
+// Of returns the mount that holds path: the topmost mount whose point is
+// path or its nearest ancestor (path should be absolute and resolved).
+func Of(path string) (*Mount, error) {
+	ms, err := Read()
+	if err != nil {
+		return nil, err
+	}
+	var found *Mount
+	for i := range ms {
+		p := ms[i].Point
+		if p == path || p == "/" || strings.HasPrefix(path, p+"/") {
+			if found == nil || len(p) >= len(found.Point) {
+				found = &ms[i]
+			}
+		}
+	}
+	return found, nil
+}
+
+// Option returns the value of the filesystem option name (name=VALUE)
+// in the mount's options, and whether it is there.
+func (m *Mount) Option(name string) (string, bool) {
+	for _, o := range strings.Split(m.Options, ",") {
+		if k, v, _ := strings.Cut(o, "="); k == name {
+			return v, true
+		}
+	}
+	return "", false
+}

@@ -51,3 +51,22 @@ func TestReadThisMachine(t *testing.T) {
 		t.Errorf("the mount at / has no filesystem type: %+v", root)
 	}
 }
+
+func TestOption(t *testing.T) {
+	m := Mount{Options: "rw,compress=zstd:3,ssd,space_cache=v2"}
+	for name, want := range map[string]string{"compress": "zstd:3", "space_cache": "v2", "ssd": ""} {
+		if v, ok := m.Option(name); !ok || v != want {
+			t.Errorf("Option(%q) = %q, %v; want %q", name, v, ok, want)
+		}
+	}
+	if _, ok := m.Option("compress-force"); ok {
+		t.Error("Option(compress-force) found in options without it")
+	}
+}
+
+func TestOf(t *testing.T) {
+	m, err := Of("/proc/self")
+	if err != nil || m == nil || m.Point != "/proc" {
+		t.Errorf("Of(/proc/self) = %+v, %v; want the mount at /proc", m, err)
+	}
+}

@@ -16,9 +16,10 @@ import (
 	"github.com/pristinedb/pristine/internal/mariadb"
 )
 
-// account is the user of one unit: made fresh for every lease, dropped (and
-// its connections killed) when the lease ends, so a former holder's
-// credentials stop working at release.
+// account is the user of one unit: locked (and its connections killed)
+// when the lease ends, then dropped with its server, or handed to the
+// next holder under a new name and password (rekeyAccount), so a former
+// holder's credentials stop working at release.
 type account struct {
 	user, password string
 }
@@ -75,6 +76,29 @@ func newAccount(ctx context.Context, admin querier, db string, units int) (accou
 	for _, q := range qs {
 		if _, err := admin.ExecContext(ctx, q); err != nil {
 			return account{}, fmt.Errorf("create lease account: %w", err)
+		}
+	}
+	return a, nil
+}
+
+// rekeyAccount hands a unit's lease account to the next holder under a
+// new name and password, its grants and connection limit kept: RENAME
+// USER, then ALTER USER ... IDENTIFIED BY ... ACCOUNT UNLOCK (two
+// statements where dropping it and making a new one are seven; on MySQL
+// each is a data dictionary transaction). The callers run it only once
+// the reset's checks found that the holder ran no account statement
+// (they move the counters the checks compare), so the account is as
+// newAccount made it but for its lock and its password, which the
+// ALTER replaces: the old holder's name and password stop working as
+// with a new account.
+func rekeyAccount(ctx context.Context, admin querier, old account) (account, error) {
+	a := account{user: "lease_" + randomHex(6), password: rand.Text()}
+	for _, q := range []string{
+		"RENAME USER " + quote.Account(old.user, "%") + " TO " + quote.Account(a.user, "%"),
+		"ALTER USER " + quote.Account(a.user, "%") + " IDENTIFIED BY " + quote.String(a.password) + " ACCOUNT UNLOCK",
+	} {
+		if _, err := admin.ExecContext(ctx, q); err != nil {
+			return account{}, fmt.Errorf("hand the lease account on: %w", err)
 		}
 	}
 	return a, nil

@@ -42,12 +42,17 @@ var freezeMu sync.Mutex
 // one ioctl whose cost does not depend on the data; a reflink or plain
 // copy walks the files. SIGCONT resumes it: its clients only wait.
 func (p *Pool) Snapshot(ctx context.Context, id, dst string) error {
-	s, srv, err := p.forkable(id)
+	s, srv, imported, err := p.forkable(id)
 	if err != nil {
 		return err
 	}
 	if err := flushRedo(ctx, srv); err != nil {
 		return fmt.Errorf("fork lease %s: %w", id, err)
+	}
+	if imported {
+		if err := flushPages(ctx, srv); err != nil {
+			return fmt.Errorf("fork lease %s: %w", id, err)
+		}
 	}
 	src := filepath.Join(s.dir, "data")
 	copyData := func() error { return p.backend.Clone(src, dst) }
@@ -70,25 +75,72 @@ func (p *Pool) Snapshot(ctx context.Context, id, dst string) error {
 	return nil
 }
 
-// forkable finds lease id's slot and its server.
-func (p *Pool) forkable(id string) (*slot, server, error) {
+// forkable finds lease id's slot and its server, and whether that server
+// imported tablespaces in an in-place reset (slot.imported).
+func (p *Pool) forkable(id string) (*slot, server, bool, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	l, ok := p.leases[id]
 	if !ok {
 		if err := p.lostErr(id); err != nil {
-			return nil, nil, err
+			return nil, nil, false, err
 		}
-		return nil, nil, fmt.Errorf("%w %q", ErrUnknownLease, id)
+		return nil, nil, false, fmt.Errorf("%w %q", ErrUnknownLease, id)
 	}
 	s := p.slots[l.Slot]
 	if len(s.units) > 1 {
-		return nil, nil, fmt.Errorf("%w: lease %s is one of %d databases of its slot (--dbs-per-slot %d), which other holders use: fork a lease of a pool with one database per slot", ErrForkShared, id, len(s.units), len(s.units))
+		return nil, nil, false, fmt.Errorf("%w: lease %s is one of %d databases of its slot (--dbs-per-slot %d), which other holders use: fork a lease of a pool with one database per slot", ErrForkShared, id, len(s.units), len(s.units))
 	}
 	if (s.state != Leased && s.state != Kept) || s.srv == nil || !s.srv.Running() {
-		return nil, nil, fmt.Errorf("%w: lease %s's slot is %s: try again once it is leased", ErrForkBusy, id, s.state)
+		return nil, nil, false, fmt.Errorf("%w: lease %s's slot is %s: try again once it is leased", ErrForkBusy, id, s.state)
 	}
-	return s, s.srv, nil
+	return s, s.srv, s.imported != nil && s.imported == s.srv, nil
+}
+
+// flushPagesWait bounds flushPages' wait for InnoDB's dirty pages.
+const flushPagesWait = 60 * time.Second
+
+// flushPages has InnoDB write every dirty page out before the copy, on a
+// server that imported tablespaces (an in-place reset's DISCARD and
+// IMPORT TABLESPACE): crash recovery does not apply the redo log to a
+// tablespace imported since the last clean start, so the fork's
+// recovering server would give that table's pages as the import left
+// them, without the lease's committed writes (TestForkAfterInPlaceReset).
+// Written out, the pages hold them. innodb_max_dirty_pages_pct is 0
+// until no page is dirty, then back to what it was. The cost follows
+// what the lease wrote since the page cleaner last ran, not the data.
+func flushPages(ctx context.Context, srv server) error {
+	live, ok := srv.(*liveServer)
+	if !ok {
+		return nil // the state machine's fake
+	}
+	var pct float64
+	if err := live.admin.QueryRowContext(ctx, "SELECT @@GLOBAL.innodb_max_dirty_pages_pct").Scan(&pct); err != nil {
+		return fmt.Errorf("read innodb_max_dirty_pages_pct: %w", err)
+	}
+	if _, err := live.admin.ExecContext(ctx, "SET GLOBAL innodb_max_dirty_pages_pct = 0"); err != nil {
+		return fmt.Errorf("write InnoDB's dirty pages out: %w", err)
+	}
+	defer live.admin.ExecContext(context.WithoutCancel(ctx), "SET GLOBAL innodb_max_dirty_pages_pct = "+strconv.FormatFloat(pct, 'f', -1, 64))
+	deadline := time.Now().Add(flushPagesWait)
+	for {
+		var name string
+		var dirty int64
+		if err := live.admin.QueryRowContext(ctx, "SHOW GLOBAL STATUS LIKE 'Innodb_buffer_pool_pages_dirty'").Scan(&name, &dirty); err != nil {
+			return fmt.Errorf("count InnoDB's dirty pages: %w", err)
+		}
+		if dirty == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%w: the slot's server still has %d dirty pages after %s of writing them out (it imported tablespaces in an in-place reset, whose pages the fork must hold): fork again once the holder writes less", ErrForkBusy, dirty, flushPagesWait)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
 }
 
 // flushRedo writes the redo log out when the server defers it

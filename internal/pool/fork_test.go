@@ -166,3 +166,49 @@ func TestFork(t *testing.T) {
 		t.Error("the lease's function never ran in the fork: the probe proves nothing")
 	}
 }
+
+// TestForkAfterInPlaceReset: a lease of a slot whose server restored its
+// tables in place (DISCARD and IMPORT TABLESPACE) writes rows and is
+// forked; the fork's leases see them. Crash recovery does not apply the
+// redo log to a tablespace imported since the server's start, so without
+// flushPages the fork held the table as the reset left it (the
+// template's one row, not the lease's 301).
+func TestForkAfterInPlaceReset(t *testing.T) {
+	st := templatetest.NewScratchBuilder(t, "btrfs", 1<<30)
+	m := templatetest.Build(t, st, "app", "CREATE TABLE t (id INT AUTO_INCREMENT PRIMARY KEY, v VARCHAR(20)) ENGINE=InnoDB;\nINSERT INTO t (v) VALUES ('template');\n", template.BuildOptions{})
+	ctx := context.Background()
+	p, err := pool.Up(ctx, st.Catalog(), st.Binary(), m, pool.Options{Size: 1, Profile: mariadb.DefaultProfile()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Down(ctx)
+	insert := "INSERT INTO t (v) VALUES " + strings.TrimSuffix(strings.Repeat("('lease'),", 300), ",")
+	first := lease(t, p)
+	if _, err := open(t, first).Exec(insert); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Release(ctx, first.ID, pool.Dirty); err != nil {
+		t.Fatal(err)
+	}
+	l := lease(t, p) // the one slot, reset in place
+	if n := p.Status(false).Stats.ResetPaths[pool.PathInPlace]; n != 1 {
+		t.Fatalf("reset paths %v: want the one reset in place", p.Status(false).Stats.ResetPaths)
+	}
+	db := open(t, l)
+	if _, err := db.Exec(insert); err != nil {
+		t.Fatal(err)
+	}
+	f, _, err := st.Fork(ctx, m, template.ForkOptions{Name: "app-fork", Lease: l.ID}, func(dst string) error { return p.Snapshot(ctx, l.ID, dst) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	fp, err := pool.Up(ctx, st.Catalog(), st.Binary(), f, pool.Options{Size: 1, Profile: mariadb.DefaultProfile()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fp.Down(ctx)
+	var n int
+	if err := open(t, lease(t, fp)).QueryRow("SELECT COUNT(*) FROM t").Scan(&n); err != nil || n != 301 {
+		t.Fatalf("a lease of the fork has %d rows (%v), want 301: the template's and the lease's committed ones", n, err)
+	}
+}

@@ -153,6 +153,9 @@ func (p *Pool) readyInPlace(s *slot, out *inplaceDone, start time.Time) {
 	}
 	s.units[0].spent = false
 	s.err, s.failing = "", false
+	if out.tables > 0 {
+		s.imported = s.srv
+	}
 	p.countPath(PathInPlace)
 	p.stats.TablesRestored += int64(out.tables)
 	p.observe("reset", time.Since(start))
@@ -318,13 +321,13 @@ func (j *inplaceJob) run(ctx context.Context) (*inplaceDone, error) {
 		return nil, fmt.Errorf("foreign key checks on: %w", err)
 	}
 	lap("restore")
-	if j.acct.ok() {
-		if _, err := conn.ExecContext(ctx, "DROP USER IF EXISTS "+quote.Account(j.acct.user, "%")); err != nil {
-			return nil, fmt.Errorf("drop lease account: %w", err)
-		}
-	}
 	out := &inplaceDone{tables: len(plan)}
-	if out.acct, err = newAccount(ctx, conn, j.db, 1); err != nil {
+	if j.acct.ok() {
+		out.acct, err = rekeyAccount(ctx, conn, j.acct)
+	} else {
+		out.acct, err = newAccount(ctx, conn, j.db, 1)
+	}
+	if err != nil {
 		return nil, err
 	}
 	lap("new account")

@@ -341,3 +341,76 @@ func TestInPlaceResetSessionsNotEnded(t *testing.T) {
 	}
 	verifyClean(t, ref, openLease(t, next), "a connection rolling back past the kill rounds")
 }
+
+// TestResetHandsOnTheAccount plays a holder that sets its own account's
+// password, the one account statement a lease may run on itself, so as
+// to log in again after its release. The account is handed to the next
+// holder under a new name and password (rekeyAccount), by the in-place
+// reset (the holder wrote a row) and by a release as unchanged (it wrote
+// nothing): neither the old name nor the new one opens with the old
+// password or the holder's own, and the new lease's credentials do.
+func TestResetHandsOnTheAccount(t *testing.T) {
+	p, _ := inplacePool(t)
+	setOwn := "SET PASSWORD = PASSWORD('holder-chosen')"
+	if p.bin.Flavor == mariadb.MySQL {
+		setOwn = "SET PASSWORD = 'holder-chosen'"
+	}
+	for _, tc := range []struct {
+		name  string
+		write string
+		mode  ReleaseMode
+	}{
+		{"in place", "INSERT INTO parent (name) VALUES ('written')", Dirty},
+		{"unchanged", "", Unchanged},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l := leaseIn(t, p)
+			conn, err := openLease(t, l).Conn(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, q := range []string{setOwn, tc.write} {
+				if q == "" {
+					continue
+				}
+				if _, err := conn.ExecContext(context.Background(), q); err != nil {
+					t.Fatalf("%s: %v", q, err)
+				}
+			}
+			conn.Close()
+			if _, err := p.Release(context.Background(), l.ID, tc.mode); err != nil {
+				t.Fatal(err)
+			}
+			next := leaseIn(t, p)
+			t.Cleanup(func() { p.Release(context.Background(), next.ID, Dirty) })
+			if next.Slot != l.Slot {
+				t.Fatalf("the next lease got slot %d, want the reset slot %d", next.Slot, l.Slot)
+			}
+			if next.User == l.User {
+				t.Errorf("the next holder's account has the old holder's name %s", l.User)
+			}
+			for _, try := range []struct{ what, user, password string }{
+				{"the old name and password", l.User, l.Password},
+				{"the old name and the holder's own password", l.User, "holder-chosen"},
+				{"the new name and the holder's own password", next.User, "holder-chosen"},
+				{"the new name and the old password", next.User, l.Password},
+			} {
+				dsn := strings.Replace(strings.Replace(next.DSN, next.User+":", try.user+":", 1), ":"+next.Password+"@", ":"+try.password+"@", 1)
+				if dsn == next.DSN {
+					t.Fatalf("%s: the DSN %q was not rewritten", try.what, next.DSN)
+				}
+				db, err := sql.Open("mysql", dsn)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := db.Ping(); err == nil {
+					t.Errorf("%s opens the slot after the release", try.what)
+				}
+				db.Close()
+			}
+			if err := openLease(t, next).Ping(); err != nil {
+				t.Errorf("the next holder's credentials: %v", err)
+			}
+		})
+	}
+}

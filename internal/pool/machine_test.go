@@ -136,7 +136,7 @@ func (s *fakeServer) kill()                        { s.killed.Store(true); s.die
 // die ends the server as a crash would.
 func (s *fakeServer) die() { s.once.Do(func() { close(s.done) }) }
 
-func (s *fakeServer) recycle(ctx context.Context, was check, a account, _ string, _ []string) (account, check, error) {
+func (s *fakeServer) recycle(ctx context.Context, was check, a account, _ []string) (account, check, error) {
 	s.f.mu.Lock()
 	recycle := s.f.recycle
 	s.f.mu.Unlock()
@@ -610,6 +610,75 @@ func TestMachine(t *testing.T) {
 			p.mu.Unlock()
 			if overCap || f.server(1).frozen.Load() || f.server(2).frozen.Load() || p.Status(false).Stats.OverCap != 1 {
 				t.Error("a stale disk check froze a slot that had moved on")
+			}
+		}},
+		{"background check: answered first, leased after", 1, 1, func(t *testing.T, p *Pool, f *fake, ev *events) {
+			entered, gate := make(chan struct{}), make(chan struct{})
+			f.set(func(f *fake) {
+				f.recycle = func(ctx context.Context, was check, _ account) (account, check, error) {
+					close(entered)
+					select {
+					case <-gate:
+					case <-ctx.Done(): // the test failed and brings the pool down
+					}
+					return account{user: "lease_next", password: "x"}, was, nil
+				}
+			})
+			l := leaseOf(t, p, LeaseOptions{Holder: "t"})
+			if checking, err := p.ReleaseAsync(l.ID, Unchanged); err != nil || !checking {
+				t.Fatalf("release in the background: checking=%v err=%v, want checking", checking, err)
+			}
+			<-entered // the release has answered; the check runs
+			if _, err := p.Release(context.Background(), l.ID, Unchanged); !errors.Is(err, ErrUnknownLease) {
+				t.Errorf("a second release during the check: %v, want ErrUnknownLease", err)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+			defer cancel()
+			if got, err := p.Lease(ctx, LeaseOptions{}); !errors.Is(err, ErrLeaseTimeout) {
+				if got != nil {
+					got.Password = "" // not in the failure message
+				}
+				t.Fatalf("a lease during the check got %v (%v): the slot was handed out before its check ended", got, err)
+			}
+			wantState(t, p, 0, Leased)
+			close(gate)
+			next := leaseOf(t, p, LeaseOptions{Holder: "next"})
+			if next.User != "lease_next" || p.Status(false).Stats.Reused != 1 {
+				t.Errorf("after the check: user %s, reused %d, want the check's new account and 1", next.User, p.Status(false).Stats.Reused)
+			}
+		}},
+		{"background check: down cancels it", 1, 1, func(t *testing.T, p *Pool, f *fake, ev *events) {
+			entered := make(chan struct{})
+			f.set(func(f *fake) {
+				f.recycle = func(ctx context.Context, was check, _ account) (account, check, error) {
+					close(entered)
+					<-ctx.Done() // a check that would run for ever, but for Down
+					return account{}, check{}, ctx.Err()
+				}
+			})
+			l := leaseOf(t, p, LeaseOptions{Holder: "t"})
+			if _, err := p.ReleaseAsync(l.ID, Unchanged); err != nil {
+				t.Fatal(err)
+			}
+			<-entered
+			down := make(chan error)
+			go func() { down <- p.Down(context.Background()) }()
+			select {
+			case err := <-down:
+				if err != nil {
+					t.Fatalf("pool down during a background check: %v", err)
+				}
+			case <-time.After(30 * time.Second):
+				t.Fatal("pool down waits for ever on a background check")
+			}
+			if !f.server(0).killed.Load() {
+				t.Error("pool down left the checked slot's server running")
+			}
+			if _, err := os.Stat(p.dir); !os.IsNotExist(err) {
+				t.Errorf("pool down left %s (%v)", p.dir, err)
+			}
+			if st := p.Status(false).Stats; st.Reused != 0 {
+				t.Errorf("a cancelled check reused the slot (%d)", st.Reused)
 			}
 		}},
 	} {

@@ -50,7 +50,7 @@ type server interface {
 	// kill closes the admin connection, then kills the server.
 	kill()
 	// recycle is release --unchanged's check (Pool.recycle).
-	recycle(ctx context.Context, was check, a account, db string, dirs []string) (account, check, error)
+	recycle(ctx context.Context, was check, a account, dirs []string) (account, check, error)
 	// freeze makes the server read-only and stops every client's
 	// running statement (a slot over its disk cap); the error says the
 	// server did not take read_only.
@@ -94,8 +94,8 @@ func (l *liveServer) kill() {
 	l.Kill()
 }
 
-func (l *liveServer) recycle(ctx context.Context, was check, a account, db string, dirs []string) (account, check, error) {
-	return recycle(ctx, l.admin, l.Binary.Flavor, was, a, db, dirs)
+func (l *liveServer) recycle(ctx context.Context, was check, a account, dirs []string) (account, check, error) {
+	return recycle(ctx, l.admin, l.Binary.Flavor, was, a, dirs)
 }
 
 func (l *liveServer) freeze(ctx context.Context) error {

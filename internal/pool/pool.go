@@ -106,8 +106,9 @@ type Pool struct {
 	bin     *mariadb.Binary
 	backend cow.Backend
 	opt     Options
-	dir     string // clones live in dir/NNN/data
-	run     string // sockets and logs live in run/NNN
+	dir     string    // clones live in dir/NNN/data
+	disk    diskCache // the last DiskUse (diskuse.go)
+	run     string    // sockets and logs live in run/NNN
 
 	mu     sync.Mutex
 	wake   chan struct{} // closed and replaced whenever a unit may have become free

@@ -29,7 +29,8 @@ type querier = mariadb.Querier
 
 // recycle ends a lease's account and, when neither the server's write
 // counters and global variables nor the slot's files changed since the
-// slot was ready, makes a new account for the next holder. An error (or a
+// slot was ready, hands the account on to the next holder under a new
+// name and password (rekeyAccount). An error (or a
 // zero account) means the database must be reset; errChanged says what
 // moved.
 //
@@ -41,7 +42,7 @@ type querier = mariadb.Querier
 // list holds that connection alone; a connection that does not go within
 // the bound resets the slot. An XA transaction left behind (prepared, it
 // outlives its connection) resets the slot too.
-func recycle(ctx context.Context, admin *sql.DB, f mariadb.Flavor, was check, a account, db string, dirs []string) (account, check, error) {
+func recycle(ctx context.Context, admin *sql.DB, f mariadb.Flavor, was check, a account, dirs []string) (account, check, error) {
 	conn, err := admin.Conn(ctx)
 	if err != nil {
 		return account{}, check{}, fmt.Errorf("admin connection: %w", err)
@@ -90,10 +91,7 @@ func recycle(ctx context.Context, admin *sql.DB, f mariadb.Flavor, was check, a 
 	if d := was.files.diff(files, 5); len(d) > 0 {
 		return account{}, check{}, fmt.Errorf("%w: files changed: %s", errChanged, strings.Join(d, ", "))
 	}
-	if _, err := conn.ExecContext(ctx, "DROP USER IF EXISTS "+quote.Account(a.user, "%")); err != nil {
-		return account{}, check{}, fmt.Errorf("drop lease account: %w", err)
-	}
-	fresh, err := newAccount(ctx, conn, db, 1)
+	fresh, err := rekeyAccount(ctx, conn, a)
 	if err != nil {
 		return account{}, check{}, err
 	}
@@ -153,8 +151,7 @@ func sessionWrites(ctx context.Context, conn querier, f mariadb.Flavor) (int64, 
 	if err != nil {
 		return 0, fmt.Errorf("read the admin session's write counters: %w", err)
 	}
-	delete(status, mariadb.MariaDB.LSNStatus())
-	delete(status, mariadb.MySQL.LSNStatus())
+	delete(status, f.LSNStatus())
 	n, err := sumWrites(status, f)
 	return int64(n), err
 }
@@ -183,47 +180,114 @@ const (
 )
 
 // Release returns a lease. A dirty (or kept, or unverifiable) database is
-// reset in the background; an unchanged one is handed out again at once.
-// It reports whether the database will be reset.
+// reset in the background; an unchanged one is checked before Release
+// returns, and handed out again at once when nothing was written. It
+// reports whether the database will be reset.
 func (p *Pool) Release(ctx context.Context, id string, mode ReleaseMode) (reset bool, err error) {
+	c, err := p.beginRelease(id, mode, false)
+	if err != nil {
+		return false, err
+	}
+	if c == nil {
+		return true, nil
+	}
+	return p.finishCheck(ctx, c)
+}
+
+// ReleaseAsync returns a lease without waiting for release --unchanged's
+// check: the lease is ended (gone from the pool and the journal, its
+// database neither leasable nor reset) before it returns, and the check
+// runs in the background (checking is true), after which the database is
+// handed out again or reset, as Release does. The holder's connections
+// are killed by the check, or by the reset, before the slot is handed out
+// again. Down cancels a check still running; the slot then goes with the
+// pool. Whether the check reused the database is counted in
+// Stats.Reused.
+func (p *Pool) ReleaseAsync(id string, mode ReleaseMode) (checking bool, err error) {
+	c, err := p.beginRelease(id, mode, true)
+	if err != nil || c == nil {
+		return false, err
+	}
+	go func() {
+		defer p.wg.Done()
+		ctx, cancel := p.stopContext()
+		defer cancel()
+		if checkHook != nil {
+			checkHook(ctx, c.s.idx)
+		}
+		_, _ = p.finishCheck(ctx, c)
+	}()
+	return true, nil
+}
+
+// checkHook, when set (tests), is called at the start of every check
+// ReleaseAsync runs in the background, with the check's context (ended by
+// Down): the window in which the release has answered and the slot is
+// still being checked.
+var checkHook func(ctx context.Context, slot int)
+
+// pendingCheck is a release --unchanged whose lease is ended and whose
+// check is to run: what the check compares, taken under p.mu.
+type pendingCheck struct {
+	id   string
+	s    *slot
+	u    *unit
+	srv  server
+	acct account
+	was  check
+	gen  uint64
+	dirs []string
+}
+
+// beginRelease ends lease id. A release that needs no check (dirty, kept,
+// several databases, restored) queues the reset and returns nil; an
+// unchanged one marks its unit checking (not leasable, not reset) and
+// returns the check to run. With async, the caller's goroutine is counted
+// in p.wg (under p.mu, the pool open: Down waits for it).
+func (p *Pool) beginRelease(id string, mode ReleaseMode, async bool) (*pendingCheck, error) {
 	p.mu.Lock()
+	defer p.mu.Unlock()
 	l, ok := p.leases[id]
 	if !ok {
-		err := p.lostErr(id)
-		p.mu.Unlock()
-		if err != nil {
-			return false, err
+		if err := p.lostErr(id); err != nil {
+			return nil, err
 		}
-		return false, fmt.Errorf("%w %q: it was released already, or belongs to another pool (see `pristine pool status`)", ErrUnknownLease, id)
+		return nil, fmt.Errorf("%w %q: it was released already, or belongs to another pool (see `pristine pool status`)", ErrUnknownLease, id)
 	}
 	s := p.slots[l.Slot]
 	// Only a slot with one database can be checked: with several, the
 	// server's counters mix the writes of several holders.
 	// Nor can a lease restored after a daemon restart: the marks were
 	// taken after its holder's writes.
-	if mode == Dirty || l.Kept || len(s.units) > 1 || l.restored {
+	if mode == Dirty || l.Kept || len(s.units) > 1 || l.restored || (async && p.closed) {
 		p.releaseLocked(l)
-		p.mu.Unlock()
-		return true, nil
+		return nil, nil
 	}
 	p.forget(l)
 	u := &s.units[0]
 	u.lease, u.checking = nil, true
-	srv, acct := s.srv, u.acct
-	was := check{mark: s.mark, files: s.files, base: s.inplace}
-	gen := s.gen
-	p.mu.Unlock()
+	if async {
+		p.wg.Add(1)
+	}
+	return &pendingCheck{id: id, s: s, u: u, srv: s.srv, acct: u.acct, gen: s.gen, dirs: slotDirs(s),
+		was: check{mark: s.mark, files: s.files, base: s.inplace}}, nil
+}
 
-	fresh, now, err := srv.recycle(ctx, was, acct, u.db, slotDirs(s))
+// finishCheck runs release --unchanged's check c and applies its result:
+// the database is handed out again, or reset. It reports whether the
+// database will be reset.
+func (p *Pool) finishCheck(ctx context.Context, c *pendingCheck) (reset bool, err error) {
+	fresh, now, err := c.srv.recycle(ctx, c.was, c.acct, c.dirs)
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	s, u := c.s, c.u
 	u.checking = false
-	if s.gen != gen || p.closed {
+	if s.gen != c.gen || p.closed {
 		return true, nil // the slot died or the pool went down meanwhile: the check's result is dropped
 	}
 	if err != nil || !fresh.ok() {
 		if err != nil {
-			p.log.Info("release unchanged: resetting", "template", p.Meta.Name, "slot", s.idx, "lease", id, "why", err.Error())
+			p.log.Info("release unchanged: resetting", "template", p.Meta.Name, "slot", s.idx, "lease", c.id, "why", err.Error())
 		}
 		p.resetIfDone(s)
 		return true, nil

@@ -168,6 +168,9 @@ type slot struct {
 	// inplace is what the in-place reset compares against (inplace.go);
 	// nil: the slot resets fully.
 	inplace *inplaceBase
+	// imported is the server that last restored tables in place: a fork
+	// of a lease on it writes its dirty pages out first (flushPages).
+	imported server
 }
 
 // unit is one database of a slot, the thing a lease hands out.

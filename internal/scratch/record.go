@@ -18,13 +18,26 @@ const recordName = "scratch.json"
 // record is what scratch.json holds. It is written before the image is
 // created, so a crash half-way leaves enough behind for Down to clean up.
 type record struct {
-	State   string    `json:"state"` // "creating", then "up"
-	FS      string    `json:"fs"`
-	Size    int64     `json:"size"`
-	Dir     string    `json:"dir"`
-	Image   string    `json:"image"`
-	Loop    string    `json:"loop,omitempty"`
-	Created time.Time `json:"created"`
+	State string `json:"state"` // "creating", then "up"
+	FS    string `json:"fs"`
+	Size  int64  `json:"size"`
+	Dir   string `json:"dir"`
+	Image string `json:"image"`
+	Loop  string `json:"loop,omitempty"`
+	// Compress is the btrfs compression it is mounted with ("zstd:3"),
+	// so a mount again after a reboot uses it too.
+	Compress string    `json:"compress,omitempty"`
+	Created  time.Time `json:"created"`
+}
+
+// describe names the options the record was made with, as scratch up
+// takes them.
+func (rec *record) describe() string {
+	s := fmt.Sprintf("%s of %s in %s", rec.FS, FormatSize(rec.Size), rec.Dir)
+	if rec.Compress != "" {
+		s += " with --compress " + rec.Compress
+	}
+	return s
 }
 
 // imagePath is the only image a root may create or delete in dir.

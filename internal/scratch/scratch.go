@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/pristinedb/pristine/internal/cow"
 	"github.com/pristinedb/pristine/internal/errtag"
 	"github.com/pristinedb/pristine/internal/mountinfo"
 	"github.com/pristinedb/pristine/internal/rootdir"
@@ -25,6 +26,9 @@ type Options struct {
 	Size int64  // bytes; 0 means DefaultSize
 	FS   string // "btrfs" (default) or "xfs"
 	Dir  string // where the image lives; "" means /dev/shm
+	// Compress is btrfs's transparent compression: "" for none, "zstd"
+	// or "zstd:LEVEL" (1-15). XFS has none and is refused with it.
+	Compress string
 }
 
 // DefaultSize is the size of the scratch filesystem when Options.Size is 0.
@@ -38,15 +42,22 @@ type Info struct {
 	Up        bool      `json:"up"`    // mounted at Mount and backed by Image
 	Mount     string    `json:"mount"` // the root's data directory
 	FS        string    `json:"fs,omitempty"`
-	Size      int64     `json:"size,omitempty"`  // the filesystem's size
-	Image     string    `json:"image,omitempty"` // the sparse image file
-	Loop      string    `json:"loop,omitempty"`  // the loop device
-	Used      int64     `json:"used,omitempty"`  // bytes in use inside the filesystem
-	Avail     int64     `json:"avail,omitempty"` // bytes still free inside it
+	Size      int64     `json:"size,omitempty"`     // the filesystem's size
+	Image     string    `json:"image,omitempty"`    // the sparse image file
+	Compress  string    `json:"compress,omitempty"` // btrfs compression, "zstd:LEVEL"
+	Loop      string    `json:"loop,omitempty"`     // the loop device
+	Used      int64     `json:"used,omitempty"`     // bytes in use inside the filesystem
+	Avail     int64     `json:"avail,omitempty"`    // bytes still free inside it
 	Memory    int64     `json:"memory,omitempty"`
 	Created   time.Time `json:"created,omitzero"`
 	AlreadyUp bool      `json:"already_up,omitempty"` // Up found it up and changed nothing
+	Remounted bool      `json:"remounted,omitempty"`  // Up mounted the recorded image again (after a reboot)
 	Stale     bool      `json:"stale,omitempty"`      // recorded, but not mounted: Down cleans up
+	// RootFS and RootCompress describe the filesystem that holds the
+	// data directory when no scratch filesystem is up: a root already on
+	// btrfs mounted with compress= gets compressed templates too.
+	RootFS       string `json:"root_fs,omitempty"`
+	RootCompress string `json:"root_compress,omitempty"`
 	// Warning says, in one line with the fix, when the directory holding
 	// the image has less room than the image may still grow by: writes
 	// inside the filesystem then fail with "no space left on device".
@@ -86,9 +97,13 @@ func Status(root *rootdir.Root) (*Info, error) {
 	}
 	info := &Info{Mount: root.Data()}
 	if rec == nil {
+		if m, err := mountinfo.Of(root.Data()); err == nil && m != nil {
+			info.RootFS = m.FSType
+		}
+		info.RootCompress, _ = cow.Compression(root.Data())
 		return info, nil
 	}
-	info.FS, info.Size, info.Image, info.Loop, info.Created = rec.FS, rec.Size, rec.Image, rec.Loop, rec.Created
+	info.FS, info.Size, info.Image, info.Loop, info.Created, info.Compress = rec.FS, rec.Size, rec.Image, rec.Loop, rec.Created, rec.Compress
 	m, err := ourMount(root, rec)
 	if err != nil {
 		return nil, fmt.Errorf("scratch status: %w", err)

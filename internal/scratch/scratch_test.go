@@ -1,6 +1,7 @@
 package scratch
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -12,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/pristinedb/pristine/internal/cow"
+	"github.com/pristinedb/pristine/internal/diskuse"
 	"github.com/pristinedb/pristine/internal/mountinfo"
 	"github.com/pristinedb/pristine/internal/rootdir"
 	"golang.org/x/sys/unix"
@@ -353,5 +355,157 @@ func TestUpFailureLeavesNothing(t *testing.T) {
 			}
 			assertGone(t, root, imagePath(root, "/dev/shm"))
 		})
+	}
+}
+
+// TestCompressUpDownRemount brings up a zstd-compressed btrfs scratch in
+// a directory that outlives a reboot, checks the mount option and that
+// compressible data takes less room than it holds, then plays a reboot
+// (unmount, loop device gone, image kept): scratch up mounts the image
+// again with the recorded compression and the data still there, other
+// options are refused without touching it, and scratch down removes all.
+func TestCompressUpDownRemount(t *testing.T) {
+	needRootAnd(t, "mkfs.btrfs")
+	ctx := context.Background()
+	root := newRoot(t)
+	dir := t.TempDir() // on the root's disk, as --dir /var/tmp would be
+	opt := Options{Size: 512 << 20, Dir: dir, Compress: "zstd:5"}
+	info, err := Up(ctx, root, opt)
+	if err != nil {
+		t.Fatalf("Up: %v", err)
+	}
+	t.Cleanup(func() { Down(ctx, root) })
+	if info.Compress != "zstd:5" {
+		t.Errorf("Info.Compress = %q; want zstd:5", info.Compress)
+	}
+	assertCompressMount(t, root, "zstd:5")
+	data := []byte(strings.Repeat("pristine keeps this row compressed; ", 300000))
+	file := filepath.Join(root.Data(), "f")
+	if err := os.WriteFile(file, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if u := measureSynced(t, file); u.Physical*4 > u.Logical {
+		t.Errorf("11M of text on a zstd scratch: %+v; want physical under a quarter of logical", u)
+	}
+
+	// A reboot: the mount and the loop device go, the image on disk stays.
+	if err := unix.Unmount(root.Data(), 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := detachLoops(info.Image); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := Status(root); err != nil || st.Up || !st.Stale {
+		t.Fatalf("Status after the reboot: %+v, %v; want stale", st, err)
+	}
+	if _, err := Up(ctx, root, Options{Size: 512 << 20, Dir: dir}); err == nil || !strings.Contains(err.Error(), "with --compress zstd:5") {
+		t.Errorf("Up without --compress over a kept compressed image: %v; want a refusal naming the recorded options", err)
+	}
+	again, err := Up(ctx, root, opt)
+	if err != nil || !again.Up || !again.Remounted || again.Compress != "zstd:5" {
+		t.Fatalf("Up after the reboot: %+v, %v; want the image mounted again with zstd:5", again, err)
+	}
+	assertCompressMount(t, root, "zstd:5")
+	if b, err := os.ReadFile(file); err != nil || !bytes.Equal(b, data) {
+		t.Errorf("the data after the re-mount: %d bytes, %v; want the %d written before", len(b), err, len(data))
+	}
+	if st, err := Up(ctx, root, opt); err != nil || !st.AlreadyUp {
+		t.Errorf("Up again: %+v, %v; want AlreadyUp", st, err)
+	}
+	if err := Down(ctx, root); err != nil {
+		t.Fatalf("Down: %v", err)
+	}
+	assertGone(t, root, info.Image)
+}
+
+// assertCompressMount checks that the data directory is mounted with
+// compress=want and without nodatasum (btrfs does not compress data it
+// does not checksum).
+func assertCompressMount(t *testing.T, root *rootdir.Root, want string) {
+	t.Helper()
+	m, err := mountinfo.At(root.Data())
+	if err != nil || m == nil {
+		t.Fatalf("mount at %s: %+v, %v", root.Data(), m, err)
+	}
+	opts := "," + m.Options + ","
+	if !strings.Contains(opts, ",compress="+want+",") || strings.Contains(opts, ",nodatasum,") {
+		t.Errorf("mount options %q; want compress=%s and no nodatasum", m.Options, want)
+	}
+}
+
+// measureSynced syncs the filesystem holding path and measures it.
+func measureSynced(t *testing.T, path string) diskuse.Usage {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	unix.Syncfs(int(f.Fd()))
+	f.Close()
+	u, err := diskuse.Measure(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u
+}
+
+func TestCompressRefused(t *testing.T) {
+	needRootAnd(t, "mkfs.xfs")
+	root := newRoot(t)
+	for _, c := range []struct {
+		opt  Options
+		want string
+	}{
+		{Options{Size: 512 << 20, FS: "xfs", Compress: "zstd"}, "--compress zstd:3 needs --fs btrfs: xfs has no transparent compression"},
+		{Options{Size: 512 << 20, Compress: "zstd:16"}, `--compress "zstd:16": want zstd or zstd:LEVEL with a level from 1 to 15`},
+		{Options{Size: 512 << 20, Compress: "lz4"}, `--compress "lz4"`},
+	} {
+		if _, err := Up(context.Background(), root, c.opt); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("Up(%+v): %v; want an error containing %q", c.opt, err, c.want)
+		}
+		assertGone(t, root, imagePath(root, "/dev/shm"))
+	}
+}
+
+func TestParseCompress(t *testing.T) {
+	for in, want := range map[string]string{"": "", "none": "", "zstd": "zstd:3", "zstd:1": "zstd:1", "zstd:15": "zstd:15"} {
+		if got, err := ParseCompress(in); err != nil || got != want {
+			t.Errorf("ParseCompress(%q) = %q, %v; want %q", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"zstd:0", "zstd:x", "zlib", "zstd:"} {
+		if _, err := ParseCompress(in); err == nil {
+			t.Errorf("ParseCompress(%q) took it; want an error", in)
+		}
+	}
+}
+
+// TestRootOnCompressedBtrfs puts a root on a btrfs filesystem that is
+// already mounted with compression (here another root's compressed
+// scratch, standing in for an administrator's mount): scratch status of
+// that root, with no scratch of its own, names the filesystem and its
+// compression.
+func TestRootOnCompressedBtrfs(t *testing.T) {
+	needRootAnd(t, "mkfs.btrfs")
+	ctx := context.Background()
+	outer := newRoot(t)
+	if _, err := Up(ctx, outer, Options{Size: 512 << 20, Compress: "zstd:1"}); err != nil {
+		t.Fatalf("Up: %v", err)
+	}
+	t.Cleanup(func() { Down(ctx, outer) })
+	inner, err := rootdir.Open(filepath.Join(outer.Data(), "inner"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := Status(inner)
+	if err != nil || st.Up || st.RootFS != "btrfs" || st.RootCompress != "zstd:1" {
+		t.Errorf("Status of a root on a zstd:1 btrfs: %+v, %v; want not up, root_fs btrfs, root_compress zstd:1", st, err)
+	}
+	plain := newRoot(t)
+	if st, err := Status(plain); err != nil || st.RootCompress != "" || st.RootFS == "" {
+		t.Errorf("Status of a root on %s: %+v, %v; want its filesystem and no compression", st.RootFS, st, err)
+	}
+	if err := os.RemoveAll(inner.Path); err != nil {
+		t.Fatal(err)
 	}
 }

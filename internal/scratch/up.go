@@ -56,6 +56,13 @@ func Up(ctx context.Context, root *rootdir.Root, opt Options) (_ *Info, err erro
 	if !ok {
 		return nil, fmt.Errorf("scratch up: --fs %q: want btrfs or xfs", opt.FS)
 	}
+	compress, err := ParseCompress(opt.Compress)
+	if err != nil {
+		return nil, fmt.Errorf("scratch up: %w", err)
+	}
+	if err := checkCompress(opt.FS, compress); err != nil {
+		return nil, err
+	}
 	if opt.Size < min {
 		return nil, fmt.Errorf("scratch up: --size %s is too small for %s; use --size %s or more", FormatSize(opt.Size), opt.FS, FormatSize(min))
 	}
@@ -83,15 +90,25 @@ func Up(ctx context.Context, root *rootdir.Root, opt Options) (_ *Info, err erro
 		if err != nil {
 			return nil, fmt.Errorf("scratch up: %w", err)
 		}
+		same := rec.FS == opt.FS && rec.Size == opt.Size && rec.Dir == dir && rec.Compress == compress
 		if info.Up {
-			if rec.FS != opt.FS || rec.Size != opt.Size || rec.Dir != dir {
-				return nil, fmt.Errorf("scratch up: already up as %s of %s in %s; run \"pristine scratch down\" first to change it",
-					rec.FS, FormatSize(rec.Size), rec.Dir)
+			if !same {
+				return nil, fmt.Errorf("scratch up: already up as %s; run \"pristine scratch down\" first to change it", rec.describe())
 			}
 			info.AlreadyUp = true
 			return info, nil
 		}
-		// A record without its mount: a crash half-way, or a reboot.
+		if rec.State == "up" && imageKept(rec.Image) {
+			// Unmounted with its image still there: a reboot of a
+			// disk-backed scratch (--dir on disk), or an unmount by hand.
+			if !same {
+				return nil, fmt.Errorf("scratch up: %s still holds the scratch filesystem made as %s, with its templates; run \"pristine scratch up\" with those options to mount it again, or \"pristine scratch down\" first to delete it",
+					rec.Image, rec.describe())
+			}
+			return remount(root, rec)
+		}
+		// A record without its mount or image: a crash half-way, or a
+		// reboot that emptied /dev/shm.
 		if err := cleanup(root, rec); err != nil {
 			return nil, fmt.Errorf("scratch up: clean up the previous scratch filesystem: %w", err)
 		}
@@ -102,12 +119,12 @@ func Up(ctx context.Context, root *rootdir.Root, opt Options) (_ *Info, err erro
 	if err := checkFits(dir, opt.Size); err != nil {
 		return nil, err
 	}
-	argv, pkg, mountOpts := mkfsCommand(opt.FS, imagePath(root, dir))
+	argv, pkg, _ := mkfsCommand(opt.FS, imagePath(root, dir))
 	if _, err := exec.LookPath(argv[0]); err != nil {
 		return nil, fmt.Errorf("scratch up: %s not found; install %s (apt-get install %s) or use --fs %s", argv[0], pkg, pkg, other(opt.FS))
 	}
 
-	rec = &record{State: "creating", FS: opt.FS, Size: opt.Size, Dir: dir, Image: imagePath(root, dir), Created: time.Now().UTC()}
+	rec = &record{State: "creating", FS: opt.FS, Size: opt.Size, Dir: dir, Image: imagePath(root, dir), Compress: compress, Created: time.Now().UTC()}
 	if err := prepareImage(rec.Image); err != nil {
 		return nil, err
 	}
@@ -130,19 +147,7 @@ func Up(ctx context.Context, root *rootdir.Root, opt Options) (_ *Info, err erro
 		}
 		return nil, fmt.Errorf("scratch up: %s: %v: %s", argv[0], err, lastLine(out))
 	}
-	dev, fd, err := attachLoop(rec.Image)
-	if err != nil {
-		return nil, fmt.Errorf("scratch up: %w", err)
-	}
-	rec.Loop = dev
-	err = mountData(root, dev, opt.FS, mountOpts)
-	if errors.Is(err, unix.EINVAL) && strings.Contains(mountOpts, "prjquota") {
-		// A kernel built without XFS quotas refuses the option: the
-		// scratch works, its slots are not capped (pool status says so).
-		err = mountData(root, dev, opt.FS, strings.Replace(mountOpts, ",prjquota", "", 1))
-	}
-	unix.Close(fd) // the mount holds the device now; autoclear frees it on unmount
-	if err != nil {
+	if err := attachAndMount(root, rec); err != nil {
 		return nil, err
 	}
 	if opt.FS == "btrfs" {
@@ -156,6 +161,55 @@ func Up(ctx context.Context, root *rootdir.Root, opt Options) (_ *Info, err erro
 		return nil, fmt.Errorf("scratch up: %w", err)
 	}
 	return Status(root)
+}
+
+// attachAndMount binds rec's image to a loop device and mounts it at the
+// root's data directory with the options rec records; it sets rec.Loop.
+func attachAndMount(root *rootdir.Root, rec *record) error {
+	dev, fd, err := attachLoop(rec.Image)
+	if err != nil {
+		return fmt.Errorf("scratch up: %w", err)
+	}
+	rec.Loop = dev
+	opts := mountOptions(rec.FS, rec.Compress)
+	err = mountData(root, dev, rec.FS, opts)
+	if errors.Is(err, unix.EINVAL) && strings.Contains(opts, "prjquota") {
+		// A kernel built without XFS quotas refuses the option: the
+		// scratch works, its slots are not capped (pool status says so).
+		err = mountData(root, dev, rec.FS, strings.Replace(opts, ",prjquota", "", 1))
+	}
+	unix.Close(fd) // the mount holds the device now; autoclear frees it on unmount
+	return err
+}
+
+// imageKept reports whether image still exists.
+func imageKept(image string) bool {
+	_, err := os.Lstat(image)
+	return err == nil
+}
+
+// remount mounts the recorded image again, with the recorded options
+// (compression included), keeping what it holds. On failure the image is
+// kept and the error says how to start over.
+func remount(root *rootdir.Root, rec *record) (*Info, error) {
+	if err := checkMountPoint(root); err != nil {
+		return nil, err
+	}
+	if err := detachLoops(rec.Image); err != nil {
+		return nil, fmt.Errorf("scratch up: %w", err)
+	}
+	if err := attachAndMount(root, rec); err != nil {
+		return nil, fmt.Errorf("%w; %s is kept: run \"pristine scratch down\" to delete it and start over", err, rec.Image)
+	}
+	if err := writeRecord(root, rec); err != nil {
+		return nil, fmt.Errorf("scratch up: %w", err)
+	}
+	info, err := Status(root)
+	if err != nil {
+		return nil, err
+	}
+	info.Remounted = true
+	return info, nil
 }
 
 func other(fsType string) string {

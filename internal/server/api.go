@@ -180,7 +180,9 @@ func (s *Server) getPool(w http.ResponseWriter, r *http.Request) {
 		fail(w, err)
 		return
 	}
-	writeJSON(w, 200, StatusOut(p.Status(true)))
+	out := StatusOut(p.Status(true))
+	out.Disk = p.DiskUse()
+	writeJSON(w, 200, out)
 }
 
 // poolUp brings a pool up and streams its progress as NDJSON.
@@ -530,18 +532,35 @@ func (s *Server) release(w http.ResponseWriter, r *http.Request) {
 		fail(w, fmt.Errorf("%w: mode must be dirty or unchanged", errBadRequest))
 		return
 	}
+	wait := r.URL.Query().Get("wait")
+	if wait != "" && wait != "true" && wait != "1" && wait != "false" && wait != "0" {
+		fail(w, fmt.Errorf("%w: wait must be true or false", errBadRequest))
+		return
+	}
 	p, err := s.callerLease(r, id)
 	if err != nil {
 		fail(w, err)
 		return
 	}
-	reset, err := p.Release(r.Context(), id, mode)
+	res, err := releaseLease(r.Context(), p, id, mode, wait == "true" || wait == "1")
 	if err != nil {
 		fail(w, err)
 		return
 	}
-	s.log.Info("release", "id", id, "template", p.Meta.Name, "reset", reset)
-	writeJSON(w, 200, ReleaseResult{Released: id, Reset: reset})
+	s.log.Info("release", "id", id, "template", p.Meta.Name, "reset", res.Reset, "checking", res.Checking)
+	writeJSON(w, 200, res)
+}
+
+// releaseLease ends lease id of p. An unchanged release's check runs in
+// the background, off the holder's clock, unless wait (?wait=true) asks
+// for its verdict.
+func releaseLease(ctx context.Context, p *pool.Pool, id string, mode pool.ReleaseMode, wait bool) (ReleaseResult, error) {
+	if wait {
+		reset, err := p.Release(ctx, id, mode)
+		return ReleaseResult{Released: id, Reset: reset}, err
+	}
+	checking, err := p.ReleaseAsync(id, mode)
+	return ReleaseResult{Released: id, Reset: true, Checking: checking}, err
 }
 
 func (s *Server) keep(w http.ResponseWriter, r *http.Request) {

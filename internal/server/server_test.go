@@ -209,6 +209,7 @@ func TestBadRequests(t *testing.T) {
 		{"lease from unknown pool", "POST", "/v1/leases", `{"template":"nope"}`, "", 404},
 		{"foreign lease", "DELETE", "/v1/leases/0123456789abcdef", "", "", 404},
 		{"bad release mode", "DELETE", "/v1/leases/x?mode=maybe", "", "", 400},
+		{"bad release wait", "DELETE", "/v1/leases/x?mode=unchanged&wait=maybe", "", "", 400},
 		{"template without key", "POST", "/v1/templates", `{"name":"x"}`, "", 400},
 		{"remove a template in use", "DELETE", "/v1/templates/app", "", "", 409},
 	} {
@@ -447,5 +448,34 @@ func TestSlotDeathIsCountedAndLeaseLost(t *testing.T) {
 		if !bytes.Contains(body, []byte(want)) {
 			t.Errorf("/metrics lacks %s", want)
 		}
+	}
+}
+
+// A release as unchanged answers before its check ("checking"), and the
+// next lease of the one-slot pool waits for it and gets the slot reused;
+// with wait=true the answer carries the verdict (reset false: reused).
+func TestReleaseUnchangedAnswers(t *testing.T) {
+	d := newDaemon(t)
+	d.buildFromSQL("app", "CREATE TABLE t (id INT PRIMARY KEY);")
+	d.poolUp("app", 1)
+	ctx := context.Background()
+	l, err := d.c.Lease(ctx, server.LeaseRequest{Template: "app"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := d.c.Release(ctx, l.ID, true)
+	if err != nil || !res.Checking || !res.Reset {
+		t.Fatalf("release unchanged: %+v %v, want checking (and reset true until the check says otherwise)", res, err)
+	}
+	l, err = d.c.Lease(ctx, server.LeaseRequest{Template: "app", Wait: 30})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err = d.c.ReleaseWait(ctx, l.ID, true)
+	if err != nil || res.Checking || res.Reset {
+		t.Fatalf("release unchanged, waiting: %+v %v, want the verdict: reused", res, err)
+	}
+	if st, err := d.c.Pool(ctx, "app"); err != nil || st.Stats.Reused != 2 {
+		t.Fatalf("pool stats: reused %v (%v), want 2", st, err)
 	}
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/pristinedb/pristine/internal/capture"
 	"github.com/pristinedb/pristine/internal/catalog"
+	"github.com/pristinedb/pristine/internal/cow"
 	"github.com/pristinedb/pristine/internal/mariadb"
 	"github.com/pristinedb/pristine/internal/sqlload"
 	"github.com/pristinedb/pristine/internal/units"
@@ -142,6 +143,9 @@ func (b *Builder) build(ctx context.Context, p *Plan) (m *catalog.Meta, built bo
 	if err := b.settle(dir); err != nil {
 		return nil, false, fmt.Errorf("template build %s: %w", opt.Name, err)
 	}
+	if err := b.recompress(dir); err != nil {
+		return nil, false, fmt.Errorf("template build %s: %w", opt.Name, err)
+	}
 	tl.Mark(PhaseFile)
 	if m.Hash != hash {
 		// Re-keyed (rekey): filed under the key of the data it holds.
@@ -161,6 +165,20 @@ func (b *Builder) build(ctx context.Context, p *Plan) (m *catalog.Meta, built bo
 	}
 	tl.Mark(PhasePublish)
 	return m, true, nil
+}
+
+// recompress compresses the finished build's data directory when the
+// store is on a compressed btrfs (scratch up --compress, or a root's own
+// btrfs mounted with compress=): the server wrote it uncompressed
+// (cow.Recompress says why). Templates on any other filesystem are left
+// as they are, and slots never pay for it.
+func (b *Builder) recompress(dir string) error {
+	start := time.Now()
+	done, err := cow.Recompress(filepath.Join(dir, "data"))
+	if done {
+		b.progress("compressed the data directory in %.1fs", time.Since(start).Seconds())
+	}
+	return err
 }
 
 // takeRekeyed takes the lock of a re-keyed build's new key. When a

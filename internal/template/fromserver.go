@@ -148,7 +148,7 @@ func (b *Builder) buildFromServer(ctx context.Context, dir string, opt BuildOpti
 		if err := b.cat.Backend().MakeDir(data); err != nil {
 			return err
 		}
-		if src.MySQL() {
+		if src.Flavor.ClonePlugin() {
 			st, err := b.cloneMySQL(ctx, src, dir, data, opt, copts)
 			if err != nil {
 				return err
@@ -205,7 +205,7 @@ func (b *Builder) buildFromServer(ctx context.Context, dir string, opt BuildOpti
 		// The accounts and AUTO_INCREMENT counters a logical capture
 		// carries: the accounts in scope of the databases, the source's
 		// counters (docs/fidelity.md).
-		n, err := capture.PruneAccounts(ctx, db, src.Databases, opt.Server.WithPasswords)
+		n, err := capture.PruneAccounts(ctx, db, src.Flavor, src.Databases, opt.Server.WithPasswords)
 		if err != nil {
 			return err
 		}
@@ -214,7 +214,7 @@ func (b *Builder) buildFromServer(ctx context.Context, dir string, opt BuildOpti
 			return err
 		}
 		b.progress("removed %d accounts out of scope of %s; set %d AUTO_INCREMENT counters to the source's", n, strings.Join(src.Databases, ","), set)
-		if src.MySQL() {
+		if src.Flavor.ClonePlugin() {
 			// A clone holds every database of the source; its InnoDB
 			// counters are the source's already.
 			dropped, err := dropUncaptured(ctx, db, src.Databases)

@@ -20,11 +20,6 @@ func (r *reader) checksums(db *sql.DB, workers int) error {
 	}
 	ctx, cancel := context.WithCancel(r.ctx)
 	defer cancel()
-	var version string
-	if err := db.QueryRowContext(ctx, "SELECT VERSION()").Scan(&version); err != nil {
-		return fmt.Errorf("checksum tables: %w", err)
-	}
-	mysqlServer := !strings.Contains(strings.ToLower(version), "mariadb")
 	work := make(chan int)
 	sums := make([]string, len(r.tables))
 	errs := make([]error, workers)
@@ -47,7 +42,7 @@ func (r *reader) checksums(db *sql.DB, workers int) error {
 				var name string
 				var sum sql.NullString
 				var err error
-				if mysqlServer {
+				if !r.flavor.ChecksumTableStable() {
 					if sum, err = rowsDigest(ctx, c, t[0], t[1]); err != nil {
 						errs[w] = err
 						cancel()

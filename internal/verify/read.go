@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/pristinedb/pristine/internal/mariadb"
 	"github.com/pristinedb/pristine/internal/quote"
 	"github.com/pristinedb/pristine/internal/sqlrows"
 )
@@ -20,6 +21,7 @@ type snapshot struct {
 type reader struct {
 	ctx     context.Context
 	c       *sql.Conn
+	flavor  mariadb.Flavor // probed once, when the snapshot starts
 	canon   canon
 	schemas []string
 	in      string // SQL list of the schemas, for IN (...)
@@ -56,11 +58,15 @@ func read(ctx context.Context, db *sql.DB, schemas []string, cn canon, opt Optio
 		return nil, err
 	}
 	defer c.Close()
+	flavor, err := mariadb.Probe(ctx, c)
+	if err != nil {
+		return nil, err
+	}
 	q := make([]string, len(schemas))
 	for i, s := range schemas {
 		q[i] = quote.String(s)
 	}
-	r := &reader{ctx: ctx, c: c, canon: cn, schemas: schemas, in: "(" + strings.Join(q, ",") + ")",
+	r := &reader{ctx: ctx, c: c, flavor: flavor, canon: cn, schemas: schemas, in: "(" + strings.Join(q, ",") + ")",
 		s: &snapshot{objs: map[objKey]*object{}}}
 	steps := []func() error{r.databases, r.tablesAndViews, r.triggers, r.routines, r.events}
 	if !opt.SkipUsers {

@@ -56,23 +56,12 @@ func (r *reader) users(opt Options) error {
 	var accts []capture.Account
 	var err error
 	if opt.AllUsers {
-		read := func(q string) error {
-			accts = nil
-			return r.query(q, func(_, row []string) error {
-				accts = append(accts, capture.Account{User: row[0], Host: row[1], Role: row[2] == "Y"})
-				return nil
-			})
-		}
-		// MySQL's mysql.user has no is_role: its roles are the accounts
-		// granted to another (mysql.role_edges).
-		if err = read("SELECT User, Host, is_role FROM mysql.user"); err != nil {
-			if read(`SELECT User, Host, IF(EXISTS(SELECT 1 FROM mysql.role_edges e
-				 WHERE e.FROM_USER = u.User AND e.FROM_HOST = u.Host), 'Y', 'N') FROM mysql.user u`) == nil {
-				err = nil
-			}
-		}
+		err = r.query(r.flavor.AccountsQuery(), func(_, row []string) error {
+			accts = append(accts, capture.Account{User: row[0], Host: row[1], Role: row[2] == "Y"})
+			return nil
+		})
 	} else {
-		accts, err = capture.AccountScope(r.ctx, r.c, r.schemas)
+		accts, err = capture.AccountScope(r.ctx, r.c, r.flavor, r.schemas)
 	}
 	if err != nil {
 		r.s.notes = append(r.s.notes, "users, roles and grants not compared: "+err.Error())

@@ -352,6 +352,22 @@ class Client {
     return new Lease(await this.request('POST', `/v1/leases/${q(id)}/extend`, { ttl_seconds: ttlSeconds }));
   }
 
+  /**
+   * Makes template `name` from lease `id`'s current state: everything
+   * committed before the fork starts (docs/architecture.md, "Fork"). The
+   * lease and its connections go on. With `key` (e.g. contentKey of the
+   * fixture files), the fork is filed under its parent's key and this one,
+   * and a later fork with the same key resolves at once to the template
+   * made before (`built` false). Resolves to { template, built, seconds };
+   * lease the fork by name once a pool of it is up (ensurePool with
+   * `template.hash`).
+   */
+  fork(id, name, { key } = {}) {
+    const body = { name };
+    if (key) body.key = key;
+    return this.request('POST', `/v1/leases/${q(id)}/fork`, body);
+  }
+
   async getLease(id) {
     return new Lease(await this.request('GET', '/v1/leases/' + q(id)));
   }

@@ -97,6 +97,38 @@ test('concurrent callers build the template once, over the socket and TCP; lease
   assert.equal(builds, 1);
 });
 
+test('a fork is a template of a lease\'s state: its leases see the row, the same key returns it, the lease goes on', { skip }, async () => {
+  const p = await prepare(d.client, { template: 'nodeforkbase', files: ['migrations'], keyExtra: ['forkbase'], migrate: MIGRATE, cwd: dir, poolSize: 1 });
+  const l = await acquire(d.client, { template: 'nodeforkbase', holder: 'node fork' });
+  let a;
+  const c = await mysql.createConnection(l.mysql2());
+  try {
+    await c.query("INSERT INTO notes (body) VALUES ('fixture')");
+    a = await d.client.fork(l.id, 'nodeforked', { key: 'fixtures-v1' });
+    assert.equal(a.built, true);
+    assert.deepEqual([a.template.name, a.template.parent, a.template.parent_name], ['nodeforked', p.hash, 'nodeforkbase']);
+    // The holder's connection survives the fork.
+    const [r] = await c.query('SELECT body FROM notes ORDER BY id');
+    assert.deepEqual(r.map((x) => x.body), ['seed', 'fixture']);
+    // The same key again: the fork made before, at once.
+    const again = await d.client.fork(l.id, 'nodeforked', { key: 'fixtures-v1' });
+    assert.equal(again.built, false);
+    assert.equal(again.template.hash, a.template.hash);
+  } finally {
+    await c.end();
+    await d.client.release(l.id);
+  }
+  await ensurePool(d.client, 'nodeforked', a.template.hash, 1);
+  const f = await acquire(d.client, { template: 'nodeforked', holder: 'node fork lease' });
+  try {
+    assert.deepEqual(await rows(f), ['seed', 'fixture']);
+  } finally {
+    await d.client.release(f.id);
+    await d.client.poolDown('nodeforked');
+    await d.client.poolDown('nodeforkbase');
+  }
+});
+
 test('migrations fail: the build is aborted with the command\'s output, and the next run tries again', { skip }, async () => {
   const bad = fs.mkdtempSync(path.join(os.tmpdir(), 'pristine-node-bad-'));
   fs.mkdirSync(path.join(bad, 'migrations'));

@@ -302,6 +302,27 @@ final class Client
         return Lease::fromArray($this->request('POST', '/v1/leases/' . rawurlencode($id) . '/keep')[1]);
     }
 
+    /**
+     * Makes template $name from lease $id's current state: everything
+     * committed before the fork starts (docs/architecture.md, "Fork"). The
+     * lease and its connections go on. With $key (e.g. ContentKey::of the
+     * fixture files), the fork is filed under its parent's key and this
+     * one, and a later fork with the same key answers at once with the
+     * template made before. Returns ['template' => [...], 'built' => bool,
+     * 'seconds' => float]; lease the fork by name once a pool of it is up
+     * (Pristine::ensurePool).
+     *
+     * @return array<string,mixed>
+     */
+    public function fork(string $id, string $name, ?string $key = null): array
+    {
+        $body = ['name' => $name];
+        if ($key !== null && $key !== '') {
+            $body['key'] = $key;
+        }
+        return $this->request('POST', '/v1/leases/' . rawurlencode($id) . '/fork', $body)[1];
+    }
+
     public function getLease(string $id): Lease
     {
         return Lease::fromArray($this->request('GET', '/v1/leases/' . rawurlencode($id))[1]);

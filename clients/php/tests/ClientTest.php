@@ -169,6 +169,44 @@ final class ClientTest extends TestCase
         }
     }
 
+    /**
+     * A fork is a template of a lease's current state: its leases see the
+     * row written before it, the same key returns the fork made before,
+     * and the lease's connection goes on.
+     */
+    public function testForkMakesATemplateOfALeaseAndTheLeaseGoesOn(): void
+    {
+        $c = self::$d->client;
+        $t = Pristine::ensureTemplate($c, 'phpforkbase', 'key-forkbase', fn (array $conn) => self::canary($conn));
+        Pristine::ensurePool($c, 'phpforkbase', $t['hash'], 1);
+        $l = $c->lease('phpforkbase', 'testFork');
+        try {
+            $db = $l->pdo();
+            $db->exec("UPDATE canary SET v = 'loaded'");
+            $a = $c->fork($l->id, 'phpforked', 'fixtures-v1');
+            $this->assertTrue($a['built']);
+            $this->assertSame(['phpforked', $t['hash'], 'phpforkbase'], [$a['template']['name'], $a['template']['parent'], $a['template']['parent_name']]);
+            // The holder's connection survives the fork.
+            $this->assertSame('loaded', $db->query('SELECT v FROM canary')->fetchColumn());
+            // The same key again: the fork made before, at once.
+            $again = $c->fork($l->id, 'phpforked', 'fixtures-v1');
+            $this->assertFalse($again['built']);
+            $this->assertSame($a['template']['hash'], $again['template']['hash']);
+        } finally {
+            $db = null;
+            $c->release($l->id);
+        }
+        Pristine::ensurePool($c, 'phpforked', $a['template']['hash'], 1);
+        $f = $c->lease('phpforked');
+        try {
+            $this->assertSame('loaded', $f->pdo()->query('SELECT v FROM canary')->fetchColumn());
+        } finally {
+            $c->release($f->id);
+            $c->poolDown('phpforked');
+            $c->poolDown('phpforkbase');
+        }
+    }
+
     public function testFaultsSayCauseAndFix(): void
     {
         try {

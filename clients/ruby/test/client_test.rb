@@ -110,6 +110,37 @@ class ClientTest < Minitest::Test
     client.pool_down("first")
   end
 
+  # A fork is a template of a lease's current state: its leases see the
+  # row written before it, the same key returns the fork made before, and
+  # the lease's connection goes on.
+  def test_fork_makes_a_template_of_a_lease_and_the_lease_goes_on
+    t = Pristine.ensure_template(client, "rbforkbase", key("forkbase")) { |conn| canary_build(conn) }
+    Pristine.ensure_pool(client, "rbforkbase", t["hash"], 1)
+    l = client.lease(template: "rbforkbase", holder: "ruby fork")
+    begin
+      db = connect(l)
+      db.query("UPDATE canary SET v = 'loaded' WHERE id = 1")
+      a = client.fork(l.id, "rbforked", key: "fixtures-v1")
+      assert a["built"], a.inspect
+      assert_equal ["rbforked", t["hash"], "rbforkbase"], a["template"].values_at("name", "parent", "parent_name")
+      # The holder's connection survives the fork.
+      assert_equal "loaded", db.query("SELECT v FROM canary WHERE id = 1").first["v"]
+      # The same key again: the fork made before, at once.
+      again = client.fork(l.id, "rbforked", key: "fixtures-v1")
+      refute again["built"], again.inspect
+      assert_equal a["template"]["hash"], again["template"]["hash"]
+    ensure
+      db&.close
+      client.release(l.id)
+    end
+    Pristine.ensure_pool(client, "rbforked", a["template"]["hash"], 1)
+    f = client.lease(template: "rbforked", holder: "ruby fork lease")
+    assert_equal "loaded", canary(f)
+    client.release(f.id)
+    client.pool_down("rbforked")
+    client.pool_down("rbforkbase")
+  end
+
   # Leases are separate databases; a released one comes back pristine; a
   # full pool answers 503 with the daemon's message; keep marks it kept.
   def test_pool_lease_release_keep

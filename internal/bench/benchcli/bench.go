@@ -17,6 +17,8 @@ import (
 	"github.com/pristinedb/pristine/internal/bench/archivebench"
 	"github.com/pristinedb/pristine/internal/bench/buildbench"
 	"github.com/pristinedb/pristine/internal/bench/capturebench"
+	"github.com/pristinedb/pristine/internal/bench/compressbench"
+	"github.com/pristinedb/pristine/internal/units"
 )
 
 // BenchFlags are the flags of `pristine-bench bench`.
@@ -45,6 +47,17 @@ type BenchFlags struct {
 	Migrations  int
 	BuildRuns   int
 	BuildStore  bool
+	Compression bool
+	Compress    compressFlags
+}
+
+// compressFlags are the flags of `bench --compression`.
+type compressFlags struct {
+	Variants    string
+	Slots       int
+	SoakClients int
+	SoakTime    time.Duration
+	ScratchSize string
 }
 
 func newBenchCmd(g *cli.Globals) *cobra.Command {
@@ -96,6 +109,12 @@ template builds (create + migrate) against a stock mariadbd on tmpfs.`,
 	fl.IntVar(&f.Migrations, "migrations", 300, "models of the --first-build migration set (a CREATE TABLE and three ALTERs each)")
 	fl.IntVar(&f.BuildRuns, "build-runs", 3, "timed runs of each --first-build row; the median is reported")
 	fl.BoolVar(&f.BuildStore, "build-store", true, "with --first-build: also time builds on the store (--no-ram-build); --build-store=false for big sets, where they take minutes")
+	fl.BoolVar(&f.Compression, "compression", false, "measure storage compression instead: each --compress-variants on a RAM-backed btrfs scratch of its own, the demo at --scale (10 is about 1.25 GB): template bytes, --compress-slots slots written once, build time, slots ready, reset p50, soak copies/s (needs root)")
+	fl.StringVar(&f.Compress.Variants, "compress-variants", "plain,zstd,zstd+innodb", "with --compression: plain (none), zstd (scratch up --compress zstd:3), zstd+innodb (and template build --innodb-compression), innodb")
+	fl.IntVar(&f.Compress.Slots, "compress-slots", 50, "with --compression: pool size, each slot written once")
+	fl.IntVar(&f.Compress.SoakClients, "soak-clients", 8, "with --compression: concurrent lease -> write -> release loops")
+	fl.DurationVar(&f.Compress.SoakTime, "soak-time", 20*time.Second, "with --compression: how long the soak runs")
+	fl.StringVar(&f.Compress.ScratchSize, "scratch-size", "8G", "with --compression: each variant's scratch filesystem (sparse: RAM is used as data is written)")
 	fl.BoolVar(&f.Capture, "capture", false, "run pristine-bench bench-capture (template capture from a live server) instead")
 	return cmd
 }
@@ -144,6 +163,20 @@ func runBench(ctx context.Context, g *cli.Globals, f BenchFlags) error {
 			return g.PrintJSON(rep)
 		}
 		return buildbench.Markdown(g.IO.Out, rep)
+	case f.Compression:
+		opt, err := f.Compress.options(f.Scale)
+		if err != nil {
+			return err
+		}
+		opt.Log = log
+		rep, err := compressbench.Run(ctx, opt)
+		if err != nil {
+			return err
+		}
+		if g.JSON {
+			return g.PrintJSON(rep)
+		}
+		return compressbench.Markdown(g.IO.Out, rep)
 	case f.Render != "":
 		var reps []*bench.Report
 		var paths []string
@@ -215,6 +248,26 @@ func (f BenchFlags) options() (bench.CompareOptions, error) {
 		return opt, err
 	}
 	opt.Backends = benchList(f.Backends)
+	return opt, nil
+}
+
+// options turns the --compression flags into its options.
+func (c compressFlags) options(scale float64) (compressbench.Options, error) {
+	size, err := units.Parse(c.ScratchSize)
+	if err != nil {
+		return compressbench.Options{}, fmt.Errorf("%w: --scratch-size: %v", cli.ErrUsage, err)
+	}
+	opt := compressbench.Options{Scale: scale, Slots: c.Slots, SoakClients: c.SoakClients, SoakTime: c.SoakTime, ScratchSize: size}
+	for _, name := range benchList(c.Variants) {
+		v, ok := compressbench.Variants[name]
+		if !ok {
+			return opt, fmt.Errorf("%w: --compress-variants %q: want some of plain, zstd, zstd+innodb, innodb", cli.ErrUsage, name)
+		}
+		opt.Variants = append(opt.Variants, v)
+	}
+	if c.Slots < 1 || c.SoakClients < 1 || c.SoakTime <= 0 {
+		return opt, fmt.Errorf("%w: --compress-slots, --soak-clients and --soak-time must be positive", cli.ErrUsage)
+	}
 	return opt, nil
 }
 

@@ -25,6 +25,9 @@ func TestBadInput(t *testing.T) {
 		{[]string{"bench", "--copies", "0"}, "--copies"},
 		{[]string{"bench", "--dbs-per-slot", "x"}, "--dbs-per-slot"},
 		{[]string{"bench", "extra"}, "unknown command"},
+		{[]string{"bench", "--compression", "--compress-variants", "nope"}, `--compress-variants "nope": want some of plain, zstd, zstd+innodb, innodb`},
+		{[]string{"bench", "--compression", "--compress-slots", "0"}, "--compress-slots, --soak-clients and --soak-time must be positive"},
+		{[]string{"bench", "--compression", "--scratch-size", "lots"}, "--scratch-size"},
 		{[]string{"soak", "extra"}, "unknown command"},
 		{[]string{"soak", "--hold", "forever"}, "invalid argument"},
 		{[]string{"bench-archive", "--runs", "x"}, "invalid argument"},
@@ -48,7 +51,7 @@ func TestHelpListsTheBenchmarks(t *testing.T) {
 	if code := cli.ExecuteContext(context.Background(), NewRoot(cli.Stdio{In: strings.NewReader(""), Out: &out, Err: &out}), []string{"--help"}); code != 0 {
 		t.Fatalf("--help: exit %d: %s", code, out.String())
 	}
-	for _, name := range []string{"bench", "soak", "bench-archive", "bench-capture", "bench-fleet", "front-page"} {
+	for _, name := range []string{"bench", "soak", "bench-archive", "bench-capture", "bench-fleet", "overhead", "fork", "pertest", "front-page", "vs"} {
 		if !strings.Contains(out.String(), "\n  "+name+" ") {
 			t.Errorf("pristine-bench --help does not list %s:\n%s", name, out.String())
 		}

@@ -58,7 +58,7 @@ func runOverhead(ctx context.Context, g *cli.Globals, f overheadFlags) error {
 	if g.ErrIsTerminal() || f.check {
 		f.opt.Log = g.IO.Err
 	}
-	st, done, err := cloningBuilder(ctx, g)
+	st, done, err := cloningBuilder(ctx, g, 4<<30)
 	if err != nil {
 		return err
 	}
@@ -83,8 +83,8 @@ func runOverhead(ctx context.Context, g *cli.Globals, f overheadFlags) error {
 
 // cloningBuilder opens the root's template store on a filesystem that
 // clones cheaply: the root's own, or, as root on one that cannot, a
-// RAM-backed btrfs scratch filesystem that done takes down.
-func cloningBuilder(ctx context.Context, g *cli.Globals) (*template.Builder, func(), error) {
+// RAM-backed btrfs scratch filesystem of size bytes that done takes down.
+func cloningBuilder(ctx context.Context, g *cli.Globals, size int64) (*template.Builder, func(), error) {
 	st, err := g.OpenBuilder(ctx)
 	if err != nil {
 		return nil, nil, err
@@ -93,12 +93,12 @@ func cloningBuilder(ctx context.Context, g *cli.Globals) (*template.Builder, fun
 		return st, func() {}, nil
 	}
 	root := st.Catalog().Root()
-	if _, err := scratch.Up(ctx, root, scratch.Options{Size: 4 << 30, FS: "btrfs"}); err != nil {
-		return nil, nil, fmt.Errorf("overhead: %s cannot clone cheaply, and a scratch filesystem could not be made: %w", root.Data(), err)
+	if _, err := scratch.Up(ctx, root, scratch.Options{Size: size, FS: "btrfs"}); err != nil {
+		return nil, nil, fmt.Errorf("%s cannot clone cheaply, and a scratch filesystem could not be made: %w", root.Data(), err)
 	}
 	done := func() {
 		if err := scratch.Down(context.Background(), root); err != nil {
-			g.Errf("pristine-bench overhead: scratch down: %v", err)
+			g.Errf("pristine-bench: scratch down: %v", err)
 		}
 	}
 	if st, err = g.OpenBuilder(ctx); err != nil {

@@ -1,8 +1,11 @@
 // Package benchcli is the command tree of pristine-bench, the benchmarks of
 // pristine kept out of the product binary: bench (every way of getting N
 // copies side by side, the service section, the docs generator with its
-// charts), soak, bench-archive, bench-capture, bench-fleet and front-page
-// (the README's sample and the benchmarks' summary from saved runs). It shares
+// charts), soak, bench-archive, bench-capture, bench-fleet, overhead, fork
+// (a fork's cost against the template's size, and leases/s of a fork),
+// pertest (a test's own database against a shared one, per test),
+// front-page (the README's sample and the benchmarks' summary from saved
+// runs) and vs (two servers' saved runs side by side). It shares
 // pristine's global flags, root, daemon and exit codes (internal/cli);
 // pristine itself never imports it (docs/bench_test.go checks that).
 package benchcli
@@ -32,7 +35,7 @@ binary or a daemon.`,
 	}
 	cli.AddGlobalFlags(root, g)
 	cobra.EnableCommandSorting = false
-	root.AddCommand(newBenchCmd(g), newSoakCmd(g), newBenchArchiveCmd(g), newBenchCaptureCmd(g), newBenchFleetCmd(g), newOverheadCmd(g), newFrontPageCmd(g))
+	root.AddCommand(newBenchCmd(g), newSoakCmd(g), newBenchArchiveCmd(g), newBenchCaptureCmd(g), newBenchFleetCmd(g), newOverheadCmd(g), newForkCmd(g), newPertestCmd(g), newFrontPageCmd(g), newVsCmd(g))
 	root.SetOut(g.IO.Out)
 	root.SetErr(g.IO.Err)
 	root.SetIn(g.IO.In)

@@ -14,16 +14,12 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"runtime"
 	"sort"
 	"time"
 
 	"github.com/pristinedb/pristine/internal/catalog"
-	"github.com/pristinedb/pristine/internal/demo"
 	"github.com/pristinedb/pristine/internal/demorun"
-	"github.com/pristinedb/pristine/internal/mariadb"
 	"github.com/pristinedb/pristine/internal/server"
 	"github.com/pristinedb/pristine/internal/stats"
 	"github.com/pristinedb/pristine/internal/template"
@@ -109,7 +105,7 @@ func Run(ctx context.Context, store *template.Builder, opt Options) (*Report, er
 		LoadBefore: stats.LoadAverage(), Slots: opt.Slots, Resets: opt.Resets}
 	defer func() { rep.LoadAfter = stats.LoadAverage() }()
 
-	m, err := buildTemplate(ctx, store, opt.Scale)
+	m, err := demorun.BuildDemo(ctx, store, "overhead-demo", opt.Scale, 2)
 	if err != nil {
 		return nil, err
 	}
@@ -150,20 +146,6 @@ func Run(ctx context.Context, store *template.Builder, opt Options) (*Report, er
 	rep.ResetCPURatio = ratio(rep.PoolResetCPUMS, rep.BareResetCPUMS)
 	rep.ResetWallRatio = ratio(rep.PoolResetMS, rep.BareResetMS)
 	return rep, nil
-}
-
-// buildTemplate builds (or finds) the demo template at scale.
-func buildTemplate(ctx context.Context, store *template.Builder, scale float64) (*catalog.Meta, error) {
-	sqlPath := filepath.Join(store.Catalog().Root().Path, "tmp", fmt.Sprintf("overhead-demo-%g.sql", scale))
-	if err := demorun.WriteSQL(sqlPath, demo.Options{Scale: scale, MySQL: store.Binary().Flavor == mariadb.MySQL}); err != nil {
-		return nil, err
-	}
-	defer os.Remove(sqlPath)
-	m, _, err := store.Build(ctx, template.BuildOptions{Name: "overhead-demo", FromSQL: sqlPath, Profile: mariadb.DefaultProfile(), Workers: 2})
-	if err != nil {
-		return nil, fmt.Errorf("build the demo template: %w", err)
-	}
-	return m, nil
 }
 
 // poolSide brings a pool of the template up through an in-process daemon,

@@ -59,7 +59,18 @@ func NewBuilder(t testing.TB, backend string) *template.Builder {
 // tool is missing.
 func NewScratchBuilder(t testing.TB, fs string, size int64) *template.Builder {
 	t.Helper()
+	return NewScratchBuilderWith(t, scratch.Options{FS: fs, Size: size})
+}
+
+// NewScratchBuilderWith is NewScratchBuilder with the scratch filesystem
+// opt describes (in /dev/shm whatever opt.Dir says): compressed, for one.
+func NewScratchBuilderWith(t testing.TB, opt scratch.Options) *template.Builder {
+	t.Helper()
 	mariadbtest.Binary(t)
+	fs := opt.FS
+	if fs == "" {
+		fs = "btrfs"
+	}
 	if os.Geteuid() != 0 {
 		t.Skipf("a %s scratch filesystem needs root", fs)
 	}
@@ -74,7 +85,8 @@ func NewScratchBuilder(t testing.TB, fs string, size int64) *template.Builder {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := scratch.Up(context.Background(), root, scratch.Options{FS: fs, Size: size, Dir: "/dev/shm"}); err != nil {
+	opt.Dir = "/dev/shm"
+	if _, err := scratch.Up(context.Background(), root, opt); err != nil {
 		os.RemoveAll(dir)
 		t.Fatal(err)
 	}

@@ -15,7 +15,8 @@ async function use(): Promise<void> {
   const t: { type: 'mysql' | 'mariadb'; username: string } = lease.typeorm('mariadb');
   const msg: string = await finish(client, lease, { failed: true, keepFailed: true });
   const env: string | undefined = lease.env.DATABASE_URL;
-  void [o, k, t, msg, env, key, p];
+  const forked: { built: boolean; seconds: number; template: { hash: string; parent?: string } } = await client.fork(lease.id, 'app-fixtures', { key });
+  void [o, k, t, msg, env, key, p, forked];
   try {
     await client.lease({ template: 'app', ttl: 60 });
   } catch (e) {

@@ -196,6 +196,20 @@ module Pristine
       Lease.from_json(request("POST", "/v1/leases/#{q(id)}/extend", { "ttl_seconds" => ttl })[1])
     end
 
+    # Makes template +name+ from lease +id+'s current state: everything
+    # committed before the fork starts (docs/architecture.md, "Fork"). The
+    # lease and its connections go on. With +key+ (e.g. ContentKey.of the
+    # fixture files), the fork is filed under its parent's key and this
+    # one, and a later fork with the same key answers at once with the
+    # template made before ("built" false). Returns {"template" => {...},
+    # "built" => bool, "seconds" => float}; lease the fork by name once a
+    # pool of it is up (Pristine.ensure_pool with its "hash").
+    def fork(id, name, key: nil)
+      body = { "name" => name }
+      body["key"] = key if key && !key.empty?
+      request("POST", "/v1/leases/#{q(id)}/fork", body)[1]
+    end
+
     # GET /v1/leases/ID (with credentials).
     def get_lease(id)
       Lease.from_json(request("GET", "/v1/leases/#{q(id)}")[1])

@@ -238,6 +238,19 @@ def group_of(alias) -> _Group:
     raise PristineError(f"alias {alias}: not a pristine alias")
 
 
+def lease_settings(settings_dict, lease: Lease, name: str) -> dict:
+    """An alias's settings pointed at database name of lease: its socket
+    when it is here, else its host and port."""
+    sock = lease.socket if lease.socket and os.path.exists(lease.socket) and not lease.ca else ""
+    out = {**settings_dict, "HOST": sock or lease.host, "PORT": str(lease.port),
+           "USER": lease.user, "PASSWORD": lease.password, "NAME": name}
+    if lease.ca:
+        # A slot over the network: TLS verified against the lease's CA
+        # (PyMySQL also checks the host name; mysqlclient reads "ca").
+        out["OPTIONS"] = {**out.get("OPTIONS", {}), "ssl": {"ca": lease.ca_file(), "check_hostname": True}}
+    return out
+
+
 def _clone_env(alias):
     return "PRISTINE_DJANGO_CLONES_" + alias
 
@@ -433,15 +446,7 @@ class DatabaseCreation(MySQLCreation):
         lease = self._clone(suffix)
         if lease is None:
             return super().get_test_db_clone_settings(suffix)
-        sock = lease.socket if lease.socket and os.path.exists(lease.socket) and not lease.ca else ""
-        settings = {**self.connection.settings_dict, "HOST": sock or lease.host, "PORT": str(lease.port),
-                    "USER": lease.user, "PASSWORD": lease.password, "NAME": lease.database}
-        if lease.ca:
-            # A slot over the network: TLS verified against the lease's CA
-            # (PyMySQL also checks the host name; mysqlclient reads "ca").
-            settings["OPTIONS"] = {**settings.get("OPTIONS", {}),
-                                   "ssl": {"ca": lease.ca_file(), "check_hostname": True}}
-        return settings
+        return lease_settings(self.connection.settings_dict, lease, lease.database)
 
     # --- teardown ---
 

@@ -349,11 +349,32 @@ public final class PristineClient {
     /**
      * Returns a lease. unchanged asks the daemon to check that nothing was
      * written and hand the database out again without a reset (it resets
-     * it otherwise). Answers whether the database is being reset.
+     * it otherwise); the check runs in the daemon after the answer, so this
+     * is one round trip. Answers false only when the database was reused
+     * unchanged, which this call no longer waits to know: see
+     * {@link #releaseWait}.
      */
     public boolean release(String id, boolean unchanged) {
         JsonNode n = call("DELETE", "/v1/leases/" + esc(id) + (unchanged ? "?mode=unchanged" : ""), null, JsonNode.class);
         return n == null || n.path("reset").asBoolean(true);
+    }
+
+    /**
+     * As {@link #release}, waiting for the unchanged check's verdict:
+     * answers whether the database is being reset (false: nothing was
+     * written, it was handed out again).
+     */
+    public boolean releaseWait(String id, boolean unchanged) {
+        JsonNode n = call("DELETE", "/v1/leases/" + esc(id) + (unchanged ? "?mode=unchanged&wait=true" : ""), null, JsonNode.class);
+        return n == null || n.path("reset").asBoolean(true);
+    }
+
+    /**
+     * A {@link Prefetcher} that takes the next lease of req while the
+     * current one is in use.
+     */
+    public Prefetcher prefetch(LeaseRequest req) {
+        return new Prefetcher(this, req);
     }
 
     /** Keeps a lease for debugging: it is not reclaimed or reset until released. */
@@ -364,6 +385,21 @@ public final class PristineClient {
     /** Gives a lease ttlSeconds more from now. */
     public Lease extend(String id, double ttlSeconds) {
         return call("POST", "/v1/leases/" + esc(id) + "/extend", Map.of("ttl_seconds", ttlSeconds), Lease.class);
+    }
+
+    /**
+     * Makes template name from lease id's current state: everything
+     * committed before the fork starts (docs/architecture.md, "Fork"). The
+     * lease and its connections go on. With a key (e.g. {@link ContentKey}
+     * of the fixture files; null or empty for none), the fork is filed
+     * under its parent's key and this one, and a later fork with the same
+     * key answers at once with the template made before ({@code built}
+     * false). Lease the fork by name once a pool of it is up
+     * ({@link #ensurePool} with the answer's hash).
+     */
+    public ForkAnswer fork(String id, String name, String key) {
+        Map<String, Object> req = key == null || key.isEmpty() ? Map.of("name", name) : Map.of("name", name, "key", key);
+        return call("POST", "/v1/leases/" + esc(id) + "/fork", req, ForkAnswer.class);
     }
 
     /** Asks the daemon to bring every pool down and exit. */

@@ -2,6 +2,7 @@ package io.pristinedb.junit;
 
 import io.pristinedb.client.DatabaseConnection;
 import io.pristinedb.client.Lease;
+import io.pristinedb.client.LeaseDataSource;
 import io.pristinedb.client.LeaseSetup;
 import io.pristinedb.client.PristineClient;
 import io.pristinedb.client.TemplateSpec;
@@ -131,12 +132,43 @@ public final class PristineExtension implements BeforeAllCallback, AfterAllCallb
         Lease l = lease(ec).orElseThrow(() -> new ParameterResolutionException(
                 "pristine: no database for " + pc.getParameter() + ": annotate the test method or its class with @PristineDatabase"
                         + " (scope = CLASS for @BeforeAll methods)"));
-        return pc.getParameter().getType() == DataSource.class ? l.dataSource() : l;
+        if (pc.getParameter().getType() != DataSource.class) {
+            return l;
+        }
+        Held h = held(ec);
+        return h != null ? h.dataSource() : l.dataSource();
     }
 
-    /** A lease and how to end it. */
-    private record Held(Lease lease, PristineDatabase a, PristineClient client) {
+    /** The held lease of ec or of a context around it (a class-scoped one). */
+    private static Held held(ExtensionContext ec) {
+        for (Optional<ExtensionContext> c = Optional.of(ec); c.isPresent(); c = c.get().getParent()) {
+            Held h = c.get().getStore(NS).get(LEASE, Held.class);
+            if (h != null && c.get().getElement().isPresent()) {
+                return h;
+            }
+        }
+        return null;
+    }
+
+    /** A lease, its pooled DataSource (made at first use) and how to end them. */
+    private record Held(Lease lease, PristineDatabase a, PristineClient client, LeaseDataSource[] pool) {
+        Held(Lease lease, PristineDatabase a, PristineClient client) {
+            this(lease, a, client, new LeaseDataSource[1]);
+        }
+
+        synchronized DataSource dataSource() {
+            if (pool[0] == null) {
+                pool[0] = new LeaseDataSource(lease);
+            }
+            return pool[0];
+        }
+
         void end(ExtensionContext context, boolean failed) {
+            synchronized (this) {
+                if (pool[0] != null) {
+                    pool[0].close();
+                }
+            }
             boolean keep = a.keepOnFailure() || "1".equals(System.getenv("PRISTINE_KEEP_FAILED"))
                     || Boolean.getBoolean("pristine.keepFailed");
             String msg = TemplateSpec.end(client, lease, failed, keep, a.release() == PristineDatabase.Release.UNCHANGED);

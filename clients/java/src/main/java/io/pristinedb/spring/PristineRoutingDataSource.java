@@ -1,12 +1,14 @@
 package io.pristinedb.spring;
 
 import io.pristinedb.client.Lease;
+import io.pristinedb.client.LeaseDataSource;
 import io.pristinedb.client.PristineClient;
 import io.pristinedb.client.PristineException;
 import io.pristinedb.client.TemplateSpec;
 import java.sql.Connection;
 import java.sql.DriverManager;
 import java.sql.SQLException;
+import java.util.concurrent.ConcurrentHashMap;
 import org.springframework.beans.factory.DisposableBean;
 import org.springframework.jdbc.datasource.AbstractDataSource;
 
@@ -14,11 +16,14 @@ import org.springframework.jdbc.datasource.AbstractDataSource;
  * The DataSource of a Spring test context under
  * {@link AutoConfigurePristineDatabase}: every connection goes to the
  * database leased for the test running on the calling thread, or to the
- * context's own database outside a test (while the context starts). No
- * pool: each getConnection opens a connection to a server on loopback.
+ * context's own database outside a test (while the context starts).
+ * Connections are pooled per lease ({@link LeaseDataSource}): a test opens
+ * one connection, not one per transaction; its pool is closed when its
+ * lease ends.
  */
 public final class PristineRoutingDataSource extends AbstractDataSource implements DisposableBean {
     private final ThreadLocal<Lease> current = new ThreadLocal<>();
+    private final ConcurrentHashMap<String, LeaseDataSource> pools = new ConcurrentHashMap<>();
     private final PristineClient client;
     private final TemplateSpec spec;
     private final AutoConfigurePristineDatabase settings;
@@ -66,9 +71,11 @@ public final class PristineRoutingDataSource extends AbstractDataSource implemen
         }
         Lease l = contextLease;
         contextLease = null;
+        endLease(l);
         boolean written;
         try {
-            written = client.release(l.id(), true);
+            // The verdict is what tells whether the startup wrote.
+            written = afterStartup ? client.releaseWait(l.id(), true) : client.release(l.id(), true);
         } catch (PristineException ignored) {
             return false; // the daemon reclaims it when this JVM exits
         }
@@ -116,7 +123,15 @@ public final class PristineRoutingDataSource extends AbstractDataSource implemen
     @Override
     public Connection getConnection() throws SQLException {
         Lease l = currentLease();
-        return DriverManager.getConnection(l.jdbcUrl(), l.user(), l.password());
+        return pools.computeIfAbsent(l.id(), id -> new LeaseDataSource(l)).getConnection();
+    }
+
+    /** Closes the connections pooled for lease l: it is being released. */
+    void endLease(Lease l) {
+        LeaseDataSource p = pools.remove(l.id());
+        if (p != null) {
+            p.close();
+        }
     }
 
     @Override

@@ -101,6 +101,7 @@ public final class PristineTestExecutionListener extends AbstractTestExecutionLi
     }
 
     private static void end(PristineRoutingDataSource ds, Lease l, boolean failed) {
+        ds.endLease(l);
         boolean keep = ds.settings().keepOnFailure() || "1".equals(System.getenv("PRISTINE_KEEP_FAILED"))
                 || Boolean.getBoolean("pristine.keepFailed");
         String msg = TemplateSpec.end(ds.client(), l, failed, keep, ds.settings().releaseUnchanged());

@@ -167,7 +167,7 @@ class ClientTest {
         try (Connection conn = b.connect()) {
             assertEquals(1, count(conn, "SELECT COUNT(*) FROM canary"), "b sees a's write");
         }
-        assertTrue(c.release(a.id(), true), "a written database was not reset");
+        assertTrue(c.releaseWait(a.id(), true), "a written database was not reset");
         c.release(b.id(), true);
         // The next lease is pristine again.
         Lease again = c.leaseWait(LeaseRequest.of("java-once", "again"));
@@ -192,6 +192,46 @@ class ClientTest {
         PristineException ce = assertThrows(PristineException.class, () -> c.ensureTemplate(TemplateRequest.of("java-fails-cmd", uniqueKey("cmd")),
                 TemplateSpecs.command("echo migrating; exit 3"), 0));
         assertTrue(ce.getMessage().contains("exited with status 3: migrating"), ce.getMessage());
+    }
+
+    /**
+     * A lease's pooled DataSource gives the same server connection back
+     * after a close (one connection per test, not one per transaction), and
+     * a Prefetcher hands out the lease it took while the one before was in
+     * use: each pristine, though each test writes.
+     */
+    @Test
+    void pooledConnectionsAndPrefetchedLeases() throws Exception {
+        PristineClient c = d.unix();
+        TemplateSpec spec = new TemplateSpec("java-prefetch", List.of(), List.of(uniqueKey("prefetch")), TemplateSpecs.command(
+                "mariadb -u\"$MYSQL_USER\" \"$MYSQL_DATABASE\" < src/test/resources/schema.sql"), null, 2, null, true);
+        spec.ensure(c);
+        try (Prefetcher p = c.prefetch(LeaseRequest.of("java-prefetch", "prefetch").withWait(60))) {
+            p.warm();
+            for (int i = 0; i < 3; i++) {
+                Lease l = p.lease();
+                long first;
+                try (LeaseDataSource ds = new LeaseDataSource(l)) {
+                    try (Connection conn = ds.getConnection()) {
+                        assertEquals(0, count(conn, "SELECT COUNT(*) FROM items WHERE name = 'written'"), "lease " + i + " is not pristine");
+                        conn.createStatement().execute("INSERT INTO items (name) VALUES ('written')");
+                        first = count(conn, "SELECT CONNECTION_ID()");
+                    }
+                    try (Connection conn = ds.getConnection()) {
+                        assertEquals(first, count(conn, "SELECT CONNECTION_ID()"), "the pooled DataSource opened a new connection");
+                    }
+                    assertEquals(1, ds.idle());
+                }
+                // The next lease is taken ahead while this one is held.
+                long ahead = 0;
+                for (long deadline = System.nanoTime() + 30_000_000_000L; ahead == 0 && System.nanoTime() < deadline; Thread.sleep(20)) {
+                    ahead = c.leases().stream().filter(x -> "java-prefetch".equals(x.template()) && !x.id().equals(l.id())).count();
+                }
+                assertEquals(1, ahead, "no lease taken ahead while lease " + i + " was held");
+                c.release(l.id(), false);
+            }
+        }
+        assertTrue(c.leases().stream().noneMatch(l -> "java-prefetch".equals(l.template())), "leases left: " + c.leases());
     }
 
     @Test
@@ -280,6 +320,46 @@ class ClientTest {
             }
         }
         c.poolDown("java-grows");
+    }
+
+    /**
+     * A fork is a template of a lease's current state: its leases see the
+     * row written before it, the same key returns the fork made before,
+     * and the lease's connection goes on.
+     */
+    @Test
+    void forkMakesATemplateOfALeaseAndTheLeaseGoesOn() throws Exception {
+        PristineClient c = d.unix();
+        TemplateAnswer base = c.ensureTemplate(TemplateRequest.of("java-forkbase", uniqueKey("forkbase")),
+                conn -> exec(conn, "CREATE TABLE canary (id INT PRIMARY KEY, v VARCHAR(20))", "INSERT INTO canary VALUES (1, 'pristine')"), 0);
+        c.ensurePool("java-forkbase", base.hash(), 1);
+        Lease l = c.leaseWait(LeaseRequest.of("java-forkbase", "fork"));
+        ForkAnswer a;
+        try (Connection conn = l.connect(); Statement st = conn.createStatement()) {
+            st.execute("UPDATE canary SET v = 'loaded'");
+            a = c.fork(l.id(), "java-forked", "fixtures-v1");
+            assertTrue(a.built(), a.toString());
+            assertEquals("java-forked", a.template().path("name").asText());
+            assertEquals(base.hash(), a.template().path("parent").asText());
+            assertEquals("java-forkbase", a.template().path("parent_name").asText());
+            // The holder's connection survives the fork.
+            assertEquals(1, count(conn, "SELECT COUNT(*) FROM canary WHERE v = 'loaded'"), "the holder's connection after the fork");
+            // The same key again: the fork made before, at once.
+            ForkAnswer again = c.fork(l.id(), "java-forked", "fixtures-v1");
+            assertTrue(!again.built(), again.toString());
+            assertEquals(a.hash(), again.hash());
+        } finally {
+            c.release(l.id(), false);
+        }
+        c.ensurePool("java-forked", a.hash(), 1);
+        Lease f = c.leaseWait(LeaseRequest.of("java-forked", "of the fork"));
+        try (Connection conn = f.connect()) {
+            assertEquals(1, count(conn, "SELECT COUNT(*) FROM canary WHERE v = 'loaded'"), "a lease of the fork lacks the row written before it");
+        } finally {
+            c.release(f.id(), false);
+            c.poolDown("java-forked");
+            c.poolDown("java-forkbase");
+        }
     }
 
     @Test

@@ -1,0 +1,37 @@
+#!/bin/bash
+# What a database of its own costs a test, per client (issue 35): N tests
+# (default 200) each with a database of its own against the same N sharing
+# one, in the same run. Go: pristine-bench pertest (which builds the
+# template "pertest" and brings its pool up in a root of its own); then the
+# Python, Node and Java clients' benches against the same daemon. Prints one
+# table row per client, the load average and the machine.
+# Usage: scripts/bench-pertest.sh [N]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+N=${1:-200}
+bash scripts/build.sh >/dev/null
+W=$(mktemp -d /tmp/pristine-bench-pertest-XXXXXX)
+chmod 755 "$W" # the servers run as an account of their own
+export PRISTINE_ROOT="$W/root" PRISTINE_BIN="$PWD/bin/pristine"
+cleanup() { bin/pristine pool down --template pertest >/dev/null 2>&1 && rm -rf "$W"; }
+trap cleanup EXIT
+echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)"
+bin/pristine-bench pertest --tests "$N"
+echo
+echo "| client | tests | lease / connect / release p50 | overhead p50 | test p50 own / shared | ratio |"
+echo "|---|---|---|---|---|---|"
+if [ -x .venv/bin/python ] && .venv/bin/python -c 'import pymysql' 2>/dev/null; then
+  .venv/bin/python clients/python/bench/pertest.py "$N"
+else
+  echo "| Python | skipped: no .venv with pymysql (scripts/test.sh makes it) | | | | |"
+fi
+if [ -d clients/node/node_modules/mysql2 ]; then
+  node clients/node/bench/pertest.cjs "$N"
+else
+  echo "| Node | skipped: no clients/node/node_modules (npm ci in clients/node) | | | | |"
+fi
+rm -f clients/java/target/pertest.md
+(cd clients/java && mvn -B -q --no-transfer-progress -Dstyle.color=never test -Dtest=PertestBench \
+  -Dpristine.bench="$N" -Dsurefire.failIfNoSpecifiedTests=false >/dev/null 2>&1) || true
+cat clients/java/target/pertest.md 2>/dev/null || echo "| Java | failed: run PertestBench with mvn to see why | | | | |"
+echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
