@@ -2,6 +2,7 @@ package pool_test
 
 import (
 	"context"
+	"database/sql/driver"
 	"errors"
 	"os"
 	"path/filepath"
@@ -15,16 +16,24 @@ import (
 )
 
 // floodLogins makes n login attempts with a wrong password on a slot's
-// TCP port, as any peer that reaches the port can, 8 at a time.
+// TCP port, as any peer that reaches the port can, 8 at a time, as 16
+// users that do not exist: MySQL answers each unknown user as if it had
+// an authentication plugin drawn at random for its name, so 16 names
+// meet every plugin it draws from.
 func floodLogins(t *testing.T, host string, port, n int) {
 	t.Helper()
-	cfg := mysql.NewConfig()
-	cfg.User, cfg.Passwd, cfg.Net = "nobody", "wrong", "tcp"
-	cfg.Addr = host + ":" + strconv.Itoa(port)
-	cfg.TLSConfig = "preferred"
-	conn, err := mysql.NewConnector(cfg)
-	if err != nil {
-		t.Fatal(err)
+	const users = 16
+	var conns [users]driver.Connector
+	for u := range conns {
+		cfg := mysql.NewConfig()
+		cfg.User, cfg.Passwd, cfg.Net = "nobody"+strconv.Itoa(u), "wrong", "tcp"
+		cfg.Addr = host + ":" + strconv.Itoa(port)
+		cfg.TLSConfig = "preferred"
+		c, err := mysql.NewConnector(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		conns[u] = c
 	}
 	var wg sync.WaitGroup
 	var mu sync.Mutex
@@ -34,7 +43,7 @@ func floodLogins(t *testing.T, host string, port, n int) {
 		go func(w int) {
 			defer wg.Done()
 			for i := w; i < n; i += 8 {
-				c, err := conn.Connect(context.Background())
+				c, err := conns[i%users].Connect(context.Background())
 				if err == nil {
 					c.Close()
 					err = errors.New("a login with a wrong password succeeded")

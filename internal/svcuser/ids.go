@@ -36,12 +36,17 @@ import (
 // systemd-nspawn's container range (up to 0x6FFFFFFF) and below 2^31, in
 // systemd's "unused" block. Ids that have a passwd or group entry are
 // skipped. Which id serves which tree is recorded machine-wide in
-// IDDir/<id> (the tree's path), so two roots on one host never share an id;
-// a record is held with an flock by the process that claimed it, and a
-// record nobody holds whose tree is gone (or no longer owned by the id) is
-// stale and reused. A record nobody holds whose tree is still there (a
-// daemon killed with its pool) keeps its id, and the same tree claims it
-// again when the daemon restarts on it.
+// IDDir/<id> (the tree's path, and the file system root it was claimed
+// under), so two roots on one host never share an id; a record is held
+// with an flock by the process that claimed it, and a record nobody holds
+// whose tree is gone (or no longer owned by the id) is stale and reused. A
+// record nobody holds whose tree is still there (a daemon killed with its
+// pool) keeps its id, and the same tree claims it again when the daemon
+// restarts on it. Only a process under the same root (chroot) as the
+// record's judges it stale: elsewhere its path names another tree, or
+// none, so a record of another root stays until a claim in that root
+// finds it stale. A record without its root (written by an older
+// pristine) counts as this root's.
 
 // IDBase is the first id of the range servers run under as root.
 const IDBase = 0x70000000
@@ -171,13 +176,16 @@ func scanRecords(trees []string) (*scan, error) {
 			sc.used[id] = true
 			continue
 		}
-		owner := strings.TrimSpace(string(b))
+		owner, root := parseRecord(b)
 		f, held := tryHold(rec)
 		switch {
 		case f == nil && held:
 			sc.used[id] = true // a live holder
 		case f == nil:
 			sc.used[id] = true // unreadable: leave it
+		case root != "" && root != fsRoot():
+			f.Close() // another root's: its path means nothing here
+			sc.used[id] = true
 		case want[owner] && sc.mine[owner] == nil:
 			// The tree's own id: taken back below unless a process of
 			// its dead holder still runs as it.
@@ -268,13 +276,35 @@ func createRecord(shared Account, id int, path string) (*Claimed, error) {
 		f.Close()
 		return nil, nil
 	}
-	if _, err := f.WriteString(path + "\n"); err != nil {
+	if _, err := f.WriteString(path + "\nroot " + fsRoot() + "\n"); err != nil {
 		f.Close()
 		os.Remove(rec)
 		return nil, fmt.Errorf("claim a server id: %w", err)
 	}
 	return claimed(shared, id, path, f), nil
 }
+
+// parseRecord reads a record: the tree's path, and the file system root
+// it was claimed under ("" in a record of an older pristine).
+func parseRecord(b []byte) (path, root string) {
+	path, rest, _ := strings.Cut(string(b), "\n")
+	for _, ln := range strings.Split(rest, "\n") {
+		if v, ok := strings.CutPrefix(ln, "root "); ok {
+			root = strings.TrimSpace(v)
+		}
+	}
+	return strings.TrimSpace(path), root
+}
+
+// fsRoot names this process's file system root, "device:inode" of "/":
+// processes chrooted into different trees see different ones.
+var fsRoot = sync.OnceValue(func() string {
+	var st unix.Stat_t
+	if err := unix.Stat("/", &st); err != nil {
+		return "unknown"
+	}
+	return strconv.FormatUint(st.Dev, 10) + ":" + strconv.FormatUint(st.Ino, 10)
+})
 
 // ownerID is the id of the range that owns path, or 0.
 func ownerID(path string) int {

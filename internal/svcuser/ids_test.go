@@ -400,3 +400,64 @@ func TestClaimAll(t *testing.T) {
 		t.Errorf("records after ReleaseAll: %v, want only the held id %d", recs, held.UID)
 	}
 }
+
+// TestClaimLeavesOtherRootsRecords: a record claimed under another file
+// system root (a chroot sharing the host's records, as the server matrix's
+// roots do) whose holder died and whose path does not exist here is not
+// stale here: the path names a tree in that root, which a daemon
+// restarting there takes back with its id. A record of this root in the
+// same state is stale, and a record of an older pristine (no root) counts
+// as this root's.
+func TestClaimLeavesOtherRootsRecords(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: server ids are claimed only as root")
+	}
+	old := IDDir
+	IDDir = filepath.Join(t.TempDir(), "ids")
+	t.Cleanup(func() { IDDir = old })
+	if err := os.MkdirAll(IDDir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	gone := filepath.Join(t.TempDir(), "gone")
+	foreign := unusedID(t, IDBase)
+	write := func(id int, text string) string {
+		rec := filepath.Join(IDDir, strconv.Itoa(id))
+		if err := os.WriteFile(rec, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return rec
+	}
+	foreignRec := write(foreign, gone+"\nroot 1:2\n")
+	mine := unusedID(t, foreign+1)
+	mineRec := write(mine, gone+"\nroot "+fsRoot()+"\n")
+	older := unusedID(t, mine+1)
+	olderRec := write(older, gone+"\n")
+	var got []*Claimed
+	defer func() {
+		for _, c := range got {
+			c.Release()
+		}
+	}()
+	for i := 0; i < 3; i++ {
+		c, err := Claim(filepath.Join(t.TempDir(), "t"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, c)
+		if c.UID == foreign {
+			t.Fatalf("id %d, recorded for a tree under another root, was given to a tree here", foreign)
+		}
+	}
+	if _, err := os.Stat(foreignRec); err != nil {
+		t.Errorf("another root's record was removed: %v", err)
+	}
+	for _, rec := range []string{mineRec, olderRec} {
+		if b, err := os.ReadFile(rec); err == nil && strings.HasPrefix(string(b), gone) {
+			t.Errorf("%s, a record of this root whose tree is gone, was not found stale", rec)
+		}
+	}
+	b, err := os.ReadFile(filepath.Join(IDDir, strconv.Itoa(got[0].UID)))
+	if err != nil || !strings.Contains(string(b), "\nroot "+fsRoot()+"\n") {
+		t.Errorf("a new record %q (%v) does not name this root %s", b, err, fsRoot())
+	}
+}
