@@ -17,7 +17,8 @@
 #           repository holding the archive
 #
 # Needs what scripts/install-deps.sh installs and bin/pristine
-# (bash scripts/build.sh). About a minute and a half with warm caches.
+# (bash scripts/build.sh). Under a minute with warm caches on an idle
+# machine (most of it Maven: the javadoc jar and the example project).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 REPO="$PWD"

@@ -61,7 +61,7 @@ phpunit -c clients/php/phpunit.xml
 (cd clients/node && npm ci --no-audit --no-fund --prefer-offline --loglevel=error && npm test && npm run typecheck)
 # The client packages (docs/packaging.md): each built as the release command
 # builds it, installed into a clean environment from its artifact alone, its
-# example run against a daemon of bin/pristine. About two minutes.
+# example run against a daemon of bin/pristine. About a minute.
 bash scripts/test-client-packages.sh
 # The empty data directory the Go tests share is a cache of this run only.
 rm -rf /dev/shm/pristine-test-base-* 2>/dev/null || true
