@@ -17,8 +17,9 @@ pkgs+=(php-cli php-mysql php-curl phpunit)
 # examples/laravel: Debian's Laravel 8 (with Illuminate\Testing\ParallelTesting); Mockery, which
 # Laravel's RefreshDatabase and DatabaseMigrations need for their artisan calls (clients/php LaravelTest).
 pkgs+=(php-laravel-framework php-mockery)
-# clients/ruby and examples/rails (issue 24): Ruby with Debian's Rails 6.1 and mysql2 (rubygems.org is not needed).
-pkgs+=(ruby ruby-rails ruby-mysql2)
+# clients/ruby and examples/rails (issue 24): Ruby with Debian's Rails 6.1 and mysql2 (rubygems.org is not needed);
+# rake runs the gem's tests (clients/ruby/Rakefile).
+pkgs+=(ruby ruby-rails ruby-mysql2 rake)
 # clients/node and examples/node-* (issue 24): Node 20 and npm (Debian's, unless a Node with npm is
 # installed already); the packages themselves come from the npm registry with npm ci.
 { command -v node && command -v npm; } >/dev/null 2>&1 || pkgs+=(nodejs npm)
@@ -31,6 +32,10 @@ command -v kubectl >/dev/null 2>&1 || pkgs+=(kubernetes-client)
 # clients/java and examples/spring (issue 24): a JDK 17 and Maven; Maven fetches the
 # Java dependencies from Maven Central into ~/.m2 on first use.
 pkgs+=(openjdk-17-jdk-headless maven)
+# The client packages (docs/packaging.md, scripts/client-packages.sh and its test): python3 -m build
+# (with Debian's setuptools and wheel, no index), Composer with PHP's zip extension (composer archive
+# and the artifact repository its test installs from); gem, npm and mvn come with the lines above.
+pkgs+=(python3-build python3-setuptools python3-wheel composer php-zip)
 # What the scripts call: curl (API calls), coreutils' timeout, procps' pgrep.
 pkgs+=(curl coreutils)
 # scripts/servers.sh (issue 21): Debian roots of MariaDB 11.8 and MySQL 9.7.

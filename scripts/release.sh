@@ -11,7 +11,10 @@
 #       man pages (man/man1) and bash, zsh and fish completions
 #   dist/pristine_DEBVERSION_ARCH.deb         the Debian package: pristine, its
 #       man pages and completions, the pristine service (packaging/deb)
-# and dist/SHA256SUMS over them (`cd dist && sha256sum -c SHA256SUMS`).
+# the client packages (scripts/client-packages.sh: the Python sdist and
+# wheel, the npm tarball, the Maven jar with its sources, javadoc and pom,
+# the gem, the Composer archive; RELEASE_CLIENTS=0 leaves them out),
+# and dist/SHA256SUMS over them all (`cd dist && sha256sum -c SHA256SUMS`).
 #
 # DEBVERSION is VERSION without its leading "v", or 0.0.0~gitDATE.COMMIT
 # when no tag names the commit. A checkout with uncommitted changes is
@@ -63,6 +66,9 @@ for arch in $ARCHES; do
   VERSION="$debversion" ARCH="$arch" BUILD="$b" DOCS=dist/build/docs/pristine \
     "$GO" run "$NFPM" package --config packaging/deb/nfpm.yaml --packager deb --target "dist/pristine_${debversion}_${arch}.deb" >/dev/null
 done
-(cd dist && sha256sum -- *.tar.gz *.deb >SHA256SUMS)
+if [ "${RELEASE_CLIENTS:-1}" != 0 ]; then
+  PRISTINE_VERSION="$version" bash scripts/client-packages.sh dist
+fi
+(cd dist && find . -maxdepth 1 -type f ! -name SHA256SUMS -printf '%P\0' | sort -z | xargs -0 sha256sum -- >SHA256SUMS)
 log "done:"
-(cd dist && ls -l -- *.tar.gz *.deb SHA256SUMS)
+(cd dist && find . -maxdepth 1 -type f -printf '%P\n' | sort | xargs ls -l --)

@@ -38,7 +38,9 @@ func TestRelease(t *testing.T) {
 	}
 	run(repo, nil, "git", "clone", "-q", repo, clone)
 	commit := strings.TrimSpace(run(clone, nil, "git", "rev-parse", "HEAD"))
-	run(clone, []string{"RELEASE_ARCHES=" + runtime.GOARCH, "PRISTINE_VERSION=v9.8.7"}, "bash", "scripts/release.sh")
+	// The client packages are built, installed and run by
+	// scripts/test-client-packages.sh through the script release.sh calls.
+	run(clone, []string{"RELEASE_ARCHES=" + runtime.GOARCH, "PRISTINE_VERSION=v9.8.7", "RELEASE_CLIENTS=0"}, "bash", "scripts/release.sh")
 	dist := filepath.Join(clone, "dist")
 	run(dist, nil, "sha256sum", "-c", "SHA256SUMS")
 

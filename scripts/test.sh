@@ -108,10 +108,15 @@ bash scripts/parity-django.sh 2
 phpunit -c clients/php/phpunit.xml
 .venv/bin/pytest -p no:cacheprovider clients/python/tests
 # clients/ruby (issue 24): the client and the Rails integration, against a daemon of their own.
-ruby -Iclients/ruby/lib -Iclients/ruby/test -e 'Dir["clients/ruby/test/*_test.rb"].sort.each { |f| require File.expand_path(f) }'
+(cd clients/ruby && rake test)
 # Node client (issue 24): node:test tests against a daemon of their own, and
 # the .d.ts files type-checked; npm ci from the committed package-lock.json.
 (cd clients/node && npm ci --no-audit --no-fund --prefer-offline --loglevel=error && npm test && npm run typecheck)
+# The client packages (docs/packaging.md): each built as the release command
+# builds it, installed into a clean environment from its artifact alone, its
+# example run against a daemon of bin/pristine. About a minute.
+phase "client packages"
+bash scripts/test-client-packages.sh
 phase "clients done; waiting for the server matrix"
 mrc=0
 wait "$MPID" || mrc=$?

@@ -5,7 +5,7 @@ require_relative "lib/pristine/version"
 Gem::Specification.new do |s|
   s.name = "pristine"
   s.version = Pristine::VERSION
-  s.summary = "Client of the pristine daemon, with Rails parallel-testing hooks"
+  s.summary = "A pristine MariaDB or MySQL database per test from a pristine daemon, with Rails parallel-testing hooks"
   s.description = "Leases a pristine MariaDB/MySQL database per Rails test worker (or per test) " \
                   "from a pristine daemon, building the template once from db/schema.rb or db/migrate. " \
                   "Ruby standard library only."
