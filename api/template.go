@@ -133,6 +133,14 @@ type ForkAnswer struct {
 	Built bool `json:"built"`
 	// Seconds is how long the fork took in the daemon.
 	Seconds float64 `json:"seconds"`
+	// Phases is where those seconds went, step by step (a new fork only).
+	Phases []Phase `json:"phases,omitempty"`
+}
+
+// Phase is one step of a fork or build and the seconds it took.
+type Phase struct {
+	Name    string  `json:"name"`
+	Seconds float64 `json:"seconds"`
 }
 
 // MarshalJSON encodes the answer, with DSN, URL and Env left empty unless

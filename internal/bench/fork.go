@@ -43,6 +43,9 @@ type ForkTimes struct {
 	DaemonP50S float64   `json:"daemon_p50_s"`
 	WallP50S   float64   `json:"wall_p50_s"`
 	DaemonS    []float64 `json:"daemon_s"`
+	// PhasesP50 is where a fork's time goes: each phase's median over
+	// the forks, in the order the daemon ran them.
+	PhasesP50 []api.Phase `json:"phases_p50"`
 }
 
 // ForkReport is what a run of `pristine-bench fork` measured.
@@ -182,6 +185,8 @@ func timeForks(ctx context.Context, c *client.Client, name string, n int, out *F
 		return nil, err
 	}
 	var wall []float64
+	phases := map[string][]float64{}
+	var order []string
 	for i := 0; i < n; i++ {
 		a, took, err := forkOnce(ctx, c, name, table)
 		if err != nil {
@@ -196,8 +201,17 @@ func timeForks(ctx context.Context, c *client.Client, name string, n int, out *F
 		}
 		out.DaemonS = append(out.DaemonS, a.Seconds)
 		wall = append(wall, took.Seconds())
+		for _, ph := range a.Phases {
+			if _, seen := phases[ph.Name]; !seen {
+				order = append(order, ph.Name)
+			}
+			phases[ph.Name] = append(phases[ph.Name], ph.Seconds)
+		}
 	}
 	out.DaemonP50S, out.WallP50S = stats.Quantile(out.DaemonS, 0.5), stats.Quantile(wall, 0.5)
+	for _, name := range order {
+		out.PhasesP50 = append(out.PhasesP50, api.Phase{Name: name, Seconds: stats.Quantile(phases[name], 0.5)})
+	}
 	return hashes, nil
 }
 
@@ -243,6 +257,17 @@ func ForkMarkdown(w io.Writer, rep *ForkReport) error {
 		fmt.Fprintf(w, "| %s | %g | %.0f MB | %d | %.3f s | %.3f s | %s |\n", t.Template, t.Scale, float64(t.Bytes)/1e6, t.Forks, t.DaemonP50S, t.WallP50S, seconds(t.DaemonS))
 	}
 	fmt.Fprintf(w, "\nlarge / small fork p50: %.2f\n\n", rep.Ratio)
+	fmt.Fprint(w, "| phase (p50 of the forks) | small | large |\n|---|---|---|\n")
+	for _, ph := range rep.Small.PhasesP50 {
+		large := 0.0
+		for _, l := range rep.Large.PhasesP50 {
+			if l.Name == ph.Name {
+				large = l.Seconds
+			}
+		}
+		fmt.Fprintf(w, "| %s | %.3f s | %.3f s |\n", ph.Name, ph.Seconds, large)
+	}
+	fmt.Fprintln(w)
 	fmt.Fprint(w, "| lease loop on | clients | cycles | pool | hold | leases/s | lease wait p50 / p99 | reset p50 | load before -> after |\n|---|---|---|---|---|---|---|---|---|\n")
 	for _, s := range []struct {
 		what string

@@ -48,7 +48,8 @@ func (s *Server) fork(w http.ResponseWriter, r *http.Request) {
 		key = catalog.GroupKey(group, key)
 	}
 	start := time.Now()
-	m, built, err := s.builder.Fork(r.Context(), p.Meta, template.ForkOptions{Name: req.Name, Key: key, Group: group, Lease: id},
+	tl := template.NewTimeline()
+	m, built, err := s.builder.Fork(template.WithTimeline(r.Context(), tl), p.Meta, template.ForkOptions{Name: req.Name, Key: key, Group: group, Lease: id},
 		func(dst string) error { return p.Snapshot(r.Context(), id, dst) })
 	if errors.Is(err, pool.ErrForkBusy) || errors.Is(err, pool.ErrForkShared) {
 		err = fmt.Errorf("%w: %v", errConflict, err)
@@ -58,8 +59,12 @@ func (s *Server) fork(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	took := time.Since(start)
-	s.log.Info("fork", "lease", id, "template", m.Name, "hash", m.Hash[:12], "parent", p.Meta.Name, "built", built, "seconds", took.Seconds())
-	writeJSON(w, 200, api.ForkAnswer{Template: TemplateOut(m), Built: built, Seconds: took.Seconds()})
+	s.log.Info("fork", "lease", id, "template", m.Name, "hash", m.Hash[:12], "parent", p.Meta.Name, "built", built, "seconds", took.Seconds(), "phases", tl)
+	a := api.ForkAnswer{Template: TemplateOut(m), Built: built, Seconds: took.Seconds()}
+	for _, ph := range tl.Phases() {
+		a.Phases = append(a.Phases, api.Phase{Name: ph.Name, Seconds: ph.Seconds})
+	}
+	writeJSON(w, 200, a)
 }
 
 // forkNameFree refuses a fork a name that a template other than a fork of

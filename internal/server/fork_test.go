@@ -8,6 +8,7 @@ import (
 
 	"github.com/pristinedb/pristine/api"
 	"github.com/pristinedb/pristine/internal/server"
+	"github.com/pristinedb/pristine/internal/template"
 )
 
 // TestForkAPI: POST /v1/leases/{id}/fork through the daemon with runner
@@ -17,7 +18,7 @@ import (
 // same template without a second build; a bad name is refused (400), and
 // so is a name of a template that is no fork of the parent (409); the
 // parent cannot be removed while its fork is kept (409 naming the fork
-// and force).
+// and force). A new fork's answer lists its phases.
 func TestForkAPI(t *testing.T) {
 	tokA, tokB, groups := groupTokens(t)
 	d := newDaemon(t, func(s *server.Server) { s.GroupTokens = groups })
@@ -50,9 +51,19 @@ func TestForkAPI(t *testing.T) {
 	if code != 200 || !first.Built || first.Template.Parent != op.Hash || first.Template.ParentName != "app" {
 		t.Fatalf("runner-a's fork: %d %+v", code, first)
 	}
+	// The answer says where the daemon's time went, step by step.
+	var named []string
+	sum := 0.0
+	for _, ph := range first.Phases {
+		named = append(named, ph.Name)
+		sum += ph.Seconds
+	}
+	if got := strings.Join(named, ", "); !strings.Contains(got, template.PhaseSnapshot) || !strings.Contains(got, template.PhaseStop) || sum <= 0 || sum > first.Seconds {
+		t.Errorf("the fork's phases: %s (%.3f s of %.3f s), want the snapshot and the slow clean stop among them, within the fork's time", got, sum, first.Seconds)
+	}
 	code, again := fork(`{"name":"app-seeded","key":"seed-v1"}`)
-	if code != 200 || again.Built || again.Template.Hash != first.Template.Hash {
-		t.Errorf("the same key again: %d built %v hash %s, want the first fork %s, not built", code, again.Built, again.Template.Hash, first.Template.Hash)
+	if code != 200 || again.Built || again.Template.Hash != first.Template.Hash || len(again.Phases) != 0 {
+		t.Errorf("the same key again: %d built %v hash %s, want the first fork %s, not built (and no phases: %v)", code, again.Built, again.Template.Hash, first.Template.Hash, again.Phases)
 	}
 	if code, body := d.as(tokB, "GET", "/v1/templates", ""); code != 200 || strings.Contains(body, first.Template.Hash) {
 		t.Errorf("runner-b lists runner-a's fork: %d %s", code, body)

@@ -88,6 +88,7 @@ func (b *Builder) Fork(ctx context.Context, parent *catalog.Meta, opt ForkOption
 	if err != nil {
 		return nil, false, err
 	}
+	timelineOf(ctx).Mark(PhaseStage)
 	m := forkMeta(parent, opt, hash)
 	if err := b.forkData(ctx, dir, parent, m, snapshot); err != nil {
 		if rmErr := b.discard(dir); rmErr != nil {
@@ -101,16 +102,19 @@ func (b *Builder) Fork(ctx context.Context, parent *catalog.Meta, opt ForkOption
 		b.cat.RemoveLock(hash)
 		return nil, false, err
 	}
+	timelineOf(ctx).Mark(PhasePublish)
 	return m, true, nil
 }
 
 // forkData takes the snapshot into dir/data and finishes it as a
 // template: recovered, secured, stopped cleanly, sealed.
 func (b *Builder) forkData(ctx context.Context, dir string, parent, m *catalog.Meta, snapshot func(string) error) error {
+	tl := timelineOf(ctx)
 	data := filepath.Join(dir, "data")
 	if err := snapshot(data); err != nil {
 		return err
 	}
+	tl.Mark(PhaseSnapshot)
 	// The pool's id owned the snapshot; secure gives it to a server id
 	// of its own, and seal to pristine's user.
 	p := BuildProfileFor(parent)
@@ -133,6 +137,7 @@ func (b *Builder) forkData(ctx context.Context, dir string, parent, m *catalog.M
 	if err != nil {
 		return err
 	}
+	tl.Mark(PhaseSeal)
 	m.Accounts = catalog.AccountsVersion
 	return nil
 }

@@ -66,9 +66,12 @@ func (b *Builder) secureWith(ctx context.Context, data string, p mariadb.Profile
 	if err := in.WaitReady(ctx); err != nil {
 		return fmt.Errorf("secure accounts: %w", err)
 	}
+	tl := timelineOf(ctx)
+	tl.Mark(PhaseStart)
 	if err := b.secureOn(ctx, in, true); err != nil {
 		return err
 	}
+	tl.Mark(PhaseSecure)
 	in.Config.AdminPassword = b.cat.Admin() // the grant tables are loaded now
 	db, err := in.Open("")
 	if err != nil {
@@ -79,19 +82,25 @@ func (b *Builder) secureWith(ctx context.Context, data string, p mariadb.Profile
 			db.Close()
 			return err
 		}
+		tl.Mark(PhaseSecure)
 	}
 	if m != nil {
 		if err := b.secureDefiners(ctx, db, m); err != nil {
 			db.Close()
 			return err
 		}
+		tl.Mark(PhaseDefiners)
 	}
 	_, err = db.ExecContext(ctx, "SET GLOBAL innodb_fast_shutdown=0")
 	db.Close()
 	if err != nil {
 		return fmt.Errorf("secure accounts: prepare shutdown: %w", err)
 	}
-	return in.Stop(ctx, 10*time.Minute)
+	if err := in.Stop(ctx, 10*time.Minute); err != nil {
+		return err
+	}
+	tl.Mark(PhaseStop)
+	return nil
 }
 
 // setupAccount creates the schema (unless dbName is empty: a dump being
