@@ -36,6 +36,10 @@ stop_matrix() {
 trap 'clean_test_leftovers "$STAMP"; rm -f "$STAMP"; stop_matrix' EXIT
 trap 'exit 130' INT TERM
 phase() { echo "test.sh: $(date -u +%T) $*"; }
+# A failed step of the full run is named and the run goes on, so that one
+# run shows every failure (the server matrix's too); it fails at the end.
+FAILED=()
+step() { local name="$1"; shift; "$@" || { echo "test.sh: FAILED: $name" >&2; FAILED+=("$name"); }; }
 bash scripts/install-deps.sh
 GO="$(cat .go-path 2>/dev/null || command -v go)"
 export GOTOOLCHAIN="${GOTOOLCHAIN:-auto}"
@@ -84,7 +88,9 @@ MPID=$!
 # With the race detector: the daemon, the pool and the archive readers are
 # concurrent, and a data race there is a bug even when a run passes.
 phase "go test -race ./..."
-"$GO" test -race -count=1 -timeout 25m ./... 2>&1 | tee /tmp/pristine-go-test.log
+# TestOverheadGuard is the guard phase above run as a Go test: here, beside
+# the server matrix, its ratios would measure the matrix's load.
+step "go test -race" bash -c 'set -o pipefail; "$1" test -race -count=1 -timeout 25m -skip "^TestOverheadGuard$" ./... 2>&1 | tee /tmp/pristine-go-test.log' _ "$GO"
 ls "$PRISTINE_TEST_ARTIFACTS" | sed 's|^|test artifact: artifacts/|'
 # The Debian package (docs/packaging.md): built, installed into a fresh
 # Debian 12 root, its service started, a lease taken through it, removed
@@ -92,7 +98,7 @@ ls "$PRISTINE_TEST_ARTIFACTS" | sed 's|^|test artifact: artifacts/|'
 # without debootstrap. A few minutes (the root is cached after its first
 # debootstrap).
 phase "Debian package"
-bash scripts/test-deb.sh
+step "Debian package" bash scripts/test-deb.sh
 # Clients (issue 8): the Python and PHP packages' tests, the examples and the
 # Django comparison, each against a daemon of the binary built here.
 phase "clients"
@@ -100,30 +106,34 @@ bash scripts/build.sh
 export PRISTINE_BIN="$PWD/bin/pristine"
 [ -x .venv/bin/python ] || "$(command -v /usr/bin/python3 || command -v python3)" -m venv .venv
 .venv/bin/pip install -q django pytest pytest-xdist pymysql -e clients/python
-bash examples/run-all.sh
-bash scripts/bench-django.sh 4 2
+step examples bash examples/run-all.sh
+step "Django comparison" bash scripts/bench-django.sh 4 2
 # issue 22: a real Django suite (two aliases on one server, cross-database FK, ...) run --parallel 2
 # stock, through pristine building the template and reusing it: per-test outcomes must agree.
-bash scripts/parity-django.sh 2
-phpunit -c clients/php/phpunit.xml
-.venv/bin/pytest -p no:cacheprovider clients/python/tests
+step "Django parity" bash scripts/parity-django.sh 2
+step "PHP client" phpunit -c clients/php/phpunit.xml
+step "Python client" .venv/bin/pytest -p no:cacheprovider clients/python/tests
 # clients/ruby (issue 24): the client and the Rails integration, against a daemon of their own.
-(cd clients/ruby && rake test)
+step "Ruby client" bash -c 'cd clients/ruby && rake test'
 # Node client (issue 24): node:test tests against a daemon of their own, and
 # the .d.ts files type-checked; npm ci from the committed package-lock.json.
-(cd clients/node && npm ci --no-audit --no-fund --prefer-offline --loglevel=error && npm test && npm run typecheck)
+step "Node client" bash -c 'cd clients/node && npm ci --no-audit --no-fund --prefer-offline --loglevel=error && npm test && npm run typecheck'
 # The client packages (docs/packaging.md): each built as the release command
 # builds it, installed into a clean environment from its artifact alone, its
 # example run against a daemon of bin/pristine. About a minute.
 phase "client packages"
-bash scripts/test-client-packages.sh
+step "client packages" bash scripts/test-client-packages.sh
 phase "clients done; waiting for the server matrix"
 mrc=0
 wait "$MPID" || mrc=$?
 MPID=""
 cat "$MLOG"
-[ "$mrc" = 0 ] || { echo "test.sh: the server matrix failed (scripts/servers.sh, its output above)"; exit 1; }
+[ "$mrc" = 0 ] || step "server matrix (scripts/servers.sh, its output above)" false
 phase "server matrix done"
+if [ "${#FAILED[@]}" -gt 0 ]; then
+  echo "test.sh: failed: $(printf '%s; ' "${FAILED[@]}")"
+  exit 1
+fi
 # The empty data directory the Go tests share is a cache of this run only.
 rm -rf /dev/shm/pristine-test-base-* 2>/dev/null || true
 # Nothing may outlive the tests.
