@@ -128,7 +128,11 @@ in_root sh -c "apt-get update -qq && apt-get install -y -qq --no-install-recomme
 log "installed in $((SECONDS - t0)) s"
 in_root getent passwd pristine | grep -q ':/usr/sbin/nologin$' || die "postinst made no pristine system account"
 in_root sh -c 'dpkg -L pristine' | grep -qx /usr/share/man/man1/pristine-serve.1.gz || die "the package has no man page pristine-serve(1)"
-in_root pristine --version | tee /dev/stderr | grep -q 'server: /usr/sbin/mariadbd' || die "pristine --version found no server in the root"
+# Printed through the shell's stderr: tee /dev/stderr would open the file
+# stderr goes to anew and truncate a log the run writes to.
+v="$(in_root pristine --version)" || die "pristine --version failed in the root"
+echo "$v" >&2
+grep -q 'server: /usr/sbin/mariadbd' <<<"$v" || die "pristine --version found no server in the root"
 unit="$r/lib/systemd/system/pristine.service"
 [ -f "$unit" ] || die "the package has no unit at /lib/systemd/system/pristine.service"
 if command -v systemd-analyze >/dev/null; then
