@@ -123,8 +123,8 @@ type PoolStatus struct {
 	// (a cgroup per slot) or why they are not.
 	Processes string `json:"processes,omitempty"`
 	// Disk is what the template and the pool's clones hold and take on
-	// disk, measured from the filesystem's extents (one pool's status
-	// only; not in the list of all pools).
+	// disk, measured from the filesystem's extents: in one pool's status
+	// asked for with ?disk=true only (a walk of every slot's files).
 	Disk *DiskUse `json:"disk,omitempty"`
 }
 

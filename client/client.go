@@ -224,6 +224,14 @@ func (c *Client) Pool(ctx context.Context, template string) (*api.PoolStatus, er
 	return &st, c.do(ctx, "GET", "/v1/pools/"+url.PathEscape(template), nil, &st)
 }
 
+// PoolDisk is Pool with the pool's disk use measured (Disk): a walk of
+// every slot's files, which the daemon reuses for 5 s. Poll Pool, not
+// this.
+func (c *Client) PoolDisk(ctx context.Context, template string) (*api.PoolStatus, error) {
+	var st api.PoolStatus
+	return &st, c.do(ctx, "GET", "/v1/pools/"+url.PathEscape(template)+"?disk=true", nil, &st)
+}
+
 // Lease acquires a pristine database.
 func (c *Client) Lease(ctx context.Context, req api.LeaseRequest) (*api.Lease, error) {
 	var l api.Lease

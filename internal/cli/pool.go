@@ -157,7 +157,7 @@ func newPoolStatusCmd(g *Globals) *cobra.Command {
 					}
 				}
 				for _, n := range names {
-					st, err := c.Pool(cmd.Context(), n)
+					st, err := c.PoolDisk(cmd.Context(), n)
 					if err != nil {
 						return err
 					}
@@ -168,7 +168,7 @@ func newPoolStatusCmd(g *Globals) *cobra.Command {
 			} else {
 				for i := range all {
 					// One pool's status measures its disk use.
-					if st, err := c.Pool(cmd.Context(), all[i].Template); err == nil {
+					if st, err := c.PoolDisk(cmd.Context(), all[i].Template); err == nil {
 						all[i].Disk = st.Disk
 					}
 				}

@@ -181,7 +181,11 @@ func (s *Server) getPool(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	out := StatusOut(p.Status(true))
-	out.Disk = p.DiskUse()
+	// The disk walk reads every file of every slot: only when asked for,
+	// not for a client that polls the status while slots reset.
+	if r.URL.Query().Get("disk") == "true" {
+		out.Disk = p.DiskUse()
+	}
 	writeJSON(w, 200, out)
 }
 
