@@ -215,35 +215,60 @@ func TestInstallBin(t *testing.T) {
 
 // TestCleanTestLeftovers: test.sh's exit trap kills the servers of test
 // directories made during the run, removes those directories and the
-// shared base, and leaves older directories alone.
+// shared base, and leaves older directories alone; while a test binary of
+// another run is alive it touches nothing (two runs share /dev/shm).
 func TestCleanTestLeftovers(t *testing.T) {
-	shm := t.TempDir()
-	out, err := sh(t, []string{"SHM=" + shm}, `
+	for _, tc := range []struct {
+		name  string
+		other string // the environment of a live test binary, or "" for none
+		clean bool
+	}{
+		{"alone", "", true},
+		{"a test binary of this run", "PRISTINE_TEST_RUN=$stamp", true},
+		{"a test binary of another run", "PRISTINE_TEST_RUN=/tmp/pristine-test-run-other", false},
+		{"a test binary of no run", "HOME=/root", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			shm, proc := t.TempDir(), t.TempDir()
+			out, err := sh(t, []string{"SHM=" + shm, "PROC=" + proc, "OTHER=" + tc.other}, `
 source lib/testclean.sh
 mkdir -p "$SHM/pristine-e2e-test-old/root"
 touch -d '1 hour ago' "$SHM/pristine-e2e-test-old"
 stamp="$(mktemp)"; touch -d '1 minute ago' "$stamp"
+if [ -n "$OTHER" ]; then
+  mkdir "$PROC/4242" && ln -s /tmp/go-build1/b001/pool.test "$PROC/4242/exe"
+  eval "printf '%s\0' \"$OTHER\"" >"$PROC/4242/environ"
+fi
 mkdir -p "$SHM/pristine-store-test-1/root/data" "$SHM/pristine-test-base-abc/data"
 head -c 1000000 /dev/zero > "$SHM/pristine-store-test-1/root/data/ibdata1"
 (exec -a "mariadbd --datadir=$SHM/pristine-store-test-1/root/data" sleep 600) &
 srv=$!
 sleep 0.2
-clean_test_leftovers "$stamp" "$SHM"
+clean_test_leftovers "$stamp" "$SHM" "$PROC"
 kill -0 "$srv" 2>/dev/null && echo "server alive"
-wait "$srv" 2>/dev/null || true
+kill "$srv" 2>/dev/null || true; wait "$srv" 2>/dev/null || true
 ls "$SHM"
 rm -f "$stamp"`)
-	if err != nil {
-		t.Fatalf("%v: %s", err, out)
-	}
-	if strings.Contains(out, "server alive") {
-		t.Errorf("a test server was left running:\n%s", out)
-	}
-	if strings.Contains(out, "\npristine-store-test-1\n") || strings.Contains(out, "pristine-test-base-abc\n") || !strings.Contains(out, "pristine-e2e-test-old") {
-		t.Errorf("want the run's directories gone and the older one kept; ls shows:\n%s", out)
+			if err != nil {
+				t.Fatalf("%v: %s", err, out)
+			}
+			gone := !strings.Contains(out, "server alive") && !strings.Contains(out, "\npristine-store-test-1\n") &&
+				!strings.Contains(out, "pristine-test-base-abc\n")
+			if !strings.Contains(out, "pristine-e2e-test-old") {
+				t.Errorf("the directory older than the run was removed; ls shows:\n%s", out)
+			}
+			if tc.clean && !gone {
+				t.Errorf("want the run's server stopped and its directories gone; got:\n%s", out)
+			}
+			if !tc.clean && (!strings.Contains(out, "server alive") || !strings.Contains(out, "pristine-store-test-1") ||
+				!strings.Contains(out, "another test run is running (test binaries 4242)")) {
+				t.Errorf("want another run's server and directories left alone, and why; got:\n%s", out)
+			}
+		})
 	}
 	b, err := os.ReadFile("test.sh")
-	if err != nil || !strings.Contains(string(b), "trap 'clean_test_leftovers") {
-		t.Error("test.sh does not clean up on every exit (trap ... EXIT)")
+	if err != nil || !strings.Contains(string(b), "clean_test_leftovers \"$STAMP\"") ||
+		!strings.Contains(string(b), "export PRISTINE_TEST_RUN=") {
+		t.Error("test.sh does not clean up on every exit, or does not mark its test binaries (PRISTINE_TEST_RUN)")
 	}
 }
