@@ -12,8 +12,9 @@ import org.springframework.test.context.support.AbstractTestExecutionListener;
 /**
  * Registered in META-INF/spring.factories: leases a database before each
  * test method of a class annotated with {@link AutoConfigurePristineDatabase}
- * (before the test's transaction begins) and binds it to the test's thread,
- * then releases it after the test (after the transaction ends), or keeps
+ * (before the test's transaction begins) and binds it to the test's thread
+ * and, for threads no test runs on (an embedded web server's), to the
+ * context while the test runs; then releases it after the test (after the transaction ends), or keeps
  * it when the test failed and keeping was asked for. With scope CLASS, one
  * lease serves the class.
  */
@@ -79,16 +80,19 @@ public final class PristineTestExecutionListener extends AbstractTestExecutionLi
             return;
         }
         PristineRoutingDataSource ds = dataSource(tc);
-        ds.unbind();
         boolean failed = tc.getTestException() != null;
         Lease l = (Lease) tc.removeAttribute(ATTR);
         if (l != null) {
+            ds.unbind(l);
             end(ds, l, failed);
             return;
         }
         ClassLease cl = CLASS_LEASES.get(tc.getTestClass());
-        if (cl != null && failed) {
-            cl.failed = true;
+        if (cl != null) {
+            ds.unbind(cl.lease);
+            if (failed) {
+                cl.failed = true;
+            }
         }
     }
 

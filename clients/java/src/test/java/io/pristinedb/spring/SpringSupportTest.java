@@ -185,6 +185,85 @@ class SpringSupportTest {
                 .testEvents().assertStatistics(s -> s.started(1).succeeded(1));
     }
 
+    /** What a query on a thread no test runs on (as an embedded web server's) answers: its server, or its error. */
+    static String onAnotherThread(JdbcTemplate jdbc) throws Exception {
+        java.util.concurrent.ExecutorService ex = java.util.concurrent.Executors.newSingleThreadExecutor(r -> new Thread(r, "server-thread"));
+        try {
+            return ex.submit(() -> {
+                try {
+                    return jdbc.queryForObject("SELECT CONCAT(@@port, '/', DATABASE())", String.class);
+                } catch (RuntimeException e) {
+                    return "error: " + rootCause(e).getMessage();
+                }
+            }).get();
+        } finally {
+            ex.shutdown();
+        }
+    }
+
+    /** One test at a time: a thread no test runs on uses the running test's database. */
+    @SpringJUnitConfig(Config.class)
+    @AutoConfigurePristineDatabase(template = "java-spring", files = "src/test/resources/schema.sql", migrate = MIGRATE, poolSize = 4)
+    static class OtherThread {
+        @Autowired
+        JdbcTemplate jdbc;
+
+        @Test
+        void usesTheTestsDatabase() throws Exception {
+            jdbc.update("INSERT INTO items (name) VALUES ('mine')");
+            assertEquals(jdbc.queryForObject("SELECT CONCAT(@@port, '/', DATABASE())", String.class), onAnotherThread(jdbc));
+        }
+
+        @Test
+        void seesOnlyItsOwnRows() throws Exception {
+            assertEquals(List.of(), jdbc.queryForList("SELECT name FROM items WHERE name <> 'seed'", String.class));
+            assertEquals(jdbc.queryForObject("SELECT CONCAT(@@port, '/', DATABASE())", String.class), onAnotherThread(jdbc));
+        }
+    }
+
+    /** Issue 35: a request thread of an embedded server is no test's thread; its queries go to the running test's database. */
+    @Test
+    void aThreadNoTestRunsOnUsesTheRunningTestsDatabase() {
+        EngineTestKit.engine("junit-jupiter").selectors(selectClass(OtherThread.class)).execute()
+                .testEvents().assertStatistics(s -> s.started(2).succeeded(2));
+    }
+
+    /** Two tests of one context running at once: another thread's connection is refused, naming the fix. */
+    @SpringJUnitConfig(Config.class)
+    @AutoConfigurePristineDatabase(template = "java-spring", files = "src/test/resources/schema.sql", migrate = MIGRATE, poolSize = 4)
+    static class OtherThreadInParallel {
+        static final java.util.concurrent.CyclicBarrier BOTH = new java.util.concurrent.CyclicBarrier(2);
+
+        @Autowired
+        JdbcTemplate jdbc;
+
+        void refused() throws Exception {
+            BOTH.await(60, java.util.concurrent.TimeUnit.SECONDS); // both tests are running
+            String got = onAnotherThread(jdbc);
+            BOTH.await(60, java.util.concurrent.TimeUnit.SECONDS); // neither ended before the other asked
+            assertTrue(got.contains("which one it is for cannot be told") && got.contains("@Execution(ExecutionMode.SAME_THREAD)"), got);
+        }
+
+        @Test
+        void one() throws Exception {
+            refused();
+        }
+
+        @Test
+        void two() throws Exception {
+            refused();
+        }
+    }
+
+    @Test
+    void aThreadNoTestRunsOnIsRefusedWhileTestsRunInParallel() {
+        EngineTestKit.engine("junit-jupiter")
+                .configurationParameter("junit.jupiter.execution.parallel.enabled", "true")
+                .configurationParameter("junit.jupiter.execution.parallel.mode.default", "concurrent")
+                .selectors(selectClass(OtherThreadInParallel.class)).execute()
+                .testEvents().assertStatistics(s -> s.started(2).succeeded(2));
+    }
+
     static Throwable rootCause(Throwable t) {
         StringBuilder all = new StringBuilder();
         for (Throwable c = t; c != null; c = c.getCause()) {
