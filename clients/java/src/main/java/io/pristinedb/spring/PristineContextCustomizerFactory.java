@@ -41,6 +41,11 @@ public final class PristineContextCustomizerFactory implements ContextCustomizer
         return c;
     }
 
+    /** Makes c the client of this JVM's contexts (tests: a daemon that is not there); null: back to the environment's. */
+    static synchronized void useClient(PristineClient c) {
+        client = c;
+    }
+
     static TemplateSpec spec(AutoConfigurePristineDatabase a) {
         return TemplateSpecs.of(a.template(), a.files(), a.migrate(), a.flyway(), a.liquibase(), a.builder(),
                 a.database(), a.poolSize(), a.cache(), true, a.allowStale());

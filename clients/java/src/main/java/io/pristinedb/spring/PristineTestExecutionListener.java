@@ -48,6 +48,11 @@ public final class PristineTestExecutionListener extends AbstractTestExecutionLi
     @Override
     public void beforeTestClass(TestContext tc) {
         AutoConfigurePristineDatabase a = TestContextAnnotationUtils.findMergedAnnotation(tc.getTestClass(), AutoConfigurePristineDatabase.class);
+        if (a != null && !tc.hasApplicationContext()) {
+            // Before the context loads: no daemon, or a template whose build failed, is then what the test report
+            // shows first, not the cause at the bottom of Spring's "Failed to load ApplicationContext".
+            PristineContextCustomizerFactory.spec(a).ensure(PristineContextCustomizerFactory.client());
+        }
         if (a != null && a.scope() == AutoConfigurePristineDatabase.Scope.CLASS) {
             PristineRoutingDataSource ds = dataSource(tc);
             Lease l = ds.spec().lease(ds.client(), tc.getTestClass().getSimpleName(), ds.settings().waitSeconds());

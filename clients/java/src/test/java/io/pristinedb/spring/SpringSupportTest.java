@@ -306,9 +306,35 @@ class SpringSupportTest {
         EngineExecutionResults r = EngineTestKit.engine("junit-jupiter").selectors(selectClass(Broken.class)).execute();
         r.testEvents().assertStatistics(s -> s.succeeded(0));
         Throwable t = r.allEvents().failed().list().get(0).getPayload(TestExecutionResult.class).orElseThrow().getThrowable().orElseThrow();
+        // The report's first line is the cause, not Spring's "Failed to load ApplicationContext".
+        assertTrue(t.getMessage().startsWith("template java-spring-broken: build failed, so it was aborted: "), t.getMessage());
         String all = rootCause(t).getMessage();
-        assertTrue(all.contains("template java-spring-broken: build failed, so it was aborted: "), all);
         assertTrue(all.contains("Table 'app.nope' doesn't exist"), all);
+    }
+
+    /** A class whose context would be the first to need the daemon. */
+    @SpringJUnitConfig(Config.class)
+    @AutoConfigurePristineDatabase(template = "java-spring-nodaemon", files = "src/test/resources/schema.sql", migrate = MIGRATE)
+    static class NoDaemon {
+        @Test
+        void never() {
+        }
+    }
+
+    /** Issue 35: no daemon is what the report shows first, saying `pristine serve`, before any context loads. */
+    @Test
+    void noDaemonIsTheFirstThingTheReportShows() throws Exception {
+        java.nio.file.Path nowhere = java.nio.file.Files.createTempDirectory("pristine-nodaemon-");
+        PristineContextCustomizerFactory.useClient(PristineClient.unix(nowhere.resolve("pristine.sock")));
+        try {
+            EngineExecutionResults r = EngineTestKit.engine("junit-jupiter").selectors(selectClass(NoDaemon.class)).execute();
+            Throwable t = r.allEvents().failed().list().get(0).getPayload(TestExecutionResult.class).orElseThrow().getThrowable().orElseThrow();
+            assertTrue(t instanceof io.pristinedb.client.NoDaemonException, "not the first thing reported: " + t);
+            assertTrue(t.getMessage().startsWith("no pristine daemon is running on ") && t.getMessage().contains("`pristine serve`"), t.getMessage());
+        } finally {
+            PristineContextCustomizerFactory.useClient(null);
+            java.nio.file.Files.delete(nowhere);
+        }
     }
 
     @Test
