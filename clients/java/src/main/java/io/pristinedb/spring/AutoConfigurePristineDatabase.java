@@ -7,7 +7,6 @@ import java.lang.annotation.Inherited;
 import java.lang.annotation.Retention;
 import java.lang.annotation.RetentionPolicy;
 import java.lang.annotation.Target;
-import org.springframework.boot.test.autoconfigure.jdbc.AutoConfigureTestDatabase;
 
 /**
  * Points a Spring test's {@code DataSource} at pristine databases: the
@@ -29,13 +28,17 @@ import org.springframework.boot.test.autoconfigure.jdbc.AutoConfigureTestDatabas
  * The test's Spring context gets a primary {@code DataSource} bean that
  * opens connections to the database of the test running on the calling
  * thread (outside a test: the context's own database, used while the
- * context starts). Implies {@code @AutoConfigureTestDatabase(replace = NONE)}.
+ * context starts); on a thread no test runs on, as an embedded web
+ * server's request threads in a {@code @SpringBootTest(webEnvironment =
+ * RANDOM_PORT)} test, to the database of the test running now. Implies
+ * {@code @AutoConfigureTestDatabase(replace = NONE)} (it sets
+ * {@code spring.test.database.replace=none}, which Spring Boot 3 and 4
+ * both read).
  */
 @Target(ElementType.TYPE)
 @Retention(RetentionPolicy.RUNTIME)
 @Documented
 @Inherited
-@AutoConfigureTestDatabase(replace = AutoConfigureTestDatabase.Replace.NONE)
 public @interface AutoConfigurePristineDatabase {
     /** The template's (and its pool's) name. */
     String template() default "app";
