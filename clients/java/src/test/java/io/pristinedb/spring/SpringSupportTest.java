@@ -264,6 +264,80 @@ class SpringSupportTest {
                 .testEvents().assertStatistics(s -> s.started(2).succeeded(2));
     }
 
+    /** Issue 35: a template from Spring's schema.sql and data.sql, with no shell command; the app's own run is off. */
+    @SpringJUnitConfig(Config.class)
+    @AutoConfigurePristineDatabase(template = "java-spring-sqlinit", sqlInit = {"classpath:sqlinit/schema.sql", "classpath:sqlinit/data.sql"})
+    static class SqlInitScripts {
+        @Autowired
+        JdbcTemplate jdbc;
+
+        @Autowired
+        Environment env;
+
+        @Test
+        void hasWhatTheScriptsWrite() {
+            assertEquals(List.of("from data.sql"), jdbc.queryForList("SELECT name FROM items", String.class));
+            assertEquals("never", env.getProperty("spring.sql.init.mode"), "the app would run the scripts again at startup");
+        }
+    }
+
+    @Test
+    void sqlInitScriptsBuildTheTemplate() {
+        EngineTestKit.engine("junit-jupiter").selectors(selectClass(SqlInitScripts.class)).execute()
+                .testEvents().assertStatistics(s -> s.started(1).succeeded(1));
+    }
+
+    static final String SQLINIT_DIR = "target/sqlinit-key";
+    static volatile String sqlInitWant;
+
+    /** Scripts the test rewrites; a context per run (@DirtiesContext), as each run of a suite starts its own. */
+    @SpringJUnitConfig(Config.class)
+    @AutoConfigurePristineDatabase(template = "java-spring-sqlinit-key",
+            sqlInit = {"file:" + SQLINIT_DIR + "/schema.sql", "file:" + SQLINIT_DIR + "/data.sql"})
+    @org.springframework.test.annotation.DirtiesContext
+    static class SqlInitFiles {
+        @Autowired
+        JdbcTemplate jdbc;
+
+        @Test
+        void hasTheCurrentDataSql() {
+            assertEquals(List.of(sqlInitWant), jdbc.queryForList("SELECT name FROM items", String.class));
+        }
+    }
+
+    static String sqlInitKey() {
+        AutoConfigurePristineDatabase a = SqlInitFiles.class.getAnnotation(AutoConfigurePristineDatabase.class);
+        return PristineContextCustomizerFactory.spec(a).key();
+    }
+
+    static void writeDataSql(String name) throws Exception {
+        java.nio.file.Files.writeString(java.nio.file.Path.of(SQLINIT_DIR, "data.sql"), "INSERT INTO items (name) VALUES ('" + name + "');\n");
+        sqlInitWant = name;
+    }
+
+    static void runSqlInitFiles() {
+        io.pristinedb.client.TemplateSpec.forgetEnsured(); // as a new JVM: ask the daemon
+        EngineTestKit.engine("junit-jupiter").selectors(selectClass(SqlInitFiles.class)).execute()
+                .testEvents().assertStatistics(s -> s.started(1).succeeded(1));
+    }
+
+    /** A changed data.sql is a new template (a new key, its rows in every test); an unchanged one the same key. */
+    @Test
+    void aChangedDataSqlIsANewTemplate() throws Exception {
+        java.nio.file.Files.createDirectories(java.nio.file.Path.of(SQLINIT_DIR));
+        java.nio.file.Files.writeString(java.nio.file.Path.of(SQLINIT_DIR, "schema.sql"),
+                "CREATE TABLE items (id INT AUTO_INCREMENT PRIMARY KEY, name VARCHAR(100) NOT NULL);\n");
+        writeDataSql("first");
+        String first = sqlInitKey();
+        runSqlInitFiles();
+        writeDataSql("first");
+        assertEquals(first, sqlInitKey(), "the same scripts gave another key");
+        writeDataSql("second");
+        String second = sqlInitKey();
+        assertTrue(!second.equals(first), "a changed data.sql kept the key " + first);
+        runSqlInitFiles();
+    }
+
     static Throwable rootCause(Throwable t) {
         StringBuilder all = new StringBuilder();
         for (Throwable c = t; c != null; c = c.getCause()) {
