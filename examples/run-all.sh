@@ -58,3 +58,10 @@ echo "examples: spring with mysql-connector-j (-Dpristine.driver=mysql)"
   -Dspring.jpa.properties.jakarta.persistence.database-major-version=10 \
   -Dspring.jpa.properties.jakarta.persistence.database-minor-version=11 \
   '-Dshop.tests=PristineProducts*Test' test)
+# Spring Boot 4 (issue 35): the client's Spring and JUnit integrations again
+# on Boot 4.0 (Spring Framework 7, JUnit 6), then the shop's web test on it.
+echo "clients/java on Spring Boot 4 (-Pboot4: SpringSupportTest, ExtensionTest)"
+(cd clients/java && PRISTINE_BIN="$BIN" mvn -B -q --no-transfer-progress -Dstyle.color=never -Pboot4 \
+  -Dtest='SpringSupportTest,ExtensionTest' test)
+echo "examples: spring-boot4 (the shop's web test on Spring Boot 4)"
+(cd examples/spring-boot4 && mvn -B -q --no-transfer-progress -Dstyle.color=never test)

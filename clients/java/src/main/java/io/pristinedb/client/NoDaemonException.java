@@ -6,7 +6,9 @@ public class NoDaemonException extends PristineException {
 
     public NoDaemonException(String where, Throwable cause) {
         super("no pristine daemon is running on " + where
-                + ": start one with `pristine pool up` or `pristine serve` (or set PRISTINE_ROOT, or PRISTINE_URL and PRISTINE_TOKEN, to the daemon you started)",
+                + ": start one with `pristine serve` and leave it running (another terminal; in CI, in the background) - the tests"
+                + " build their templates and bring their pools up themselves - or set PRISTINE_ROOT (or PRISTINE_URL and"
+                + " PRISTINE_TOKEN) to the daemon you started",
                 0, 0, cause);
     }
 

@@ -56,11 +56,7 @@ public final class Migrations {
             throw new PristineException("Flyway is not on the test classpath: add org.flywaydb:flyway-core (and flyway-mysql) as a dependency, or build the template another way");
         }
         String[] locs = locations.length == 0 ? new String[] {FLYWAY_DEFAULT} : locations.clone();
-        return conn -> org.flywaydb.core.Flyway.configure(loader())
-                .dataSource(conn.jdbcUrl(), conn.user(), conn.password())
-                .locations(locs)
-                .load()
-                .migrate();
+        return conn -> FlywayRun.migrate(conn, locs);
     }
 
     /** Runs Liquibase's update with changeLog (a classpath resource, optionally prefixed classpath:). */
@@ -69,7 +65,28 @@ public final class Migrations {
             throw new PristineException("Liquibase is not on the test classpath: add org.liquibase:liquibase-core as a dependency, or build the template another way");
         }
         String log = stripClasspath(changeLog);
-        return conn -> {
+        return conn -> LiquibaseRun.update(conn, log);
+    }
+
+    /*
+     * Flyway's and Liquibase's calls live in classes of their own: the JVM
+     * verifies a class's code when it loads it and loads the types that code
+     * passes around, so calls in Migrations itself made every use of it need
+     * both on the classpath (an app with Flyway and no Liquibase got
+     * NoClassDefFoundError: liquibase/database/DatabaseConnection).
+     */
+    private static final class FlywayRun {
+        static void migrate(io.pristinedb.client.DatabaseConnection conn, String[] locations) {
+            org.flywaydb.core.Flyway.configure(loader())
+                    .dataSource(conn.jdbcUrl(), conn.user(), conn.password())
+                    .locations(locations)
+                    .load()
+                    .migrate();
+        }
+    }
+
+    private static final class LiquibaseRun {
+        static void update(io.pristinedb.client.DatabaseConnection conn, String log) throws Exception {
             try (Connection c = conn.connect()) {
                 liquibase.database.Database db = liquibase.database.DatabaseFactory.getInstance()
                         .findCorrectDatabaseImplementation(new liquibase.database.jvm.JdbcConnection(c));
@@ -77,7 +94,7 @@ public final class Migrations {
                 liquibase.Liquibase lb = new liquibase.Liquibase(log, new liquibase.resource.ClassLoaderResourceAccessor(loader()), db);
                 lb.update(new liquibase.Contexts(), new liquibase.LabelExpression());
             }
-        };
+        }
     }
 
     /** The version of Flyway on the classpath, for the key. */

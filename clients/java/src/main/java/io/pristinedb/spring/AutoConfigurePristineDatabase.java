@@ -7,14 +7,14 @@ import java.lang.annotation.Inherited;
 import java.lang.annotation.Retention;
 import java.lang.annotation.RetentionPolicy;
 import java.lang.annotation.Target;
-import org.springframework.boot.test.autoconfigure.jdbc.AutoConfigureTestDatabase;
 
 /**
  * Points a Spring test's {@code DataSource} at pristine databases: the
  * template is built once (across test JVMs too) by running the app's
  * Flyway migrations ({@code db/migration}) or Liquibase change log
- * ({@code db/changelog/db.changelog-master.yaml}), or what the attributes
- * name, keyed by those files; every test method then runs on a database
+ * ({@code db/changelog/db.changelog-master.yaml}), or Spring's
+ * {@code schema.sql} and {@code data.sql}, or what the attributes name,
+ * keyed by those files; every test method then runs on a database
  * of its own (or every class, with {@code scope = CLASS}), leased before
  * the test's transaction begins and released after it (kept, with how to
  * open it, when the test failed and {@link #keepOnFailure()} asks). With
@@ -29,13 +29,17 @@ import org.springframework.boot.test.autoconfigure.jdbc.AutoConfigureTestDatabas
  * The test's Spring context gets a primary {@code DataSource} bean that
  * opens connections to the database of the test running on the calling
  * thread (outside a test: the context's own database, used while the
- * context starts). Implies {@code @AutoConfigureTestDatabase(replace = NONE)}.
+ * context starts); on a thread no test runs on, as an embedded web
+ * server's request threads in a {@code @SpringBootTest(webEnvironment =
+ * RANDOM_PORT)} test, to the database of the test running now. Implies
+ * {@code @AutoConfigureTestDatabase(replace = NONE)} (it sets
+ * {@code spring.test.database.replace=none}, which Spring Boot 3 and 4
+ * both read).
  */
 @Target(ElementType.TYPE)
 @Retention(RetentionPolicy.RUNTIME)
 @Documented
 @Inherited
-@AutoConfigureTestDatabase(replace = AutoConfigureTestDatabase.Replace.NONE)
 public @interface AutoConfigurePristineDatabase {
     /** The template's (and its pool's) name. */
     String template() default "app";
@@ -45,6 +49,15 @@ public @interface AutoConfigurePristineDatabase {
 
     /** A Liquibase change log (default, when Liquibase is used: classpath:db/changelog/db.changelog-master.yaml). */
     String liquibase() default "";
+
+    /**
+     * Spring's {@code spring.sql.init} scripts that build the template instead, in order (Spring resource locations:
+     * {@code classpath:schema.sql}, {@code file:db/data.sql}). The client runs them into the template over JDBC,
+     * keys it by their contents and sets {@code spring.sql.init.mode=never} for the test's context, whose databases
+     * already have what they write. Default, when no builder, migrate, Flyway or Liquibase migrations are named or
+     * found: {@code classpath:schema.sql} then {@code classpath:data.sql}, those of them on the classpath.
+     */
+    String[] sqlInit() default {};
 
     /** A shell command that builds the template instead (it sees MYSQL_* and DATABASE_URL). */
     String migrate() default "";

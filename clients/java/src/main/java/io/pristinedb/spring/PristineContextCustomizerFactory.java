@@ -41,7 +41,16 @@ public final class PristineContextCustomizerFactory implements ContextCustomizer
         return c;
     }
 
+    /** Makes c the client of this JVM's contexts (tests: a daemon that is not there); null: back to the environment's. */
+    static synchronized void useClient(PristineClient c) {
+        client = c;
+    }
+
     static TemplateSpec spec(AutoConfigurePristineDatabase a) {
+        List<String> scripts = SqlInit.scripts(a);
+        if (!scripts.isEmpty()) {
+            return SqlInit.spec(a, scripts);
+        }
         return TemplateSpecs.of(a.template(), a.files(), a.migrate(), a.flyway(), a.liquibase(), a.builder(),
                 a.database(), a.poolSize(), a.cache(), true, a.allowStale());
     }
@@ -67,11 +76,15 @@ public final class PristineContextCustomizerFactory implements ContextCustomizer
                     ds.releaseContextLease(true);
                 }
             });
-            context.getEnvironment().getPropertySources().addFirst(new MapPropertySource("pristine", Map.of(
+            Map<String, Object> props = new java.util.HashMap<>(Map.of(
                     "spring.datasource.url", lease.jdbcUrl(),
                     "spring.datasource.username", lease.user(),
                     "spring.datasource.password", lease.password(),
-                    "spring.test.database.replace", "none")));
+                    "spring.test.database.replace", "none"));
+            if (!SqlInit.scripts(settings).isEmpty()) {
+                props.put("spring.sql.init.mode", "never"); // the template ran them: the tests' databases have their writes
+            }
+            context.getEnvironment().getPropertySources().addFirst(new MapPropertySource("pristine", props));
             RootBeanDefinition def = new RootBeanDefinition(PristineRoutingDataSource.class, () -> ds);
             def.setPrimary(true);
             def.setDestroyMethodName("destroy");

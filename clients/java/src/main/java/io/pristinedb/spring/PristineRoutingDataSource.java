@@ -8,6 +8,8 @@ import io.pristinedb.client.TemplateSpec;
 import java.sql.Connection;
 import java.sql.DriverManager;
 import java.sql.SQLException;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.concurrent.ConcurrentHashMap;
 import org.springframework.beans.factory.DisposableBean;
 import org.springframework.jdbc.datasource.AbstractDataSource;
@@ -15,14 +17,21 @@ import org.springframework.jdbc.datasource.AbstractDataSource;
 /**
  * The DataSource of a Spring test context under
  * {@link AutoConfigurePristineDatabase}: every connection goes to the
- * database leased for the test running on the calling thread, or to the
- * context's own database outside a test (while the context starts).
+ * database leased for the test running on the calling thread; on a thread
+ * no test runs on (a request thread of the context's embedded web server,
+ * an executor, a scheduler), to the database of the test the context is
+ * running now; outside any test (while the context starts), to the
+ * context's own database. When several tests of the context run at once
+ * (JUnit parallel methods), a connection asked for on such a thread is
+ * refused: it cannot be told which test it is for.
  * Connections are pooled per lease ({@link LeaseDataSource}): a test opens
  * one connection, not one per transaction; its pool is closed when its
  * lease ends.
  */
 public final class PristineRoutingDataSource extends AbstractDataSource implements DisposableBean {
     private final ThreadLocal<Lease> current = new ThreadLocal<>();
+    /** The leases of the context's tests running now, once per running test (a CLASS lease may be there twice). */
+    private final List<Lease> running = new ArrayList<>(); // guarded by itself
     private final ConcurrentHashMap<String, LeaseDataSource> pools = new ConcurrentHashMap<>();
     private final PristineClient client;
     private final TemplateSpec spec;
@@ -39,10 +48,46 @@ public final class PristineRoutingDataSource extends AbstractDataSource implemen
         this.contextLease = contextLease;
     }
 
-    /** The lease connections of this thread go to: the test's, else the context's (leased again when needed). */
+    /**
+     * The lease connections of this thread go to: the test's on the test's
+     * thread; on another thread, the running test's; outside a test, the
+     * context's (leased again when needed).
+     *
+     * @throws PristineException on a thread no test runs on while tests with different databases run at once
+     */
     public Lease currentLease() {
         Lease l = current.get();
+        if (l != null) {
+            return l;
+        }
+        l = runningTest();
         return l != null ? l : contextLease();
+    }
+
+    /** The database of the test (or tests, with one CLASS lease) running now; null when none runs. */
+    private Lease runningTest() {
+        Lease[] now;
+        synchronized (running) {
+            now = running.toArray(new Lease[0]);
+        }
+        if (now.length == 0) {
+            return null;
+        }
+        for (Lease l : now) {
+            if (!l.id().equals(now[0].id())) {
+                throw new PristineException(ambiguousMessage(Thread.currentThread().getName(), now.length));
+            }
+        }
+        return now[0];
+    }
+
+    /** What to tell the user when a thread no test runs on asks for a connection while several tests run. */
+    static String ambiguousMessage(String thread, int tests) {
+        return "pristine: thread " + thread + " asked for a connection, but it runs no test (a request thread of the"
+                + " embedded web server, an executor or a scheduler) and " + tests + " tests of this Spring context run at"
+                + " once, each on a database of its own: which one it is for cannot be told. Run the tests of a class whose"
+                + " server threads use the database one at a time: @Execution(ExecutionMode.SAME_THREAD) on the class"
+                + " (other classes, with contexts of their own, still run beside it), or scope = CLASS.";
     }
 
     private synchronized Lease contextLease() {
@@ -100,12 +145,20 @@ public final class PristineRoutingDataSource extends AbstractDataSource implemen
                 + " every test's database with @AutoConfigurePristineDatabase(setup = ...), or turn them off for tests.";
     }
 
+    /** Test l starts on this thread: its connections, and those of threads no test runs on, go to l. */
     void bind(Lease l) {
         current.set(l);
+        synchronized (running) {
+            running.add(l);
+        }
     }
 
-    void unbind() {
+    /** The test on this thread, on l, ended. */
+    void unbind(Lease l) {
         current.remove();
+        synchronized (running) {
+            running.remove(l);
+        }
     }
 
     PristineClient client() {

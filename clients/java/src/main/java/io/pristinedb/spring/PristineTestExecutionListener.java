@@ -12,8 +12,9 @@ import org.springframework.test.context.support.AbstractTestExecutionListener;
 /**
  * Registered in META-INF/spring.factories: leases a database before each
  * test method of a class annotated with {@link AutoConfigurePristineDatabase}
- * (before the test's transaction begins) and binds it to the test's thread,
- * then releases it after the test (after the transaction ends), or keeps
+ * (before the test's transaction begins) and binds it to the test's thread
+ * and, for threads no test runs on (an embedded web server's), to the
+ * context while the test runs; then releases it after the test (after the transaction ends), or keeps
  * it when the test failed and keeping was asked for. With scope CLASS, one
  * lease serves the class.
  */
@@ -47,6 +48,11 @@ public final class PristineTestExecutionListener extends AbstractTestExecutionLi
     @Override
     public void beforeTestClass(TestContext tc) {
         AutoConfigurePristineDatabase a = TestContextAnnotationUtils.findMergedAnnotation(tc.getTestClass(), AutoConfigurePristineDatabase.class);
+        if (a != null && !tc.hasApplicationContext()) {
+            // Before the context loads: no daemon, or a template whose build failed, is then what the test report
+            // shows first, not the cause at the bottom of Spring's "Failed to load ApplicationContext".
+            PristineContextCustomizerFactory.spec(a).ensure(PristineContextCustomizerFactory.client());
+        }
         if (a != null && a.scope() == AutoConfigurePristineDatabase.Scope.CLASS) {
             PristineRoutingDataSource ds = dataSource(tc);
             Lease l = ds.spec().lease(ds.client(), tc.getTestClass().getSimpleName(), ds.settings().waitSeconds());
@@ -79,16 +85,19 @@ public final class PristineTestExecutionListener extends AbstractTestExecutionLi
             return;
         }
         PristineRoutingDataSource ds = dataSource(tc);
-        ds.unbind();
         boolean failed = tc.getTestException() != null;
         Lease l = (Lease) tc.removeAttribute(ATTR);
         if (l != null) {
+            ds.unbind(l);
             end(ds, l, failed);
             return;
         }
         ClassLease cl = CLASS_LEASES.get(tc.getTestClass());
-        if (cl != null && failed) {
-            cl.failed = true;
+        if (cl != null) {
+            ds.unbind(cl.lease);
+            if (failed) {
+                cl.failed = true;
+            }
         }
     }
 

@@ -89,7 +89,7 @@ class ClientTest {
         PristineClient c = PristineClient.unix(d.base.resolve("nothing-here/pristine.sock"));
         NoDaemonException e = assertThrows(NoDaemonException.class, c::health);
         assertTrue(e.getMessage().startsWith("no pristine daemon is running on " + d.base.resolve("nothing-here/pristine.sock")), e.getMessage());
-        assertTrue(e.getMessage().contains("pristine pool up"), e.getMessage());
+        assertTrue(e.getMessage().contains("`pristine serve`"), e.getMessage());
         // And through the whole flow.
         TemplateSpec spec = new TemplateSpec("none", List.of(), List.of("x"), conn -> { }, null, 1, null);
         assertThrows(NoDaemonException.class, () -> spec.ensure(c));

@@ -185,6 +185,159 @@ class SpringSupportTest {
                 .testEvents().assertStatistics(s -> s.started(1).succeeded(1));
     }
 
+    /** What a query on a thread no test runs on (as an embedded web server's) answers: its server, or its error. */
+    static String onAnotherThread(JdbcTemplate jdbc) throws Exception {
+        java.util.concurrent.ExecutorService ex = java.util.concurrent.Executors.newSingleThreadExecutor(r -> new Thread(r, "server-thread"));
+        try {
+            return ex.submit(() -> {
+                try {
+                    return jdbc.queryForObject("SELECT CONCAT(@@port, '/', DATABASE())", String.class);
+                } catch (RuntimeException e) {
+                    return "error: " + rootCause(e).getMessage();
+                }
+            }).get();
+        } finally {
+            ex.shutdown();
+        }
+    }
+
+    /** One test at a time: a thread no test runs on uses the running test's database. */
+    @SpringJUnitConfig(Config.class)
+    @AutoConfigurePristineDatabase(template = "java-spring", files = "src/test/resources/schema.sql", migrate = MIGRATE, poolSize = 4)
+    static class OtherThread {
+        @Autowired
+        JdbcTemplate jdbc;
+
+        @Test
+        void usesTheTestsDatabase() throws Exception {
+            jdbc.update("INSERT INTO items (name) VALUES ('mine')");
+            assertEquals(jdbc.queryForObject("SELECT CONCAT(@@port, '/', DATABASE())", String.class), onAnotherThread(jdbc));
+        }
+
+        @Test
+        void seesOnlyItsOwnRows() throws Exception {
+            assertEquals(List.of(), jdbc.queryForList("SELECT name FROM items WHERE name <> 'seed'", String.class));
+            assertEquals(jdbc.queryForObject("SELECT CONCAT(@@port, '/', DATABASE())", String.class), onAnotherThread(jdbc));
+        }
+    }
+
+    /** Issue 35: a request thread of an embedded server is no test's thread; its queries go to the running test's database. */
+    @Test
+    void aThreadNoTestRunsOnUsesTheRunningTestsDatabase() {
+        EngineTestKit.engine("junit-jupiter").selectors(selectClass(OtherThread.class)).execute()
+                .testEvents().assertStatistics(s -> s.started(2).succeeded(2));
+    }
+
+    /** Two tests of one context running at once: another thread's connection is refused, naming the fix. */
+    @SpringJUnitConfig(Config.class)
+    @AutoConfigurePristineDatabase(template = "java-spring", files = "src/test/resources/schema.sql", migrate = MIGRATE, poolSize = 4)
+    static class OtherThreadInParallel {
+        static final java.util.concurrent.CyclicBarrier BOTH = new java.util.concurrent.CyclicBarrier(2);
+
+        @Autowired
+        JdbcTemplate jdbc;
+
+        void refused() throws Exception {
+            BOTH.await(60, java.util.concurrent.TimeUnit.SECONDS); // both tests are running
+            String got = onAnotherThread(jdbc);
+            BOTH.await(60, java.util.concurrent.TimeUnit.SECONDS); // neither ended before the other asked
+            assertTrue(got.contains("which one it is for cannot be told") && got.contains("@Execution(ExecutionMode.SAME_THREAD)"), got);
+        }
+
+        @Test
+        void one() throws Exception {
+            refused();
+        }
+
+        @Test
+        void two() throws Exception {
+            refused();
+        }
+    }
+
+    @Test
+    void aThreadNoTestRunsOnIsRefusedWhileTestsRunInParallel() {
+        EngineTestKit.engine("junit-jupiter")
+                .configurationParameter("junit.jupiter.execution.parallel.enabled", "true")
+                .configurationParameter("junit.jupiter.execution.parallel.mode.default", "concurrent")
+                .selectors(selectClass(OtherThreadInParallel.class)).execute()
+                .testEvents().assertStatistics(s -> s.started(2).succeeded(2));
+    }
+
+    /** Issue 35: a template from Spring's schema.sql and data.sql, with no shell command; the app's own run is off. */
+    @SpringJUnitConfig(Config.class)
+    @AutoConfigurePristineDatabase(template = "java-spring-sqlinit", sqlInit = {"classpath:sqlinit/schema.sql", "classpath:sqlinit/data.sql"})
+    static class SqlInitScripts {
+        @Autowired
+        JdbcTemplate jdbc;
+
+        @Autowired
+        Environment env;
+
+        @Test
+        void hasWhatTheScriptsWrite() {
+            assertEquals(List.of("from data.sql"), jdbc.queryForList("SELECT name FROM items", String.class));
+            assertEquals("never", env.getProperty("spring.sql.init.mode"), "the app would run the scripts again at startup");
+        }
+    }
+
+    @Test
+    void sqlInitScriptsBuildTheTemplate() {
+        EngineTestKit.engine("junit-jupiter").selectors(selectClass(SqlInitScripts.class)).execute()
+                .testEvents().assertStatistics(s -> s.started(1).succeeded(1));
+    }
+
+    static final String SQLINIT_DIR = "target/sqlinit-key";
+    static volatile String sqlInitWant;
+
+    /** Scripts the test rewrites; a context per run (@DirtiesContext), as each run of a suite starts its own. */
+    @SpringJUnitConfig(Config.class)
+    @AutoConfigurePristineDatabase(template = "java-spring-sqlinit-key",
+            sqlInit = {"file:" + SQLINIT_DIR + "/schema.sql", "file:" + SQLINIT_DIR + "/data.sql"})
+    @org.springframework.test.annotation.DirtiesContext
+    static class SqlInitFiles {
+        @Autowired
+        JdbcTemplate jdbc;
+
+        @Test
+        void hasTheCurrentDataSql() {
+            assertEquals(List.of(sqlInitWant), jdbc.queryForList("SELECT name FROM items", String.class));
+        }
+    }
+
+    static String sqlInitKey() {
+        AutoConfigurePristineDatabase a = SqlInitFiles.class.getAnnotation(AutoConfigurePristineDatabase.class);
+        return PristineContextCustomizerFactory.spec(a).key();
+    }
+
+    static void writeDataSql(String name) throws Exception {
+        java.nio.file.Files.writeString(java.nio.file.Path.of(SQLINIT_DIR, "data.sql"), "INSERT INTO items (name) VALUES ('" + name + "');\n");
+        sqlInitWant = name;
+    }
+
+    static void runSqlInitFiles() {
+        io.pristinedb.client.TemplateSpec.forgetEnsured(); // as a new JVM: ask the daemon
+        EngineTestKit.engine("junit-jupiter").selectors(selectClass(SqlInitFiles.class)).execute()
+                .testEvents().assertStatistics(s -> s.started(1).succeeded(1));
+    }
+
+    /** A changed data.sql is a new template (a new key, its rows in every test); an unchanged one the same key. */
+    @Test
+    void aChangedDataSqlIsANewTemplate() throws Exception {
+        java.nio.file.Files.createDirectories(java.nio.file.Path.of(SQLINIT_DIR));
+        java.nio.file.Files.writeString(java.nio.file.Path.of(SQLINIT_DIR, "schema.sql"),
+                "CREATE TABLE items (id INT AUTO_INCREMENT PRIMARY KEY, name VARCHAR(100) NOT NULL);\n");
+        writeDataSql("first");
+        String first = sqlInitKey();
+        runSqlInitFiles();
+        writeDataSql("first");
+        assertEquals(first, sqlInitKey(), "the same scripts gave another key");
+        writeDataSql("second");
+        String second = sqlInitKey();
+        assertTrue(!second.equals(first), "a changed data.sql kept the key " + first);
+        runSqlInitFiles();
+    }
+
     static Throwable rootCause(Throwable t) {
         StringBuilder all = new StringBuilder();
         for (Throwable c = t; c != null; c = c.getCause()) {
@@ -227,9 +380,35 @@ class SpringSupportTest {
         EngineExecutionResults r = EngineTestKit.engine("junit-jupiter").selectors(selectClass(Broken.class)).execute();
         r.testEvents().assertStatistics(s -> s.succeeded(0));
         Throwable t = r.allEvents().failed().list().get(0).getPayload(TestExecutionResult.class).orElseThrow().getThrowable().orElseThrow();
+        // The report's first line is the cause, not Spring's "Failed to load ApplicationContext".
+        assertTrue(t.getMessage().startsWith("template java-spring-broken: build failed, so it was aborted: "), t.getMessage());
         String all = rootCause(t).getMessage();
-        assertTrue(all.contains("template java-spring-broken: build failed, so it was aborted: "), all);
         assertTrue(all.contains("Table 'app.nope' doesn't exist"), all);
+    }
+
+    /** A class whose context would be the first to need the daemon. */
+    @SpringJUnitConfig(Config.class)
+    @AutoConfigurePristineDatabase(template = "java-spring-nodaemon", files = "src/test/resources/schema.sql", migrate = MIGRATE)
+    static class NoDaemon {
+        @Test
+        void never() {
+        }
+    }
+
+    /** Issue 35: no daemon is what the report shows first, saying `pristine serve`, before any context loads. */
+    @Test
+    void noDaemonIsTheFirstThingTheReportShows() throws Exception {
+        java.nio.file.Path nowhere = java.nio.file.Files.createTempDirectory("pristine-nodaemon-");
+        PristineContextCustomizerFactory.useClient(PristineClient.unix(nowhere.resolve("pristine.sock")));
+        try {
+            EngineExecutionResults r = EngineTestKit.engine("junit-jupiter").selectors(selectClass(NoDaemon.class)).execute();
+            Throwable t = r.allEvents().failed().list().get(0).getPayload(TestExecutionResult.class).orElseThrow().getThrowable().orElseThrow();
+            assertTrue(t instanceof io.pristinedb.client.NoDaemonException, "not the first thing reported: " + t);
+            assertTrue(t.getMessage().startsWith("no pristine daemon is running on ") && t.getMessage().contains("`pristine serve`"), t.getMessage());
+        } finally {
+            PristineContextCustomizerFactory.useClient(null);
+            java.nio.file.Files.delete(nowhere);
+        }
     }
 
     @Test

@@ -1,0 +1,1 @@
+INSERT INTO items (name) VALUES ('from data.sql');
