@@ -34,7 +34,7 @@ def test_prefetcher_hands_out_pristine_databases_and_returns_what_it_holds(daemo
     _canary_pool(c, "prefetch")
     before = c.pool("prefetch")["stats"]
     p = Prefetcher(c, "prefetch", holder="prefetch test", wait=60,
-                   connect=lambda l: pymysql.connect(autocommit=True, **l.connect_kwargs()))
+                   connect=lambda l: pymysql.connect(autocommit=True, **l.pymysql_kwargs()))
     seen = set()
     for i in range(4):
         lease, conn = p.take()
@@ -45,6 +45,9 @@ def test_prefetcher_hands_out_pristine_databases_and_returns_what_it_holds(daemo
             assert cur.fetchone()[0] == "pristine", f"take {i} got a database a previous take wrote to"
             cur.execute("UPDATE canary SET v = 'w%d'" % i)
         conn.close()
+        # A loopback lease: PyMySQL connects without TLS (no CA store
+        # loaded on every connection).
+        assert lease.pymysql_kwargs()["ssl_disabled"] is True
         seen.add(lease.slot)
         # Released changed, in the background: the daemon resets it.
         p.release(lease.id, unchanged=True)
