@@ -35,7 +35,6 @@ def test_prefetcher_hands_out_pristine_databases_and_returns_what_it_holds(daemo
     before = c.pool("prefetch")["stats"]
     p = Prefetcher(c, "prefetch", holder="prefetch test", wait=60,
                    connect=lambda l: pymysql.connect(autocommit=True, **l.pymysql_kwargs()))
-    seen = set()
     for i in range(4):
         lease, conn = p.take()
         # The connection was opened ahead, to the lease handed out.
@@ -48,7 +47,6 @@ def test_prefetcher_hands_out_pristine_databases_and_returns_what_it_holds(daemo
         # A loopback lease: PyMySQL connects without TLS (no CA store
         # loaded on every connection).
         assert lease.pymysql_kwargs()["ssl_disabled"] is True
-        seen.add(lease.slot)
         # Released changed, in the background: the daemon resets it.
         p.release(lease.id, unchanged=True)
     assert p.close() == []
@@ -59,7 +57,6 @@ def test_prefetcher_hands_out_pristine_databases_and_returns_what_it_holds(daemo
     # released, none reclaimed because its holder was gone.
     assert st["stats"]["holder_gone"] == before["holder_gone"]
     assert st["stats"]["leases"] - before["leases"] == 5
-    assert len(seen) == 2, "a pool of 2 hands out both slots in turn"
     c.pool_down("prefetch")
 
 
