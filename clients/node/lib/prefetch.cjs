@@ -3,6 +3,9 @@
 
 const { PristineError } = require('./client.cjs');
 
+/** The longest a lease taken ahead waits in one request for a free slot, in seconds. */
+const AHEAD_WAIT = 1;
+
 /**
  * Takes the next lease of one template while the current one is in use,
  * so a test that asks for a database finds one leased already (and, given
@@ -37,8 +40,8 @@ class Prefetcher {
     this.errors = [];
   }
 
-  async _lease() {
-    const lease = await this.client.lease(this.req);
+  async _lease(ahead = false) {
+    const lease = ahead ? await this._leaseAhead() : await this.client.lease(this.req);
     let conn = null;
     if (this.connect) {
       try {
@@ -50,10 +53,27 @@ class Prefetcher {
     return { lease, conn };
   }
 
+  /**
+   * A lease taken in the background: asked for in waits of at most
+   * AHEAD_WAIT seconds, so that close() never waits long for one (the pool
+   * was full) and nothing comes after it.
+   */
+  async _leaseAhead() {
+    const deadline = Date.now() + this.req.wait * 1000;
+    for (;;) {
+      if (this.closed) throw new PristineError('pristine: the prefetcher was closed');
+      try {
+        return await this.client.lease({ ...this.req, wait: Math.max(Math.min(AHEAD_WAIT, (deadline - Date.now()) / 1000), 0.001) });
+      } catch (e) {
+        if (!(e instanceof PristineError) || e.status !== 503 || Date.now() >= deadline) throw e;
+      }
+    }
+  }
+
   /** Starts taking a lease ahead now, if none is. */
   warm() {
     if (!this.ahead || this.next || this.closed) return;
-    this.next = this._lease().then((got) => got, (error) => ({ error }));
+    this.next = this._lease(true).then((got) => got, (error) => ({ error }));
   }
 
   /**
@@ -100,15 +120,9 @@ class Prefetcher {
     const next = this.next;
     this.next = null;
     await Promise.all([...this.releases]);
-    if (next) {
-      // A lease being taken is waited for briefly (a lease of a pool with a
-      // free slot takes milliseconds); one that waits for a slot is
-      // released when it comes (its request keeps the process alive).
-      const drop = this._drop(next);
-      let timer;
-      await Promise.race([drop, new Promise((r) => { timer = setTimeout(r, 5000); })]);
-      clearTimeout(timer);
-    }
+    // A lease being taken asks no longer than AHEAD_WAIT seconds more (and
+    // no more once closed): waited for, and released.
+    if (next) await this._drop(next);
     const errors = this.errors;
     this.errors = [];
     return errors;
@@ -134,4 +148,4 @@ async function closeConn(conn) {
   }
 }
 
-module.exports = { Prefetcher };
+module.exports = { Prefetcher, AHEAD_WAIT };

@@ -132,3 +132,22 @@ test('Jest, a database per test, prefetch on by default: each test pristine in e
   }
   await d.client.poolDown('jestprefetch');
 });
+
+test('a Prefetcher closes at once while its lease ahead waits for a full pool, and takes nothing after', { skip }, async () => {
+  await prepare(d.client, { template: 'prefetchfull', files: ['schema.sql'], migrate: MIGRATE, poolSize: 2, cwd: dir });
+  const other = await d.client.lease({ template: 'prefetchfull', holder: 'holds the other slot' });
+  const p = new Prefetcher(d.client, { template: 'prefetchfull', holder: 'prefetch full', wait: 60 });
+  const lease = await p.lease(); // the last free slot; the lease ahead waits for one
+  await new Promise((r) => setTimeout(r, 300));
+  assert.equal((await d.client.pool('prefetchfull')).leased, 2, 'the pool is full: the lease ahead waits');
+  const t0 = Date.now();
+  assert.deepEqual(await p.close(), []);
+  assert.ok(Date.now() - t0 < 5000, `close waited ${Date.now() - t0} ms for a lease ahead that could not come`);
+  await d.client.release(lease.id);
+  await d.client.release(other.id);
+  await new Promise((r) => setTimeout(r, 2000));
+  const st = await d.client.pool('prefetchfull');
+  assert.equal(st.leased, 0, JSON.stringify(st));
+  assert.deepEqual(await d.client.leases(), []);
+  await d.client.poolDown('prefetchfull');
+});

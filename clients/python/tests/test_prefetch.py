@@ -1,6 +1,8 @@
 """Leases taken ahead and releases off the test's thread (Prefetcher, and
 the pytest plugin that uses it by default), against a real daemon."""
 
+import time
+
 import pymysql
 
 from conftest import canary_sql, sql_client
@@ -61,6 +63,8 @@ def test_prefetcher_hands_out_pristine_databases_and_returns_what_it_holds(daemo
 
 
 INNER = '''
+import time
+
 import pymysql
 import pytest
 
@@ -141,3 +145,24 @@ def test_never_runs(pristine_db):
     result = pytester.runpytest_subprocess()
     result.stdout.fnmatch_lines(["*KeyboardInterrupt*"])
     _no_lease_held(c, c.pool("pyprefetch")["stats"] | {"holder_gone": 0})
+
+
+def test_prefetcher_closes_at_once_while_its_lease_ahead_waits_for_a_full_pool(daemon):
+    c = daemon.client
+    _canary_pool(c, "prefetchfull")
+    other = c.lease("prefetchfull", holder="holds the other slot")
+    p = Prefetcher(c, "prefetchfull", holder="prefetch full", wait=60)
+    lease = p.lease()  # the last free slot; the lease ahead waits for one
+    time.sleep(0.3)
+    assert c.pool("prefetchfull")["leased"] == 2, "the pool is full: the lease ahead waits"
+    t0 = time.monotonic()
+    assert p.close() == []
+    took = time.monotonic() - t0
+    assert took < 5, f"close waited {took:.1f}s for a lease ahead that could not come"
+    c.release(lease.id)
+    c.release(other.id)
+    # Nothing was taken after close: the pool's slots come back free and stay so.
+    time.sleep(2)
+    st = c.pool("prefetchfull")
+    assert st["leased"] == 0 and c.leases() == [], (st, c.leases())
+    c.pool_down("prefetchfull")

@@ -17,12 +17,17 @@ before close(), the daemon reclaims it when it notices the process gone.
 
 import atexit
 import threading
+import time
 import weakref
 from concurrent.futures import Future
 from concurrent.futures import wait as wait_all
 from typing import Any, Callable, List, Optional, Tuple
 
 from .client import Client, Lease, PristineError
+
+
+#: The longest a lease taken ahead waits in one request for a free slot.
+AHEAD_WAIT = 1.0
 
 
 def _spawn(fn: Callable[[], Any]) -> Future:
@@ -76,8 +81,11 @@ class Prefetcher:
         ref = weakref.ref(self)
         atexit.register(lambda: ref() is not None and ref().close(timeout=10))
 
-    def _lease(self) -> Tuple[Lease, Any]:
-        lease = self.client.lease(self.template, holder=self.holder, wait=self.wait, pid=self.pid)
+    def _lease(self, ahead: bool = False) -> Tuple[Lease, Any]:
+        if ahead:
+            lease = self._lease_ahead()
+        else:
+            lease = self.client.lease(self.template, holder=self.holder, wait=self.wait, pid=self.pid)
         conn = None
         if self.connect is not None:
             try:
@@ -86,11 +94,26 @@ class Prefetcher:
                 conn = None  # the test connects itself, for the error of its own attempt
         return lease, conn
 
+    def _lease_ahead(self) -> Lease:
+        """A lease taken in the background: asked for in waits of at most
+        AHEAD_WAIT seconds, so that close() never waits long for one (the
+        pool was full) and nothing comes after it."""
+        deadline = time.monotonic() + self.wait
+        while True:
+            if self._closed:
+                raise PristineError("pristine: the prefetcher was closed")
+            try:
+                return self.client.lease(self.template, holder=self.holder, pid=self.pid,
+                                         wait=max(min(AHEAD_WAIT, deadline - time.monotonic()), 0.001))
+            except PristineError as e:
+                if e.status != 503 or time.monotonic() >= deadline:
+                    raise
+
     def warm(self) -> None:
         """Starts taking a lease ahead now, if none is."""
         with self._lock:
             if self.ahead and self._next is None and not self._closed:
-                self._next = _spawn(self._lease)
+                self._next = _spawn(lambda: self._lease(ahead=True))
 
     def take(self) -> Tuple[Lease, Any]:
         """The lease taken ahead and its connection (None without a connect
@@ -137,18 +160,17 @@ class Prefetcher:
         """Takes no more leases, waits (up to timeout seconds) for the
         releases in flight and releases the lease taken ahead; returns the
         errors of releases that failed. A lease still being taken (the pool
-        was full) is released when it comes, if this process still runs,
-        else reclaimed by the daemon when it exits."""
+        was full) asks no longer than AHEAD_WAIT seconds more; it is waited
+        for and released."""
         with self._lock:
             f, self._next, self._closed = self._next, None, True
             pending = list(self._releases)
-        # A lease being taken is waited for briefly (a lease of a pool with
-        # a free slot takes milliseconds); one that waits for a slot is
-        # released when it comes.
+        # A lease being taken ends within AHEAD_WAIT seconds (it asks no
+        # longer, and no more once closed); released when it comes.
         if pending:
             wait_all(pending, timeout=timeout)
         if f is not None:
-            wait_all([f], timeout=min(timeout, 5))
+            wait_all([f], timeout=min(timeout, AHEAD_WAIT + 5))
             f.add_done_callback(self._drop)  # runs at once when done
         with self._lock:
             errors, self._errors = self._errors, []
