@@ -13,6 +13,10 @@ by the migrate command's text alone, and after a migration changes every
 run would still get the old template. pristine_allow_stale = true accepts
 that risk (a template that goes stale, silently).
     pristine_pool_size = 4               # default: 2 per xdist worker, at least 2
+    pristine_prefetch = false            # default true: each process leases the next
+                                         # test's database while a test runs (one
+                                         # lease more held) and releases in the
+                                         # background
 
 or implement the hook pytest_pristine_build(conn) in a conftest.py to build
 the template in Python. With pytest-xdist every worker asks for the same
