@@ -3,6 +3,7 @@
 const client = require('./lib/client.cjs');
 const key = require('./lib/key.cjs');
 const ensure = require('./lib/ensure.cjs');
+const prefetch = require('./lib/prefetch.cjs');
 
 module.exports = {
   Client: client.Client,
@@ -18,6 +19,7 @@ module.exports = {
   prepare: ensure.prepare,
   finish: ensure.finish,
   acquire: ensure.acquire,
+  Prefetcher: prefetch.Prefetcher,
   CACHE_ENV: ensure.CACHE_ENV,
   MAX_WAIT: client.MAX_WAIT,
   UNKEYED_BUILD: client.UNKEYED_BUILD,

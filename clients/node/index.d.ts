@@ -211,6 +211,25 @@ export function ensurePool(client: Client, name: string, hash: string, size: num
 export function runCommand(command: string, conn: TemplateAnswer, options?: { cwd?: string }): Promise<string>;
 export function prepare(client: Client, options: PrepareOptions): Promise<{ template: string; hash: string; key: string; built: boolean }>;
 /** Leases with errors that name the cause and the fix. */
+/**
+ * Takes the next lease of one template while the current one is in use
+ * (and, given connect, a connection to it); releases in the background.
+ * One lease more held while it is open; close() waits for the releases in
+ * flight and releases the lease taken ahead.
+ */
+export class Prefetcher<C = unknown> {
+  constructor(client: Client, req: { template: string; holder?: string; wait?: number; ttl?: number; minSize?: number; connect?: (lease: Lease) => Promise<C>; ahead?: boolean });
+  /** Starts taking a lease ahead now, if none is. */
+  warm(): void;
+  /** The lease taken ahead and its connection (null without connect), or one taken now; starts the next. */
+  take(): Promise<{ lease: Lease; conn: C | null }>;
+  /** take() without a connection. */
+  lease(): Promise<Lease>;
+  /** Returns a lease in the background. */
+  release(id: string, options?: { unchanged?: boolean }): void;
+  /** Waits for the releases in flight, releases the lease taken ahead; resolves to the errors of failed releases. */
+  close(): Promise<string[]>;
+}
 export function acquire(client: Client, req: { template: string; holder?: string; wait?: number; ttl?: number; minSize?: number }): Promise<Lease>;
 /** Releases a lease, or keeps it when failed and keepFailed; resolves to the message to print ('' when none). */
 export function finish(client: Client, lease: Lease, options?: { failed?: boolean; keepFailed?: boolean; unchanged?: boolean }): Promise<string>;

@@ -4,6 +4,6 @@ import m from './index.cjs';
 
 export const {
   Client, Lease, PristineError, NoDaemonError, TemplateBuildError, defaultRoot, contentKey,
-  ensureTemplate, ensurePool, runCommand, prepare, finish, acquire, CACHE_ENV, MAX_WAIT, UNKEYED_BUILD,
+  ensureTemplate, ensurePool, runCommand, prepare, finish, acquire, Prefetcher, CACHE_ENV, MAX_WAIT, UNKEYED_BUILD,
 } = m;
 export default m;

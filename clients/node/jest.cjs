@@ -62,7 +62,9 @@ function testName() {
 /**
  * Gives the tests of this file a pristine database: `per: 'file'` (the
  * default) leases one for the whole file (beforeAll/afterAll), `per:
- * 'test'` one for each test (beforeEach/afterEach). Use `db.lease` inside
+ * 'test'` one for each test (beforeEach/afterEach), leased while the
+ * previous test runs and released in the background (the run's prefetch
+ * option, or PRISTINE_PREFETCH=0, turns that off). Use `db.lease` inside
  * tests and hooks: `mysql.createConnection(db.lease.mysql2())`,
  * `knex(db.lease.knex())`. `env: true` also sets DATABASE_URL and MYSQL_*.
  * A failed test's database is kept (not reset) when the run asks for it
@@ -76,7 +78,9 @@ function pristineDatabase({ per = 'file', env = false } = {}) {
       "add globalSetup (a file exporting require('pristine-client/jest').globalSetup({...})) and " +
       "globalTeardown: 'pristine-client/jest/teardown' to the Jest config");
   }
-  const h = new Holder(run, { setEnv: env });
+  // A database per test is leased while the previous test runs (unless the
+  // run turned prefetch off); the file's end returns the one taken ahead.
+  const h = new Holder(run, { setEnv: env, prefetch: per === 'test' });
   // A lease may wait run.wait seconds for a free database: the hooks that
   // lease wait longer than that, so the wait's own error (which names the
   // cause) is the one reported, not Jest's hook timeout.
@@ -99,6 +103,10 @@ function pristineDatabase({ per = 'file', env = false } = {}) {
     hook('afterEach')(() => {
       failed = currentTestFailed();
       return end();
+    }, timeout);
+    hook('afterAll')(async () => {
+      const msg = await h.close();
+      if (msg) process.stderr.write(`\n${msg}\n`);
     }, timeout);
   }
   return h;

@@ -10,6 +10,13 @@ export interface RunOptions extends Omit<PrepareOptions, 'cwd'> {
   keepFailed?: boolean;
   /** 'unchanged' (default: the daemon checks and reuses an untouched database) or 'dirty' (always reset). */
   release?: 'unchanged' | 'dirty';
+  /**
+   * With a database per test, lease the next test's while the current one
+   * runs, and release in the background (default true; PRISTINE_PREFETCH=0
+   * also turns it off). Costs one lease more held per test file at a time.
+   * Off in a run that keeps failed tests' databases.
+   */
+  prefetch?: boolean;
   /** Seconds a lease request waits for a free database (default 60). */
   wait?: number;
   /** Seconds a lease lives (default the daemon's 30 minutes). */

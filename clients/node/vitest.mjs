@@ -33,7 +33,9 @@ function runSettings() {
  * Gives this file's tests a pristine database: `per: 'worker'` (the
  * default) one per Vitest worker, held across the files it runs (with
  * isolation on, Vitest's default, each file runs in a fresh worker, so that
- * is one per file); `per: 'file'` one per file; `per: 'test'` one per test.
+ * is one per file); `per: 'file'` one per file; `per: 'test'` one per test,
+ * leased while the previous test runs and released in the background (the
+ * run's prefetch option, or PRISTINE_PREFETCH=0, turns that off).
  * Use `db.lease` in tests and hooks (`db.lease.mysql2()`,
  * `db.lease.knex()`, `db.lease.typeorm()`); `env: true` also sets
  * DATABASE_URL and MYSQL_*. A failed test's database is kept when the run
@@ -78,10 +80,13 @@ export function pristineDatabase({ per = 'worker', env = false } = {}) {
     }, timeout);
     return h;
   }
-  const h = new Holder(run, { setEnv: env });
+  // A database per test is leased while the previous test runs (unless the
+  // run turned prefetch off); the file's end returns the one taken ahead.
+  const h = new Holder(run, { setEnv: env, prefetch: per === 'test' });
   if (per === 'test') {
     beforeEach((ctx) => h.begin(`worker ${worker} ${file()} > ${ctx.task.name}`), timeout);
     afterEach(async (ctx) => report(await h.end(Boolean(ctx.task.result && ctx.task.result.state === 'fail'))), timeout);
+    afterAll(async () => report(await h.close()), timeout);
   } else {
     beforeAll(() => h.begin(`worker ${worker} ${file()}`), timeout);
     afterEach((ctx) => {

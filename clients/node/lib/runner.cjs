@@ -7,7 +7,8 @@ const fs = require('node:fs');
 const path = require('node:path');
 const { pathToFileURL } = require('node:url');
 const { Client, PristineError } = require('./client.cjs');
-const { prepare, acquire, finish } = require('./ensure.cjs');
+const { prepare, acquire, finish, leaseError } = require('./ensure.cjs');
+const { Prefetcher } = require('./prefetch.cjs');
 
 /** The environment variable the global setup hands the run's settings to workers in. */
 const RUN_ENV = 'PRISTINE_RUN';
@@ -58,6 +59,11 @@ async function setupRun(options, { framework, workers, cwd }) {
     url: client.url || '',
     keepFailed: truthy(options.keepFailed) || truthy(process.env.PRISTINE_KEEP_FAILED),
     unchanged: (options.release || 'unchanged') !== 'dirty',
+    // A database per test is leased while the previous test runs (one
+    // lease more held per test file): off with prefetch: false or
+    // PRISTINE_PREFETCH=0, and in a run that keeps failed tests'
+    // databases (their leases name their tests).
+    prefetch: options.prefetch !== false && (process.env.PRISTINE_PREFETCH === undefined || truthy(process.env.PRISTINE_PREFETCH)),
     wait: options.wait || 60,
     ttl: options.ttl || 0,
     // Every lease carries it as min_size: a pool that shrank since (or
@@ -109,14 +115,42 @@ function exportEnv(lease, env = process.env) {
 
 /**
  * A handle on the database of a scope (a test, a file or a worker): begin()
- * leases one, end(failed) returns or keeps it.
+ * leases one, end(failed) returns or keeps it. With `prefetch` (a database
+ * per test), begin() takes the lease taken while the previous test ran,
+ * end() releases in the background, and close() (the file's end) waits for
+ * those releases and returns the lease taken ahead.
  */
 class Holder {
-  constructor(run, { setEnv = false } = {}) {
+  constructor(run, { setEnv = false, prefetch = false } = {}) {
     this.run = run;
     this.client = clientOf(run);
     this.setEnv = setEnv;
     this.current = null;
+    this.prefetcher = null;
+    if (prefetch && run.prefetch !== false && !run.keepFailed) {
+      const worker = process.env.JEST_WORKER_ID || process.env.VITEST_POOL_ID || process.env.VITEST_WORKER_ID || '1';
+      this.prefetcher = new Prefetcher(this.client, {
+        template: run.template, holder: `${run.run} w${worker} prefetched`, wait: run.wait, ttl: run.ttl, minSize: run.poolSize || 0,
+      });
+    }
+  }
+
+  async take(holder) {
+    if (!this.prefetcher) {
+      return acquire(this.client, { template: this.run.template, holder: `${this.run.run} ${holder}`, wait: this.run.wait, ttl: this.run.ttl, minSize: this.run.poolSize || 0 });
+    }
+    try {
+      return await this.prefetcher.lease();
+    } catch (e) {
+      throw leaseError(e, this.run.template, this.run.wait);
+    }
+  }
+
+  /** Waits for the releases in flight and returns the lease taken ahead; resolves to the lines to print. */
+  async close() {
+    if (!this.prefetcher) return '';
+    const errors = await this.prefetcher.close();
+    return errors.map((e) => `pristine: ${e}`).join('\n');
   }
 
   get lease() {
@@ -127,7 +161,7 @@ class Holder {
   }
 
   async begin(holder) {
-    this.current = await acquire(this.client, { template: this.run.template, holder: `${this.run.run} ${holder}`, wait: this.run.wait, ttl: this.run.ttl, minSize: this.run.poolSize || 0 });
+    this.current = await this.take(holder);
     if (this.setEnv) exportEnv(this.current);
     if (this.run.setup) {
       try {
@@ -148,6 +182,10 @@ class Holder {
     const l = this.current;
     this.current = null;
     if (!l) return '';
+    if (this.prefetcher) {
+      this.prefetcher.release(l.id, { unchanged: this.run.unchanged });
+      return '';
+    }
     return finish(this.client, l, { failed, keepFailed: this.run.keepFailed, unchanged: this.run.unchanged });
   }
 }

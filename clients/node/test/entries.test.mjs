@@ -11,7 +11,7 @@ const require = createRequire(import.meta.url);
 
 test('ESM and CommonJS entries export the same objects', () => {
   const cjs = require('pristine-client');
-  for (const name of ['Client', 'Lease', 'PristineError', 'NoDaemonError', 'TemplateBuildError', 'contentKey', 'prepare', 'acquire', 'finish', 'ensureTemplate', 'ensurePool', 'runCommand']) {
+  for (const name of ['Client', 'Lease', 'PristineError', 'NoDaemonError', 'TemplateBuildError', 'contentKey', 'prepare', 'acquire', 'Prefetcher', 'finish', 'ensureTemplate', 'ensurePool', 'runCommand']) {
     assert.equal(typeof cjs[name], 'function', name);
     assert.equal(esm[name], cjs[name], name);
   }

@@ -1,11 +1,14 @@
 """What a database of its own costs a test, with the Python client.
 
-Runs N tests one after another, each leasing a database of its own (lease,
-PyMySQL connect, its query, close, release unchanged), then the same N tests
-on one database they share, in the same run, and prints a table row: the
-medians of the lease, the connection and the release, their sum (the
-overhead on the test's thread), the median test on each side and their
-ratio. The template "pertest" and its pool come from `pristine-bench
+Runs N tests one after another, each with a database of its own, as the
+pytest plugin hands them out (a Prefetcher: the lease and the PyMySQL
+connection taken ahead while the previous test ran, the release in the
+background), then the same N tests on one database they share, in the
+same run, and prints a table row: the medians of the lease (with its
+connection: the take), the connection opened on the test's thread when
+none was ready, and the release, their sum (the overhead on the test's
+thread), the median test on each side and their ratio. Pass --no-prefetch
+to lease, connect and release on the test's thread instead. The template "pertest" and its pool come from `pristine-bench
 pertest` (scripts/bench-pertest.sh runs both)."""
 
 import statistics
@@ -15,6 +18,7 @@ import time
 import pymysql
 
 from pristine_client import Client
+from pristine_client.prefetch import Prefetcher
 
 QUERY = "SELECT COUNT(*) FROM item WHERE name LIKE 'item 1%'"
 
@@ -23,10 +27,14 @@ def ms(t0, t1):
     return (t1 - t0) * 1000
 
 
-def main(n=200):
+def connect(lease):
+    return pymysql.connect(**lease.pymysql_kwargs())
+
+
+def main(n=200, ahead=True):
     c = Client.from_env()
     shared = c.lease(template="pertest", holder="bench-pertest python (shared)")
-    conn = pymysql.connect(**shared.connect_kwargs())
+    conn = connect(shared)
     shared_t = []
     for _ in range(n):
         t0 = time.perf_counter()
@@ -36,29 +44,38 @@ def main(n=200):
         shared_t.append(ms(t0, time.perf_counter()))
     conn.close()
     c.release(shared.id)
+    # Without prefetch the test connects itself: the connect has a column of its own.
+    p = Prefetcher(c, "pertest", holder="bench-pertest python", connect=connect if ahead else None, ahead=ahead)
+    p.warm()
     lease_t, connect_t, release_t, over_t, own_t = [], [], [], [], []
     for _ in range(n):
         t0 = time.perf_counter()
-        l = c.lease(template="pertest", holder="bench-pertest python")
+        l, conn = p.take()
         t1 = time.perf_counter()
-        conn = pymysql.connect(**l.connect_kwargs())
+        if conn is None:
+            conn = connect(l)
         t2 = time.perf_counter()
         with conn.cursor() as cur:
             cur.execute(QUERY)
             cur.fetchall()
         t3 = time.perf_counter()
         conn.close()
-        c.release(l.id, unchanged=True)
+        p.release(l.id, unchanged=True)
         t4 = time.perf_counter()
         lease_t.append(ms(t0, t1))
         connect_t.append(ms(t1, t2))
         release_t.append(ms(t3, t4))
         over_t.append(ms(t0, t2) + ms(t3, t4))
         own_t.append(ms(t0, t4))
+    errors = p.close()
+    if errors:
+        sys.exit("bench-pertest python: " + "; ".join(errors))
     med = statistics.median
-    print(f"| Python | {n} | {med(lease_t):.2f} / {med(connect_t):.2f} / {med(release_t):.2f} ms | {med(over_t):.2f} ms "
+    name = "Python" if ahead else "Python, no prefetch"
+    print(f"| {name} | {n} | {med(lease_t):.2f} / {med(connect_t):.2f} / {med(release_t):.2f} ms | {med(over_t):.2f} ms "
           f"| {med(own_t):.2f} / {med(shared_t):.2f} ms | {med(own_t) / med(shared_t):.1f}x |")
 
 
 if __name__ == "__main__":
-    main(int(sys.argv[1]) if len(sys.argv) > 1 else 200)
+    args = [a for a in sys.argv[1:] if a != "--no-prefetch"]
+    main(int(args[0]) if args else 200, ahead="--no-prefetch" not in sys.argv[1:])

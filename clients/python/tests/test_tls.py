@@ -43,5 +43,7 @@ def test_lease_connects_with_verified_tls(tls_daemon):
         assert isinstance(e.value.__cause__ or e.value.__context__, ssl.SSLCertVerificationError) or \
             "certificate" in str(e.value), e.value
         assert "--ssl-verify-server-cert" in lease.mysql_command()
+        # The fast kwargs drop TLS for a loopback lease only: this one keeps it.
+        assert lease.pymysql_kwargs() == kw
     finally:
         c.release(lease.id)

@@ -1,6 +1,6 @@
 // Compiled by `npm run typecheck` (tsc): the hand-written .d.ts files
 // describe what the ES module entries export.
-import { Client, contentKey, prepare, acquire, finish, PristineError, NoDaemonError, TemplateBuildError, type Lease } from 'pristine-client';
+import { Client, contentKey, prepare, acquire, finish, Prefetcher, PristineError, NoDaemonError, TemplateBuildError, type Lease } from 'pristine-client';
 import { globalSetup, pristineDatabase } from 'pristine-client/jest';
 
 const client: Client = Client.fromEnv();
@@ -16,7 +16,11 @@ async function use(): Promise<void> {
   const msg: string = await finish(client, lease, { failed: true, keepFailed: true });
   const env: string | undefined = lease.env.DATABASE_URL;
   const forked: { built: boolean; seconds: number; template: { hash: string; parent?: string } } = await client.fork(lease.id, 'app-fixtures', { key });
-  void [o, k, t, msg, env, key, p, forked];
+  const pf = new Prefetcher(client, { template: 'app', holder: 'types', connect: async (l: Lease) => l.mysql2() });
+  const got: { lease: Lease; conn: { host: string } | null } = await pf.take();
+  pf.release(got.lease.id, { unchanged: true });
+  const errors: string[] = await pf.close();
+  void [o, k, t, msg, env, key, p, forked, errors];
   try {
     await client.lease({ template: 'app', ttl: 60 });
   } catch (e) {
@@ -26,7 +30,7 @@ async function use(): Promise<void> {
 }
 void use;
 const setup: (c?: unknown) => Promise<void> = globalSetup({ template: 'app', files: ['migrations'], migrate: async (conn) => { void conn.env; }, keepFailed: true,
-  ready: ({ built }) => { void built; }, setup: 'test/db-setup.cjs' });
+  ready: ({ built }) => { void built; }, setup: 'test/db-setup.cjs', prefetch: false });
 const db = pristineDatabase({ per: 'test', env: true });
 const port: number = db.lease.port;
 void [setup, port];

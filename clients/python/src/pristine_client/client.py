@@ -127,6 +127,18 @@ class Lease:
             kw.update(ssl_ca=self.ca_file(), ssl_verify_cert=True, ssl_verify_identity=True)
         return kw
 
+    def pymysql_kwargs(self) -> Dict[str, Any]:
+        """connect_kwargs() for PyMySQL alone, the fast way: a loopback
+        lease (no CA) connects without TLS. PyMySQL 1.1 and later otherwise
+        prefer TLS on every connection and build a TLS context for each,
+        loading the system's CA store (60 ms a connection on an idle
+        machine, 200 ms under load; 1 ms without). A lease with a CA keeps
+        its verified TLS. Not for mysqlclient, which has no ssl_disabled."""
+        kw = self.connect_kwargs()
+        if not self.ca:
+            kw["ssl_disabled"] = True
+        return kw
+
     def mysql_command(self) -> str:
         """A client command line that opens this database: mariadb, or
         MySQL's mysql where only that is installed."""

@@ -13,6 +13,10 @@ by the migrate command's text alone, and after a migration changes every
 run would still get the old template. pristine_allow_stale = true accepts
 that risk (a template that goes stale, silently).
     pristine_pool_size = 4               # default: 2 per xdist worker, at least 2
+    pristine_prefetch = false            # default true: each process leases the next
+                                         # test's database while a test runs (one
+                                         # lease more held) and releases in the
+                                         # background
 
 or implement the hook pytest_pristine_build(conn) in a conftest.py to build
 the template in Python. With pytest-xdist every worker asks for the same
@@ -37,6 +41,7 @@ import pytest
 from .client import UNKEYED_BUILD, Client, Lease, PristineError
 from .ensure import ensure_pool, ensure_template, run_command
 from .key import content_key
+from .prefetch import Prefetcher
 
 
 class _Hooks:
@@ -85,6 +90,8 @@ def pytest_addoption(parser):
     parser.addini("pristine_release", "release mode: unchanged (checked, reused if nothing was written) or dirty",
                   default="unchanged")
     parser.addini("pristine_wait", "seconds to wait for a free database", default="60")
+    parser.addini("pristine_prefetch", "take each test's database while the previous test runs (one lease more "
+                  "held per worker process); false: lease on the test's thread", type="bool", default=True)
 
 
 _UNKEYED = ("pristine: set pristine_files in the pytest configuration to the files that define the template "
@@ -104,6 +111,12 @@ class PristineSetup:
         self.unchanged = config.getini("pristine_release") != "dirty"
         self.wait = float(config.getini("pristine_wait"))
         self.hash = None
+        # A failed test's kept database names its test (its lease's
+        # holder): a run that keeps them leases on the test's thread.
+        ahead = bool(config.getini("pristine_prefetch")) and not self.keep_failed
+        worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
+        self.prefetcher = Prefetcher(self.client, self.name, holder=f"pytest worker {worker} (prefetched)",
+                                     wait=self.wait, pid=os.getpid(), ahead=ahead)
 
     def pool_size(self) -> int:
         n = self.config.getoption("pristine_pool_size") or self.config.getini("pristine_pool_size")
@@ -153,15 +166,26 @@ class PristineSetup:
     def lease(self, holder: str) -> Lease:
         return self.client.lease(self.name, holder=holder, wait=self.wait, pid=os.getpid())
 
-    def done(self, lease: Lease, failed: bool) -> str:
-        """Release a lease, or keep it when its test failed and keeping was
+    def test_lease(self, holder: str) -> Lease:
+        """A test's lease: the one taken ahead while the previous test ran
+        (and the next one started), or, with prefetch off, one now."""
+        if self.prefetcher.ahead:
+            return self.prefetcher.lease()
+        return self.lease(holder)
+
+    def done(self, lease: Lease, failed: bool, background: bool = False) -> str:
+        """Release a lease (background: off this thread, the session's end
+        waits for it), or keep it when its test failed and keeping was
         asked for; returns what to tell the user, if anything."""
         if failed and self.keep_failed:
             self.client.keep(lease.id)
             return (f"pristine: kept the database of this failed test for debugging:\n"
                     f"  {lease.mysql_command()}\n  URL {lease.url}\n"
                     f"  release it with: pristine release {lease.id}")
-        self.client.release(lease.id, unchanged=self.unchanged)
+        if background:
+            self.prefetcher.release(lease.id, unchanged=self.unchanged)
+        else:
+            self.client.release(lease.id, unchanged=self.unchanged)
         return ""
 
 
@@ -189,14 +213,14 @@ def pristine_db(request, pristine_template) -> Lease:
     its DSN printed, when it failed and --pristine-keep-failed is given)."""
     s = _setup(request.config)
     try:
-        lease = s.lease(request.node.nodeid)
+        lease = s.test_lease(request.node.nodeid)
     except PristineError as e:
         pytest.fail(f"pristine: lease a database of {s.name}: {e}", pytrace=False)
     s.setup(lease)
     request.node._pristine_lease = lease
     yield lease
     failed = getattr(request.node, "_pristine_failed", False)
-    msg = s.done(lease, failed)
+    msg = s.done(lease, failed, background=True)
     if msg:
         request.node._pristine_kept = msg
 
@@ -219,6 +243,20 @@ def pristine_worker_db(request, pristine_template) -> Lease:
         reporter = request.config.pluginmanager.get_plugin("terminalreporter")
         if reporter is not None:
             reporter.write_line(msg)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_sessionfinish(session):
+    """Waits for the releases still in flight and releases the lease taken
+    ahead that no test used (also on Ctrl-C: pytest runs this then too)."""
+    s = getattr(session.config, "_pristine", None)
+    if s is None:
+        return
+    errors = s.prefetcher.close()
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    for e in errors:
+        if reporter is not None:
+            reporter.write_line(f"pristine: {e}")
 
 
 @pytest.hookimpl(hookwrapper=True)
