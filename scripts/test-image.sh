@@ -35,6 +35,7 @@ image="${1:-}"
 if [ -z "$image" ]; then
   image="$(bash scripts/build-image.sh)" || die "scripts/build-image.sh failed"
 fi
+mkdir -p -m 0700 /var/lib/pristine-ids # pristine makes it so; a volume's source must exist
 name="pristine-image-test-$$"
 tmp="$(mktemp -d /var/tmp/pristine-image-test.XXXXXX)"
 loops_before="$(losetup -a | wc -l)"
