@@ -40,6 +40,9 @@ pkgs+=(python3-build python3-setuptools python3-wheel composer php-zip)
 pkgs+=(curl coreutils)
 # scripts/servers.sh (issue 21): Debian roots of MariaDB 11.8 and MySQL 9.7.
 pkgs+=(debootstrap)
+# The container image (scripts/build-image.sh, scripts/test-image.sh):
+# podman, and runc for hosts whose cgroups crun refuses (v1 or hybrid).
+pkgs+=(podman runc)
 # internal/e2e's network-namespace test (issue 26): ip netns and veth pairs.
 pkgs+=(iproute2)
 missing=()

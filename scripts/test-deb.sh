@@ -38,6 +38,7 @@ skip() { echo "test-deb: SKIP: $*"; exit 0; }
 command -v debootstrap >/dev/null || skip "needs debootstrap (apt-get install debootstrap)"
 command -v dpkg >/dev/null || skip "needs dpkg (a Debian machine)"
 . scripts/lib/apt.sh
+. scripts/lib/bookworm.sh
 arch="$(dpkg --print-architecture)"
 
 deb="${1:-}"
@@ -78,24 +79,9 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-if [ ! -f "$cache/bookworm-minbase.tar" ]; then
-  mirror="$(debian_uri /etc/apt)"
-  mirror="${mirror:-http://deb.debian.org/debian}"
-  log "debootstrap bookworm (minbase) from $mirror, cached in $cache"
-  mkdir -p "$cache"
-  b="$(mktemp -d "$cache/.build.XXXXXX")"
-  debootstrap --variant=minbase bookworm "$b" "$mirror" >"$cache/debootstrap.log" 2>&1 ||
-    { tail -20 "$cache/debootstrap.log"; rm -rf --one-file-system "$b"; die "debootstrap failed: see $cache/debootstrap.log"; }
-  echo "deb $mirror bookworm main" >"$b/etc/apt/sources.list"
-  tar -C "$b" -cf "$cache/bookworm-minbase.tar.tmp" . && mv "$cache/bookworm-minbase.tar.tmp" "$cache/bookworm-minbase.tar"
-  rm -rf --one-file-system "$b"
-fi
-tar -C "$r" -xf "$cache/bookworm-minbase.tar"
+tar -C "$r" -xf "$(bookworm_tar "$cache")"
 chmod 0755 "$r" # a machine's / (mktemp made it 0700)
-for f in /etc/apt/apt.conf.d/*; do
-  case "$(basename "$f")" in docker-*|20packagekit|50appstream|01autoremove|02autoremove-*) ;; *) cp "$f" "$r/etc/apt/apt.conf.d/" ;; esac
-done
-[ -f /etc/apt/apt.conf ] && cp /etc/apt/apt.conf "$r/etc/apt/"
+copy_apt_conf "$r"
 cp /etc/resolv.conf "$r/etc/resolv.conf"
 # No service starts by itself in the root (mariadb-server's postinst
 # would start one): the test starts pristine's.

@@ -32,9 +32,11 @@ STAMP="$(mktemp /tmp/pristine-test-run-XXXXXX)"
 export PRISTINE_TEST_RUN="$STAMP"
 MPID=""
 MLOG=""
+PPID_PACKAGES=""
 stop_matrix() {
   if [ -n "$MPID" ]; then kill -TERM "$MPID" 2>/dev/null || true; wait "$MPID" 2>/dev/null || true; fi
   [ -z "$MLOG" ] || rm -f "$MLOG"
+  if [ -n "$PPID_PACKAGES" ]; then kill -TERM "$PPID_PACKAGES" 2>/dev/null || true; wait "$PPID_PACKAGES" 2>/dev/null || true; fi
 }
 trap 'stop_matrix; clean_test_leftovers "$STAMP"; rm -f "$STAMP"' EXIT
 trap 'exit 130' INT TERM
@@ -101,6 +103,19 @@ MLOG="$(mktemp /tmp/pristine-test-servers-XXXXXX.log)"
 phase "server matrix started in the background (scripts/servers.sh; its output follows when it ends)"
 bash scripts/servers.sh >"$MLOG" 2>&1 &
 MPID=$!
+# The Debian package and the container image (docs/packaging.md), also in
+# the background (they wait on apt and on their roots more than they
+# compute): the package built, installed into a fresh Debian 12 root, its
+# service started, a lease taken through it, removed and purged with
+# nothing left; then the image built with podman from that package and run
+# privileged, unprivileged on an XFS volume and unprivileged on overlay,
+# each serving a lease that verifies clean. Each skips, saying why, when
+# not root or without debootstrap or podman. A few minutes (the Debian
+# root is cached after its first debootstrap).
+PLOG="$(mktemp /tmp/pristine-test-packages-XXXXXX.log)"
+phase "Debian package and container image started in the background (scripts/test-deb.sh, scripts/test-image.sh)"
+bash -c 'rc=0; bash scripts/test-deb.sh || rc=1; bash scripts/test-image.sh || rc=$((rc + 2)); exit $rc' >"$PLOG" 2>&1 &
+PPID_PACKAGES=$!
 # With the race detector: the daemon, the pool and the archive readers are
 # concurrent, and a data race there is a bug even when a run passes.
 phase "go test -race ./..."
@@ -108,13 +123,14 @@ phase "go test -race ./..."
 # the server matrix, its ratios would measure the matrix's load.
 step "go test -race" bash -c 'set -o pipefail; "$1" test -race -count=1 -timeout 25m -skip "^TestOverheadGuard$" ./... 2>&1 | tee /tmp/pristine-go-test.log' _ "$GO"
 ls "$PRISTINE_TEST_ARTIFACTS" | sed 's|^|test artifact: artifacts/|'
-# The Debian package (docs/packaging.md): built, installed into a fresh
-# Debian 12 root, its service started, a lease taken through it, removed
-# and purged with nothing left; skips, saying why, when not root or
-# without debootstrap. A few minutes (the root is cached after its first
-# debootstrap).
-phase "Debian package"
-step "Debian package" bash scripts/test-deb.sh
+phase "waiting for the Debian package and the container image"
+prc=0
+wait "$PPID_PACKAGES" || prc=$?
+PPID_PACKAGES=""
+cat "$PLOG"
+rm -f "$PLOG"
+[ $((prc & 1)) = 0 ] || step "Debian package (scripts/test-deb.sh, its output above)" false
+[ $((prc & 2)) = 0 ] || step "container image (scripts/test-image.sh, its output above)" false
 # Clients (issue 8): the Python and PHP packages' tests, the examples and the
 # Django comparison, each against a daemon of the binary built here.
 phase "clients"
