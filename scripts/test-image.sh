@@ -29,6 +29,8 @@ die() { echo "test-image: FAILED: $*" >&2; exit 1; }
 skip() { echo "test-image: SKIP: $*"; exit 0; }
 [ "$(id -u)" -eq 0 ] || skip "needs root (podman with root's storage, loop devices): sudo bash $0"
 command -v podman >/dev/null || skip "needs podman (apt-get install podman)"
+awk '$3 == "cgroup" || $3 == "cgroup2" { found = 1 } END { exit !found }' /proc/mounts ||
+  skip "no cgroup hierarchy is mounted (a chroot without /sys/fs/cgroup?): podman runs no container without one"
 . scripts/lib/container.sh
 
 image="${1:-}"
