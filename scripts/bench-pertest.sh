@@ -5,10 +5,14 @@
 # template "pertest" and brings its pool up in a root of its own); then the
 # Python, Node and Java clients' benches against the same daemon. Prints one
 # table row per client, the load average and the machine.
-# Usage: scripts/bench-pertest.sh [N]
+# Usage: scripts/bench-pertest.sh [N [POOL]]
+# POOL (default 4) is the pool's size: a test of one query lasts about a
+# millisecond, less than a slot's unchanged check after its release, so a
+# small pool makes the lease taken ahead wait for a slot.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 N=${1:-200}
+POOL=${2:-4}
 bash scripts/build.sh >/dev/null
 W=$(mktemp -d /tmp/pristine-bench-pertest-XXXXXX)
 chmod 755 "$W" # the servers run as an account of their own
@@ -16,7 +20,8 @@ export PRISTINE_ROOT="$W/root" PRISTINE_BIN="$PWD/bin/pristine"
 cleanup() { bin/pristine pool down --template pertest >/dev/null 2>&1 && rm -rf "$W"; }
 trap cleanup EXIT
 echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)"
-bin/pristine-bench pertest --tests "$N"
+echo "pool of $POOL slots"
+bin/pristine-bench pertest --tests "$N" --size "$POOL"
 echo
 echo "| client | tests | lease / connect / release p50 | overhead p50 | test p50 own / shared | ratio |"
 echo "|---|---|---|---|---|---|"
