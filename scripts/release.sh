@@ -14,6 +14,9 @@
 # the client packages (scripts/client-packages.sh: the Python sdist and
 # wheel, the npm tarball, the Maven jar with its sources, javadoc and pom,
 # the gem, the Composer archive; RELEASE_CLIENTS=0 leaves them out),
+# with RELEASE_IMAGE=1 (as root, with podman), the container image of this
+# machine's architecture (scripts/build-image.sh, from the .deb above) as
+# dist/pristine_DEBVERSION_ARCH.oci.tar (`podman load -i`),
 # and dist/SHA256SUMS over them all (`cd dist && sha256sum -c SHA256SUMS`).
 #
 # DEBVERSION is VERSION without its leading "v", or 0.0.0~gitDATE.COMMIT
@@ -68,6 +71,14 @@ for arch in $ARCHES; do
 done
 if [ "${RELEASE_CLIENTS:-1}" != 0 ]; then
   PRISTINE_VERSION="$version" bash scripts/client-packages.sh dist
+fi
+if [ "${RELEASE_IMAGE:-0}" != 0 ]; then
+  arch="$(dpkg --print-architecture)"
+  deb="dist/pristine_${debversion}_${arch}.deb"
+  [ -f "$deb" ] || { log "RELEASE_IMAGE=1 builds the image of this machine's architecture, $arch: RELEASE_ARCHES must include it"; exit 1; }
+  log "container image from $deb (scripts/build-image.sh)"
+  image="$(bash scripts/build-image.sh "$deb")"
+  podman save -q --format oci-archive -o "dist/pristine_${debversion}_${arch}.oci.tar" "$image"
 fi
 (cd dist && find . -maxdepth 1 -type f ! -name SHA256SUMS -printf '%P\0' | sort -z | xargs -0 sha256sum -- >SHA256SUMS)
 log "done:"

@@ -13,7 +13,9 @@
 #   overlay       unprivileged, the root on the container's own storage
 #                 (overlay): plain copies, in-place resets
 #
-#   bash scripts/test-image.sh [IMAGE]     (as root; default: build it)
+#   bash scripts/test-image.sh [IMAGE]     (as root; default: the image
+#                                          scripts/release.sh saves with
+#                                          RELEASE_IMAGE=1, loaded from it)
 #
 # Every run shares the host's record of server ids (/var/lib/pristine-ids),
 # as docs/packaging.md says to: a slot's server in a container runs under
@@ -35,7 +37,12 @@ awk '$3 == "cgroup" || $3 == "cgroup2" { found = 1 } END { exit !found }' /proc/
 
 image="${1:-}"
 if [ -z "$image" ]; then
-  image="$(bash scripts/build-image.sh)" || die "scripts/build-image.sh failed"
+  arch="$(dpkg --print-architecture)"
+  log "building the image (scripts/release.sh with RELEASE_IMAGE=1, $arch only), then loading its archive"
+  RELEASE_ARCHES="$arch" RELEASE_CLIENTS=0 RELEASE_IMAGE=1 bash scripts/release.sh >/tmp/pristine-test-image-release.log 2>&1 ||
+    { tail -20 /tmp/pristine-test-image-release.log; die "scripts/release.sh failed"; }
+  image="$(podman load -q -i "$(ls dist/pristine_*_"$arch".oci.tar)" | sed -n 's/^Loaded image[^:]*: *//p' | tail -1)"
+  [ -n "$image" ] || die "podman load of the release's image archive named no image"
 fi
 mkdir -p -m 0700 /var/lib/pristine-ids # pristine makes it so; a volume's source must exist
 name="pristine-image-test-$$"
