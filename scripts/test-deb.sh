@@ -94,6 +94,12 @@ mount --rbind /sys/fs/cgroup "$r/sys/fs/cgroup"; MOUNTS+=("$r/sys/fs/cgroup")
 mount -t devtmpfs devtmpfs "$r/dev"; MOUNTS+=("$r/dev")
 mount -t devpts -o newinstance,ptmxmode=0666,mode=0620 devpts "$r/dev/pts"; MOUNTS+=("$r/dev/pts")
 mount -t tmpfs -o size=4g,mode=1777 tmpfs "$r/dev/shm"; MOUNTS+=("$r/dev/shm")
+# The host's record of server ids (internal/svcuser): the root's daemon
+# runs its servers under ids of the host's, so it claims them in the same
+# record as the host's pristine (tests running beside this one), never in
+# one of its own.
+mkdir -p -m 0700 /var/lib/pristine-ids "$r/var/lib/pristine-ids"
+mount --bind /var/lib/pristine-ids "$r/var/lib/pristine-ids"; MOUNTS+=("$r/var/lib/pristine-ids")
 in_root() { chroot "$r" /usr/bin/env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/root DEBIAN_FRONTEND=noninteractive LANG=C.UTF-8 "$@"; }
 # running_in_root: the processes whose root is the test's (none of the
 # host's).
@@ -194,7 +200,7 @@ log "removed: nothing runs, /var/lib/pristine kept"
 log "apt-get purge pristine"
 in_root apt-get purge -y -qq pristine >"$r/tmp/purge.log" 2>&1 || { cat "$r/tmp/purge.log"; die "apt-get purge failed"; }
 [ ! -e "$r/var/lib/pristine" ] || die "apt-get purge left /var/lib/pristine"
-! grep -q " $r/var/lib/pristine" /proc/mounts || die "apt-get purge left a mount under /var/lib/pristine"
+! grep -qE " $r/var/lib/pristine(/| )" /proc/mounts || die "apt-get purge left a mount under /var/lib/pristine"
 ! ls "$r"/dev/shm/pristine-*.img >/dev/null 2>&1 || die "apt-get purge left the scratch image in /dev/shm"
 ! in_root getent passwd pristine >/dev/null || die "apt-get purge left the pristine account"
 [ ! -e "$r/etc/systemd/system/multi-user.target.wants/pristine.service" ] || die "apt-get purge left pristine.service enabled"
