@@ -16,6 +16,8 @@
 #   bash scripts/servers.sh --build-only    build or refresh the roots, run nothing
 #   SERVERS_PACKAGES="./internal/mariadb" SERVERS_RUN='TestStart' bash scripts/servers.sh
 #   SERVERS_PACKAGES=none SERVERS_CLIENTS=1 bash scripts/servers.sh mysql-9.7   the clients' tests only
+#   SERVERS_COUNT=20 SERVERS_PACKAGES=./internal/mariadb SERVERS_RUN='^TestStartQueryStop$' bash scripts/servers.sh mysql-9.7
+#                                           one test 20 times (a flaky one)
 #
 # A root is made once with debootstrap --variant=minbase and the machine's
 # apt configuration (its proxy and validity settings; the Debian mirror of
@@ -387,7 +389,7 @@ item_cmd() {
     clients/php)
       chroot "$r" "${renv[@]}" sh -c 'cd /opt/pristine-test && exec phpunit --display-skipped -c "$1"' sh "${PHPUNIT[$s]}" ;;
     *)
-      args=(-test.count=1 -test.timeout "$TIMEOUT")
+      args=(-test.count="${SERVERS_COUNT:-1}" -test.timeout "$TIMEOUT")
       [ -z "${ITEM_RUN[$label]}" ] || args+=(-test.run "${ITEM_RUN[$label]}")
       [ -z "${SERVERS_VERBOSE:-}" ] || args+=(-test.v)
       chroot "$r" "${renv[@]}" "${helpers[@]}" \

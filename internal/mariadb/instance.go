@@ -327,8 +327,42 @@ func (in *Instance) Stop(ctx context.Context, timeout time.Duration) error {
 	case <-time.After(timeout):
 	case <-ctx.Done():
 	}
+	threads := liveThreads(in.PID())
 	in.Kill()
-	return fmt.Errorf("server on %s did not shut down within %s and was killed: %s", in.Config.Socket(), timeout, in.LogTail(3))
+	return fmt.Errorf("server on %s did not shut down within %s and was killed (threads still running: %s): %s", in.Config.Socket(), timeout, threads, in.LogTail(3))
+}
+
+// liveThreads names the threads of process pid by name and what each waits
+// in (/proc/PID/task/*/comm and wchan), counted: "connection x2 (futex_wait_queue)".
+// It says what a shutdown that does not end is waiting for.
+func liveThreads(pid int) string {
+	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	if err != nil {
+		return "unknown: " + err.Error()
+	}
+	count := map[string]int{}
+	var order []string
+	for _, t := range tasks {
+		dir := fmt.Sprintf("/proc/%d/task/%s/", pid, t.Name())
+		comm, _ := os.ReadFile(dir + "comm")
+		wchan, _ := os.ReadFile(dir + "wchan")
+		key := strings.TrimSpace(string(comm))
+		if w := strings.TrimSpace(string(wchan)); w != "" && w != "0" {
+			key += " (" + w + ")"
+		}
+		if count[key] == 0 {
+			order = append(order, key)
+		}
+		count[key]++
+	}
+	parts := make([]string, len(order))
+	for i, k := range order {
+		parts[i] = k
+		if n := count[k]; n > 1 {
+			parts[i] = fmt.Sprintf("%s x%d", k, n)
+		}
+	}
+	return strings.Join(parts, ", ")
 }
 
 func (in *Instance) cleanExit() bool {
