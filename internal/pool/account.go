@@ -180,34 +180,40 @@ func isWriteCounter(name string, f mariadb.Flavor) bool {
 }
 
 // writeMark reads the slot's write counters and a hash of its global
-// variables, as one string.
-func writeMark(ctx context.Context, admin querier, f mariadb.Flavor) (string, error) {
-	counters, err := writeCounters(ctx, admin, f)
+// variables, as one string, with the counters it read (readCounters).
+func writeMark(ctx context.Context, admin querier, f mariadb.Flavor) (string, map[string]string, error) {
+	status, counters, err := readCounters(ctx, admin, f)
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
 	globals, err := globalsHash(ctx, admin)
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
-	return counters + " " + globals, nil
+	return counters + " " + globals, status, nil
 }
 
 // withCounters is mark with its write counters replaced.
 func withCounters(mark, counters string) string {
-	_, globals, _ := strings.Cut(mark, " ")
-	return counters + " " + globals
+	return counters + " " + markGlobals(mark)
 }
 
-// writeCounters reads the slot's write counters (isWriteCounter) and
-// returns their sum.
-func writeCounters(ctx context.Context, admin querier, f mariadb.Flavor) (string, error) {
-	status, err := mariadb.ReadStatus(ctx, admin, "GLOBAL", "")
+// markGlobals is the global variables' hash of mark.
+func markGlobals(mark string) string {
+	_, globals, _ := strings.Cut(mark, " ")
+	return globals
+}
+
+// readCounters reads the server's counters of statusCounters (the in-place
+// baseline's, baseFrom) and returns them with the sum of its write
+// counters (isWriteCounter).
+func readCounters(ctx context.Context, admin querier, f mariadb.Flavor) (map[string]string, string, error) {
+	status, err := mariadb.ReadStatus(ctx, admin, "GLOBAL", statusCounters[f])
 	if err != nil {
-		return "", err
+		return nil, "", err
 	}
 	n, err := sumWrites(status, f)
-	return strconv.FormatUint(n, 10), err
+	return status, strconv.FormatUint(n, 10), err
 }
 
 // sumWrites sums the write counters of status.

@@ -123,10 +123,11 @@ func prepare(ctx context.Context, s *slot, admin *sql.DB, f mariadb.Flavor, capp
 		return nil, err
 	}
 	var err error
-	if b.mark, err = writeMark(ctx, admin, f); err != nil {
+	var status map[string]string
+	if b.mark, status, err = writeMark(ctx, admin, f); err != nil {
 		return nil, err
 	}
-	if b.inplace, err = bootBase(ctx, admin, f, s, b.mark); err != nil {
+	if b.inplace, err = bootBase(ctx, admin, f, s, b.mark, status); err != nil {
 		return nil, err
 	}
 	if b.port, err = serverPort(ctx, admin); err != nil {

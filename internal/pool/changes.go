@@ -128,18 +128,15 @@ func setCount(status map[string]string) int64 {
 var templateBases sync.Map
 
 // bootBase is the base of a slot's freshly booted server, whose write
-// mark (with the global variables' hash) was just read.
-func bootBase(ctx context.Context, admin querier, f mariadb.Flavor, s *slot, mark string) (*inplaceBase, error) {
+// mark (with the global variables' hash) and counters (readCounters) were
+// just read.
+func bootBase(ctx context.Context, admin querier, f mariadb.Flavor, s *slot, mark string, status map[string]string) (*inplaceBase, error) {
 	key := filepath.Dir(s.dir)
 	var prev *inplaceBase
 	if v, ok := templateBases.Load(key); ok && len(s.restore) == 0 {
 		prev = v.(*inplaceBase)
 	}
-	status, err := mariadb.ReadStatus(ctx, admin, "GLOBAL", "")
-	if err != nil {
-		return nil, err
-	}
-	_, globals, _ := strings.Cut(mark, " ")
+	globals := markGlobals(mark)
 	b, err := baseFrom(ctx, admin, f, prev, status, globals)
 	if err != nil {
 		return nil, err
@@ -163,21 +160,12 @@ func inplaceSetup(ctx context.Context, admin querier, f mariadb.Flavor) error {
 	return nil
 }
 
-// takeBase reads a ready slot's in-place baseline. A server that cannot
-// be reset in place (no per-table row counters on, a template with
-// sequences) gets a base with ineligible set; an error is a failed query.
-// With prev, the base of the same server before, what only DDL changes
-// (sequences, foreign keys) is taken from it.
-func takeBase(ctx context.Context, admin querier, f mariadb.Flavor, prev *inplaceBase) (*inplaceBase, error) {
-	status, err := mariadb.ReadStatus(ctx, admin, "GLOBAL", "")
-	if err != nil {
-		return nil, err
-	}
-	return baseFrom(ctx, admin, f, prev, status, "")
-}
-
-// baseFrom is takeBase from a SHOW GLOBAL STATUS already read and, when
-// not "", the global variables' hash.
+// baseFrom is a ready slot's in-place baseline, from its counters
+// (readCounters) and, when not "", the global variables' hash. A server
+// that cannot be reset in place (no per-table row counters on, a template
+// with sequences) gets a base with ineligible set; an error is a failed
+// query. With prev, the base of the same server before, what only DDL
+// changes (sequences, foreign keys) is taken from it.
 func baseFrom(ctx context.Context, admin querier, f mariadb.Flavor, prev *inplaceBase, status map[string]string, globals string) (*inplaceBase, error) {
 	other, err := sumOther(status, f)
 	if err != nil {
@@ -472,28 +460,30 @@ func tempTables(ctx context.Context, conn querier, f mariadb.Flavor) (int, error
 	return n, nil
 }
 
-// statusInPlace is, per flavour, the SHOW STATUS filter of the in-place
-// reset: every write counter (isWriteCounter), the maintenance counters,
+// statusCounters is, per flavour, the SHOW STATUS filter of every read of
+// the counters (the release --unchanged check's, the in-place reset's):
+// every write counter (isWriteCounter), the maintenance counters,
 // COM_SET_OPTION (setCount) and the counters of per-table counts missed
 // (lostCount), by name. The server tests the filter before it stores a
 // row in the result's temporary table, and the rows stored are the cost:
 // about 8 µs each on this project's machine, mostly first touches of the
 // table's fresh memory (the slot's malloc settings give large buffers
 // back at once). All 170 statement counters cost the server 1.7 ms per
-// read, one counter 0.3 ms.
-var statusInPlace = inplaceFilters()
+// read, one counter 0.3 ms; the whole of SHOW GLOBAL STATUS (some 600
+// rows) overflows the slot's in-memory temporary table into a file.
+var statusCounters = countersFilters()
 
-// inplaceFilters is statusInPlace of every flavour.
-func inplaceFilters() map[mariadb.Flavor]string {
+// countersFilters is statusCounters of every flavour.
+func countersFilters() map[mariadb.Flavor]string {
 	m := map[mariadb.Flavor]string{}
 	for _, f := range mariadb.Flavors() {
-		m[f] = inplaceFilter(f)
+		m[f] = countersFilter(f)
 	}
 	return m
 }
 
-// inplaceFilter is statusInPlace of flavour f.
-func inplaceFilter(f mariadb.Flavor) string {
+// countersFilter is statusCounters of flavour f.
+func countersFilter(f mariadb.Flavor) string {
 	var or []string
 	for _, p := range writeCounterPrefixes {
 		or = append(or, "Variable_name LIKE '"+strings.ReplaceAll(p, "_", "\\_")+"%'")

@@ -241,7 +241,7 @@ func (j *inplaceJob) run(ctx context.Context) (*inplaceDone, error) {
 	if err != nil {
 		return nil, err
 	}
-	commands, err := mariadb.ReadStatus(ctx, conn, "GLOBAL", statusInPlace[j.flavor])
+	commands, err := mariadb.ReadStatus(ctx, conn, "GLOBAL", statusCounters[j.flavor])
 	if err != nil {
 		return nil, err
 	}
@@ -333,7 +333,7 @@ func (j *inplaceJob) run(ctx context.Context) (*inplaceDone, error) {
 	lap("new account")
 	// One read of the counters for the mark and the base; the global
 	// variables are the ones just checked (nothing here sets one).
-	status, err := mariadb.ReadStatus(ctx, conn, "GLOBAL", statusInPlace[j.flavor])
+	status, err := mariadb.ReadStatus(ctx, conn, "GLOBAL", statusCounters[j.flavor])
 	if err != nil {
 		return nil, err
 	}
@@ -450,7 +450,7 @@ func settledMark(ctx context.Context, srv *liveServer, globals string, still fun
 		}
 		last = lsn
 	}
-	status, err := mariadb.ReadStatus(ctx, srv.admin, "GLOBAL", statusInPlace[srv.Binary.Flavor])
+	status, err := mariadb.ReadStatus(ctx, srv.admin, "GLOBAL", statusCounters[srv.Binary.Flavor])
 	if err != nil {
 		return "", err
 	}

@@ -74,11 +74,20 @@ func recycle(ctx context.Context, admin *sql.DB, f mariadb.Flavor, was check, a 
 	} else if n > 0 {
 		return account{}, check{}, fmt.Errorf("%w: %d XA transaction(s) outlived their connections", errChanged, n)
 	}
-	mark, err := writeMark(ctx, conn, f)
+	status, counters, err := readCounters(ctx, conn, f)
 	if err != nil {
 		return account{}, check{}, err
 	}
-	if mark, err = lessCounters(mark, after-before); err != nil {
+	// The global variables are hashed again only when a SET statement ran
+	// since the base (as in the in-place reset: most holders run none).
+	globals := markGlobals(was.mark)
+	if was.base == nil || was.base.sets < 0 || setCount(status) != was.base.sets {
+		if globals, err = globalsHash(ctx, conn); err != nil {
+			return account{}, check{}, err
+		}
+	}
+	mark, err := lessCounters(counters+" "+globals, after-before)
+	if err != nil {
 		return account{}, check{}, err
 	}
 	if mark != was.mark {
@@ -99,12 +108,11 @@ func recycle(ctx context.Context, admin *sql.DB, f mariadb.Flavor, was check, a 
 	// the others are never compared by their times.
 	now := check{files: was.files}
 	// A new account moves the counters, not the global variables.
-	counters, err := writeCounters(ctx, conn, f)
-	if err != nil {
+	if status, counters, err = readCounters(ctx, conn, f); err != nil {
 		return account{}, check{}, err
 	}
 	now.mark = withCounters(mark, counters)
-	if now.base, err = takeBase(ctx, conn, f, was.base); err != nil {
+	if now.base, err = baseFrom(ctx, conn, f, was.base, status, globals); err != nil {
 		return account{}, check{}, err
 	}
 	return fresh, now, nil
@@ -147,7 +155,7 @@ func xaPending(ctx context.Context, conn querier) (int, error) {
 // sessionWrites sums, for the connection conn, the write counters but the
 // InnoDB log sequence number (which is the server's, not a session's).
 func sessionWrites(ctx context.Context, conn querier, f mariadb.Flavor) (int64, error) {
-	status, err := mariadb.ReadStatus(ctx, conn, "SESSION", "")
+	status, err := mariadb.ReadStatus(ctx, conn, "SESSION", statusCounters[f])
 	if err != nil {
 		return 0, fmt.Errorf("read the admin session's write counters: %w", err)
 	}
