@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -41,33 +42,37 @@ func ReadStatus(ctx context.Context, q Querier, scope, filter string) (map[strin
 	return status, nil
 }
 
-// clientsQuery lists the client connections but the caller's own. A
-// thread of the server itself is no client: COMMAND 'Daemon' (the event
-// scheduler on both flavours, MariaDB's other background threads) and
-// the replication threads, which run as "system user" with no host. A
-// client's thread always has a host (localhost, or an address), and no
+// A thread of the server itself is no client: COMMAND 'Daemon' (the
+// event scheduler on both flavours, MariaDB's other background threads)
+// and the replication threads, which run as "system user" with no host.
+// A client's thread always has a host (localhost, or an address), and no
 // client can make its thread a daemon, so a client named "system user"
 // is killed too. A replica's binary log dump is a client like any other:
 // pristine's servers have no replicas, and a lease cannot become one (no
 // REPLICATION SLAVE).
-const clientsQuery = "SELECT ID FROM information_schema.PROCESSLIST WHERE ID <> CONNECTION_ID() AND COMMAND <> 'Daemon' AND NOT (USER = 'system user' AND HOST = '')"
+func serverThread(user, host, command string) bool {
+	return command == "Daemon" || (user == "system user" && host == "")
+}
 
 // KillRoundWait is the least time between two rounds of KillOthers.
 const KillRoundWait = 5 * time.Millisecond
 
-// KillOthers kills every client connection of the server but q's own
-// (q must be one connection, a *sql.Conn), whoever it belongs to (a
-// lease, a session inside a routine whose definer is root, a handshake
-// not finished, root): by connection id, never by user. It returns once
+// KillOthers kills every client connection of the server but c's own,
+// whoever it belongs to (a lease, a session inside a routine whose definer
+// is root, a handshake not finished, root): by connection id, never by
+// user. It returns once
 // the process list shows none: a statement still running when its
 // connection was killed has ended, so nothing it makes escapes what the
 // caller does next. Past rounds rounds (at least KillRoundWait apart) it
 // fails naming what is left.
-func KillOthers(ctx context.Context, q Querier, rounds int) error {
+func KillOthers(ctx context.Context, c *sql.Conn, rounds int) error {
+	own, err := connectionID(ctx, c)
+	if err != nil {
+		return err
+	}
 	var left []int64
 	for i := 0; i < rounds; i++ {
-		var err error
-		if left, err = OtherClients(ctx, q); err != nil {
+		if left, err = otherClients(ctx, c, own); err != nil {
 			return err
 		}
 		if len(left) == 0 {
@@ -75,7 +80,7 @@ func KillOthers(ctx context.Context, q Querier, rounds int) error {
 		}
 		for _, id := range left {
 			// A connection that ended meanwhile is not an error.
-			_, _ = q.ExecContext(ctx, fmt.Sprintf("KILL CONNECTION %d", id))
+			_, _ = c.ExecContext(ctx, fmt.Sprintf("KILL CONNECTION %d", id))
 		}
 		time.Sleep(KillRoundWait)
 	}
@@ -83,31 +88,62 @@ func KillOthers(ctx context.Context, q Querier, rounds int) error {
 }
 
 // KillOtherQueries stops the running statement of every client
-// connection but q's own (KILL QUERY); the connections stay.
-func KillOtherQueries(ctx context.Context, q Querier) error {
-	ids, err := OtherClients(ctx, q)
+// connection but c's own (KILL QUERY); the connections stay.
+func KillOtherQueries(ctx context.Context, c *sql.Conn) error {
+	own, err := connectionID(ctx, c)
+	if err != nil {
+		return err
+	}
+	ids, err := otherClients(ctx, c, own)
 	if err != nil {
 		return err
 	}
 	for _, id := range ids {
-		_, _ = q.ExecContext(ctx, fmt.Sprintf("KILL QUERY %d", id))
+		_, _ = c.ExecContext(ctx, fmt.Sprintf("KILL QUERY %d", id))
 	}
 	return nil
 }
 
-// OtherClients lists the ids of the client connections other than q's
-// own (clientsQuery says which threads are the server's own).
-func OtherClients(ctx context.Context, q Querier) ([]int64, error) {
-	rows, err := q.QueryContext(ctx, clientsQuery)
+// connectionID is the server's id of connection c.
+func connectionID(ctx context.Context, c *sql.Conn) (int64, error) {
+	var id int64
+	if err := c.QueryRowContext(ctx, "SELECT CONNECTION_ID()").Scan(&id); err != nil {
+		return 0, fmt.Errorf("read the connection's id: %w", err)
+	}
+	return id, nil
+}
+
+// otherClients lists the ids of the client connections but own
+// (serverThread says which threads are the server's). It reads SHOW
+// PROCESSLIST, which sends its rows as it lists them: a read of
+// information_schema.PROCESSLIST, whose INFO column is a BLOB, makes an
+// on-disk temporary table, a file created and removed each time.
+func otherClients(ctx context.Context, c *sql.Conn, own int64) ([]int64, error) {
+	rows, err := c.QueryContext(ctx, "SHOW PROCESSLIST")
 	if err != nil {
 		return nil, fmt.Errorf("list the server's connections: %w", err)
 	}
 	defer rows.Close()
+	cols, err := rows.Columns()
+	if err != nil || len(cols) < 5 {
+		return nil, fmt.Errorf("list the server's connections: SHOW PROCESSLIST answered columns %q (%v), want Id, User, Host, db, Command first", cols, err)
+	}
+	vals := make([]sql.NullString, len(cols))
+	ptrs := make([]any, len(cols))
+	for i := range vals {
+		ptrs[i] = &vals[i]
+	}
 	var ids []int64
 	for rows.Next() {
-		var id int64
-		if err := rows.Scan(&id); err != nil {
+		if err := rows.Scan(ptrs...); err != nil {
 			return nil, fmt.Errorf("list the server's connections: %w", err)
+		}
+		id, err := strconv.ParseInt(vals[0].String, 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("list the server's connections: id %q: %w", vals[0].String, err)
+		}
+		if id == own || serverThread(vals[1].String, vals[2].String, vals[4].String) {
+			continue
 		}
 		ids = append(ids, id)
 	}

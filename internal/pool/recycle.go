@@ -126,7 +126,7 @@ var killRounds = 400
 // killOthers kills every client connection of the server but conn's own
 // and returns once the process list shows none (mariadb.KillOthers). Past
 // killRounds it fails, and the caller resets the slot.
-func killOthers(ctx context.Context, conn querier) error {
+func killOthers(ctx context.Context, conn *sql.Conn) error {
 	if err := mariadb.KillOthers(ctx, conn, killRounds); err != nil {
 		return fmt.Errorf("the old holder's connections: %w", err)
 	}
