@@ -21,16 +21,8 @@ die() { echo "build-image: FAILED: $*" >&2; exit 1; }
 command -v podman >/dev/null || die "needs podman (apt-get install podman)"
 . scripts/lib/apt.sh
 . scripts/lib/bookworm.sh
-arch="$(dpkg --print-architecture)"
 
-deb="${1:-}"
-if [ -z "$deb" ]; then
-  log "building the package (scripts/release.sh, $arch only)"
-  RELEASE_ARCHES="$arch" RELEASE_CLIENTS=0 bash scripts/release.sh >/tmp/pristine-build-image-release.log 2>&1 ||
-    { tail -20 /tmp/pristine-build-image-release.log >&2; die "scripts/release.sh failed"; }
-  deb="$(ls dist/pristine_*_"$arch".deb)"
-fi
-[ -f "$deb" ] || die "no package at $deb"
+deb="$(package_deb build-image "${1:-}")"
 version="$(dpkg-deb -f "$deb" Version)"
 tag="${version//[^A-Za-z0-9_.-]/_}"
 

@@ -39,16 +39,8 @@ command -v debootstrap >/dev/null || skip "needs debootstrap (apt-get install de
 command -v dpkg >/dev/null || skip "needs dpkg (a Debian machine)"
 . scripts/lib/apt.sh
 . scripts/lib/bookworm.sh
-arch="$(dpkg --print-architecture)"
 
-deb="${1:-}"
-if [ -z "$deb" ]; then
-  log "building the package (scripts/release.sh, $arch only)"
-  RELEASE_ARCHES="$arch" bash scripts/release.sh >/tmp/pristine-test-deb-release.log 2>&1 ||
-    { tail -20 /tmp/pristine-test-deb-release.log; die "scripts/release.sh failed"; }
-  deb="$(ls dist/pristine_*_"$arch".deb)"
-fi
-[ -f "$deb" ] || die "no package at $deb"
+deb="$(package_deb test-deb "${1:-}")"
 
 # --- the root, and everything to undo ---
 cache="${PRISTINE_DEB_TEST_CACHE:-/var/cache/pristine-deb-test}"

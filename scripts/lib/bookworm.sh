@@ -34,3 +34,20 @@ copy_apt_conf() {
   done
   if [ -f /etc/apt/apt.conf ]; then cp /etc/apt/apt.conf "$dir/etc/apt/"; fi
 }
+
+# package_deb NAME [DEB]: prints DEB, or when none is given builds this
+# machine's architecture's package (scripts/release.sh, no client
+# packages; its output in /tmp/pristine-NAME-release.log) and prints its
+# path: the package test-deb.sh and build-image.sh install in that root.
+package_deb() {
+  local name="$1" deb="${2:-}" arch
+  if [ -z "$deb" ]; then
+    arch="$(dpkg --print-architecture)"
+    log "building the package (scripts/release.sh, $arch only)" >&2
+    RELEASE_ARCHES="$arch" RELEASE_CLIENTS=0 bash scripts/release.sh >"/tmp/pristine-$name-release.log" 2>&1 ||
+      { tail -20 "/tmp/pristine-$name-release.log" >&2; die "scripts/release.sh failed"; }
+    deb="$(ls dist/pristine_*_"$arch".deb)"
+  fi
+  [ -f "$deb" ] || die "no package at $deb"
+  echo "$deb"
+}
