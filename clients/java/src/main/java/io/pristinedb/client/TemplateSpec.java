@@ -5,6 +5,10 @@ import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.TimeUnit;
 
 /**
  * What a test needs before it leases: a template keyed by files, built by
@@ -152,8 +156,9 @@ public record TemplateSpec(String name, List<String> patterns, List<String> extr
 
     /**
      * Ends a lease: keeps it when the test failed and keep was asked for
-     * (answers the message to print), else releases it (unchanged: the
-     * daemon checks that nothing was written and skips the reset).
+     * (answers the message to print), else releases it in the background
+     * (unchanged: the daemon checks that nothing was written and skips the
+     * reset), so the test's thread pays no round trip for it.
      */
     public static String end(PristineClient client, Lease lease, boolean failed, boolean keep, boolean unchanged) {
         if (failed && keep) {
@@ -162,7 +167,55 @@ public record TemplateSpec(String name, List<String> patterns, List<String> extr
                     + "\n  JDBC " + lease.jdbcUrl() + " (user " + lease.user() + ")"
                     + "\n  release it with: pristine release " + lease.id();
         }
-        client.release(lease.id(), unchanged);
+        String id = lease.id();
+        try {
+            RELEASES.execute(() -> {
+                try {
+                    client.release(id, unchanged);
+                } catch (RuntimeException e) {
+                    System.err.println("pristine: release of lease " + id + " failed: " + e.getMessage()
+                            + " (the daemon takes it back when this JVM exits)");
+                }
+            });
+        } catch (RejectedExecutionException e) {
+            client.release(id, unchanged); // the JVM is exiting: release now
+        }
         return null;
+    }
+
+    /**
+     * Releases of ended leases run here, one after another, off the tests'
+     * threads. {@link #awaitReleases} waits for those asked for so far (the
+     * JUnit extension and the Spring listener call it when a test class
+     * ends); the JVM's exit waits for the rest, up to 10 s.
+     */
+    private static final ExecutorService RELEASES = Executors.newSingleThreadExecutor(r -> {
+        Thread t = new Thread(r, "pristine-release");
+        t.setDaemon(true);
+        return t;
+    });
+
+    static {
+        Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+            RELEASES.shutdown();
+            try {
+                RELEASES.awaitTermination(10, TimeUnit.SECONDS);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        }, "pristine-release-wait"));
+    }
+
+    /** Waits until every release {@link #end} started before this call is done (30 s at most). */
+    public static void awaitReleases() {
+        try {
+            RELEASES.submit(() -> { }).get(30, TimeUnit.SECONDS);
+        } catch (RejectedExecutionException e) {
+            // the JVM is exiting: its hook waits
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        } catch (java.util.concurrent.ExecutionException | java.util.concurrent.TimeoutException e) {
+            System.err.println("pristine: releases still running after 30 s: " + e);
+        }
     }
 }

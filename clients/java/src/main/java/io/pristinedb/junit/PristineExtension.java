@@ -119,6 +119,8 @@ public final class PristineExtension implements BeforeAllCallback, AfterAllCallb
                     || Boolean.TRUE.equals(context.getStore(NS).get(FAILED, Boolean.class));
             h.end(context, failed);
         }
+        // The class's releases ran in the background: done when it ends.
+        TemplateSpec.awaitReleases();
     }
 
     @Override

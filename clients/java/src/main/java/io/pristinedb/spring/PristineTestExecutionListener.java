@@ -107,6 +107,8 @@ public final class PristineTestExecutionListener extends AbstractTestExecutionLi
         if (cl != null) {
             end(dataSource(tc), cl.lease, cl.failed);
         }
+        // The class's releases ran in the background: done when it ends.
+        TemplateSpec.awaitReleases();
     }
 
     private static void end(PristineRoutingDataSource ds, Lease l, boolean failed) {

@@ -2,6 +2,7 @@ package io.pristinedb.client;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -232,6 +233,24 @@ class ClientTest {
             }
         }
         assertTrue(c.leases().stream().noneMatch(l -> "java-prefetch".equals(l.template())), "leases left: " + c.leases());
+    }
+
+    @Test
+    void endReleasesInTheBackground() throws Exception {
+        PristineClient c = d.unix();
+        TemplateSpec spec = new TemplateSpec("java-bgrelease", List.of(), List.of(uniqueKey("bgrelease")), TemplateSpecs.command(
+                "mariadb -u\"$MYSQL_USER\" \"$MYSQL_DATABASE\" < src/test/resources/schema.sql"), null, 1, null, true);
+        spec.ensure(c);
+        Lease l = spec.lease(c, "bgrelease", 30);
+        // The release is not the test's: a daemon that cannot be reached
+        // fails it in the background (a message), not the test.
+        PristineClient gone = PristineClient.unix(Path.of("/nonexistent-pristine-dir/pristine.sock"));
+        assertNull(TemplateSpec.end(gone, l, false, false, true));
+        TemplateSpec.awaitReleases();
+        assertTrue(c.leases().stream().anyMatch(x -> x.id().equals(l.id())), "released through a client of no daemon");
+        assertNull(TemplateSpec.end(c, l, false, false, true));
+        TemplateSpec.awaitReleases();
+        assertTrue(c.leases().stream().noneMatch(x -> x.id().equals(l.id())), "still held after awaitReleases: " + c.leases());
     }
 
     @Test

@@ -16,7 +16,8 @@ import org.junit.jupiter.api.condition.EnabledIfSystemProperty;
  * ({@code -Dpristine.bench=N}) one after another, each taking a lease (the
  * one the Prefetcher took while the test before ran), getting a connection
  * from the lease's pooled DataSource, running its query, and releasing
- * unchanged; then the same N tests on one database they share, in the same
+ * unchanged in the background as the JUnit extension does
+ * ({@link TemplateSpec#end}); then the same N tests on one database they share, in the same
  * run. Writes a table row to target/pertest.md (medians: lease, connect,
  * release, their sum on the test's thread, the test on each side, the
  * ratio). The template "pertest" and its pool come from `pristine-bench
@@ -72,7 +73,7 @@ class PertestBench {
                 long t3 = System.nanoTime();
                 conn.close();
                 ds.close();
-                c.release(l.id(), true);
+                TemplateSpec.end(c, l, false, false, true);
                 long t4 = System.nanoTime();
                 lease.add(ms(t0, t1));
                 connect.add(ms(t1, t2));
@@ -80,6 +81,7 @@ class PertestBench {
                 over.add(ms(t0, t2) + ms(t3, t4));
                 own.add(ms(t0, t4));
             }
+            TemplateSpec.awaitReleases();
         }
         String row = String.format("| Java | %d | %.2f / %.2f / %.2f ms | %.2f ms | %.2f / %.2f ms | %.1fx |%n", n,
                 median(lease), median(connect), median(release), median(over), median(own), median(shared), median(own) / median(shared));
