@@ -9,6 +9,7 @@ import java.sql.SQLException;
 import java.sql.SQLFeatureNotSupportedException;
 import java.util.ArrayDeque;
 import java.util.Deque;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.logging.Logger;
 import javax.sql.DataSource;
 
@@ -29,9 +30,71 @@ public final class LeaseDataSource implements DataSource, AutoCloseable {
     private PrintWriter log;
     private int loginTimeout;
 
-    /** A pooled DataSource of db. */
+    /**
+     * A pooled DataSource of db. When db is a lease a {@link Prefetcher}
+     * took ahead, the connection it opened ahead is the first one kept.
+     */
     public LeaseDataSource(DatabaseConnection db) {
         this(db.jdbcUrl(), db.user(), db.password());
+        if (db instanceof Lease l) {
+            Connection c = AHEAD.remove(l.id());
+            if (c != null && usable(c)) {
+                idle.push(c);
+            }
+        }
+    }
+
+    /**
+     * Connections a {@link Prefetcher} opened for the leases it took ahead,
+     * by lease id, until a DataSource of the lease takes its own or the
+     * lease ends ({@link #dropAhead}, from the client's release and keep).
+     */
+    private static final ConcurrentHashMap<String, Connection> AHEAD = new ConcurrentHashMap<>();
+
+    /**
+     * Opens a connection to lease l for the DataSource a test makes of it
+     * later, so the test's thread does not pay the connect. A failure
+     * leaves it to the test to connect (and see the error).
+     */
+    static void openAhead(Lease l) {
+        try {
+            Connection c = DriverManager.getConnection(l.jdbcUrl(), l.user(), l.password());
+            closeQuietly(AHEAD.put(l.id(), c));
+        } catch (SQLException | RuntimeException e) {
+            // the test connects itself
+        }
+    }
+
+    /** How many connections opened ahead wait for their lease's DataSource. */
+    static int ahead() {
+        return AHEAD.size();
+    }
+
+    /** Closes the connection opened ahead for lease id, if one is left. */
+    static void dropAhead(String id) {
+        closeQuietly(AHEAD.remove(id));
+    }
+
+    private static boolean usable(Connection c) {
+        try {
+            if (c.isValid(2)) {
+                return true;
+            }
+        } catch (SQLException ignored) {
+            // closed below
+        }
+        closeQuietly(c);
+        return false;
+    }
+
+    private static void closeQuietly(Connection c) {
+        if (c != null) {
+            try {
+                c.close();
+            } catch (SQLException ignored) {
+                // the daemon kills it at release anyway
+            }
+        }
     }
 
     LeaseDataSource(String url, String user, String password) {

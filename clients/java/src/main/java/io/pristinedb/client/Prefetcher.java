@@ -5,7 +5,9 @@ import java.util.concurrent.CompletableFuture;
 /**
  * Takes the next lease of a request while the current one is in use, so a
  * test that asks for a database finds one leased already: its wait is a
- * future's get, not a round trip to the daemon. It holds at most one lease
+ * future's get, not a round trip to the daemon. It also opens a JDBC
+ * connection to that lease, which the first {@link LeaseDataSource} made
+ * of it takes, so the test does not pay the connect either. It holds at most one lease
  * ahead; that lease holds a slot of the pool like any other and is held by
  * this JVM (the daemon reclaims it when the JVM exits). {@link #close()}
  * releases it. Safe for concurrent use: with parallel tests, the first to
@@ -25,7 +27,11 @@ public final class Prefetcher implements AutoCloseable {
     /** Starts taking a lease ahead now, if none is. */
     public synchronized void warm() {
         if (next == null && !closed) {
-            next = CompletableFuture.supplyAsync(() -> client.leaseWait(req));
+            next = CompletableFuture.supplyAsync(() -> {
+                Lease l = client.leaseWait(req);
+                LeaseDataSource.openAhead(l);
+                return l;
+            });
         }
     }
 

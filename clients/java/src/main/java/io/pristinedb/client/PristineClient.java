@@ -355,6 +355,7 @@ public final class PristineClient {
      * {@link #releaseWait}.
      */
     public boolean release(String id, boolean unchanged) {
+        LeaseDataSource.dropAhead(id);
         JsonNode n = call("DELETE", "/v1/leases/" + esc(id) + (unchanged ? "?mode=unchanged" : ""), null, JsonNode.class);
         return n == null || n.path("reset").asBoolean(true);
     }
@@ -365,6 +366,7 @@ public final class PristineClient {
      * written, it was handed out again).
      */
     public boolean releaseWait(String id, boolean unchanged) {
+        LeaseDataSource.dropAhead(id);
         JsonNode n = call("DELETE", "/v1/leases/" + esc(id) + (unchanged ? "?mode=unchanged&wait=true" : ""), null, JsonNode.class);
         return n == null || n.path("reset").asBoolean(true);
     }
@@ -379,6 +381,7 @@ public final class PristineClient {
 
     /** Keeps a lease for debugging: it is not reclaimed or reset until released. */
     public Lease keep(String id) {
+        LeaseDataSource.dropAhead(id);
         return call("POST", "/v1/leases/" + esc(id) + "/keep", null, Lease.class);
     }
 

@@ -213,6 +213,8 @@ class ClientTest {
                 Lease l = p.lease();
                 long first;
                 try (LeaseDataSource ds = new LeaseDataSource(l)) {
+                    // The connection the Prefetcher opened ahead, kept.
+                    assertEquals(1, ds.idle(), "no connection opened ahead for lease " + i);
                     try (Connection conn = ds.getConnection()) {
                         assertEquals(0, count(conn, "SELECT COUNT(*) FROM items WHERE name = 'written'"), "lease " + i + " is not pristine");
                         conn.createStatement().execute("INSERT INTO items (name) VALUES ('written')");
@@ -233,6 +235,7 @@ class ClientTest {
             }
         }
         assertTrue(c.leases().stream().noneMatch(l -> "java-prefetch".equals(l.template())), "leases left: " + c.leases());
+        assertEquals(0, LeaseDataSource.ahead(), "connections opened ahead outlived their leases");
     }
 
     @Test
