@@ -42,14 +42,15 @@ func ReadStatus(ctx context.Context, q Querier, scope, filter string) (map[strin
 	return status, nil
 }
 
-// A thread of the server itself is no client: COMMAND 'Daemon' (the
-// event scheduler on both flavours, MariaDB's other background threads)
-// and the replication threads, which run as "system user" with no host.
-// A client's thread always has a host (localhost, or an address), and no
-// client can make its thread a daemon, so a client named "system user"
-// is killed too. A replica's binary log dump is a client like any other:
-// pristine's servers have no replicas, and a lease cannot become one (no
-// REPLICATION SLAVE).
+// serverThread reports whether a process list row (its user, host and
+// command) is a thread of the server itself, not a client: COMMAND
+// 'Daemon' (the event scheduler on both flavours, MariaDB's other
+// background threads) and the replication threads, which run as "system
+// user" with no host. A client's thread always has a host (localhost, or
+// an address), and no client can make its thread a daemon, so a client
+// named "system user" is killed too. A replica's binary log dump is a
+// client like any other: pristine's servers have no replicas, and a lease
+// cannot become one (no REPLICATION SLAVE).
 func serverThread(user, host, command string) bool {
 	return command == "Daemon" || (user == "system user" && host == "")
 }
@@ -60,11 +61,10 @@ const KillRoundWait = 5 * time.Millisecond
 // KillOthers kills every client connection of the server but c's own,
 // whoever it belongs to (a lease, a session inside a routine whose definer
 // is root, a handshake not finished, root): by connection id, never by
-// user. It returns once
-// the process list shows none: a statement still running when its
-// connection was killed has ended, so nothing it makes escapes what the
-// caller does next. Past rounds rounds (at least KillRoundWait apart) it
-// fails naming what is left.
+// user. It returns once the process list shows none: a statement still
+// running when its connection was killed has ended, so nothing it makes
+// escapes what the caller does next. Past rounds rounds (at least
+// KillRoundWait apart) it fails naming what is left.
 func KillOthers(ctx context.Context, c *sql.Conn, rounds int) error {
 	own, err := connectionID(ctx, c)
 	if err != nil {
