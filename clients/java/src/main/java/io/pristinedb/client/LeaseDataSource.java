@@ -190,11 +190,7 @@ public final class LeaseDataSource implements DataSource, AutoCloseable {
             idle.clear();
         }
         for (Connection c : left) {
-            try {
-                c.close();
-            } catch (SQLException ignored) {
-                // the daemon kills it at release anyway
-            }
+            closeQuietly(c);
         }
     }
 
