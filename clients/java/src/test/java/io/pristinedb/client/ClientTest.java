@@ -195,6 +195,12 @@ class ClientTest {
         assertTrue(ce.getMessage().contains("exited with status 3: migrating"), ce.getMessage());
     }
 
+    /** A template of name built by loading src/test/resources/schema.sql, keyed by key, with a pool of poolSize. */
+    private static TemplateSpec schemaSpec(String name, String key, int poolSize) {
+        return new TemplateSpec(name, List.of(), List.of(key), TemplateSpecs.command(
+                "mariadb -u\"$MYSQL_USER\" \"$MYSQL_DATABASE\" < src/test/resources/schema.sql"), null, poolSize, null, true);
+    }
+
     /**
      * A lease's pooled DataSource gives the same server connection back
      * after a close (one connection per test, not one per transaction), and
@@ -204,8 +210,7 @@ class ClientTest {
     @Test
     void pooledConnectionsAndPrefetchedLeases() throws Exception {
         PristineClient c = d.unix();
-        TemplateSpec spec = new TemplateSpec("java-prefetch", List.of(), List.of(uniqueKey("prefetch")), TemplateSpecs.command(
-                "mariadb -u\"$MYSQL_USER\" \"$MYSQL_DATABASE\" < src/test/resources/schema.sql"), null, 2, null, true);
+        TemplateSpec spec = schemaSpec("java-prefetch", uniqueKey("prefetch"), 2);
         spec.ensure(c);
         try (Prefetcher p = c.prefetch(LeaseRequest.of("java-prefetch", "prefetch").withWait(60))) {
             p.warm();
@@ -241,8 +246,7 @@ class ClientTest {
     @Test
     void endReleasesInTheBackground() throws Exception {
         PristineClient c = d.unix();
-        TemplateSpec spec = new TemplateSpec("java-bgrelease", List.of(), List.of(uniqueKey("bgrelease")), TemplateSpecs.command(
-                "mariadb -u\"$MYSQL_USER\" \"$MYSQL_DATABASE\" < src/test/resources/schema.sql"), null, 1, null, true);
+        TemplateSpec spec = schemaSpec("java-bgrelease", uniqueKey("bgrelease"), 1);
         spec.ensure(c);
         Lease l = spec.lease(c, "bgrelease", 30);
         // The release is not the test's: a daemon that cannot be reached
@@ -260,8 +264,7 @@ class ClientTest {
     void noDatabaseFreeNamesThePoolSize() throws Exception {
         String key = uniqueKey("busy");
         PristineClient c = d.unix();
-        TemplateSpec spec = new TemplateSpec("java-busy", List.of(), List.of(key), TemplateSpecs.command(
-                "mariadb -u\"$MYSQL_USER\" \"$MYSQL_DATABASE\" < src/test/resources/schema.sql"), null, 1, null, true);
+        TemplateSpec spec = schemaSpec("java-busy", key, 1);
         spec.ensure(c);
         Lease held = spec.lease(c, "holder", 10);
         try (Connection conn = held.connect()) {
@@ -312,8 +315,7 @@ class ClientTest {
     @Test
     void aSmallerPoolGrowsToWhatTheRunNeeds() throws Exception {
         PristineClient c = d.unix();
-        TemplateSpec one = new TemplateSpec("java-grows", List.of(), List.of(uniqueKey("grows")), TemplateSpecs.command(
-                "mariadb -u\"$MYSQL_USER\" \"$MYSQL_DATABASE\" < src/test/resources/schema.sql"), null, 1, null, true);
+        TemplateSpec one = schemaSpec("java-grows", uniqueKey("grows"), 1);
         String hash = one.ensure(c);
         assertEquals(1, c.pool("java-grows").path("size").asInt());
         List<Lease> held = new ArrayList<>();
