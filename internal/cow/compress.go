@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path/filepath"
+	"strings"
 	"unsafe"
 
 	"github.com/pristinedb/pristine/internal/mountinfo"
@@ -38,8 +39,10 @@ func Compression(dir string) (string, error) {
 // recompress either): a template is rewritten once, when its build is
 // done and before anything is cloned from it. Each file is copied to a
 // new one beside it, holes kept (a page-compressed tablespace is mostly
-// holes), with its owner, mode and times, and renamed over the old one.
-// A filesystem without compression is left alone.
+// holes), with its owner, mode and times, and renamed over the old one;
+// the server's own files stay as written (serverFile), and every file is
+// then marked not to compress later writes (noCompress). A filesystem
+// without compression is left alone.
 func Recompress(dir string) (bool, error) {
 	c, err := Compression(dir)
 	if err != nil || c == "" {
@@ -47,7 +50,7 @@ func Recompress(dir string) (bool, error) {
 	}
 	buf := make([]byte, 1<<20)
 	err = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || !d.Type().IsRegular() {
+		if err != nil || !d.Type().IsRegular() || serverFile(dir, p) {
 			return err
 		}
 		if err := rewrite(p, buf); err != nil {
@@ -59,9 +62,32 @@ func Recompress(dir string) (bool, error) {
 		err = syncfs(dir)
 	}
 	if err == nil {
+		// Only now: btrfs compresses at writeback, and the flag applies
+		// to what is written back after it is set.
+		err = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+			if err != nil || !d.Type().IsRegular() {
+				return err
+			}
+			return noCompress(p)
+		})
+	}
+	if err == nil {
 		trim(dir)
 	}
 	return err == nil, err
+}
+
+// serverFile reports whether p, under the data directory dir, is one of
+// the server's own files rather than a schema's: the system and undo
+// tablespaces, the redo log, the Aria log (directly in dir), the `mysql`
+// schema, MySQL's #innodb_redo. Every slot's server reads them as it
+// starts, and a slot of a compressed template paid for decompressing
+// them; they are a small part of a large template, so they stay as the
+// server wrote them.
+func serverFile(dir, p string) bool {
+	parent := filepath.Dir(p)
+	base := filepath.Base(parent)
+	return parent == filepath.Clean(dir) || base == "mysql" || strings.HasPrefix(base, "#")
 }
 
 // fstrimRange is struct fstrim_range (linux/fs.h).
@@ -123,6 +149,30 @@ func rewrite(p string, buf []byte) (err error) {
 		return err
 	}
 	return unix.Rename(tmp, p)
+}
+
+// noCompress marks the file at p as one btrfs does not compress from now on
+// (FS_NOCOMP_FL, chattr +m); what it holds stays compressed. Snapshots of
+// a template (a slot on btrfs) carry the flag, so what a slot's server
+// writes over the template's pages is stored as written: compressed, a
+// page or a redo block at a time, it saved nothing measurable and cost
+// the slot CPU on every write. A filesystem mounted compress-force
+// compresses whatever the flag says.
+func noCompress(p string) error {
+	const fsNoCompFL = 0x400 // FS_NOCOMP_FL, linux/fs.h
+	fd, err := unix.Open(p, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(fd)
+	flags, err := unix.IoctlGetInt(fd, unix.FS_IOC_GETFLAGS)
+	if err != nil {
+		return fmt.Errorf("read the flags of %s: %w", p, err)
+	}
+	if err := unix.IoctlSetPointerInt(fd, unix.FS_IOC_SETFLAGS, flags|fsNoCompFL); err != nil {
+		return fmt.Errorf("mark %s not to compress: %w", p, err)
+	}
+	return nil
 }
 
 // writeData copies the data segments of src (SEEK_DATA / SEEK_HOLE) to

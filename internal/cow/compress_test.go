@@ -41,21 +41,42 @@ func compressedRoot(t *testing.T) *rootdir.Root {
 	return root
 }
 
-// Recompress of a data directory on a compressed btrfs: a file the
-// server filled in preallocated space (stored uncompressed) is stored
-// compressed after, with the same bytes, holes, owner, mode and times; a
-// symlink in the tree is not followed, so a file it points at outside
-// stays as it was.
+// Recompress of a data directory on a compressed btrfs: a schema's file
+// the server filled in preallocated space (stored uncompressed) is stored
+// compressed after, with the same bytes, holes, owner, mode and times,
+// and marked so that its clones' writes are not compressed; the server's
+// own files stay as written; a symlink in the tree is not followed, so a
+// file it points at outside stays as it was.
 func TestRecompress(t *testing.T) {
 	root := compressedRoot(t)
 	if c, err := cow.Compression(root.Data()); err != nil || c != "zstd:3" {
 		t.Fatalf("Compression = %q, %v; want zstd:3", c, err)
 	}
 	dir := filepath.Join(root.Data(), "tpl")
-	if err := os.Mkdir(dir, 0o755); err != nil {
+	fs := cow.NewBtrfs(root)
+	if err := fs.MakeDir(dir); err != nil { // a template, which slots snapshot
 		t.Fatal(err)
 	}
-	file := filepath.Join(dir, "t.ibd")
+	if err := os.MkdirAll(filepath.Join(dir, "app"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(dir, "app", "t.ibd")
+	// The server's own file, which every slot reads as it starts: kept as
+	// the server wrote it.
+	system := filepath.Join(dir, "ibdata1")
+	sfd, err := unix.Open(system, unix.O_RDWR|unix.O_CREAT|unix.O_CLOEXEC, 0o640)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sdata := bytes.Repeat([]byte("system tablespace "), 100000)
+	if err := unix.Fallocate(sfd, 0, 0, int64(len(sdata))); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := unix.Pwrite(sfd, sdata, 0); err != nil {
+		t.Fatal(err)
+	}
+	unix.Fsync(sfd)
+	unix.Close(sfd)
 	data := bytes.Repeat([]byte("a page of rows that compresses well; "), 300000) // ~11 MB
 	fd, err := unix.Open(file, unix.O_RDWR|unix.O_CREAT, 0o640)
 	if err != nil {
@@ -85,7 +106,7 @@ func TestRecompress(t *testing.T) {
 	if err := os.WriteFile(outside, []byte("not pristine's"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Symlink(outside, filepath.Join(dir, "link")); err != nil {
+	if err := os.Symlink(outside, filepath.Join(dir, "app", "link")); err != nil {
 		t.Fatal(err)
 	}
 	before, err := diskuse.Measure(file)
@@ -107,6 +128,9 @@ func TestRecompress(t *testing.T) {
 	if after.Physical*4 > after.Logical {
 		t.Errorf("after Recompress: %+v; want physical under a quarter of logical (before: %+v)", after, before)
 	}
+	if sys, err := diskuse.Measure(system); err != nil || sys.Physical < sys.Logical {
+		t.Errorf("the server's ibdata1 after Recompress: %+v, %v; want it stored as written", sys, err)
+	}
 	got, err := os.ReadFile(file)
 	if err != nil || !bytes.Equal(got, data) {
 		t.Errorf("content changed by Recompress (%v)", err)
@@ -124,15 +148,42 @@ func TestRecompress(t *testing.T) {
 	if b, err := os.ReadFile(outside); err != nil || string(b) != "not pristine's" {
 		t.Errorf("the file a symlink in the tree points at: %q, %v; want it untouched", b, err)
 	}
-	if l, err := os.Readlink(filepath.Join(dir, "link")); err != nil || l != outside {
+	if l, err := os.Readlink(filepath.Join(dir, "app", "link")); err != nil || l != outside {
 		t.Errorf("the symlink: %q, %v; want it kept", l, err)
 	}
-	if ents, _ := os.ReadDir(dir); len(ents) != 2 {
+	// The template's files keep their compressed bytes, but a slot's
+	// writes over them are stored as written (FS_NOCOMP_FL, which
+	// snapshots carry): a slot pays no compression on its writes.
+	if flags, err := unix.IoctlGetInt(mustOpen(t, file), unix.FS_IOC_GETFLAGS); err != nil || flags&0x400 == 0 {
+		t.Errorf("after Recompress: file flags %#x, %v; want FS_NOCOMP_FL (0x400)", flags, err)
+	}
+	slot := filepath.Join(root.Data(), "slot")
+	if err := fs.Clone(dir, slot); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { fs.Remove(slot) })
+	clone := filepath.Join(slot, "app", "t.ibd")
+	cfd, err := unix.Open(clone, unix.O_RDWR|unix.O_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(cfd)
+	if _, err := unix.Pwrite(cfd, data[:4<<20], 6<<20); err != nil {
+		t.Fatal(err)
+	}
+	unix.Syncfs(cfd) // committed: diskuse reads the filesystem's trees
+	if cl, err := diskuse.Measure(clone); err != nil || cl.Physical < after.Physical+3<<20 {
+		t.Errorf("a clone with 4 MiB of compressible data written over it: %+v, %v; want at least 3 MiB more physical than the template's file (%d): stored as written", cl, err, after.Physical)
+	}
+	if err := fs.Remove(slot); err != nil {
+		t.Error(err)
+	}
+	if ents, _ := os.ReadDir(filepath.Join(dir, "app")); len(ents) != 2 {
 		var names []string
 		for _, e := range ents {
 			names = append(names, e.Name())
 		}
-		t.Errorf("the directory after Recompress holds %s; want t.ibd and link, no temporary file", strings.Join(names, ", "))
+		t.Errorf("the schema's directory after Recompress holds %s; want t.ibd and link, no temporary file", strings.Join(names, ", "))
 	}
 }
 

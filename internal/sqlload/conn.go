@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"regexp"
+	"sync"
 
 	"github.com/pristinedb/pristine/internal/quote"
 
@@ -47,6 +49,10 @@ type conn struct {
 	// stale: a database was created or altered since this session entered
 	// its default database; enter it again before the next statement.
 	stale bool
+	// pageCompressed: the server page-compresses new tables by default;
+	// uncompressed records the statements run without it (runUncompressed).
+	pageCompressed bool
+	uncompressed   *uncompressed
 }
 
 // run runs a statement after the session statements queued before it, in
@@ -72,10 +78,53 @@ func (c *conn) run(ctx context.Context, j job) error {
 		}
 		c.db = j.db
 	}
+	if c.pageCompressed && keepsRowFormat.MatchString(j.text) {
+		return c.runUncompressed(ctx, j)
+	}
 	if err := c.exec(ctx, j.text); err != nil {
 		return stmtError(j, err)
 	}
 	return nil
+}
+
+// keepsRowFormat matches a statement that names a row format InnoDB does
+// not page compress: it refuses ROW_FORMAT=COMPRESSED (which KEY_BLOCK_SIZE
+// implies) and REDUNDANT, and stores a page-compressed COMPACT table as
+// DYNAMIC, which changes what the table holds inline and its row size
+// limit.
+var keepsRowFormat = regexp.MustCompile(`(?i)\bROW_FORMAT\s*=?\s*(COMPACT|REDUNDANT|COMPRESSED)\b|\bKEY_BLOCK_SIZE\s*=?\s*[1-9]`)
+
+// runUncompressed runs a statement that names a row format InnoDB does not
+// page compress, on a server that page-compresses new tables by default
+// (innodb_compression_default=ON, template build --innodb-compression),
+// with that default off for it alone: the table keeps the row format its
+// definition names, uncompressed, and the load says so.
+func (c *conn) runUncompressed(ctx context.Context, j job) error {
+	if err := c.exec(ctx, "SET SESSION innodb_compression_default=OFF"); err != nil {
+		return stmtError(j, err)
+	}
+	err := c.exec(ctx, j.text)
+	if rerr := c.exec(ctx, "SET SESSION innodb_compression_default=ON"); err == nil {
+		err = rerr
+	}
+	if err != nil {
+		return stmtError(j, err)
+	}
+	c.uncompressed.add(fmt.Sprintf("%s:%d: %s", j.src, j.line, excerpt(j.text)))
+	return nil
+}
+
+// uncompressed lists the statements that made tables InnoDB would not
+// page compress; the load's connections share it.
+type uncompressed struct {
+	mu    sync.Mutex
+	where []string
+}
+
+func (u *uncompressed) add(where string) {
+	u.mu.Lock()
+	u.where = append(u.where, where)
+	u.mu.Unlock()
 }
 
 // exec sends a statement over the text protocol (no arguments, so the
@@ -114,6 +163,8 @@ func openConn(ctx context.Context, db *sql.DB, database string, binlog bool) (*c
 		// Needs a privilege a plain user may lack; logging is then only slower.
 		_ = c.exec(ctx, "SET SESSION sql_log_bin=0")
 	}
+	// MariaDB's innodb_compression_default; MySQL has none (false).
+	_ = c.c.QueryRowContext(ctx, "SELECT @@session.innodb_compression_default").Scan(&c.pageCompressed)
 	if database != "" {
 		if err := c.exec(ctx, "USE "+quote.Ident(database)); err != nil {
 			sc.Close()

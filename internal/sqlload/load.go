@@ -52,7 +52,13 @@ type Stats struct {
 	Bytes      int64 // SQL text read, after decompression
 	Statements int64 // statements run (session statements once, dropped LOCK TABLES not at all)
 	Tables     int   // CREATE TABLE statements run
-	Duration   time.Duration
+	// Uncompressed names, as "FILE:LINE: statement", the tables left
+	// uncompressed on a server that page-compresses new tables by default
+	// (innodb_compression_default=ON): those whose definition names a row
+	// format InnoDB does not page compress (COMPACT, REDUNDANT, COMPRESSED,
+	// or a KEY_BLOCK_SIZE).
+	Uncompressed []string
+	Duration     time.Duration
 }
 
 // key names a table.
@@ -75,6 +81,7 @@ type loader struct {
 	// input may create it itself, with its own character set and comment.
 	create string
 
+	uncompressed    uncompressed
 	raw, text, done atomic.Int64
 	tables          atomic.Int64
 	errOnce         sync.Once
@@ -133,7 +140,7 @@ func Load(ctx context.Context, dsn string, srcs []Source, opt Options) (Stats, e
 	}
 	wg.Wait()
 	stopProgress()
-	st := Stats{Bytes: l.text.Load(), Statements: l.done.Load(), Tables: int(l.tables.Load()), Duration: time.Since(start)}
+	st := Stats{Bytes: l.text.Load(), Statements: l.done.Load(), Tables: int(l.tables.Load()), Uncompressed: l.uncompressed.where, Duration: time.Since(start)}
 	if l.err != nil {
 		return st, l.err
 	}
@@ -148,6 +155,7 @@ func (l *loader) open(db *sql.DB, opt Options) error {
 	if err != nil {
 		return err
 	}
+	l.main.uncompressed = &l.uncompressed
 	if err := l.main.c.QueryRowContext(l.ctx, "SELECT @@log_bin, @@max_allowed_packet").Scan(&binlog, &l.maxPkt); err != nil {
 		return fmt.Errorf("read server settings: %w", err)
 	}
@@ -163,6 +171,7 @@ func (l *loader) open(db *sql.DB, opt Options) error {
 		if err != nil {
 			return err
 		}
+		c.uncompressed = &l.uncompressed
 		l.workers = append(l.workers, c)
 		l.queues = append(l.queues, newQueue())
 	}

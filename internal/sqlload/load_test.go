@@ -236,3 +236,46 @@ func fingerprint(t *testing.T, db *sql.DB) string {
 	}
 	return b.String()
 }
+
+// A server that page-compresses new tables by default (template build
+// --innodb-compression) refuses ROW_FORMAT=COMPRESSED and REDUNDANT tables
+// and turns COMPACT ones DYNAMIC: the load keeps the row format a table
+// names, uncompressed, names those tables, and compresses the rest (a
+// SPATIAL index is fine).
+func TestLoadKeepsUncompressibleTablesUncompressed(t *testing.T) {
+	mariadbtest.SkipOnMySQL(t, "innodb_compression_default is MariaDB's")
+	in := mariadbtest.Start(t)
+	db := mariadbtest.Open(t, in, "")
+	mariadbtest.Exec(t, db, "SET GLOBAL innodb_compression_default=ON")
+	input := "CREATE TABLE plain (id INT PRIMARY KEY, v VARCHAR(20));\n" +
+		"INSERT INTO plain VALUES (1, 'a');\n" +
+		"CREATE TABLE places (id INT PRIMARY KEY, pt POINT NOT NULL, SPATIAL KEY sp (pt));\n" +
+		"INSERT INTO places VALUES (1, POINT(1, 2));\n" +
+		"CREATE TABLE old (id INT PRIMARY KEY) ROW_FORMAT=REDUNDANT;\n" +
+		"CREATE TABLE small (id INT PRIMARY KEY) KEY_BLOCK_SIZE=8;\n" +
+		"CREATE TABLE compact (id INT PRIMARY KEY) ROW_FORMAT = compact;\n"
+	st, err := sqlload.Load(context.Background(), in.DSN(""), []sqlload.Source{sqlload.StringSource("input.sql", input)}, sqlload.Options{Database: "app", Workers: 2})
+	if err != nil {
+		t.Fatalf("load with page compression on by default: %v", err)
+	}
+	got := strings.Join(st.Uncompressed, "\n")
+	if len(st.Uncompressed) != 3 || !strings.Contains(got, "input.sql:5: CREATE TABLE old") ||
+		!strings.Contains(got, "input.sql:6: CREATE TABLE small") || !strings.Contains(got, "input.sql:7: CREATE TABLE compact") {
+		t.Errorf("Stats.Uncompressed = %q, want the old, small and compact tables with their lines", st.Uncompressed)
+	}
+	for table, want := range map[string]bool{"plain": true, "places": true, "old": false, "small": false, "compact": false} {
+		opts := queryString(t, db, "SELECT CREATE_OPTIONS FROM information_schema.TABLES WHERE TABLE_SCHEMA = 'app' AND TABLE_NAME = '"+table+"'")
+		if got := strings.Contains(strings.ToUpper(opts), "PAGE_COMPRESSED"); got != want {
+			t.Errorf("app.%s: create options %q, page compressed %v, want %v", table, opts, got, want)
+		}
+	}
+	if f := queryString(t, db, "SELECT ROW_FORMAT FROM information_schema.TABLES WHERE TABLE_SCHEMA = 'app' AND TABLE_NAME = 'compact'"); f != "Compact" {
+		t.Errorf("app.compact: row format %s, want Compact", f)
+	}
+	if n := queryString(t, db, "SELECT COUNT(*) FROM app.places"); n != "1" {
+		t.Errorf("app.places holds %s rows, want 1", n)
+	}
+	if v := queryString(t, db, "SELECT @@global.innodb_compression_default"); v != "1" {
+		t.Errorf("innodb_compression_default = %s after the load, want it left on", v)
+	}
+}

@@ -390,6 +390,9 @@ func (b *Builder) load(ctx context.Context, in *mariadb.Instance, opt BuildOptio
 		return err
 	}
 	b.progress("loaded %d statements, %s in %.1fs", stats.Statements, units.Bytes(stats.Bytes), stats.Duration.Seconds())
+	for _, w := range stats.Uncompressed {
+		b.progress("left uncompressed (its definition names a row format InnoDB does not page compress: COMPACT, REDUNDANT or COMPRESSED): %s", w)
+	}
 	if stats.Statements == 0 {
 		return fmt.Errorf("%s holds no SQL statements (%s read): check the file (an empty dump, or a failed mariadb-dump?); a template from migrations alone needs only --init-cmd", b.inputName(opt.FromSQL), units.Bytes(stats.Bytes))
 	}

@@ -171,6 +171,25 @@ func (e *corpusEnv) run(t *testing.T, c fidelityCase) {
 		defer db.Close()
 		e.compare(ctx, t, c, "clone", srcDB, db, nil)
 	})
+	t.Run("page-compressed", func(t *testing.T) {
+		pc, err := e.st.Binary().PageCompressionOptions()
+		if err != nil {
+			t.Skipf("no page-compressed templates on this server: %v", err)
+		}
+		opt := template.BuildOptions{Name: c.name + "-pc", FromSQL: filepath.Join(c.dir, "create.sql"), Database: "app", Profile: mariadb.DefaultProfile()}
+		if opt.Profile.Options, err = mariadb.MergeOptions(opt.Profile.Options, pc); err != nil {
+			t.Fatal(err)
+		}
+		m, _, err := e.st.Build(ctx, opt)
+		if err != nil {
+			t.Fatalf("template build --innodb-compression: %v", err)
+		}
+		p, leases := e.pool(ctx, t, m, 1)
+		defer p.Down(context.Background())
+		db := leaseDB(t, leases[0], e.st.Catalog().Admin())
+		defer db.Close()
+		e.compare(ctx, t, c, "page-compressed", srcDB, db, nil)
+	})
 	t.Run("dbs-per-slot", func(t *testing.T) {
 		const k = 3
 		opt := template.BuildOptions{Name: c.name + "-k", FromSQL: filepath.Join(c.dir, "create.sql"), Database: "app", DBsPerSlot: k, Profile: mariadb.DefaultProfile()}
@@ -327,11 +346,20 @@ func (e *corpusEnv) compare(ctx context.Context, t *testing.T, c fidelityCase, p
 	if r.Objects["table"] == 0 {
 		t.Fatalf("verify compared no tables: %+v", r.Objects)
 	}
+	expectAs := path
+	if path == "page-compressed" {
+		expectAs = "clone" // a clone, of a template whose tables are page compressed
+	}
 	want := map[string]bool{}
-	for _, w := range append(c.expect[path], c.expect["all"]...) {
+	for _, w := range append(c.expect[expectAs], c.expect["all"]...) {
 		want[w] = false
 	}
+	compressed := 0
 	for _, d := range r.Diffs {
+		if path == "page-compressed" && pageCompressedOnly(d) {
+			compressed++
+			continue
+		}
 		key := d.Kind + " " + d.Object + " " + d.Part
 		if _, ok := want[key]; ok {
 			want[key] = true
@@ -344,11 +372,16 @@ func (e *corpusEnv) compare(ctx context.Context, t *testing.T, c fidelityCase, p
 			t.Errorf("%s: expected difference %q did not show (fixed? update expect_differences and docs/fidelity.md)", path, w)
 		}
 	}
+	if path == "page-compressed" {
+		if n := innodbTables(ctx, t, src, pairs); compressed != n {
+			t.Errorf("page-compressed: %d tables show PAGE_COMPRESSED as their only change, want every InnoDB table and sequence that names no other row format than DYNAMIC (%d)", compressed, n)
+		}
+	}
 	for _, n := range r.Notes {
 		t.Errorf("%s: not compared: %s", path, n)
 	}
 	known := map[string]bool{}
-	for _, w := range append(c.known[path], c.known["all"]...) {
+	for _, w := range append(c.known[expectAs], c.known["all"]...) {
 		known[w] = false
 	}
 	for _, d := range r.Known {
@@ -492,4 +525,32 @@ func userSchemas(t *testing.T, db *sql.DB, except string) []string {
 		}
 	}
 	return out
+}
+
+// pageCompressedOnly reports whether d is what a page-compressed template
+// shows its tests (docs/storage.md): a table's options, or a sequence's
+// definition, that gained `PAGE_COMPRESSED`='ON' and nothing else.
+func pageCompressedOnly(d verify.Diff) bool {
+	const opt = "`PAGE_COMPRESSED`='ON'"
+	part := d.Kind == "table" && d.Part == "options" || d.Kind == "sequence" && d.Part == "create table"
+	if !part || d.Change != verify.Differs || !strings.Contains(d.Target, opt) {
+		return false
+	}
+	return strings.Join(strings.Fields(strings.Replace(d.Target, opt, "", 1)), " ") == strings.Join(strings.Fields(d.Source), " ")
+}
+
+// innodbTables counts the source's InnoDB tables and sequences in the
+// compared schemas whose definition names no row format the load keeps
+// uncompressed (sqlload: COMPACT, REDUNDANT, COMPRESSED, KEY_BLOCK_SIZE).
+func innodbTables(ctx context.Context, t *testing.T, src *sql.DB, pairs []verify.Pair) int {
+	t.Helper()
+	n := 0
+	for _, p := range pairs {
+		var k int
+		if err := src.QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? AND ENGINE = 'InnoDB' AND TABLE_TYPE IN ('BASE TABLE', 'SEQUENCE') AND UPPER(CREATE_OPTIONS) NOT REGEXP 'ROW_FORMAT=(COMPACT|REDUNDANT|COMPRESSED)|KEY_BLOCK_SIZE'", p.Source).Scan(&k); err != nil {
+			t.Fatal(err)
+		}
+		n += k
+	}
+	return n
 }
