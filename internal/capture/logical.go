@@ -268,11 +268,19 @@ func createSchema(ctx context.Context, srcDB *sql.DB, f mariadb.Flavor, snap, ds
 			return fmt.Errorf("create database %s: %w", d, err)
 		}
 	}
+	// A template that page-compresses its tables (template build
+	// --innodb-compression: MariaDB's innodb_compression_default).
+	var pageCompressed bool
+	_ = dst.QueryRowContext(ctx, "SELECT @@session.innodb_compression_default").Scan(&pageCompressed)
 	for _, t := range tables {
 		if err := describe(ctx, srcDB, f, t); err != nil {
 			return err
 		}
-		for _, q := range []string{"USE " + quote.Ident(t.db), t.create} {
+		qs := []string{"USE " + quote.Ident(t.db), t.create}
+		if pageCompressed && mariadb.KeepsRowFormat(t.create) {
+			qs = []string{qs[0], "SET SESSION innodb_compression_default=OFF", t.create, "SET SESSION innodb_compression_default=ON"}
+		}
+		for _, q := range qs {
 			if _, err := dst.ExecContext(ctx, q); err != nil {
 				return fmt.Errorf("create table %s: %w", t, err)
 			}

@@ -1,6 +1,9 @@
 package mariadb
 
-import "fmt"
+import (
+	"fmt"
+	"regexp"
+)
 
 // PageCompressionOptions are the server options that make every InnoDB
 // table a server of b creates page compressed (template build
@@ -17,3 +20,17 @@ func (b *Binary) PageCompressionOptions() ([]string, error) {
 	}
 	return []string{"innodb-compression-default=ON", "innodb-compression-algorithm=zlib"}, nil
 }
+
+// keepsRowFormat matches a statement that names a row format InnoDB does
+// not page compress: it refuses ROW_FORMAT=COMPRESSED (which KEY_BLOCK_SIZE
+// implies) and REDUNDANT, and stores a page-compressed COMPACT table as
+// DYNAMIC, which changes what the table keeps inline and its row size
+// limit.
+var keepsRowFormat = regexp.MustCompile(`(?i)\bROW_FORMAT\s*=?\s*(COMPACT|REDUNDANT|COMPRESSED)\b|\bKEY_BLOCK_SIZE\s*=?\s*[1-9]`)
+
+// KeepsRowFormat reports whether the CREATE TABLE statement stmt names a
+// row format InnoDB does not page compress (COMPACT, REDUNDANT,
+// COMPRESSED, or a KEY_BLOCK_SIZE): a build that page-compresses its
+// tables (PageCompressionOptions) creates that table with
+// innodb_compression_default off, so it keeps the row format it names.
+func KeepsRowFormat(stmt string) bool { return keepsRowFormat.MatchString(stmt) }

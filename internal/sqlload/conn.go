@@ -5,9 +5,9 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"regexp"
 	"sync"
 
+	"github.com/pristinedb/pristine/internal/mariadb"
 	"github.com/pristinedb/pristine/internal/quote"
 
 	"github.com/go-sql-driver/mysql"
@@ -78,7 +78,7 @@ func (c *conn) run(ctx context.Context, j job) error {
 		}
 		c.db = j.db
 	}
-	if c.pageCompressed && keepsRowFormat.MatchString(j.text) {
+	if c.pageCompressed && mariadb.KeepsRowFormat(j.text) {
 		return c.runUncompressed(ctx, j)
 	}
 	if err := c.exec(ctx, j.text); err != nil {
@@ -86,13 +86,6 @@ func (c *conn) run(ctx context.Context, j job) error {
 	}
 	return nil
 }
-
-// keepsRowFormat matches a statement that names a row format InnoDB does
-// not page compress: it refuses ROW_FORMAT=COMPRESSED (which KEY_BLOCK_SIZE
-// implies) and REDUNDANT, and stores a page-compressed COMPACT table as
-// DYNAMIC, which changes what the table holds inline and its row size
-// limit.
-var keepsRowFormat = regexp.MustCompile(`(?i)\bROW_FORMAT\s*=?\s*(COMPACT|REDUNDANT|COMPRESSED)\b|\bKEY_BLOCK_SIZE\s*=?\s*[1-9]`)
 
 // runUncompressed runs a statement that names a row format InnoDB does not
 // page compress, on a server that page-compresses new tables by default

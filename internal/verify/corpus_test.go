@@ -189,6 +189,24 @@ func (e *corpusEnv) run(t *testing.T, c fidelityCase) {
 		db := leaseDB(t, leases[0], e.st.Catalog().Admin())
 		defer db.Close()
 		e.compare(ctx, t, c, "page-compressed", srcDB, db, nil)
+
+		// The same through a logical capture of the live source.
+		opt.Name, opt.FromSQL = c.name+"-pc-logical", ""
+		opt.Server = template.ServerSource{DSN: "mysql://root@localhost/?socket=" + src.Config.Socket(), Method: "logical"}
+		if m, _, err = e.st.Build(ctx, opt); err != nil {
+			t.Fatalf("template build --from-server --method logical --innodb-compression: %v", err)
+		}
+		r, err := e.st.Start(ctx, m, "fidelity-"+c.name+"-pc-logical")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Close()
+		cdb, err := r.Inst.Open("")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cdb.Close()
+		e.compare(ctx, t, c, "page-compressed-logical", srcDB, cdb, nil)
 	})
 	t.Run("dbs-per-slot", func(t *testing.T) {
 		const k = 3
@@ -346,9 +364,12 @@ func (e *corpusEnv) compare(ctx context.Context, t *testing.T, c fidelityCase, p
 	if r.Objects["table"] == 0 {
 		t.Fatalf("verify compared no tables: %+v", r.Objects)
 	}
-	expectAs := path
-	if path == "page-compressed" {
-		expectAs = "clone" // a clone, of a template whose tables are page compressed
+	// A page-compressed copy is a clone or a capture of a template whose
+	// tables are page compressed.
+	expectAs := map[string]string{"page-compressed": "clone", "page-compressed-logical": "server-logical"}[path]
+	pageCompressed := expectAs != ""
+	if !pageCompressed {
+		expectAs = path
 	}
 	want := map[string]bool{}
 	for _, w := range append(c.expect[expectAs], c.expect["all"]...) {
@@ -356,7 +377,7 @@ func (e *corpusEnv) compare(ctx context.Context, t *testing.T, c fidelityCase, p
 	}
 	compressed := 0
 	for _, d := range r.Diffs {
-		if path == "page-compressed" && pageCompressedOnly(d) {
+		if pageCompressed && pageCompressedOnly(d) {
 			compressed++
 			continue
 		}
@@ -372,9 +393,9 @@ func (e *corpusEnv) compare(ctx context.Context, t *testing.T, c fidelityCase, p
 			t.Errorf("%s: expected difference %q did not show (fixed? update expect_differences and docs/fidelity.md)", path, w)
 		}
 	}
-	if path == "page-compressed" {
+	if pageCompressed {
 		if n := innodbTables(ctx, t, src, pairs); compressed != n {
-			t.Errorf("page-compressed: %d tables show PAGE_COMPRESSED as their only change, want every InnoDB table and sequence that names no other row format than DYNAMIC (%d)", compressed, n)
+			t.Errorf("%s: %d tables show PAGE_COMPRESSED as their only change, want every InnoDB table and sequence that names no other row format than DYNAMIC (%d)", path, compressed, n)
 		}
 	}
 	for _, n := range r.Notes {
