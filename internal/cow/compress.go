@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io/fs"
 	"path/filepath"
-	"strings"
 	"unsafe"
 
 	"github.com/pristinedb/pristine/internal/mountinfo"
@@ -40,18 +39,21 @@ func Compression(dir string) (string, error) {
 // done and before anything is cloned from it. Each file is copied to a
 // new one beside it, holes kept (a page-compressed tablespace is mostly
 // holes), with its owner, mode and times, and renamed over the old one;
-// the server's own files stay as written (serverFile), and every file is
-// then marked not to compress later writes (noCompress). A filesystem
-// without compression is left alone.
-func Recompress(dir string) (bool, error) {
+// the files keep names (by their path relative to dir) stay as written,
+// and every file is then marked not to compress later writes
+// (noCompress). A filesystem without compression is left alone.
+func Recompress(dir string, keep func(rel string) bool) (bool, error) {
 	c, err := Compression(dir)
 	if err != nil || c == "" {
 		return false, err
 	}
 	buf := make([]byte, 1<<20)
 	err = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || !d.Type().IsRegular() || serverFile(dir, p) {
+		if err != nil || !d.Type().IsRegular() {
 			return err
+		}
+		if rel, rerr := filepath.Rel(dir, p); rerr == nil && keep != nil && keep(rel) {
+			return nil
 		}
 		if err := rewrite(p, buf); err != nil {
 			return fmt.Errorf("compress %s (%s): %w", p, c, err)
@@ -75,19 +77,6 @@ func Recompress(dir string) (bool, error) {
 		trim(dir)
 	}
 	return err == nil, err
-}
-
-// serverFile reports whether p, under the data directory dir, is one of
-// the server's own files rather than a schema's: the system and undo
-// tablespaces, the redo log, the Aria log (directly in dir), the `mysql`
-// schema, MySQL's #innodb_redo. Every slot's server reads them as it
-// starts, and a slot of a compressed template paid for decompressing
-// them; they are a small part of a large template, so they stay as the
-// server wrote them.
-func serverFile(dir, p string) bool {
-	parent := filepath.Dir(p)
-	base := filepath.Base(parent)
-	return parent == filepath.Clean(dir) || base == "mysql" || strings.HasPrefix(base, "#")
 }
 
 // fstrimRange is struct fstrim_range (linux/fs.h).

@@ -2,7 +2,9 @@ package mariadb
 
 import (
 	"fmt"
+	"path/filepath"
 	"regexp"
+	"strings"
 )
 
 // PageCompressionOptions are the server options that make every InnoDB
@@ -34,3 +36,15 @@ var keepsRowFormat = regexp.MustCompile(`(?i)\bROW_FORMAT\s*=?\s*(COMPACT|REDUND
 // tables (PageCompressionOptions) creates that table with
 // innodb_compression_default off, so it keeps the row format it names.
 func KeepsRowFormat(stmt string) bool { return keepsRowFormat.MatchString(stmt) }
+
+// ServerFile reports whether rel, a path relative to a data directory, is
+// one of the server's own files rather than a schema's: the system and
+// undo tablespaces, the redo log and the Aria log (directly in the data
+// directory), the mysql schema, MySQL's #innodb_redo. Every slot's server
+// reads them as it starts, so a compressed template keeps them as written
+// (cow.Recompress): decompressing them cost every slot's start, and they
+// are a small part of a large template.
+func ServerFile(rel string) bool {
+	dir := filepath.Dir(filepath.Clean(rel))
+	return dir == "." || dir == "mysql" || strings.HasPrefix(dir, "#")
+}

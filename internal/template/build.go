@@ -174,7 +174,7 @@ func (b *Builder) build(ctx context.Context, p *Plan) (m *catalog.Meta, built bo
 // as they are, and slots never pay for it.
 func (b *Builder) recompress(dir string) error {
 	start := time.Now()
-	done, err := cow.Recompress(filepath.Join(dir, "data"))
+	done, err := cow.Recompress(filepath.Join(dir, "data"), mariadb.ServerFile)
 	if done {
 		b.progress("compressed the data directory in %.1fs", time.Since(start).Seconds())
 	}
