@@ -196,17 +196,7 @@ func (e *corpusEnv) run(t *testing.T, c fidelityCase) {
 		if m, _, err = e.st.Build(ctx, opt); err != nil {
 			t.Fatalf("template build --from-server --method logical --innodb-compression: %v", err)
 		}
-		r, err := e.st.Start(ctx, m, "fidelity-"+c.name+"-pc-logical")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer r.Close()
-		cdb, err := r.Inst.Open("")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer cdb.Close()
-		e.compare(ctx, t, c, "page-compressed-logical", srcDB, cdb, nil)
+		e.compare(ctx, t, c, "page-compressed-logical", srcDB, e.started(ctx, t, m, "fidelity-"+c.name+"-pc-logical"), nil)
 	})
 	t.Run("dbs-per-slot", func(t *testing.T) {
 		const k = 3
@@ -245,17 +235,7 @@ func (e *corpusEnv) run(t *testing.T, c fidelityCase) {
 		dump := filepath.Join(t.TempDir(), "dump.sql")
 		e.mysqldump(t, src, userSchemas(t, srcDB, ""), dump)
 		m := e.build(ctx, t, c.name+"-dump", dump, 1)
-		r, err := e.st.Start(ctx, m, "fidelity-"+c.name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer r.Close()
-		db, err := r.Inst.Open("")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer db.Close()
-		e.compare(ctx, t, c, "dump", srcDB, db, nil)
+		e.compare(ctx, t, c, "dump", srcDB, e.started(ctx, t, m, "fidelity-"+c.name), nil)
 	})
 	for _, method := range []string{"logical", "physical"} {
 		t.Run("server-"+method, func(t *testing.T) {
@@ -269,17 +249,7 @@ func (e *corpusEnv) run(t *testing.T, c fidelityCase) {
 			if err != nil {
 				t.Fatalf("template build --from-server --method %s: %v", method, err)
 			}
-			r, err := e.st.Start(ctx, m, "fidelity-"+c.name+"-"+method)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer r.Close()
-			db, err := r.Inst.Open("")
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer db.Close()
-			e.compare(ctx, t, c, "server-"+method, srcDB, db, nil)
+			e.compare(ctx, t, c, "server-"+method, srcDB, e.started(ctx, t, m, "fidelity-"+c.name+"-"+method), nil)
 		})
 	}
 }
@@ -314,6 +284,23 @@ func (e *corpusEnv) build(ctx context.Context, t *testing.T, name, sqlPath strin
 		t.Fatalf("template build %s: %v", name, err)
 	}
 	return m
+}
+
+// started starts a server on a clone of m, stopped when the test ends,
+// and opens it as root.
+func (e *corpusEnv) started(ctx context.Context, t *testing.T, m *catalog.Meta, name string) *sql.DB {
+	t.Helper()
+	r, err := e.st.Start(ctx, m, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	db, err := r.Inst.Open("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
 }
 
 // pool brings up a one-slot pool of m and leases n databases from it.
