@@ -6,7 +6,8 @@
 // with it (internal/pool, inplace.go). A template build exports it from
 // its own server, whose tables are open already, into the template's
 // directory (Dir); a pool of a template without it exports it from its
-// first slot.
+// first slot. The same goes for the template's Facts: what the in-place
+// reset needs of its tables that only DDL changes (facts.go).
 package exportmeta
 
 import (

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"path/filepath"
 
+	"github.com/pristinedb/pristine/internal/exportmeta"
 	"github.com/pristinedb/pristine/internal/mariadb"
 )
 
@@ -88,7 +89,7 @@ func (p *Pool) prepareUnits(ctx context.Context, s *slot, in *mariadb.Instance) 
 	if len(s.restore) == 0 {
 		p.exportMeta(ctx, admin, s) // for the in-place reset (inplace.go)
 	}
-	b, err := prepare(ctx, s, admin, in.Binary.Flavor, p.opt.SlotDisk > 0)
+	b, err := prepare(ctx, s, admin, in.Binary.Flavor, p.opt.SlotDisk > 0, p.templateFacts)
 	if err != nil {
 		admin.Close()
 		return nil, err
@@ -97,8 +98,9 @@ func (p *Pool) prepareUnits(ctx context.Context, s *slot, in *mariadb.Instance) 
 	return b, nil
 }
 
-// prepare does prepareUnits' queries over admin.
-func prepare(ctx context.Context, s *slot, admin *sql.DB, f mariadb.Flavor, capped bool) (*booted, error) {
+// prepare does prepareUnits' queries over admin; facts returns the
+// template's facts (bootBase).
+func prepare(ctx context.Context, s *slot, admin *sql.DB, f mariadb.Flavor, capped bool, facts func() *exportmeta.Facts) (*booted, error) {
 	b := &booted{accts: make([]account, len(s.units)), restored: make([]bool, len(s.units))}
 	for i := range s.units {
 		db := s.units[i].db
@@ -127,7 +129,7 @@ func prepare(ctx context.Context, s *slot, admin *sql.DB, f mariadb.Flavor, capp
 	if b.mark, status, err = writeMark(ctx, admin, f); err != nil {
 		return nil, err
 	}
-	if b.inplace, err = bootBase(ctx, admin, f, s, b.mark, status); err != nil {
+	if b.inplace, err = bootBase(ctx, admin, f, s, b.mark, status, facts); err != nil {
 		return nil, err
 	}
 	if b.port, err = serverPort(ctx, admin); err != nil {

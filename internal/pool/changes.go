@@ -2,7 +2,6 @@ package pool
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -13,6 +12,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/pristinedb/pristine/internal/exportmeta"
 	"github.com/pristinedb/pristine/internal/mariadb"
 )
 
@@ -129,19 +129,33 @@ var templateBases sync.Map
 
 // bootBase is the base of a slot's freshly booted server, whose write
 // mark (with the global variables' hash) and counters (readCounters) were
-// just read.
-func bootBase(ctx context.Context, admin querier, f mariadb.Flavor, s *slot, mark string, status map[string]string) (*inplaceBase, error) {
+// just read. The first fresh slot of a pool takes what only DDL changes
+// from the template's facts, which its build read (exportmeta.Facts;
+// facts returns nil for a template without them), else from its server.
+func bootBase(ctx context.Context, admin querier, f mariadb.Flavor, s *slot, mark string, status map[string]string, facts func() *exportmeta.Facts) (*inplaceBase, error) {
 	key := filepath.Dir(s.dir)
+	fresh := len(s.restore) == 0
 	var prev *inplaceBase
-	if v, ok := templateBases.Load(key); ok && len(s.restore) == 0 {
+	v, cached := templateBases.Load(key)
+	switch {
+	case !fresh:
+	case cached:
 		prev = v.(*inplaceBase)
+	case facts != nil:
+		if ft := facts(); ft != nil {
+			if why := notCounting(ctx, admin, f); why != "" {
+				prev = &inplaceBase{ineligible: why}
+			} else {
+				prev = baseOfFacts(ft, f)
+			}
+		}
 	}
 	globals := markGlobals(mark)
 	b, err := baseFrom(ctx, admin, f, prev, status, globals)
 	if err != nil {
 		return nil, err
 	}
-	if prev == nil && len(s.restore) == 0 {
+	if fresh && !cached {
 		templateBases.Store(key, b)
 	}
 	return b, nil
@@ -176,36 +190,23 @@ func baseFrom(ctx context.Context, admin querier, f mariadb.Flavor, prev *inplac
 		return nil, err
 	}
 	b := &inplaceBase{other: other, lost: lost, globals: globals, sets: setCount(status)}
-	if prev != nil && prev.ineligible != "" {
-		b.ineligible = prev.ineligible
-		return b, nil
-	}
-	if prev != nil && prev.children != nil {
-		b.children, b.counters = prev.children, prev.counters
-		if b.globals == "" {
-			if b.globals, err = globalsHash(ctx, admin); err != nil {
-				return nil, err
-			}
+	if prev == nil || (prev.ineligible == "" && prev.children == nil) {
+		if why := notCounting(ctx, admin, f); why != "" {
+			b.ineligible = why
+			return b, nil
 		}
-		if b.rows, err = tableRows(ctx, admin, f); err != nil {
-			return nil, err
+		ft, err := exportmeta.ReadFacts(ctx, admin, f.Changes().ImportKeepsCounter)
+		if err != nil {
+			return nil, fmt.Errorf("in-place baseline: %w", err)
 		}
+		if prev = baseOfFacts(ft, f); prev == nil {
+			return nil, errors.New("in-place baseline: no AUTO_INCREMENT counters read")
+		}
+	}
+	if b.ineligible = prev.ineligible; b.ineligible != "" {
 		return b, nil
 	}
-	if why := notCounting(ctx, admin, f); why != "" {
-		b.ineligible = why
-		return b, nil
-	}
-	// NEXTVAL writes a sequence without counting a row: a template with
-	// sequences resets fully.
-	var seqs int
-	if err := admin.QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_TYPE='SEQUENCE'").Scan(&seqs); err != nil {
-		return nil, fmt.Errorf("in-place baseline: count sequences: %w", err)
-	}
-	if seqs > 0 {
-		b.ineligible = fmt.Sprintf("the template has %d sequence(s), whose NEXTVAL no row counter sees", seqs)
-		return b, nil
-	}
+	b.children, b.counters = prev.children, prev.counters
 	if b.globals == "" {
 		if b.globals, err = globalsHash(ctx, admin); err != nil {
 			return nil, err
@@ -214,53 +215,35 @@ func baseFrom(ctx context.Context, admin querier, f mariadb.Flavor, prev *inplac
 	if b.rows, err = tableRows(ctx, admin, f); err != nil {
 		return nil, err
 	}
-	if b.children, err = cascadeChildren(ctx, admin); err != nil {
-		return nil, err
-	}
-	if f.Changes().ImportKeepsCounter {
-		if b.counters, err = autoIncrements(ctx, admin); err != nil {
-			return nil, err
-		}
-	}
 	return b, nil
 }
 
-// autoIncrements reads the AUTO_INCREMENT counter of every InnoDB table
-// that has one, outside the system schemas, as the server holds it now
-// (no cached statistics: information_schema_stats_expiry 0 for the
-// read, on MySQL, which has it).
-func autoIncrements(ctx context.Context, admin querier) (map[tableRef]uint64, error) {
-	conn, ok := admin.(*sql.Conn)
-	if !ok {
-		db, isDB := admin.(*sql.DB)
-		if !isDB {
-			return nil, fmt.Errorf("read AUTO_INCREMENT counters: no connection")
+// baseOfFacts is the part of a base that only DDL changes, from the
+// template's facts: why it cannot be reset in place, or the tables each
+// table's cascading foreign keys reach and, where flavour f's import
+// keeps a table's own counter, the AUTO_INCREMENT counters. It is nil
+// when ft lacks the counters f needs.
+func baseOfFacts(ft *exportmeta.Facts, f mariadb.Flavor) *inplaceBase {
+	// NEXTVAL writes a sequence without counting a row: a template with
+	// sequences resets fully.
+	if ft.Sequences > 0 {
+		return &inplaceBase{ineligible: fmt.Sprintf("the template has %d sequence(s), whose NEXTVAL no row counter sees", ft.Sequences)}
+	}
+	b := &inplaceBase{children: map[tableRef][]tableRef{}}
+	for _, c := range ft.Cascades {
+		p := tableRef{c.Parent.DB, c.Parent.Name}
+		b.children[p] = append(b.children[p], tableRef{c.Child.DB, c.Child.Name})
+	}
+	if f.Changes().ImportKeepsCounter {
+		if ft.Counters == nil {
+			return nil
 		}
-		c, err := db.Conn(ctx)
-		if err != nil {
-			return nil, fmt.Errorf("read AUTO_INCREMENT counters: %w", err)
+		b.counters = make(map[tableRef]uint64, len(ft.Counters))
+		for _, c := range ft.Counters {
+			b.counters[tableRef{c.Table.DB, c.Table.Name}] = c.Next
 		}
-		defer c.Close()
-		conn = c
 	}
-	if _, err := conn.ExecContext(ctx, "SET SESSION information_schema_stats_expiry = 0"); err != nil {
-		return nil, fmt.Errorf("read AUTO_INCREMENT counters: %w", err)
-	}
-	rows, err := conn.QueryContext(ctx, "SELECT TABLE_SCHEMA, TABLE_NAME, AUTO_INCREMENT FROM information_schema.TABLES WHERE ENGINE = 'InnoDB' AND AUTO_INCREMENT IS NOT NULL AND TABLE_SCHEMA NOT IN ('mysql', 'sys', 'performance_schema', 'information_schema')")
-	if err != nil {
-		return nil, fmt.Errorf("read AUTO_INCREMENT counters: %w", err)
-	}
-	defer rows.Close()
-	out := map[tableRef]uint64{}
-	for rows.Next() {
-		var t tableRef
-		var n uint64
-		if err := rows.Scan(&t.db, &t.name, &n); err != nil {
-			return nil, fmt.Errorf("read AUTO_INCREMENT counters: %w", err)
-		}
-		out[t] = n
-	}
-	return out, rows.Err()
+	return b
 }
 
 // notCounting says why a server of flavour f does not count every
@@ -389,32 +372,6 @@ func changedTables(ctx context.Context, conn querier, f mariadb.Flavor, base *in
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].String() < out[j].String() })
 	return out, nil
-}
-
-// cascadeChildren maps each table to the tables whose foreign keys with
-// a cascading action (CASCADE, SET NULL, SET DEFAULT) point at it: InnoDB
-// changes their rows on its own when the table's change.
-func cascadeChildren(ctx context.Context, conn querier) (map[tableRef][]tableRef, error) {
-	rows, err := conn.QueryContext(ctx, `SELECT CONSTRAINT_SCHEMA, TABLE_NAME, UNIQUE_CONSTRAINT_SCHEMA, REFERENCED_TABLE_NAME
-		FROM information_schema.REFERENTIAL_CONSTRAINTS
-		WHERE DELETE_RULE IN ('CASCADE','SET NULL','SET DEFAULT') OR UPDATE_RULE IN ('CASCADE','SET NULL','SET DEFAULT')`)
-	if err != nil {
-		return nil, fmt.Errorf("read cascading foreign keys: %w", err)
-	}
-	defer rows.Close()
-	children := map[tableRef][]tableRef{}
-	for rows.Next() {
-		var cdb, ct, pdb, pt string
-		if err := rows.Scan(&cdb, &ct, &pdb, &pt); err != nil {
-			return nil, fmt.Errorf("read cascading foreign keys: %w", err)
-		}
-		p := tableRef{pdb, pt}
-		children[p] = append(children[p], tableRef{cdb, ct})
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("read cascading foreign keys: %w", err)
-	}
-	return children, nil
 }
 
 // cascadeClosure adds to set every table children reaches from a table

@@ -53,6 +53,19 @@ func (p *Pool) exportMeta(ctx context.Context, admin *sql.DB, s *slot) {
 	}
 }
 
+// templateFacts returns the template's facts its build read
+// (exportmeta.Facts), nil when it has none (an older build, an import: a
+// template from elsewhere carries data only, and the pool's first slot
+// reads them from its server).
+func (p *Pool) templateFacts() *exportmeta.Facts {
+	dir := filepath.Join(p.cat.Dir(p.Meta.Hash), exportmeta.Dir)
+	ft, err := exportmeta.LoadFacts(dir)
+	if err != nil {
+		p.log.Warn("in-place reset: the template's facts could not be read; the first slot reads them from its server", "template", p.Meta.Name, "error", err.Error())
+	}
+	return ft
+}
+
 // metaSets caches the export metadata read from each pack directory:
 // one entry per directory, read again when the pack's inode or
 // modification time changed (a rebuilt template).

@@ -17,11 +17,23 @@ import (
 // 0.15-0.25 s at 300 tables (docs/benchmarks.md, "The first lease"). It
 // is best effort: on failure nothing is left and the pool exports it
 // itself.
+//
+// The template's facts (exportmeta.Facts) go beside it, read on the same
+// server for the same reason: the pool's first slot would open every
+// table to read them.
 func (b *Builder) exportMeta(ctx context.Context, db *sql.DB, data string) {
 	dir := filepath.Join(b.stageDirOf(data), exportmeta.Dir)
 	if err := exportmeta.Export(ctx, db, data, dir); err != nil {
 		_ = os.RemoveAll(dir)
 		b.progress("warning: the InnoDB export metadata was not exported (%v): the first pool exports it", err)
+		return
+	}
+	ft, err := exportmeta.ReadFacts(ctx, db, b.bin.Flavor.Changes().ImportKeepsCounter)
+	if err == nil {
+		err = exportmeta.WriteFacts(dir, ft)
+	}
+	if err != nil {
+		b.progress("warning: the template's facts were not read (%v): the first pool reads them", err)
 	}
 }
 

@@ -109,7 +109,7 @@ template builds (create + migrate) against a stock mariadbd on tmpfs.`,
 	fl.IntVar(&f.Migrations, "migrations", 300, "models of the --first-build migration set (a CREATE TABLE and three ALTERs each)")
 	fl.IntVar(&f.BuildRuns, "build-runs", 3, "timed runs of each --first-build row; the median is reported")
 	fl.BoolVar(&f.BuildStore, "build-store", true, "with --first-build: also time builds on the store (--no-ram-build); --build-store=false for big sets, where they take minutes")
-	fl.BoolVar(&f.Compression, "compression", false, "measure storage compression instead: each --compress-variants on a RAM-backed btrfs scratch of its own, the demo at --scale (10 is about 1.25 GB): template bytes, --compress-slots slots written once, build time, slots ready, reset p50, soak copies/s (needs root)")
+	fl.BoolVar(&f.Compression, "compression", false, "measure storage compression instead: each --compress-variants on a RAM-backed btrfs scratch of its own, the demo at --scale (10 is about 1.25 GB): template bytes, --compress-slots slots written once, build time, first slot and slots ready, reset p50, soak copies/s (needs root)")
 	fl.StringVar(&f.Compress.Variants, "compress-variants", "plain,zstd,zstd+innodb", "with --compression: plain (none), zstd (scratch up --compress zstd:3), zstd+innodb (and template build --innodb-compression), innodb")
 	fl.IntVar(&f.Compress.Slots, "compress-slots", 50, "with --compression: pool size, each slot written once")
 	fl.IntVar(&f.Compress.SoakClients, "soak-clients", 8, "with --compression: concurrent lease -> write -> release loops")

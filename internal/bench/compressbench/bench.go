@@ -69,6 +69,7 @@ type Result struct {
 	TemplatePhysical int64   `json:"template_physical"`
 	SlotsPhysical    int64   `json:"slots_physical"` // what the written slots add to the template
 	RAM              int64   `json:"ram"`            // the image's allocated bytes after the writes
+	FirstSeconds     float64 `json:"first_seconds"`  // pool up until its first slot answered
 	ReadySeconds     float64 `json:"ready_seconds"`  // pool up until every slot answered
 	ResetP50MS       float64 `json:"reset_p50_ms"`
 	SoakCopies       int64   `json:"soak_copies"`
@@ -154,7 +155,11 @@ func runVariant(ctx context.Context, opt Options, v Variant) (_ *Result, server 
 	r.BuildSeconds = m.BuildSeconds
 	opt.say("%s: built in %.1fs; bringing up %d slots", v.Name, r.BuildSeconds, opt.Slots)
 	start := time.Now()
-	p, err := pool.Up(ctx, st.Catalog(), st.Binary(), m, pool.Options{Size: opt.Slots, Profile: bopt.Profile})
+	var first sync.Once
+	firstSlot := func(_, _ int) {
+		first.Do(func() { r.FirstSeconds = time.Since(start).Seconds() })
+	}
+	p, err := pool.Up(ctx, st.Catalog(), st.Binary(), m, pool.Options{Size: opt.Slots, Profile: bopt.Profile, Progress: firstSlot})
 	if err != nil {
 		return nil, server, err
 	}

@@ -13,18 +13,18 @@ func Markdown(w io.Writer, rep *Report) error {
 	fmt.Fprintf(w, "Demo at scale %g, %d slots each written once (a 2,000-row table), soak of %g s with %d clients; %s, %d cores, %.1f GiB, Linux %s; %s.\n",
 		rep.Scale, rep.Slots, rep.SoakSecs, rep.Clients, rep.Host.CPU, rep.Host.Cores, rep.Host.MemoryGiB, rep.Host.Kernel, rep.Server)
 	fmt.Fprintf(w, "Load average (1, 5, 15 min) before: %s, after: %s.\n\n", rep.LoadBefore, rep.LoadAfter)
-	fmt.Fprintln(w, "| variant | template logical | template physical | slots' own physical | RAM (image) | build | slots ready | reset p50 | soak copies/s |")
-	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+	fmt.Fprintln(w, "| variant | template logical | template physical | slots' own physical | RAM (image) | build | first slot | slots ready | reset p50 | soak copies/s |")
+	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 	var base *Result
 	for i := range rep.Results {
 		r := &rep.Results[i]
 		if base == nil {
 			base = r
 		}
-		fmt.Fprintf(w, "| %s | %s | %s%s | %s | %s%s | %.1f s%s | %.2f s%s | %.0f ms%s | %.1f%s |\n", r.Variant.Name,
+		fmt.Fprintf(w, "| %s | %s | %s%s | %s | %s%s | %.1f s%s | %.2f s%s | %.2f s%s | %.0f ms%s | %.1f%s |\n", r.Variant.Name,
 			units.Bytes(r.TemplateLogical), units.Bytes(r.TemplatePhysical), ratio(r.TemplatePhysical, base.TemplatePhysical, r == base),
 			units.Bytes(r.SlotsPhysical), units.Bytes(r.RAM), ratio(r.RAM, base.RAM, r == base),
-			r.BuildSeconds, fratio(r.BuildSeconds, base.BuildSeconds, r == base), r.ReadySeconds, fratio(r.ReadySeconds, base.ReadySeconds, r == base),
+			r.BuildSeconds, fratio(r.BuildSeconds, base.BuildSeconds, r == base), r.FirstSeconds, fratio(r.FirstSeconds, base.FirstSeconds, r == base), r.ReadySeconds, fratio(r.ReadySeconds, base.ReadySeconds, r == base),
 			r.ResetP50MS, fratio(r.ResetP50MS, base.ResetP50MS, r == base), r.SoakPerSecond, fratio(r.SoakPerSecond, base.SoakPerSecond, r == base))
 	}
 	return nil

@@ -1,0 +1,176 @@
+package exportmeta
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/pristinedb/pristine/internal/mariadb"
+)
+
+// FactsFile is the file of an export directory that holds the template's
+// Facts (JSON), written under a temporary name and renamed when complete.
+const FactsFile = "facts.json"
+
+// Table is one table, by schema and name.
+type Table struct {
+	DB   string `json:"db"`
+	Name string `json:"name"`
+}
+
+// Cascade is a foreign key of Child on Parent with a cascading action
+// (CASCADE, SET NULL, SET DEFAULT): InnoDB changes Child's rows on its
+// own when Parent's change.
+type Cascade struct {
+	Parent Table `json:"parent"`
+	Child  Table `json:"child"`
+}
+
+// Counter is an InnoDB table's AUTO_INCREMENT counter.
+type Counter struct {
+	Table Table  `json:"table"`
+	Next  uint64 `json:"next"`
+}
+
+// Facts are what the in-place reset needs of a template's tables that
+// only DDL changes: reading them opens every table (information_schema's
+// TABLES and REFERENTIAL_CONSTRAINTS), which a template's build has done
+// already and a pool's first slot would pay again, decompressing the
+// pages it reads on a compressed scratch.
+type Facts struct {
+	// Sequences counts the sequences outside the system schemas.
+	Sequences int `json:"sequences"`
+	// Cascades are the cascading foreign keys.
+	Cascades []Cascade `json:"cascades"`
+	// Counters are the AUTO_INCREMENT counters of the InnoDB tables that
+	// have one, outside the system schemas; nil when not read.
+	Counters []Counter `json:"counters,omitempty"`
+}
+
+// ReadFacts reads the Facts of the server behind q; the AUTO_INCREMENT
+// counters only when counters is set (they are needed, and readable
+// uncached, on MySQL only: mariadb.Changes.ImportKeepsCounter).
+func ReadFacts(ctx context.Context, q mariadb.Querier, counters bool) (*Facts, error) {
+	f := &Facts{Cascades: []Cascade{}}
+	if err := q.QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_TYPE='SEQUENCE'").Scan(&f.Sequences); err != nil {
+		return nil, fmt.Errorf("count sequences: %w", err)
+	}
+	var err error
+	if f.Cascades, err = cascades(ctx, q); err != nil {
+		return nil, err
+	}
+	if counters {
+		if f.Counters, err = autoIncrements(ctx, q); err != nil {
+			return nil, err
+		}
+	}
+	return f, nil
+}
+
+// cascades reads the cascading foreign keys.
+func cascades(ctx context.Context, q mariadb.Querier) ([]Cascade, error) {
+	rows, err := q.QueryContext(ctx, `SELECT CONSTRAINT_SCHEMA, TABLE_NAME, UNIQUE_CONSTRAINT_SCHEMA, REFERENCED_TABLE_NAME
+		FROM information_schema.REFERENTIAL_CONSTRAINTS
+		WHERE DELETE_RULE IN ('CASCADE','SET NULL','SET DEFAULT') OR UPDATE_RULE IN ('CASCADE','SET NULL','SET DEFAULT')
+		ORDER BY CONSTRAINT_SCHEMA, TABLE_NAME, CONSTRAINT_NAME`)
+	if err != nil {
+		return nil, fmt.Errorf("read cascading foreign keys: %w", err)
+	}
+	defer rows.Close()
+	out := []Cascade{}
+	for rows.Next() {
+		var c Cascade
+		if err := rows.Scan(&c.Child.DB, &c.Child.Name, &c.Parent.DB, &c.Parent.Name); err != nil {
+			return nil, fmt.Errorf("read cascading foreign keys: %w", err)
+		}
+		out = append(out, c)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read cascading foreign keys: %w", err)
+	}
+	return out, nil
+}
+
+// autoIncrements reads the AUTO_INCREMENT counter of every InnoDB table
+// that has one, outside the system schemas, as the server holds it now
+// (no cached statistics: information_schema_stats_expiry 0 for the
+// read, on MySQL, which has it).
+func autoIncrements(ctx context.Context, q mariadb.Querier) ([]Counter, error) {
+	conn, ok := q.(*sql.Conn)
+	if !ok {
+		db, isDB := q.(*sql.DB)
+		if !isDB {
+			return nil, errors.New("read AUTO_INCREMENT counters: no connection")
+		}
+		c, err := db.Conn(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("read AUTO_INCREMENT counters: %w", err)
+		}
+		defer c.Close()
+		conn = c
+	}
+	if _, err := conn.ExecContext(ctx, "SET SESSION information_schema_stats_expiry = 0"); err != nil {
+		return nil, fmt.Errorf("read AUTO_INCREMENT counters: %w", err)
+	}
+	rows, err := conn.QueryContext(ctx, "SELECT TABLE_SCHEMA, TABLE_NAME, AUTO_INCREMENT FROM information_schema.TABLES WHERE ENGINE = 'InnoDB' AND AUTO_INCREMENT IS NOT NULL AND TABLE_SCHEMA NOT IN ('mysql', 'sys', 'performance_schema', 'information_schema') ORDER BY TABLE_SCHEMA, TABLE_NAME")
+	if err != nil {
+		return nil, fmt.Errorf("read AUTO_INCREMENT counters: %w", err)
+	}
+	defer rows.Close()
+	out := []Counter{}
+	for rows.Next() {
+		var c Counter
+		if err := rows.Scan(&c.Table.DB, &c.Table.Name, &c.Next); err != nil {
+			return nil, fmt.Errorf("read AUTO_INCREMENT counters: %w", err)
+		}
+		out = append(out, c)
+	}
+	return out, rows.Err()
+}
+
+// WriteFacts writes f into dir (made 0700) as its FactsFile, whole or
+// not at all.
+func WriteFacts(dir string, f *Facts) error {
+	b, err := json.Marshal(f)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	tmp := filepath.Join(dir, "."+FactsFile+".tmp")
+	if err := os.WriteFile(tmp, b, 0o600); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	if err := os.Rename(tmp, filepath.Join(dir, FactsFile)); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	return nil
+}
+
+// LoadFacts reads the FactsFile of dir; nil and no error when there is
+// none.
+func LoadFacts(dir string) (*Facts, error) {
+	b, err := os.ReadFile(filepath.Join(dir, FactsFile))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	f := &Facts{}
+	if err := json.Unmarshal(b, f); err != nil {
+		return nil, fmt.Errorf("read %s: %w", filepath.Join(dir, FactsFile), err)
+	}
+	if f.Cascades == nil || f.Sequences < 0 {
+		return nil, fmt.Errorf("read %s: incomplete", filepath.Join(dir, FactsFile))
+	}
+	return f, nil
+}

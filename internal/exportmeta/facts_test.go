@@ -1,0 +1,70 @@
+package exportmeta_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"reflect"
+	"testing"
+
+	"github.com/pristinedb/pristine/internal/exportmeta"
+	"github.com/pristinedb/pristine/internal/mariadb"
+	"github.com/pristinedb/pristine/internal/mariadb/mariadbtest"
+)
+
+// ReadFacts counts sequences, names only the foreign keys with a
+// cascading action, and reads the AUTO_INCREMENT counters where asked;
+// the facts written are the facts loaded.
+func TestReadWriteFacts(t *testing.T) {
+	in := mariadbtest.Start(t)
+	db := mariadbtest.Open(t, in, "")
+	mariadbtest.Exec(t, db, "CREATE DATABASE app",
+		"CREATE TABLE app.p (id INT AUTO_INCREMENT PRIMARY KEY) ENGINE=InnoDB",
+		"CREATE TABLE app.c1 (id INT PRIMARY KEY, p INT, FOREIGN KEY (p) REFERENCES app.p (id) ON DELETE CASCADE) ENGINE=InnoDB",
+		"CREATE TABLE app.c2 (id INT PRIMARY KEY, p INT, FOREIGN KEY (p) REFERENCES app.p (id) ON UPDATE SET NULL) ENGINE=InnoDB",
+		"CREATE TABLE app.c3 (id INT PRIMARY KEY, p INT, FOREIGN KEY (p) REFERENCES app.p (id)) ENGINE=InnoDB",
+		"INSERT INTO app.p VALUES (), (), ()")
+	counters := in.Binary.Flavor.Changes().ImportKeepsCounter
+	sequences := 0
+	if in.Binary.Flavor != mariadb.MySQL { // MySQL has no sequences
+		mariadbtest.Exec(t, db, "CREATE SEQUENCE app.s")
+		sequences = 1
+	}
+	ft, err := exportmeta.ReadFacts(context.Background(), db, counters)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := exportmeta.Table{DB: "app", Name: "p"}
+	want := &exportmeta.Facts{Sequences: sequences, Cascades: []exportmeta.Cascade{{Parent: p, Child: exportmeta.Table{DB: "app", Name: "c1"}}, {Parent: p, Child: exportmeta.Table{DB: "app", Name: "c2"}}}}
+	if counters {
+		want.Counters = []exportmeta.Counter{{Table: p, Next: 4}}
+	}
+	if !reflect.DeepEqual(ft, want) {
+		t.Errorf("facts %+v, want %+v", ft, want)
+	}
+	dir := filepath.Join(t.TempDir(), exportmeta.Dir)
+	if err := exportmeta.WriteFacts(dir, ft); err != nil {
+		t.Fatal(err)
+	}
+	back, err := exportmeta.LoadFacts(dir)
+	if err != nil || !reflect.DeepEqual(back, ft) {
+		t.Errorf("loaded %+v (%v), want what was written, %+v", back, err, ft)
+	}
+}
+
+// A template without facts (an older build, an import) loads none, and a
+// damaged facts file is an error, not facts.
+func TestLoadFactsAbsentOrDamaged(t *testing.T) {
+	dir := t.TempDir()
+	if ft, err := exportmeta.LoadFacts(dir); ft != nil || err != nil {
+		t.Fatalf("LoadFacts of an empty directory: %+v, %v; want nothing", ft, err)
+	}
+	for _, body := range []string{"{", `{"sequences": 0}`, `{"sequences": -1, "cascades": []}`} {
+		if err := os.WriteFile(filepath.Join(dir, exportmeta.FactsFile), []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if ft, err := exportmeta.LoadFacts(dir); ft != nil || err == nil {
+			t.Errorf("LoadFacts of %q: %+v, %v; want an error", body, ft, err)
+		}
+	}
+}
