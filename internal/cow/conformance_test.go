@@ -235,3 +235,57 @@ func readAt(t *testing.T, path string, off int64, n int) string {
 	}
 	return string(b)
 }
+
+// TestCloneAsOwner: a clone given to an owner lets the owner write every
+// file: each belongs to it, or, left as it was, to the owner's shared
+// group with group read-write. On btrfs, whose snapshot keeps the source's
+// inodes, a shared file's metadata is not written at all (its ctime is the
+// source's), so its leaf stays the template's; the other backends make new
+// files and give each to the owner.
+func TestCloneAsOwner(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("giving a clone to an owner chowns: needs root")
+	}
+	const shared = 4242
+	own := &Owner{UID: 4321, GID: 4321, Shared: shared}
+	forEachBackend(t, func(t *testing.T, root *rootdir.Root, b Backend) {
+		src := source(t, root, b)
+		if err := os.Lchown(filepath.Join(src, "ibdata1"), 0, shared); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(filepath.Join(src, "ibdata1"), 0o660); err != nil {
+			t.Fatal(err)
+		}
+		// Of the group, but not writable by it: given to the owner.
+		if err := os.Lchown(filepath.Join(src, "empty"), 0, shared); err != nil {
+			t.Fatal(err)
+		}
+		srcSt, err := lstat(filepath.Join(src, "ibdata1"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		dst := filepath.Join(root.Data(), "slot1")
+		if err := CloneAs(b, src, dst, own); err != nil {
+			t.Fatalf("CloneAs: %v", err)
+		}
+		for p, e := range scanTree(t, dst) {
+			mine := int(e.uid) == own.UID && int(e.gid) == own.GID
+			viaGroup := int(e.gid) == shared && e.mode&0o060 == 0o060
+			if !mine && !viaGroup {
+				t.Errorf("%s: %v %d:%d, want the owner's %d:%d or group %d read-write", p, e.mode, e.uid, e.gid, own.UID, own.GID, shared)
+			}
+		}
+		st, err := lstat(filepath.Join(dst, "ibdata1"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if b.Name() == "btrfs" {
+			if int(st.Gid) != shared || st.Ctim != srcSt.Ctim {
+				t.Errorf("btrfs: the shared file was written: gid %d ctime %v, source's %v; want group %d and the source's ctime", st.Gid, st.Ctim, srcSt.Ctim, shared)
+			}
+			if d, _ := lstat(filepath.Join(dst, "db1")); d == nil || int(d.Uid) != own.UID {
+				t.Error("btrfs: a directory of the clone was left to its source's owner")
+			}
+		}
+	})
+}

@@ -10,7 +10,15 @@ import (
 // Owner is who the files of a clone belong to, when not its source's
 // owners: the server id a slot's server runs as (internal/svcuser), so it
 // may write its own clone and nothing else.
-type Owner struct{ UID, GID int }
+type Owner struct {
+	UID, GID int
+	// Shared, when not 0, is a group whose files (regular, group
+	// read-write) ChownTree leaves as they are: a sealed template's files
+	// every server id may write through that group (svcuser.DataGID).
+	// Chowning them would make btrfs copy the snapshot's metadata they
+	// share with the template.
+	Shared int
+}
 
 func (o *Owner) set(st *unix.Stat_t) { st.Uid, st.Gid = uint32(o.UID), uint32(o.GID) }
 
@@ -41,8 +49,8 @@ func CloneAs(b Backend, src, dst string, own *Owner) error {
 }
 
 // ChownTree gives every entry under dir (dir included, symlinks not
-// followed) to o, walking with one open directory at a time: what CloneAs
-// does after a btrfs snapshot.
+// followed) to o, but o.Shared's files (see Owner), walking with one
+// open directory at a time: what CloneAs does after a btrfs snapshot.
 func (o *Owner) ChownTree(dir string) error {
 	if err := unix.Lchown(dir, o.UID, o.GID); err != nil {
 		return fmt.Errorf("chown %s: %w", dir, err)
@@ -62,6 +70,15 @@ func (o *Owner) chownIn(dir string) error {
 		return fmt.Errorf("chown under %s: %w", dir, err)
 	}
 	for _, e := range ents {
+		if o.Shared != 0 && !e.IsDir() {
+			var st unix.Stat_t
+			if err := unix.Fstatat(fd, e.Name(), &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+				return fmt.Errorf("chown %s/%s: %w", dir, e.Name(), err)
+			}
+			if int(st.Gid) == o.Shared && st.Mode&unix.S_IFMT == unix.S_IFREG && st.Mode&0o060 == 0o060 {
+				continue
+			}
+		}
 		if err := unix.Fchownat(fd, e.Name(), o.UID, o.GID, unix.AT_SYMLINK_NOFOLLOW); err != nil {
 			return fmt.Errorf("chown %s/%s: %w", dir, e.Name(), err)
 		}

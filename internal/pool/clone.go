@@ -126,8 +126,12 @@ const seedsDir = ".seeds"
 // the demo template 10 ms plain, 40-80 ms chowned), each slot has a seed:
 // a snapshot of the template given to the slot's id once, at its first
 // clone, under seedsDir. Every reset then snapshots the seed, already the
-// slot's id's, at a plain snapshot's cost (2 ms). Other backends give each
-// file its owner as they make it, and clone the template itself.
+// slot's id's, at a plain snapshot's cost (2 ms). The template's InnoDB
+// files and tables' definitions, which every server may write through
+// svcuser.DataGID, keep their owner: on a compressed btrfs a chown copies
+// the leaf of the file's inode with the references to the compressed
+// extents next to it (a table's .ibd), up to some 200. Other backends give
+// each file its owner as they make it, and clone the template itself.
 func (p *Pool) seed(s *slot, id *svcuser.Claimed) (string, error) {
 	tmpl := p.cat.DataDir(p.Meta.Hash)
 	own := owner(id)
@@ -219,12 +223,13 @@ func (p *Pool) takeID(s *slot) *svcuser.Claimed {
 }
 
 // owner is who a clone's files belong to: the server id, or nil (the
-// template's owner) when servers run as pristine's own user.
+// template's owner) when servers run as pristine's own user. The
+// template's shareable files stay the template's (svcuser.DataGID).
 func owner(id *svcuser.Claimed) *cow.Owner {
 	if id == nil || !id.Drop {
 		return nil
 	}
-	return &cow.Owner{UID: id.UID, GID: id.GID}
+	return &cow.Owner{UID: id.UID, GID: id.GID, Shared: svcuser.DataGID}
 }
 
 // capSlot caps the disk of a fresh clone (Options.SlotDisk). A filesystem

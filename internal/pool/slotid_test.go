@@ -202,13 +202,22 @@ func slotAttacks(t *testing.T, st *template.Builder, m *catalog.Meta, a, b *pool
 		{"onto the template's " + tctl, filepath.Join(tdata, tctl)},
 		{"onto another slot's " + bctl, filepath.Join(bdata, bctl)},
 	}
+	// InnoDB's files, which every server's id may write through group
+	// svcuser.DataGID where they are the template's (on btrfs, in the
+	// template, in seeds and in other slots' clones alike): only the
+	// directories above them keep a server out.
+	ibd := filepath.Join(m.Databases[0], "canary.ibd")
+	targets = append(targets,
+		struct{ name, target string }{"onto the template's canary.ibd", filepath.Join(tdata, ibd)},
+		struct{ name, target string }{"onto another slot's canary.ibd", filepath.Join(bdata, ibd)})
 	// On btrfs a slot's clone is a snapshot of its seed, which belongs to
 	// the slot's own id: only root's seeds directory keeps the slot out.
 	seed := filepath.Join(pool.Dir(st.Catalog(), m), ".seeds", fmt.Sprintf("%03d", a.Slot))
 	if _, err := os.Stat(seed); err == nil {
 		targets = append(targets,
 			struct{ name, target string }{"into its own seed", filepath.Join(seed, m.Databases[0], "x.txt")},
-			struct{ name, target string }{"onto its own seed's " + tctl, filepath.Join(seed, tctl)})
+			struct{ name, target string }{"onto its own seed's " + tctl, filepath.Join(seed, tctl)},
+			struct{ name, target string }{"onto its own seed's canary.ibd", filepath.Join(seed, ibd)})
 	} else if st.Catalog().Backend().Name() == "btrfs" {
 		t.Errorf("no seed for slot %d on btrfs: %v", a.Slot, err)
 	}
@@ -240,6 +249,22 @@ func slotAttacks(t *testing.T, st *template.Builder, m *catalog.Meta, a, b *pool
 	if err := open(t, b).QueryRow("SELECT COUNT(*) FROM canary").Scan(&n); err != nil {
 		t.Errorf("the other slot no longer answers: %v", err)
 	}
+}
+
+// procGroups returns the Groups: line of a process.
+func procGroups(t *testing.T, pid int) []string {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) > 0 && f[0] == "Groups:" {
+			return f[1:]
+		}
+	}
+	t.Fatalf("no Groups line in /proc/%d/status", pid)
+	return nil
 }
 
 // procIDs returns the Uid: and Gid: lines' ids of a process.
@@ -311,6 +336,29 @@ func TestSecuritySlotsRunAsTheirOwnIDs(t *testing.T) {
 		if got := ownerOf(t, slotData(st, m, l)); got != ids[i] {
 			t.Errorf("slot %d's clone belongs to uid %s, its server runs as %s", l.Slot, got, ids[i])
 		}
+		// Every file of the clone is the server's own, or one of the
+		// template's shareable files it writes through its one group.
+		if g := procGroups(t, serverPID(t, l)); len(g) != 1 || g[0] != fmt.Sprint(svcuser.DataGID) {
+			t.Errorf("slot %d's server has supplementary groups %v; want only %d", l.Slot, g, svcuser.DataGID)
+		}
+		err := filepath.WalkDir(slotData(st, m, l), func(p string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			fi, err := d.Info()
+			if err != nil {
+				return err
+			}
+			sys := fi.Sys().(*syscall.Stat_t)
+			shared := int(sys.Gid) == svcuser.DataGID && fi.Mode().IsRegular() && fi.Mode().Perm()&0o060 == 0o060 && svcuser.Shareable(p)
+			if fmt.Sprint(sys.Uid) != ids[i] && !shared {
+				t.Errorf("slot %d: %s is %d:%d %v, neither its server's nor a shared file of the template's", l.Slot, p, sys.Uid, sys.Gid, fi.Mode())
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
 	}
 	if got := ownerOf(t, st.Catalog().DataDir(m.Hash)); got != fmt.Sprint(os.Geteuid()) {
 		t.Errorf("the template belongs to uid %s, not to pristine's own user", got)
@@ -321,6 +369,16 @@ func TestSecuritySlotsRunAsTheirOwnIDs(t *testing.T) {
 	if held := recordsUnder(t, pool.Dir(st.Catalog(), m)); len(held) > 0 {
 		t.Errorf("ids still recorded for the pool after pool down: %v", held)
 	}
+}
+
+// groupOf is the group of path.
+func groupOf(t *testing.T, path string) int {
+	t.Helper()
+	fi, err := os.Lstat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return int(fi.Sys().(*syscall.Stat_t).Gid)
 }
 
 // ownerOf is the uid that owns path, as a string.
@@ -397,7 +455,8 @@ func TestSecurityBuildServerCannotWriteTemplates(t *testing.T) {
 }
 
 // TestSlotIDKeepsDDL: on a clone given to its slot's id (a btrfs snapshot
-// chowned after, a copy made with the new owner), every statement that
+// chowned after but for the template's InnoDB files and tables'
+// definitions, a copy made with the new owner), every statement that
 // rewrites a definition file still works, as a lease and as root of the
 // slot, on tables of each engine, a view, a trigger and sys's views. A
 // file of the clone left to another owner fails here: CREATE OR REPLACE
@@ -432,14 +491,34 @@ CREATE TRIGGER tr1 BEFORE INSERT ON my FOR EACH ROW SET NEW.v = NEW.v + 1;
 			l := lease(t, p)
 			data := slotData(st, m, l)
 			uids, _ := procIDs(t, serverPID(t, l))
+			// On btrfs the template's InnoDB files and tables'
+			// definitions stay the template's, group svcuser.DataGID: the
+			// statements below rename, rebuild and drop them through that
+			// group. A view's definition is the slot's own.
+			shared := 0
 			_ = filepath.WalkDir(data, func(p string, d fs.DirEntry, err error) error {
 				if fi, lerr := os.Lstat(p); err == nil && lerr == nil {
-					if got := fmt.Sprint(fi.Sys().(*syscall.Stat_t).Uid); got != uids[0] {
+					sys := fi.Sys().(*syscall.Stat_t)
+					if kind == "btrfs" && int(sys.Gid) == svcuser.DataGID && svcuser.Shareable(p) {
+						shared++
+					} else if got := fmt.Sprint(sys.Uid); got != uids[0] {
 						t.Errorf("%s belongs to uid %s, not to the slot's %s", p, got, uids[0])
 					}
 				}
 				return nil
 			})
+			if kind == "btrfs" && shared == 0 {
+				t.Error("no file of the btrfs clone is left to the template (group svcuser.DataGID)")
+			}
+			if kind == "btrfs" && st.Binary().Flavor != mariadb.MySQL {
+				dbDir := filepath.Join(data, m.Databases[0])
+				if g := groupOf(t, filepath.Join(dbDir, "canary.frm")); g != svcuser.DataGID {
+					t.Errorf("canary.frm: group %d, want the template's (%d)", g, svcuser.DataGID)
+				}
+				if got := ownerOf(t, filepath.Join(dbDir, "v1.frm")); got != uids[0] {
+					t.Errorf("the view's v1.frm belongs to uid %s, not to the slot's %s", got, uids[0])
+				}
+			}
 			db := open(t, l)
 			db.SetMaxOpenConns(1)
 			for _, q := range []string{
@@ -454,6 +533,9 @@ CREATE TRIGGER tr1 BEFORE INSERT ON my FOR EACH ROW SET NEW.v = NEW.v + 1;
 				"TRUNCATE TABLE my",
 				"TRUNCATE TABLE ar",
 				"OPTIMIZE TABLE canary",
+				"RENAME TABLE canary TO canary2, canary2 TO canary",
+				"ALTER TABLE child ENGINE=InnoDB",
+				"ALTER TABLE child ADD INDEX (c), ALGORITHM=INPLACE",
 				"REPAIR TABLE my",
 				"CHECK TABLE my FOR UPGRADE",
 				"ANALYZE TABLE my",

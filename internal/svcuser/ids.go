@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -405,9 +406,22 @@ func (c *Claimed) releaseLocked() {
 	c.f = nil
 }
 
+// DataGID is the group of a sealed template's shareable files (Seal):
+// every server id has it as its one supplementary group (Credential), so
+// a btrfs snapshot of a template can be given to a slot's id without
+// touching those files' metadata (cow.Owner.Shared). It lies just past
+// the ids' range, so no server has it as its own group. A server reaches
+// such a file only inside a tree whose top directory is its own: the
+// template's, a seed's and every other slot's top directory are closed
+// to it.
+const DataGID = IDBase + IDCount
+
 // Seal gives every file under dir (dir included, symlinks not followed) to
 // pristine's own user, so no server can write it or read it: templates and
-// bases, once their server has stopped. Without root it does nothing.
+// bases, once their server has stopped. InnoDB's files and tables'
+// definitions (Shareable) are given to group DataGID, read-write, and
+// every directory is closed to group and others, so a server reaches them
+// only in its own clone. Without root it does nothing.
 func Seal(dir string) error {
 	if os.Geteuid() != 0 {
 		return nil
@@ -417,10 +431,66 @@ func Seal(dir string) error {
 		if err != nil {
 			return err
 		}
-		return unix.Lchown(p, uid, gid)
+		switch {
+		case d.IsDir():
+			if err := unix.Lchown(p, uid, gid); err != nil {
+				return err
+			}
+			fi, err := d.Info()
+			if err != nil {
+				return err
+			}
+			if fi.Mode().Perm()&0o077 != 0 {
+				return os.Chmod(p, fi.Mode().Perm()&^0o077)
+			}
+			return nil
+		case d.Type().IsRegular() && Shareable(p):
+			if err := unix.Lchown(p, uid, DataGID); err != nil {
+				return err
+			}
+			return os.Chmod(p, 0o660)
+		default:
+			return unix.Lchown(p, uid, gid)
+		}
 	})
 	if err != nil {
 		return fmt.Errorf("seal %s (give it to pristine's user, out of every server's reach): %w", dir, err)
 	}
 	return nil
 }
+
+// Shareable reports whether the sealed file at path may stay the
+// template's in a clone, written through group DataGID: one of InnoDB's
+// files, which a server opens, writes, renames and removes but never
+// chowns, chmods or copies the owner of (tablespaces, MySQL's mysql.ibd
+// among them, the system and undo tablespaces, the redo log), or a
+// table's definition (.frm), which MariaDB rewrites under a new name. A
+// view's or a trigger's definition (a text file, "TYPE=VIEW") is not:
+// CREATE OR REPLACE VIEW copies the old file's owner to its backup, which
+// only the owner may do; nor are MyISAM's and Aria's files, whose repair
+// does the same.
+func Shareable(path string) bool {
+	name := filepath.Base(path)
+	switch {
+	case strings.HasSuffix(name, ".ibd"), innodbFile.MatchString(name):
+		return true
+	case strings.HasSuffix(name, ".frm"):
+		return tableDefinition(path)
+	}
+	return false
+}
+
+// tableDefinition reports whether the .frm file at path is a table's:
+// binary, from the bytes 0xfe 0x01.
+func tableDefinition(path string) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	var head [2]byte
+	n, _ := f.Read(head[:])
+	return n == 2 && head[0] == 0xfe && head[1] == 0x01
+}
+
+var innodbFile = regexp.MustCompile(`^(ibdata[0-9]+|ib_logfile[0-9]+|undo_?[0-9]+|#ib_redo[0-9]+(_tmp)?)$`)

@@ -230,24 +230,41 @@ func TestSecurityClaimSkipsIDInUse(t *testing.T) {
 	}
 }
 
-// TestSeal: a sealed tree belongs to pristine's user, symlinks untouched.
+// TestSeal: a sealed tree belongs to pristine's user, symlinks untouched;
+// InnoDB's files and a table's definition are group DataGID's,
+// read-write, a view's definition is not; no directory is open to group
+// or others.
 func TestSeal(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("sealing gives files to root: needs root")
 	}
 	dir := t.TempDir()
 	sub := filepath.Join(dir, "db")
-	if err := os.MkdirAll(sub, 0o700); err != nil {
+	redo := filepath.Join(dir, "#innodb_redo")
+	for _, d := range []string{sub, redo} {
+		if err := os.MkdirAll(d, 0o750); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Chmod(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	f := filepath.Join(sub, "t.ibd")
-	if err := os.WriteFile(f, nil, 0o660); err != nil {
-		t.Fatal(err)
+	shared := []string{filepath.Join(sub, "t.ibd"), filepath.Join(sub, "t.frm"), filepath.Join(dir, "ibdata1"), filepath.Join(dir, "undo_001"), filepath.Join(redo, "#ib_redo10")}
+	own := []string{filepath.Join(sub, "v.frm"), filepath.Join(sub, "undo_log.MYD"), filepath.Join(dir, "aria_log_control")}
+	for _, f := range append(append([]string{}, shared...), own...) {
+		body := []byte{0xfe, 0x01, 0x0a} // a table's .frm
+		if filepath.Base(f) == "v.frm" {
+			body = []byte("TYPE=VIEW\n")
+		}
+		if err := os.WriteFile(f, body, 0o640); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if err := os.Symlink("/etc/passwd", filepath.Join(sub, "link")); err != nil {
 		t.Fatal(err)
 	}
-	for _, p := range []string{dir, sub, f} {
+	all := append(append([]string{dir, sub, redo}, shared...), own...)
+	for _, p := range all {
 		if err := os.Lchown(p, IDBase+7, IDBase+7); err != nil {
 			t.Fatal(err)
 		}
@@ -255,14 +272,80 @@ func TestSeal(t *testing.T) {
 	if err := Seal(dir); err != nil {
 		t.Fatal(err)
 	}
-	for _, p := range []string{dir, sub, f} {
-		if owner(t, p) != 0 {
-			t.Errorf("%s belongs to uid %d after Seal", p, owner(t, p))
+	for _, p := range all {
+		var st unix.Stat_t
+		if err := unix.Lstat(p, &st); err != nil {
+			t.Fatal(err)
+		}
+		if st.Uid != 0 {
+			t.Errorf("%s belongs to uid %d after Seal", p, st.Uid)
+		}
+	}
+	for _, p := range []string{dir, sub, redo} {
+		if m := mode(t, p); m&0o077 != 0 {
+			t.Errorf("directory %s is %o after Seal: open to group or others", p, m)
+		}
+	}
+	for _, p := range shared {
+		if g, m := group(t, p), mode(t, p); g != DataGID || m != 0o660 {
+			t.Errorf("%s: group %d mode %o after Seal; want group %d, 0660", p, g, m, DataGID)
+		}
+	}
+	for _, p := range own {
+		if g := group(t, p); g != 0 {
+			t.Errorf("%s: group %d after Seal; want root's", p, g)
 		}
 	}
 	if fi, _ := os.Stat("/etc/passwd"); fi == nil || owner(t, "/etc/passwd") != 0 {
 		t.Error("/etc/passwd changed?")
 	}
+}
+
+func TestShareable(t *testing.T) {
+	dir := t.TempDir()
+	table := []byte{0xfe, 0x01, 0x0a, 0x0c}
+	view := []byte("TYPE=VIEW\nquery=select 1\n")
+	for _, c := range []struct {
+		name string
+		body []byte
+		want bool
+	}{
+		{"t.ibd", nil, true}, {"t#P#p0.ibd", nil, true}, {"mysql.ibd", nil, true},
+		{"ibdata1", nil, true}, {"ib_logfile0", nil, true}, {"undo001", nil, true},
+		{"undo_002", nil, true}, {"#ib_redo10", nil, true}, {"#ib_redo11_tmp", nil, true},
+		{"t.frm", table, true},
+		{"v.frm", view, false}, {"short.frm", []byte{0xfe}, false}, {"empty.frm", nil, false},
+		{"t.TRG", []byte("TYPE=TRIGGERS\n"), false},
+		{"undo_log.MYD", nil, false}, {"t.MAI", nil, false}, {"aria_log_control", nil, false},
+		{"ibtmp1", nil, false}, {"ib_buffer_pool", nil, false}, {"auto.cnf", nil, false},
+		{"t.ibd.tmp", nil, false}, {"db.opt", nil, false},
+	} {
+		p := filepath.Join(dir, c.name)
+		if err := os.WriteFile(p, c.body, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if got := Shareable(p); got != c.want {
+			t.Errorf("Shareable(%s) = %v, want %v", c.name, got, c.want)
+		}
+	}
+}
+
+func group(t *testing.T, p string) int {
+	t.Helper()
+	var st unix.Stat_t
+	if err := unix.Lstat(p, &st); err != nil {
+		t.Fatal(err)
+	}
+	return int(st.Gid)
+}
+
+func mode(t *testing.T, p string) uint32 {
+	t.Helper()
+	var st unix.Stat_t
+	if err := unix.Lstat(p, &st); err != nil {
+		t.Fatal(err)
+	}
+	return st.Mode & 0o7777
 }
 
 func owner(t *testing.T, p string) int {

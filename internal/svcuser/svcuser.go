@@ -111,12 +111,14 @@ func create() error {
 }
 
 // Credential is what exec.Cmd.SysProcAttr.Credential should be for a
-// server: nil when servers run as the current user.
+// server: its uid and gid and, as its one supplementary group, DataGID
+// (the sealed templates' shareable files, in its own clone); nil when
+// servers run as the current user.
 func (a Account) Credential() *syscall.Credential {
 	if !a.Drop {
 		return nil
 	}
-	return &syscall.Credential{Uid: uint32(a.UID), Gid: uint32(a.GID), Groups: []uint32{}}
+	return &syscall.Credential{Uid: uint32(a.UID), Gid: uint32(a.GID), Groups: []uint32{DataGID}}
 }
 
 // RunDirMode is the mode of a server's run directory (socket, pid file,

@@ -52,7 +52,7 @@ func TestGetNeverRoot(t *testing.T) {
 		if !a.Drop || a.UID == 0 || a.GID == 0 || a.Name != Name {
 			t.Fatalf("as root, servers would run as %+v", a)
 		}
-		if c := a.Credential(); c == nil || c.Uid == 0 || len(c.Groups) != 0 {
+		if c := a.Credential(); c == nil || c.Uid == 0 || len(c.Groups) != 1 || c.Groups[0] != DataGID {
 			t.Fatalf("credential %+v", c)
 		}
 		return

@@ -66,10 +66,11 @@ func (b *Builder) seal(data string) error {
 	return nil
 }
 
-// ownerOf is who the files of a clone for id belong to.
+// ownerOf is who the files of a clone for id belong to; the template's
+// shareable files stay the template's (svcuser.DataGID).
 func ownerOf(id *svcuser.Claimed) *cow.Owner {
 	if id == nil || !id.Drop {
 		return nil
 	}
-	return &cow.Owner{UID: id.UID, GID: id.GID}
+	return &cow.Owner{UID: id.UID, GID: id.GID, Shared: svcuser.DataGID}
 }

@@ -170,8 +170,10 @@ func exportCopy(ctx context.Context, db *sql.DB, datadir, src string, tables, ds
 	return nil
 }
 
-// copyFile copies a file the server wrote, keeping its owner: the server
-// runs as another account than pristine when pristine is root.
+// copyFile copies a tablespace into a schema's directory, the copy owned
+// as that directory is: by the server, which runs as another account than
+// pristine when pristine is root (the source may be a template's file the
+// server writes through its group, svcuser.DataGID).
 func copyFile(src, dst string) error {
 	in, err := os.Open(src)
 	if err != nil {
@@ -179,7 +181,7 @@ func copyFile(src, dst string) error {
 	}
 	defer in.Close()
 	var st syscall.Stat_t
-	if err := syscall.Fstat(int(in.Fd()), &st); err != nil {
+	if err := syscall.Stat(filepath.Dir(dst), &st); err != nil {
 		return err
 	}
 	out, err := os.OpenFile(dst, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o660)

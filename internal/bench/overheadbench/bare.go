@@ -84,7 +84,7 @@ func (b *bareSet) startOne(ctx context.Context, i int) (*mariadb.Instance, error
 	id := b.ids[i]
 	var own *cow.Owner
 	if id.Drop {
-		own = &cow.Owner{UID: id.UID, GID: id.GID}
+		own = &cow.Owner{UID: id.UID, GID: id.GID, Shared: svcuser.DataGID}
 	}
 	if err := cow.CloneAs(b.backend, b.tmpl, data, own); err != nil {
 		return nil, fmt.Errorf("bare server %d: %w", i, err)
@@ -145,8 +145,10 @@ func (b *bareSet) resets(ctx context.Context, m *catalog.Meta, table string, n i
 	qt := quote.Ident(db) + "." + quote.Ident(table)
 	src := filepath.Join(b.tmpl, db, table+".ibd")
 	dst := filepath.Join(in.Config.Datadir, db, table+".ibd")
+	// The restored files go to the server's id, as its database
+	// directory is (the table's own file may be the template's, shared).
 	var st unix.Stat_t
-	if err := unix.Stat(dst, &st); err != nil {
+	if err := unix.Stat(filepath.Dir(dst), &st); err != nil {
 		return 0, 0, fmt.Errorf("bare reset: %w", err)
 	}
 	cfg, err := exportCfg(ctx, admin, qt, strings.TrimSuffix(dst, ".ibd")+".cfg")
