@@ -493,4 +493,7 @@ func tableDefinition(path string) bool {
 	return n == 2 && head[0] == 0xfe && head[1] == 0x01
 }
 
+// innodbFile names InnoDB's files other than tablespaces: MariaDB's and
+// MySQL's system tablespace, undo tablespaces (undo001, undo_001) and redo
+// log (ib_logfile0; #innodb_redo/#ib_redo10, and its spares "_tmp").
 var innodbFile = regexp.MustCompile(`^(ibdata[0-9]+|ib_logfile[0-9]+|undo_?[0-9]+|#ib_redo[0-9]+(_tmp)?)$`)
