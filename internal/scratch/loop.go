@@ -90,8 +90,9 @@ func backingOf(m *mountinfo.Mount) string {
 }
 
 // detachLoops detaches every loop device still bound to image and waits
-// until none is. Autoclear usually has done it already when the filesystem
-// was unmounted; this waits a moment for that before detaching by hand.
+// a while until none is. Autoclear usually has done it already when the
+// filesystem was unmounted; this waits a moment for that before detaching
+// by hand.
 func detachLoops(image string) error {
 	var devs []string
 	for i := range 20 {
@@ -116,13 +117,13 @@ func detachLoops(image string) error {
 	}
 	// A device still open elsewhere (the unmounted filesystem's last
 	// writes after an error, a udev probe) is only marked to detach on its
-	// last close: wait for that, so the image is free when this returns.
+	// last close: wait up to 10 s for that, so the image is usually free
+	// when this returns; past that the kernel detaches it on that close.
 	for range 400 {
-		var err error
-		if devs, err = loopsOf(image); err != nil || len(devs) == 0 {
+		if devs, err := loopsOf(image); err != nil || len(devs) == 0 {
 			return err
 		}
 		time.Sleep(25 * time.Millisecond)
 	}
-	return fmt.Errorf("loop devices %s are still bound to %s 10 s after detaching them: something holds them open (lsof %s; fuser -m %s), then run the command again", strings.Join(devs, ", "), image, devs[0], devs[0])
+	return nil
 }
