@@ -330,32 +330,19 @@ func TestShareable(t *testing.T) {
 	}
 }
 
-func group(t *testing.T, p string) int {
+// lstat is p's inode, not following a symlink.
+func lstat(t *testing.T, p string) unix.Stat_t {
 	t.Helper()
 	var st unix.Stat_t
 	if err := unix.Lstat(p, &st); err != nil {
 		t.Fatal(err)
 	}
-	return int(st.Gid)
+	return st
 }
 
-func mode(t *testing.T, p string) uint32 {
-	t.Helper()
-	var st unix.Stat_t
-	if err := unix.Lstat(p, &st); err != nil {
-		t.Fatal(err)
-	}
-	return st.Mode & 0o7777
-}
-
-func owner(t *testing.T, p string) int {
-	t.Helper()
-	var st unix.Stat_t
-	if err := unix.Lstat(p, &st); err != nil {
-		t.Fatal(err)
-	}
-	return int(st.Uid)
-}
+func group(t *testing.T, p string) int   { return int(lstat(t, p).Gid) }
+func mode(t *testing.T, p string) uint32 { return lstat(t, p).Mode & 0o7777 }
+func owner(t *testing.T, p string) int   { return int(lstat(t, p).Uid) }
 
 // TestMeasureClaim measures what the check for processes adds to a claim:
 // 200 claims in a row (a pool of 200 slots coming up: one walk over /proc
