@@ -82,8 +82,10 @@ func RunDemo(ctx context.Context, g *Globals, f DemoFlags) (*demorun.DemoResult,
 		fresh = true
 		if !f.Keep {
 			defer func() {
-				if err := scratch.Down(context.Background(), root); err != nil {
+				if rep, err := scratch.Down(context.Background(), root); err != nil {
 					g.stderrf("pristine demo: scratch down: %v", err)
+				} else if rep.Warning != "" {
+					g.stderrf("pristine demo: scratch down: warning: %s", rep.Warning)
 				}
 			}()
 		}

@@ -93,11 +93,15 @@ func newScratchDownCmd(g *Globals) *cobra.Command {
 				return fmt.Errorf("scratch down: %d pool(s) are up on %s (their clones are in %s): run `pristine pool down --all` first",
 					len(pools), root.Path, filepath.Join(root.Data(), "pools"))
 			}
-			if err := scratch.Down(cmd.Context(), root); err != nil {
+			rep, err := scratch.Down(cmd.Context(), root)
+			if err != nil {
 				return err
 			}
+			if rep.Warning != "" {
+				g.stderrf("scratch down: warning: %s", rep.Warning)
+			}
 			if g.JSON {
-				return g.printJSON(map[string]any{"down": true, "removed_image": before.Image, "unmounted": before.Up})
+				return g.printJSON(map[string]any{"down": true, "removed_image": before.Image, "unmounted": before.Up, "warning": rep.Warning})
 			}
 			switch {
 			case before.Image == "":

@@ -34,7 +34,7 @@ func compressedRoot(t *testing.T) *rootdir.Root {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		if err := scratch.Down(context.Background(), root); err != nil {
+		if _, err := scratch.Down(context.Background(), root); err != nil {
 			t.Errorf("scratch down: %v", err)
 		}
 	})

@@ -33,7 +33,7 @@ func scratchRoot(t *testing.T, compress string) *rootdir.Root {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		if err := scratch.Down(context.Background(), root); err != nil {
+		if _, err := scratch.Down(context.Background(), root); err != nil {
 			t.Errorf("scratch down: %v", err)
 		}
 	})

@@ -39,7 +39,7 @@ import (
 //
 //	runner 192.0.2.2/30 --- 192.0.2.1/30 pool 192.0.2.5/30 --- 192.0.2.6/30 other
 //
-// The daemon and its slots run in pool (`ip netns exec`); the runner's
+// The daemon and its slots run in pool (entered with nsenter); the runner's
 // clients are processes started in runner, or this test's own connections,
 // each opened by a thread that entered runner's namespace (a socket keeps
 // the namespace it was made in).
@@ -48,6 +48,15 @@ const (
 	runnerAddr = "192.0.2.2"
 	apiPort    = "7878"
 )
+
+// inNetns runs a program in network namespace ns, entering only that
+// namespace (nsenter --net). ip netns exec would also make a mount
+// namespace, a copy of every mount of the moment: where mounts are
+// private, that copy keeps the filesystems of tests running beside this
+// one (their scratch filesystems) mounted until the program exits.
+func inNetns(ns, name string, args ...string) *exec.Cmd {
+	return exec.Command("nsenter", append([]string{"--net=/run/netns/" + ns, "--", name}, args...)...)
+}
 
 // netnsSet is the test's three namespaces.
 type netnsSet struct{ pool, runner, other string }
@@ -167,7 +176,7 @@ func TestNetworkNamespaces(t *testing.T) {
 	os.WriteFile(tokens, []byte("runner-a "+tokA+"\nrunner-b "+tokB+"\n"), 0o600)
 
 	serveLog := &syncBuffer{}
-	serve := exec.Command("ip", "netns", "exec", ns.pool, bin, "serve", "--root", e.root,
+	serve := inNetns(ns.pool, bin, "serve", "--root", e.root,
 		"--listen", poolAddr+":"+apiPort, "--allow-remote", "--slot-address", poolAddr, "--advertise", poolAddr,
 		"--max-leases-per-group", "2", "--group-tokens", tokens)
 	serve.Stdout, serve.Stderr = serveLog, serveLog
@@ -390,7 +399,7 @@ func TestNetworkNamespaces(t *testing.T) {
 	// watch it, so its TTL (3 s, renewed while it lives) reclaims it.
 	holderBin := prebuilt(t, "PRISTINE_TEST_NETHOLDER", repo, "build", "./internal/e2e/testdata/netholder")
 	runnerEnv := append(os.Environ(), "PRISTINE_URL="+base, "PRISTINE_CA_FILE="+caFile, "PRISTINE_ROOT=/nonexistent")
-	holder := exec.Command("ip", "netns", "exec", ns.runner, holderBin, "3s")
+	holder := inNetns(ns.runner, holderBin, "3s")
 	holder.Dir = repo
 	holder.Env = append(runnerEnv, "PRISTINE_TOKEN="+tokA)
 	holderErr := &syncBuffer{}
@@ -432,7 +441,7 @@ func TestNetworkNamespaces(t *testing.T) {
 	exTest := prebuilt(t, "PRISTINE_TEST_GO_EXAMPLE", repo, "test", "-c", "./examples/go")
 	runExample := func(nsName string, env []string) string {
 		t.Helper()
-		cmd := exec.Command("ip", "netns", "exec", nsName, exTest, "-test.v", "-test.count=1")
+		cmd := inNetns(nsName, exTest, "-test.v", "-test.count=1")
 		cmd.Dir, cmd.Env = filepath.Join(repo, "examples/go"), env
 		out, err := cmd.CombinedOutput()
 		if err != nil || strings.Contains(string(out), "--- SKIP") || !strings.Contains(string(out), "PASS") {

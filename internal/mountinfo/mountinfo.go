@@ -24,8 +24,15 @@ type Mount struct {
 }
 
 // Read reads /proc/self/mountinfo.
-func Read() ([]Mount, error) {
-	f, err := os.Open("/proc/self/mountinfo")
+func Read() ([]Mount, error) { return readFile("/proc/self/mountinfo") }
+
+// ReadPID reads the mount table of process pid's mount namespace.
+func ReadPID(pid int) ([]Mount, error) {
+	return readFile("/proc/" + strconv.Itoa(pid) + "/mountinfo")
+}
+
+func readFile(path string) ([]Mount, error) {
+	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}

@@ -92,27 +92,32 @@ func backingOf(m *mountinfo.Mount) string {
 // detachLoops detaches every loop device still bound to image and waits
 // a while until none is. Autoclear usually has done it already when the
 // filesystem was unmounted; this waits a moment for that before detaching
-// by hand.
-func detachLoops(image string) error {
+// by hand. A device whose filesystem is still mounted in other mount
+// namespaces cannot go yet: it is left to autoclear, which detaches it
+// when they let go, and the processes there are returned.
+func detachLoops(image string) ([]copyHolder, error) {
 	var devs []string
 	for i := range 20 {
 		var err error
 		if devs, err = loopsOf(image); err != nil || len(devs) == 0 {
-			return err
+			return nil, err
 		}
 		if i < 19 {
 			time.Sleep(25 * time.Millisecond)
 		}
 	}
+	if hs := mountedElsewhere(devs); len(hs) > 0 {
+		return hs, nil
+	}
 	for _, dev := range devs {
 		fd, err := unix.Open(dev, unix.O_RDONLY|unix.O_CLOEXEC, 0)
 		if err != nil {
-			return fmt.Errorf("detach %s: %w", dev, err)
+			return nil, fmt.Errorf("detach %s: %w", dev, err)
 		}
 		err = unix.IoctlSetInt(fd, unix.LOOP_CLR_FD, 0)
 		unix.Close(fd)
 		if err != nil && !errors.Is(err, unix.ENXIO) {
-			return fmt.Errorf("detach %s from %s: %w", dev, image, err)
+			return nil, fmt.Errorf("detach %s from %s: %w", dev, image, err)
 		}
 	}
 	// A device still open elsewhere (the unmounted filesystem's last
@@ -121,9 +126,9 @@ func detachLoops(image string) error {
 	// when this returns; past that the kernel detaches it on that close.
 	for range 400 {
 		if devs, err := loopsOf(image); err != nil || len(devs) == 0 {
-			return err
+			return nil, err
 		}
 		time.Sleep(25 * time.Millisecond)
 	}
-	return nil
+	return nil, nil
 }

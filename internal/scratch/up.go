@@ -109,7 +109,7 @@ func Up(ctx context.Context, root *rootdir.Root, opt Options) (_ *Info, err erro
 		}
 		// A record without its mount or image: a crash half-way, or a
 		// reboot that emptied /dev/shm.
-		if err := cleanup(root, rec); err != nil {
+		if _, err := cleanup(root, rec); err != nil {
 			return nil, fmt.Errorf("scratch up: clean up the previous scratch filesystem: %w", err)
 		}
 	}
@@ -133,7 +133,7 @@ func Up(ctx context.Context, root *rootdir.Root, opt Options) (_ *Info, err erro
 	}
 	defer func() {
 		if err != nil {
-			if cerr := cleanup(root, rec); cerr != nil {
+			if _, cerr := cleanup(root, rec); cerr != nil {
 				err = fmt.Errorf("%w (and cleaning up failed: %v)", err, cerr)
 			}
 		}
@@ -195,8 +195,12 @@ func remount(root *rootdir.Root, rec *record) (*Info, error) {
 	if err := checkMountPoint(root); err != nil {
 		return nil, err
 	}
-	if err := detachLoops(rec.Image); err != nil {
+	// Mounting the image again while another namespace still has it
+	// mounted would write one filesystem from two mounts.
+	if held, err := detachLoops(rec.Image); err != nil {
 		return nil, fmt.Errorf("scratch up: %w", err)
+	} else if len(held) > 0 {
+		return nil, fmt.Errorf("scratch up: cannot mount %s again: %s", rec.Image, heldWarning(held))
 	}
 	if err := attachAndMount(root, rec); err != nil {
 		return nil, fmt.Errorf("%w; %s is kept: run \"pristine scratch down\" to delete it and start over", err, rec.Image)

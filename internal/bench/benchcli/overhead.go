@@ -97,7 +97,7 @@ func cloningBuilder(ctx context.Context, g *cli.Globals, size int64) (*template.
 		return nil, nil, fmt.Errorf("%s cannot clone cheaply, and a scratch filesystem could not be made: %w", root.Data(), err)
 	}
 	done := func() {
-		if err := scratch.Down(context.Background(), root); err != nil {
+		if _, err := scratch.Down(context.Background(), root); err != nil {
 			g.Errf("pristine-bench: scratch down: %v", err)
 		}
 	}

@@ -133,7 +133,7 @@ func runVariant(ctx context.Context, opt Options, v Variant) (_ *Result, server 
 		return nil, "", err
 	}
 	defer func() {
-		if derr := scratch.Down(context.Background(), root); derr != nil && err == nil {
+		if _, derr := scratch.Down(context.Background(), root); derr != nil && err == nil {
 			err = derr
 		}
 	}()

@@ -94,7 +94,7 @@ func NewScratchBuilderWith(t testing.TB, opt scratch.Options) *template.Builder 
 		if k := mariadb.KillOrphans(dir); len(k) > 0 {
 			t.Errorf("servers left running: %v", k)
 		}
-		if err := scratch.Down(context.Background(), root); err != nil {
+		if _, err := scratch.Down(context.Background(), root); err != nil {
 			t.Errorf("scratch down: %v", err)
 		}
 		os.RemoveAll(dir)
