@@ -212,3 +212,45 @@ func TestEnsurePoolFirstSlot(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestPrefetchDB: a lease from PrefetchDB comes with its connection made,
+// Release returns it in the background, and Close releases the lease
+// taken ahead, waits for the releases and reports the one that failed.
+func TestPrefetchDB(t *testing.T) {
+	mariadbtest.Binary(t)
+	d := pristinetest.Serve(t, bin)
+	c := d.Client
+	ctx := context.Background()
+	a, err := c.EnsureTemplate(ctx, server.TemplateRequest{Name: "shop", Key: "k-prefetch"}, func(context.Context, *server.TemplateAnswer) error { return nil }, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.EnsurePool(ctx, "shop", a.Hash, 2); err != nil {
+		t.Fatal(err)
+	}
+	p := c.PrefetchDB(server.LeaseRequest{Template: "shop", Holder: "prefetch", Wait: 60})
+	for i := range 3 {
+		l, db, err := p.LeaseDB(ctx)
+		if err != nil {
+			t.Fatalf("lease %d: %v", i, err)
+		}
+		if open := db.Stats().OpenConnections; open != 1 {
+			t.Errorf("lease %d comes with %d connections open, want 1", i, open)
+		}
+		var one int
+		if err := db.QueryRowContext(ctx, "SELECT 1").Scan(&one); err != nil || one != 1 {
+			t.Fatalf("lease %d: SELECT 1: %d, %v", i, one, err)
+		}
+		db.Close()
+		p.Release(l.ID, true)
+	}
+	p.Release("no-such-lease", true)
+	err = p.Close(ctx)
+	if err == nil || !strings.Contains(err.Error(), "release lease no-such-lease") {
+		t.Fatalf("Close after a release of an unknown lease: %v; want that release's failure", err)
+	}
+	ls, err := c.Leases(ctx)
+	if err != nil || len(ls) != 0 {
+		t.Fatalf("leases after Close: %+v, %v; want none (the releases done, the lease taken ahead released)", ls, err)
+	}
+}

@@ -122,9 +122,12 @@ func KeepOnFailure() Option { return func(o *config) { o.keep = true } }
 // (it resets it when something was). For tests that mostly read.
 func ReleaseUnchanged() Option { return func(o *config) { o.unchanged = true } }
 
-// Prefetch takes the next test's lease while this test runs
-// (client.Prefetcher), one ahead per template in the process, so the next
-// New finds its database leased already. The lease taken ahead holds a
+// Prefetch takes the next test's lease and its first connection while
+// this test runs (client.PrefetchDB), one ahead per template in the
+// process, so the next New finds its database leased and connected, and
+// releases each test's lease in the background when the test ends (a
+// failed release is printed on stderr; the daemon reclaims a lease whose
+// release never came when this process exits). The lease taken ahead holds a
 // slot (a pool of 4 serves 3 parallel tests and 1 ahead) and is held by
 // this process: the daemon reclaims it when the process exits. Not with a
 // daemon on another machine (PRISTINE_URL), whose leases must be renewed
@@ -183,8 +186,11 @@ func New(t testing.TB, opts ...Option) *DB {
 	}
 	req := api.LeaseRequest{Template: o.name, Holder: t.Name(), TTL: ttl.Seconds(), Wait: o.wait.Seconds(), PID: os.Getpid()}
 	var l *api.Lease
+	var db *sql.DB
+	var ahead *client.Prefetcher
 	if o.prefetch && !o.client.Remote() {
-		l, err = r.prefetcher(o.client, req).Lease(ctx)
+		ahead = r.prefetcher(o.client, req)
+		l, db, err = ahead.LeaseDB(ctx)
 	} else {
 		l, err = o.client.LeaseWait(ctx, req)
 	}
@@ -201,9 +207,10 @@ func New(t testing.TB, opts ...Option) *DB {
 		}()
 		stopBeat = func() { cancel(); <-done }
 	}
-	db, err := sql.Open("mysql", l.DSN)
-	if err != nil {
-		t.Fatalf("pristinetest: open %s: %v", l.Database, err)
+	if db == nil {
+		if db, err = sql.Open("mysql", l.DSN); err != nil {
+			t.Fatalf("pristinetest: open %s: %v", l.Database, err)
+		}
 	}
 	t.Cleanup(func() {
 		stopBeat()
@@ -216,6 +223,10 @@ func New(t testing.TB, opts ...Option) *DB {
 			}
 			t.Logf("pristinetest: kept the database of this failed test for debugging:\n  mariadb -h%s -P%d -u%s -p%s %s\n  DSN %s\n  release it with: pristine release %s",
 				l.Host, l.Port, l.User, l.Password.Value(), l.Database, l.DSN, l.ID)
+			return
+		}
+		if ahead != nil {
+			ahead.Release(l.ID, o.unchanged)
 			return
 		}
 		if _, err := o.client.Release(cctx, l.ID, o.unchanged); err != nil {
@@ -231,7 +242,10 @@ func (r *readyEntry) prefetcher(c *client.Client, req api.LeaseRequest) *client.
 	defer r.mu.Unlock()
 	if r.ahead == nil {
 		req.Holder = "pristinetest: taken ahead"
-		r.ahead = c.Prefetch(req)
+		r.ahead = c.PrefetchDB(req)
+		r.ahead.ReleaseFailed = func(err error) {
+			fmt.Fprintf(os.Stderr, "pristinetest: %v (the daemon reclaims the lease when this process exits)\n", err)
+		}
 	}
 	return r.ahead
 }

@@ -23,18 +23,23 @@ type PertestOptions struct {
 	// Write makes each test insert a row (and release dirty: its database
 	// is reset); otherwise it reads and releases unchanged.
 	Write bool
-	// Prefetch takes the next test's lease while a test runs
-	// (client.Prefetcher).
+	// Work is how long each test works after its query (a sleep), on
+	// both sides: a test longer than a lease's turnaround finds its next
+	// database ready.
+	Work time.Duration
+	// Prefetch takes the next test's lease and connection while a test
+	// runs and releases in the background (client.PrefetchDB).
 	Prefetch bool
 }
 
 // PertestResult is what the benchmark measured, in milliseconds on the
 // test's thread.
 type PertestResult struct {
-	Tests    int  `json:"tests"`
-	PoolSize int  `json:"pool_size"`
-	Write    bool `json:"write"`
-	Prefetch bool `json:"prefetch"`
+	Tests    int     `json:"tests"`
+	PoolSize int     `json:"pool_size"`
+	Write    bool    `json:"write"`
+	WorkMS   float64 `json:"work_ms"`
+	Prefetch bool    `json:"prefetch"`
 	// Own side, medians: the lease, the connection (open and ping), the
 	// release, and the three together (the test's overhead).
 	LeaseP50MS    float64 `json:"lease_p50_ms"`
@@ -62,7 +67,7 @@ INSERT INTO item (name) WITH RECURSIVE s(n) AS (SELECT 1 UNION ALL SELECT n + 1 
 
 // Pertest runs the per-test cost benchmark through the daemon c.
 func Pertest(ctx context.Context, c *client.Client, opt PertestOptions) (*PertestResult, error) {
-	res := &PertestResult{Tests: opt.Tests, Write: opt.Write, Prefetch: opt.Prefetch, LoadBefore: stats.LoadAverage()}
+	res := &PertestResult{Tests: opt.Tests, Write: opt.Write, WorkMS: ms(opt.Work), Prefetch: opt.Prefetch, LoadBefore: stats.LoadAverage()}
 	a, err := c.EnsureTemplate(ctx, api.TemplateRequest{Name: pertestTemplate, Key: fmt.Sprintf("pertest-v1 %x", sha256.Sum256([]byte(pertestSchema))),
 		RunsCode: true, AllowStale: true}, func(ctx context.Context, conn *api.TemplateAnswer) error {
 		db, err := sql.Open("mysql", conn.DSN+"?multiStatements=true")
@@ -110,8 +115,9 @@ type pertestTimes struct {
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
-// pertestWork is a test's own queries.
-func pertestWork(ctx context.Context, db *sql.DB, write bool) error {
+// pertestWork is a test's own queries, and its work.
+func pertestWork(ctx context.Context, db *sql.DB, write bool, work time.Duration) error {
+	defer time.Sleep(work)
 	var n int
 	if err := db.QueryRowContext(ctx, "SELECT COUNT(*) FROM item WHERE name LIKE 'item 1%'").Scan(&n); err != nil {
 		return err
@@ -144,7 +150,7 @@ func sharedSide(ctx context.Context, c *client.Client, req api.LeaseRequest, opt
 	begin := time.Now()
 	for range opt.Tests {
 		start := time.Now()
-		if err := pertestWork(ctx, db, opt.Write); err != nil {
+		if err := pertestWork(ctx, db, opt.Write, opt.Work); err != nil {
 			return nil, fmt.Errorf("pertest shared test: %w", err)
 		}
 		t.test = append(t.test, ms(time.Since(start)))
@@ -154,39 +160,49 @@ func sharedSide(ctx context.Context, c *client.Client, req api.LeaseRequest, opt
 }
 
 // ownSide runs the tests each on a database of its own, as a client does:
-// lease (or take the lease prefetched), open and ping, the queries, close,
-// release.
+// lease, open and ping, the queries, close, release. With Prefetch, the
+// lease and its connection are taken ahead (client.PrefetchDB) and the
+// release runs in the background, as the clients' test integrations do.
 func ownSide(ctx context.Context, c *client.Client, req api.LeaseRequest, opt PertestOptions) (*pertestTimes, error) {
-	lease := func(ctx context.Context) (*api.Lease, error) { return c.LeaseWait(ctx, req) }
+	lease := func(ctx context.Context) (*api.Lease, *sql.DB, error) {
+		l, err := c.LeaseWait(ctx, req)
+		return l, nil, err // connected below
+	}
+	release := func(ctx context.Context, id string) error {
+		_, err := c.Release(ctx, id, !opt.Write)
+		return err
+	}
 	if opt.Prefetch {
-		p := c.Prefetch(req)
+		p := c.PrefetchDB(req)
 		defer p.Close(context.WithoutCancel(ctx))
 		p.Warm()
-		lease = p.Lease
+		lease = p.LeaseDB
+		release = func(_ context.Context, id string) error { p.Release(id, !opt.Write); return nil }
 	}
 	t := &pertestTimes{}
 	begin := time.Now()
 	for range opt.Tests {
 		start := time.Now()
-		l, err := lease(ctx)
+		l, db, err := lease(ctx)
 		if err != nil {
 			return nil, fmt.Errorf("pertest lease: %w", err)
 		}
 		leased := time.Now()
-		db, err := sql.Open("mysql", l.DSN)
-		if err == nil {
-			err = db.PingContext(ctx)
-		}
-		if err != nil {
-			return nil, fmt.Errorf("pertest connect: %w", err)
+		if db == nil {
+			if db, err = sql.Open("mysql", l.DSN); err == nil {
+				err = db.PingContext(ctx)
+			}
+			if err != nil {
+				return nil, fmt.Errorf("pertest connect: %w", err)
+			}
 		}
 		connected := time.Now()
-		if err := pertestWork(ctx, db, opt.Write); err != nil {
+		if err := pertestWork(ctx, db, opt.Write, opt.Work); err != nil {
 			return nil, fmt.Errorf("pertest own test: %w", err)
 		}
 		worked := time.Now()
 		db.Close()
-		if _, err := c.Release(ctx, l.ID, !opt.Write); err != nil {
+		if err := release(ctx, l.ID); err != nil {
 			return nil, fmt.Errorf("pertest release: %w", err)
 		}
 		end := time.Now()
