@@ -4,10 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
 	"path/filepath"
 	"sort"
 	"strings"
-	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // fileMark is every file and directory under a slot's directories (its
@@ -33,38 +35,54 @@ type fileStat struct {
 	mtime, ctime int64 // nanoseconds
 }
 
-// markFiles walks dirs (missing ones are skipped).
-func markFiles(dirs ...string) (fileMark, error) { return markFilesExcept("", dirs...) }
-
-// markFilesExcept walks dirs but not the tree at skip.
-func markFilesExcept(skip string, dirs ...string) (fileMark, error) {
+// markFiles walks dirs (missing ones are skipped). Each directory is
+// opened once and its entries are looked at relative to it (fstatat), so
+// a file costs one lookup of its own name, not of its whole path.
+func markFiles(dirs ...string) (fileMark, error) {
 	m := fileMark{}
 	for _, dir := range dirs {
-		err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
-			if path == skip && skip != "" {
-				return filepath.SkipDir
-			}
-			if err != nil {
-				if errors.Is(err, fs.ErrNotExist) {
-					return nil // gone between listing and looking: its directory's list shows it
-				}
-				return err
-			}
-			var st syscall.Stat_t
-			if err := syscall.Lstat(path, &st); err != nil {
-				if errors.Is(err, fs.ErrNotExist) {
-					return nil
-				}
-				return err
-			}
-			m[path] = statOf(&st)
-			return nil
-		})
-		if err != nil {
+		if err := markDir(m, unix.AT_FDCWD, dir, dir); err != nil {
 			return nil, fmt.Errorf("list the slot's files under %s: %w", dir, err)
 		}
 	}
 	return m, nil
+}
+
+// markDir adds to m the entry name of the directory at fd, known as path,
+// and, when it is a directory, everything under it. An entry gone between
+// its directory's listing and the look at it is left out: that listing
+// shows it.
+func markDir(m fileMark, fd int, name, path string) error {
+	var st unix.Stat_t
+	if err := unix.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		if errors.Is(err, unix.ENOENT) {
+			return nil
+		}
+		return fmt.Errorf("lstat %s: %w", path, err)
+	}
+	m[path] = statOf(&st)
+	if st.Mode&unix.S_IFMT != unix.S_IFDIR {
+		return nil
+	}
+	dfd, err := unix.Openat(fd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		if errors.Is(err, unix.ENOENT) {
+			return nil
+		}
+		return fmt.Errorf("open %s: %w", path, err)
+	}
+	d := os.NewFile(uintptr(dfd), path)
+	defer d.Close()
+	names, err := d.Readdirnames(-1)
+	if err != nil {
+		return fmt.Errorf("list %s: %w", path, err)
+	}
+	for _, n := range names {
+		if err := markDir(m, dfd, n, path+"/"+n); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // restat is a copy of m with paths looked at again (a path gone is
@@ -75,8 +93,8 @@ func (m fileMark) restat(paths ...string) (fileMark, error) {
 		out[p] = st
 	}
 	for _, p := range paths {
-		var st syscall.Stat_t
-		if err := syscall.Lstat(p, &st); err != nil {
+		var st unix.Stat_t
+		if err := unix.Lstat(p, &st); err != nil {
 			if errors.Is(err, fs.ErrNotExist) {
 				delete(out, p)
 				continue
@@ -89,7 +107,7 @@ func (m fileMark) restat(paths ...string) (fileMark, error) {
 }
 
 // statOf is what a fileMark keeps of a stat.
-func statOf(st *syscall.Stat_t) fileStat {
+func statOf(st *unix.Stat_t) fileStat {
 	return fileStat{ino: st.Ino, mode: st.Mode, size: st.Size, mtime: st.Mtim.Nano(), ctime: st.Ctim.Nano()}
 }
 
@@ -105,9 +123,9 @@ func (old fileMark) diff(now fileMark, max int) []string {
 		case engineDir(path):
 		case !ok:
 			out = append(out, "new "+path)
-		case was.ino != st.ino || was.mode&syscall.S_IFMT != st.mode&syscall.S_IFMT:
+		case was.ino != st.ino || was.mode&unix.S_IFMT != st.mode&unix.S_IFMT:
 			out = append(out, "replaced "+path)
-		case st.mode&syscall.S_IFMT == syscall.S_IFDIR || engineFile(path):
+		case st.mode&unix.S_IFMT == unix.S_IFDIR || engineFile(path):
 		case was != st:
 			out = append(out, "changed "+path)
 		}
