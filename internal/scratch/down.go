@@ -29,8 +29,10 @@ type Report struct {
 // deletes its image. It acts only on what scratch.json records and the
 // kernel confirms (the mount at root.Data() backed by this root's image);
 // a filesystem pristine did not mount is refused. When processes keep the
-// filesystem busy, the error names them and says how to stop them. Down with
-// nothing to take down returns nil.
+// filesystem busy, the error names them and says how to stop them; when
+// copies of the mount in other mount namespaces keep the loop device, the
+// Report's warning does. Down with nothing to take down returns a zero
+// Report and nil.
 func Down(ctx context.Context, root *rootdir.Root) (Report, error) {
 	if err := needRoot("down"); err != nil {
 		return Report{}, err
