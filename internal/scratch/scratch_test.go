@@ -274,7 +274,6 @@ func TestDownBusy(t *testing.T) {
 	assertGone(t, root, info.Image)
 }
 
-
 // TestDownWithACopyInAnotherNamespace makes a mount namespace with private
 // mounts while the scratch filesystem is up, as unshare does (and a
 // container build, or ip netns exec where the host's mounts are private):
