@@ -149,15 +149,9 @@ func TestEnsureTemplateBuildsOnce(t *testing.T) {
 // EnsurePool grows a smaller pool of the same template to the size asked
 // for, says so, and a lease on the grown slot needs no release.
 func TestEnsurePoolGrows(t *testing.T) {
-	mariadbtest.Binary(t)
-	d := pristinetest.Serve(t, bin)
-	c := d.Client
+	c, a := shopTemplate(t, "k-grow")
 	var told []string
 	c.Notify = func(msg string) { told = append(told, msg) }
-	a, err := c.EnsureTemplate(context.Background(), server.TemplateRequest{Name: "shop", Key: "k-grow"}, func(context.Context, *server.TemplateAnswer) error { return nil }, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
 	if err := c.EnsurePool(context.Background(), "shop", a.Hash, 1); err != nil {
 		t.Fatal(err)
 	}
@@ -181,18 +175,25 @@ func TestEnsurePoolGrows(t *testing.T) {
 	}
 }
 
+// shopTemplate serves a daemon for t and ensures on it an empty template
+// "shop" of key.
+func shopTemplate(t *testing.T, key string) (*client.Client, *server.TemplateAnswer) {
+	t.Helper()
+	mariadbtest.Binary(t)
+	c := pristinetest.Serve(t, bin).Client
+	a, err := c.EnsureTemplate(context.Background(), server.TemplateRequest{Name: "shop", Key: key}, func(context.Context, *server.TemplateAnswer) error { return nil }, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, a
+}
+
 // TestEnsurePoolFirstSlot: EnsurePool of a pool that is not up returns as
 // soon as its first slot answers, the others still starting, and the
 // lease that follows is served at once.
 func TestEnsurePoolFirstSlot(t *testing.T) {
-	mariadbtest.Binary(t)
-	d := pristinetest.Serve(t, bin)
-	c := d.Client
+	c, a := shopTemplate(t, "k-first")
 	ctx := context.Background()
-	a, err := c.EnsureTemplate(ctx, server.TemplateRequest{Name: "shop", Key: "k-first"}, func(context.Context, *server.TemplateAnswer) error { return nil }, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
 	const size = 12 // start for a second or more even on MariaDB's reflinks; MySQL's copies of ~150 MiB fit beside the other tests
 	if err := c.EnsurePool(ctx, "shop", a.Hash, size); err != nil {
 		t.Fatal(err)
@@ -217,14 +218,8 @@ func TestEnsurePoolFirstSlot(t *testing.T) {
 // Release returns it in the background, and Close releases the lease
 // taken ahead, waits for the releases and reports the one that failed.
 func TestPrefetchDB(t *testing.T) {
-	mariadbtest.Binary(t)
-	d := pristinetest.Serve(t, bin)
-	c := d.Client
+	c, a := shopTemplate(t, "k-prefetch")
 	ctx := context.Background()
-	a, err := c.EnsureTemplate(ctx, server.TemplateRequest{Name: "shop", Key: "k-prefetch"}, func(context.Context, *server.TemplateAnswer) error { return nil }, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
 	if err := c.EnsurePool(ctx, "shop", a.Hash, 2); err != nil {
 		t.Fatal(err)
 	}
@@ -245,7 +240,7 @@ func TestPrefetchDB(t *testing.T) {
 		p.Release(l.ID, true)
 	}
 	p.Release("no-such-lease", true)
-	err = p.Close(ctx)
+	err := p.Close(ctx)
 	if err == nil || !strings.Contains(err.Error(), "release lease no-such-lease") {
 		t.Fatalf("Close after a release of an unknown lease: %v; want that release's failure", err)
 	}
