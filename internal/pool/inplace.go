@@ -42,8 +42,13 @@ import (
 // restarted daemon clones every slot that has no lease to restore afresh
 // (planRestore, startAll).
 
+// A slot of several databases (--dbs-per-slot) is reset once every one
+// was handed out and returned; in place as one: every holder's account is
+// locked and its connections killed, the changed tables of every database
+// restored, and each database's account handed on.
+
 // Reset paths, as counted in Stats.ResetPaths: "inplace", "full" (a slot
-// that never tried: several databases, a restored lease, its server gone)
+// that never tried: a restored lease, its server gone)
 // and "full:<reason>" (Fallback*).
 const (
 	PathInPlace = "inplace"
@@ -88,7 +93,7 @@ func (p *Pool) resetInPlace(s *slot) bool {
 	}
 	live, isLive := s.srv.(*liveServer)
 	base := s.inplace
-	if s.state != Resetting || !isLive || !live.Running() || len(s.units) != 1 || base == nil {
+	if s.state != Resetting || !isLive || !live.Running() || base == nil {
 		p.countPath(PathFull)
 		p.mu.Unlock()
 		return false
@@ -112,8 +117,12 @@ func (p *Pool) resetInPlace(s *slot) bool {
 		p.mu.Unlock()
 		return false
 	}
-	gen, acct, db, files := s.gen, s.units[0].acct, s.units[0].db, s.files
-	job := inplaceJob{slot: s.idx, admin: live.admin, flavor: live.Binary.Flavor, base: base, acct: acct, db: db, files: files,
+	gen, files := s.gen, s.files
+	accts, dbs := make([]account, len(s.units)), make([]string, len(s.units))
+	for i, u := range s.units {
+		accts[i], dbs[i] = u.acct, u.db
+	}
+	job := inplaceJob{slot: s.idx, admin: live.admin, flavor: live.Binary.Flavor, base: base, accts: accts, dbs: dbs, files: files,
 		dirs: slotDirs(s), data: filepath.Join(s.dir, "data"), src: p.pristineSource(s), meta: p.metaSet()}
 	p.mu.Unlock()
 
@@ -137,7 +146,9 @@ func (p *Pool) resetInPlace(s *slot) bool {
 		p.log.Info("in-place reset: resetting fully", "template", p.Meta.Name, "slot", s.idx, "reason", reason, "why", err.Error())
 		return false
 	}
-	s.units[0].acct = out.acct
+	for i := range s.units {
+		s.units[i].acct = out.accts[i]
+	}
 	s.mark, s.files, s.inplace = out.mark, out.files, out.base
 	p.readyInPlace(s, out, start)
 	if out.tables > 0 {
@@ -151,7 +162,9 @@ func (p *Pool) readyInPlace(s *slot, out *inplaceDone, start time.Time) {
 	if err := p.move(s, Ready, "restored in place: "+out.summary); err != nil {
 		return
 	}
-	s.units[0].spent = false
+	for i := range s.units {
+		s.units[i].spent = false
+	}
 	s.err, s.failing = "", false
 	if out.tables > 0 {
 		s.imported = s.srv
@@ -189,8 +202,8 @@ type inplaceJob struct {
 	admin  *sql.DB
 	flavor mariadb.Flavor // the slot's server's
 	base   *inplaceBase
-	acct   account         // the last holder's
-	db     string          // the slot's database
+	accts  []account       // each database's last holder's
+	dbs    []string        // the slot's databases, as accts
 	files  fileMark        // the slot's files when it became ready
 	dirs   []string        // slotDirs
 	data   string          // the slot's clone
@@ -202,7 +215,7 @@ type inplaceJob struct {
 
 // inplaceDone is what a successful in-place reset leaves.
 type inplaceDone struct {
-	acct    account
+	accts   []account // the next holders', as inplaceJob.dbs
 	mark    string
 	files   fileMark
 	base    *inplaceBase
@@ -228,9 +241,12 @@ func (j *inplaceJob) run(ctx context.Context) (*inplaceDone, error) {
 	if err != nil {
 		return nil, err
 	}
-	if j.acct.ok() {
-		if _, err := conn.ExecContext(ctx, "ALTER USER "+quote.Account(j.acct.user, "%")+" ACCOUNT LOCK"); err != nil {
-			return nil, fmt.Errorf("lock lease account %s: %w", j.acct.user, err)
+	for _, a := range j.accts {
+		if !a.ok() {
+			continue
+		}
+		if _, err := conn.ExecContext(ctx, "ALTER USER "+quote.Account(a.user, "%")+" ACCOUNT LOCK"); err != nil {
+			return nil, fmt.Errorf("lock lease account %s: %w", a.user, err)
 		}
 	}
 	if err := killOthers(ctx, conn); err != nil {
@@ -321,14 +337,16 @@ func (j *inplaceJob) run(ctx context.Context) (*inplaceDone, error) {
 		return nil, fmt.Errorf("foreign key checks on: %w", err)
 	}
 	lap("restore")
-	out := &inplaceDone{tables: len(plan)}
-	if j.acct.ok() {
-		out.acct, err = rekeyAccount(ctx, conn, j.acct)
-	} else {
-		out.acct, err = newAccount(ctx, conn, j.db, 1)
-	}
-	if err != nil {
-		return nil, err
+	out := &inplaceDone{tables: len(plan), accts: make([]account, len(j.accts))}
+	for i, a := range j.accts {
+		if a.ok() {
+			out.accts[i], err = rekeyAccount(ctx, conn, a)
+		} else {
+			out.accts[i], err = newAccount(ctx, conn, j.dbs[i], len(j.dbs))
+		}
+		if err != nil {
+			return nil, err
+		}
 	}
 	lap("new account")
 	// One read of the counters for the mark and the base; the global

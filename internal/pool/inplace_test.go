@@ -414,3 +414,107 @@ func TestResetHandsOnTheAccount(t *testing.T) {
 		})
 	}
 }
+
+// A slot of several databases (--dbs-per-slot) is reset in place once
+// every database was handed out and returned: the rows its holders
+// changed in each database are restored (verify clean against a slot
+// never written), each holder's account stops working and the next
+// holders' work; a DDL by any one of the holders resets the slot fully.
+func TestInPlaceResetDBsPerSlot(t *testing.T) {
+	// What --dbs-per-slot copies: InnoDB tables (inplaceSchema's, with
+	// neither the trigger nor the routine).
+	const schema = `
+CREATE TABLE parent (id INT AUTO_INCREMENT PRIMARY KEY, name VARCHAR(40), KEY ix_name (name)) ENGINE=InnoDB;
+INSERT INTO parent (name) VALUES ('a'), ('b'), ('c');
+CREATE TABLE child (id INT AUTO_INCREMENT PRIMARY KEY, parent_id INT, note VARCHAR(40), KEY ix_note (note),
+  FOREIGN KEY (parent_id) REFERENCES parent (id) ON DELETE CASCADE) ENGINE=InnoDB;
+INSERT INTO child (parent_id, note) VALUES (1, 'x'), (2, 'y'), (3, 'z');
+`
+	st := templatetest.NewScratchBuilder(t, "btrfs", 1<<30)
+	m := templatetest.Build(t, st, "app", schema, template.BuildOptions{DBsPerSlot: 2})
+	p, err := Up(context.Background(), st.Catalog(), st.Binary(), m, Options{Size: 2, Profile: mariadb.DefaultProfile()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Down(context.Background()) })
+	// Every database of both slots is leased; the slot of the first lease
+	// is written, the other's databases are the references.
+	bySlot, written := map[int][]*Lease{}, -1
+	for range 4 {
+		l := leaseIn(t, p)
+		bySlot[l.Slot] = append(bySlot[l.Slot], l)
+		if written < 0 {
+			written = l.Slot
+		}
+	}
+	refs := map[string]*sql.DB{}
+	for slot, ls := range bySlot {
+		if len(ls) != 2 {
+			t.Fatalf("slot %d handed out %d databases, want 2", slot, len(ls))
+		}
+		if slot != written {
+			for _, l := range ls {
+				refs[l.Database] = openLease(t, l)
+			}
+		}
+	}
+	round := func(what string, write func(l *Lease, db *sql.DB), want string) {
+		t.Helper()
+		before := paths(p)[want]
+		old := bySlot[written]
+		for _, l := range old {
+			write(l, openLease(t, l))
+		}
+		for _, l := range old {
+			if _, err := p.Release(context.Background(), l.ID, Dirty); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var next []*Lease
+		for range old {
+			next = append(next, leaseIn(t, p))
+		}
+		if got := paths(p)[want]; got != before+1 {
+			t.Fatalf("%s: reset paths %v, want one more %s", what, paths(p), want)
+		}
+		for _, l := range old {
+			db := openLease(t, l)
+			if err := db.Ping(); err == nil {
+				t.Errorf("%s: the returned lease of %s still logs in", what, l.Database)
+			}
+		}
+		for _, l := range next {
+			if l.Slot != written {
+				t.Fatalf("%s: lease of slot %d, want the reset slot %d", what, l.Slot, written)
+			}
+			r, err := verify.Compare(context.Background(), verify.Side{DB: refs[l.Database], Label: "reference"},
+				verify.Side{DB: openLease(t, l), Label: "after " + what},
+				verify.Options{Pairs: []verify.Pair{{Source: l.Database, Target: l.Database}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !r.Clean() {
+				var b strings.Builder
+				_ = verify.WriteText(&b, r)
+				t.Fatalf("after %s, %s is not the template:\n%s", what, l.Database, b.String())
+			}
+		}
+		bySlot[written] = next
+	}
+	round("rows in both databases", func(l *Lease, db *sql.DB) {
+		for _, q := range []string{"INSERT INTO parent (name) VALUES ('" + l.Database + "')", "DELETE FROM parent WHERE id = 1",
+			"UPDATE child SET note = 'changed' WHERE id = 2"} {
+			if _, err := db.Exec(q); err != nil {
+				t.Fatalf("%s: %v", q, err)
+			}
+		}
+	}, PathInPlace)
+	round("DDL in one database", func(l *Lease, db *sql.DB) {
+		if l.Database != bySlot[written][0].Database {
+			return
+		}
+		if _, err := db.Exec("ALTER TABLE parent ADD COLUMN extra INT"); err != nil {
+			t.Fatal(err)
+		}
+	}, PathFull+":"+FallbackDDL)
+}
