@@ -208,7 +208,7 @@ func (r *runner) serviceRun(ctx context.Context, c *client.Client, name string, 
 			return nil
 		}
 	}
-	run, err := demorun.PoolCycle(ctx, c, name, row.Slots, "bench", leased)
+	run, err := demorun.PoolCycle(ctx, c, name, row.Slots, 1, "bench", leased)
 	if err != nil {
 		return nil, err
 	}

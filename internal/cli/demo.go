@@ -14,6 +14,7 @@ import (
 // DemoFlags are the flags of `pristine demo`.
 type DemoFlags struct {
 	Slots       int
+	DBsPerSlot  int
 	Runs        int
 	Scale       float64
 	NoBaseline  bool
@@ -39,7 +40,8 @@ func newDemoCmd(g *Globals) *cobra.Command {
 			return nil
 		},
 	}
-	cmd.Flags().IntVar(&f.Slots, "slots", 200, "pool size")
+	cmd.Flags().IntVar(&f.Slots, "slots", 200, "databases to bring up: the pool's size, or with --dbs-per-slot K, K databases in each of slots/K servers")
+	cmd.Flags().IntVar(&f.DBsPerSlot, "dbs-per-slot", 1, "copies of the demo database in each slot's server (template build --dbs-per-slot)")
 	cmd.Flags().IntVar(&f.Runs, "runs", 3, "bring the pool up, lease, reset and take it down this many times; the median is reported")
 	cmd.Flags().Float64Var(&f.Scale, "scale", 1, "demo data scale (1 = 51 tables, about 110 MB)")
 	cmd.Flags().BoolVar(&f.NoBaseline, "no-baseline", false, "skip timing mariadb-dump | mariadb")
@@ -94,7 +96,7 @@ func RunDemo(ctx context.Context, g *Globals, f DemoFlags) (*demorun.DemoResult,
 	if err != nil {
 		return nil, err
 	}
-	res, err := demorun.Demo(ctx, st, demorun.DemoOptions{Slots: f.Slots, Scale: f.Scale, Runs: f.Runs, FreshScratch: fresh, Baseline: !f.NoBaseline, Log: g.IO.Err})
+	res, err := demorun.Demo(ctx, st, demorun.DemoOptions{Slots: f.Slots, DBsPerSlot: f.DBsPerSlot, Scale: f.Scale, Runs: f.Runs, FreshScratch: fresh, Baseline: !f.NoBaseline, Log: g.IO.Err})
 	if res != nil {
 		v, c := versionCommit()
 		res.Pristine = v + " (commit " + c + ")"

@@ -34,9 +34,13 @@ import (
 // DemoOptions shapes the main job: build the demo template, bring up a
 // pool, lease, query, release, and compare with dump|load.
 type DemoOptions struct {
-	Slots    int     // pool size (default 200)
+	Slots    int     // databases to have ready (default 200): the pool's size with one database per slot
 	Scale    float64 // demo data scale (1 = ~110 MB)
 	Baseline bool    // also time mariadb-dump | mariadb
+	// DBsPerSlot builds the template with that many copies of the
+	// database in each slot's server (template build --dbs-per-slot):
+	// Slots databases then take Slots/DBsPerSlot servers.
+	DBsPerSlot int
 	// Runs is how many times the pool is brought up, leased, reset and
 	// taken down; the result reports the median (default 1).
 	Runs int
@@ -57,7 +61,7 @@ type DemoResult struct {
 	Pristine        string     `json:"pristine,omitempty"`
 	Backend         string     `json:"backend"`
 	Server          string     `json:"server"`
-	Slots           int        `json:"slots"`
+	Slots           int        `json:"slots"` // databases ready: with DBsPerSlot, in Servers servers
 	TemplateBytes   int64      `json:"template_bytes"`
 	TemplateSeconds float64    `json:"template_build_seconds"`
 	TemplateBuilt   bool       `json:"template_built"`
@@ -93,6 +97,11 @@ type DemoResult struct {
 	DumpLoad200Proj  float64   `json:"dumpload_projected_seconds,omitempty"`
 	SpeedupVsDumpLd  float64   `json:"speedup_vs_dumpload,omitempty"`
 	RowsInFirstTable int64     `json:"rows_checked"`
+
+	// DBsPerSlot is how many databases each slot's server held (absent:
+	// one) and Servers how many servers the Slots databases took.
+	DBsPerSlot int `json:"dbs_per_slot,omitempty"`
+	Servers    int `json:"servers,omitempty"`
 }
 
 // Demo runs the main job against store, serving the pool through an
@@ -113,7 +122,13 @@ func Demo(ctx context.Context, store *template.Builder, opt DemoOptions) (*DemoR
 			fmt.Fprintf(opt.Log, "pristine demo: "+format+"\n", args...)
 		}
 	}
-	res := &DemoResult{Started: time.Now().UTC().Truncate(time.Second), Machine: stats.ReadHost(), Backend: store.Catalog().Backend().Name(), Server: store.Binary().Version, Slots: opt.Slots, LoadBefore: stats.LoadAverage()}
+	k := max(opt.DBsPerSlot, 1)
+	res := &DemoResult{Started: time.Now().UTC().Truncate(time.Second), Machine: stats.ReadHost(), Backend: store.Catalog().Backend().Name(), Server: store.Binary().Version, Slots: opt.Slots,
+		DBsPerSlot: k, Servers: (opt.Slots + k - 1) / k, LoadBefore: stats.LoadAverage()}
+	ready := fmt.Sprintf("%d slots", opt.Slots)
+	if k > 1 {
+		ready = fmt.Sprintf("%d databases (%d slots of %d)", res.Servers*k, res.Servers, k)
+	}
 	defer func() { res.LoadAfter = stats.LoadAverage() }()
 
 	// 1. The demo SQL, written by the project, then a template from it.
@@ -123,7 +138,7 @@ func Demo(ctx context.Context, store *template.Builder, opt DemoOptions) (*DemoR
 	}
 	say("building template demo from %s", sqlPath)
 	t0 := time.Now()
-	m, built, err := store.Build(ctx, template.BuildOptions{Name: "demo", FromSQL: sqlPath, Profile: mariadb.DefaultProfile(), Workers: 4})
+	m, built, err := store.Build(ctx, template.BuildOptions{Name: "demo", FromSQL: sqlPath, Profile: mariadb.DefaultProfile(), Workers: 4, DBsPerSlot: k})
 	if err != nil {
 		return nil, err
 	}
@@ -142,7 +157,7 @@ func Demo(ctx context.Context, store *template.Builder, opt DemoOptions) (*DemoR
 		if i == 0 && (opt.FreshScratch || built) {
 			state = "cold"
 		}
-		say("run %d of %d (%s): bringing up %d slots (load average %s)", i+1, opt.Runs, state, opt.Slots, stats.LoadAverage())
+		say("run %d of %d (%s): bringing up %s (load average %s)", i+1, opt.Runs, state, ready, stats.LoadAverage())
 		if i > 0 {
 			Settle(ctx, store)
 		}
@@ -152,8 +167,8 @@ func Demo(ctx context.Context, store *template.Builder, opt DemoOptions) (*DemoR
 		}
 		run.State = state
 		res.Runs = append(res.Runs, *run)
-		say("run %d: first lease after %.2fs, %d slots ready in %.2fs; reset of all at once p50 %.0f ms, p99 %.0f ms (load average %s -> %s)",
-			i+1, run.FirstLeaseSeconds, opt.Slots, run.PoolUpSeconds, run.ResetP50MS, run.ResetP99MS, run.LoadBefore, run.LoadAfter)
+		say("run %d: first lease after %.2fs, %s ready in %.2fs; reset of all at once p50 %.0f ms, p99 %.0f ms (load average %s -> %s)",
+			i+1, run.FirstLeaseSeconds, ready, run.PoolUpSeconds, run.ResetP50MS, run.ResetP99MS, run.LoadBefore, run.LoadAfter)
 	}
 	var ups, firsts, p50s, p99s []float64
 	for _, r := range res.Runs {
@@ -292,7 +307,7 @@ func demoRun(ctx context.Context, c *client.Client, name string, opt DemoOptions
 			return nil
 		}
 	}
-	return PoolCycle(ctx, c, name, opt.Slots, "demo", leased)
+	return PoolCycle(ctx, c, name, res.Servers, res.DBsPerSlot, "demo", leased)
 }
 
 // Settle waits until btrfs has freed the space of the subvolumes a pool

@@ -38,13 +38,14 @@ type PoolRun struct {
 
 // PoolCycle brings the pool of template name up with n slots through the
 // daemon (waiting for every slot: min_ready n) while a first lease waits
-// for the first slot that answers, leases every other slot as holder,
-// releases them all at once, waits until every slot is reset and takes
-// the pool down, also when it fails.
-// A non-nil leased is called once every slot is leased, before the
+// for the first slot that answers, leases every database of every slot
+// (dbs of each: the template's --dbs-per-slot) as holder, releases them
+// all at once, waits until every slot is reset and takes the pool down,
+// also when it fails.
+// A non-nil leased is called once every database is leased, before the
 // releases, with the leases and the wait in milliseconds of each lease
 // of a ready slot (all but the first).
-func PoolCycle(ctx context.Context, c *client.Client, name string, n int, holder string, leased func([]*api.Lease, []float64) error) (*PoolRun, error) {
+func PoolCycle(ctx context.Context, c *client.Client, name string, n, dbs int, holder string, leased func([]*api.Lease, []float64) error) (*PoolRun, error) {
 	run := &PoolRun{LoadBefore: stats.LoadAverage()}
 	t0 := time.Now()
 	fctx, cancel := context.WithCancel(ctx)
@@ -69,9 +70,10 @@ func PoolCycle(ctx context.Context, c *client.Client, name string, n int, holder
 		return nil, fmt.Errorf("the first lease, asked for with the pool-up: %w", first.err)
 	}
 	run.FirstLeaseSeconds = first.seconds
-	leases := append(make([]*api.Lease, 0, n), first.lease)
-	waits := make([]float64, 0, n)
-	for range n - 1 {
+	total := n * max(dbs, 1)
+	leases := append(make([]*api.Lease, 0, total), first.lease)
+	waits := make([]float64, 0, total)
+	for range total - 1 {
 		t := time.Now()
 		l, err := c.Lease(ctx, server.LeaseRequest{Template: name, Holder: holder})
 		if err != nil {
