@@ -41,7 +41,7 @@ templates with it). A quick run: --scale 0.1 --forks 3 --cycles 100.`,
 	fl.IntVar(&opt.Soak.Cycles, "cycles", 400, "lease loop: leases per template")
 	fl.IntVar(&opt.Soak.Size, "size", 8, "lease loop: pool size")
 	fl.DurationVar(&opt.Soak.Hold, "hold", 50*time.Millisecond, "lease loop: how long each client keeps a lease")
-	fl.IntVar(&opt.Soak.VerifyEvery, "verify-every", 0, "lease loop: verify every n-th lease against a lease kept untouched; 0: none")
+	fl.IntVar(&opt.Soak.VerifyEvery, "verify-every", 0, "lease loop: verify one lease in n against a lease kept untouched, after the timed cycles; 0: none")
 	return cmd
 }
 

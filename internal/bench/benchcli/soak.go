@@ -58,6 +58,6 @@ file is left after the pool goes down. Exit status 1 on any non-pristine lease.`
 	cmd.Flags().IntVar(&opt.Size, "size", 32, "pool size, when no pool of the template is up")
 	cmd.Flags().DurationVar(&opt.Hold, "hold", 200*time.Millisecond, "how long each client keeps a lease")
 	cmd.Flags().StringVar(&opt.Pattern, "pattern", bench.PatternDefault, "what each cycle writes: default (one row of the canary table) or 3tables+temp (one row of each of 3 tables, and a temporary table)")
-	cmd.Flags().IntVar(&opt.VerifyEvery, "verify-every", 50, "verify every n-th lease (schema and rows) against a lease kept untouched; 0: none")
+	cmd.Flags().IntVar(&opt.VerifyEvery, "verify-every", 50, "verify one lease in n (schema and rows) against a lease kept untouched, after the timed cycles; 0: none")
 	return cmd
 }
