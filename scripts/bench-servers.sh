@@ -17,6 +17,7 @@
 #     sudo -E bash scripts/bench-servers.sh mysql-9.7 --measure      # TestMeasureSlotStart
 #   SCALE=9 RUNS=3 sudo -E bash scripts/bench-servers.sh mysql-9.7 --capture
 #   sudo bash scripts/bench-servers.sh mysql-9.7 --vs host --soak 1500 -- --slots 200 --runs 2
+#   sudo bash scripts/bench-servers.sh mysql-9.7 --dbs 8 --vs host -- --slots 200 --runs 2
 #
 # Arguments after -- go to `pristine demo` (default: --slots 200 --runs 3).
 # --scratch ram (default) puts the btrfs image in /dev/shm, --scratch disk
@@ -32,6 +33,9 @@
 # each in a run of its own, then prints both sides' figures with their
 # ratios and the MySQL parity bounds (`pristine-bench vs`): e.g. mysql-9.7
 # --vs host is MySQL 9.7 against the machine's MariaDB in one command.
+# --dbs K builds the first server's demo template with K databases per
+# slot (`pristine demo --dbs-per-slot K`: --slots databases in slots/K
+# servers); with --vs the other server keeps one per slot.
 # --measure-reset runs internal/pool's TestMeasureResetPaths instead: the
 # full and the in-place reset of one demo slot, 20 times each, with the
 # CPU of each party and every in-place reset's phases (its debug log).
@@ -58,7 +62,7 @@ die() { echo "bench-servers: FAILED: $*" >&2; exit 1; }
 log() { echo "bench-servers: $*"; }
 
 [ "$(id -u)" -eq 0 ] || die "run as root: chroot, loop devices and mounts need it (sudo bash $0)"
-server="" scratch=ram size=24G measure=0 soak=0 vs="" out=""
+server="" scratch=ram size=24G measure=0 soak=0 vs="" out="" dbs=1
 demo=()
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -70,14 +74,16 @@ while [ $# -gt 0 ]; do
     --measure-reset) measure=3 ;;
     --soak) shift; soak="${1:-}" ;;
     --vs) shift; vs="${1:-}" ;;
+    --dbs) shift; dbs="${1:-}" ;;
     --out) shift; out="${1:-}" ;; # where a side of --vs saves its JSON
     --) shift; demo=("$@"); break ;;
-    *) die "unknown argument $1: want mysql-9.7, mariadb-11.8 or host, --scratch ram|disk, --scratch-size SIZE, --measure, --measure-reset, --capture, --soak CYCLES, --vs OTHER, then -- and pristine demo's flags" ;;
+    *) die "unknown argument $1: want mysql-9.7, mariadb-11.8 or host, --scratch ram|disk, --scratch-size SIZE, --measure, --measure-reset, --capture, --soak CYCLES, --vs OTHER, --dbs K, then -- and pristine demo's flags" ;;
   esac
   shift
 done
 [ -n "$server" ] || die "name a server: mysql-9.7, mariadb-11.8 or host"
 [[ "$soak" =~ ^[0-9]+$ ]] || die "--soak $soak: want a number of cycles"
+[[ "$dbs" =~ ^[1-9][0-9]*$ ]] || die "--dbs $dbs: want a number of databases per slot"
 if [ -n "$vs" ]; then
   case "$vs" in mysql-9.7|mariadb-11.8|host) ;; *) die "--vs $vs: want mysql-9.7, mariadb-11.8 or host" ;; esac
   [ "$measure" -eq 0 ] || die "--vs compares demo runs: leave out --measure, --measure-reset and --capture"
@@ -87,7 +93,9 @@ if [ -n "$vs" ]; then
   CGO_ENABLED=0 "$GO" build -trimpath -o "$sides/pristine-bench" ./cmd/pristine-bench
   for s in "$server" "$vs"; do
     mkdir -p "$sides/$s"
-    bash "$0" "$s" --out "$sides/$s" --soak "$soak" --scratch "$scratch" --scratch-size "$size" -- "${demo[@]}"
+    k=1
+    [ "$s" != "$server" ] || k="$dbs"
+    bash "$0" "$s" --out "$sides/$s" --soak "$soak" --scratch "$scratch" --scratch-size "$size" --dbs "$k" -- "${demo[@]}"
   done
   "$sides/pristine-bench" vs "$sides/$server" "$sides/$vs"
   exit 0
@@ -95,6 +103,7 @@ fi
 [ "$measure" -ne 2 ] || [ "$server" = mysql-9.7 ] || die "--capture measures MySQL's clone plugin: name mysql-9.7"
 case "$scratch" in ram) imgdir=/dev/shm ;; disk) imgdir=/var/tmp ;; *) die "--scratch $scratch: want ram or disk" ;; esac
 [ ${#demo[@]} -gt 0 ] || demo=(--slots 200 --runs 3)
+[ "$dbs" -eq 1 ] || demo+=(--dbs-per-slot "$dbs")
 r=""
 if [ "$server" != host ]; then
   r="$ROOTS/$server"

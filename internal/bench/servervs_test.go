@@ -27,8 +27,8 @@ func TestCompareServers(t *testing.T) {
 		ratio float64
 		met   bool
 	}{
-		{"slots ready, cold (s)", 100.0 / 26, false},
-		{"slots ready, warm (s)", 90.0 / 25, false},
+		{"databases ready, cold (s)", 100.0 / 26, false},
+		{"databases ready, warm (s)", 90.0 / 25, false},
 		{"reset p50 (ms)", 80.0 / 25, false},
 		{"soak: fresh copies/s", 3.5 / 15, false},
 	} {
@@ -46,7 +46,7 @@ func TestCompareServers(t *testing.T) {
 	}
 	maria.Demo.Runs = maria.Demo.Runs[:1]
 	for _, r := range CompareServers(mysql, maria) {
-		if r.What == "slots ready, warm (s)" {
+		if r.What == "databases ready, warm (s)" {
 			t.Errorf("a warm figure is listed for a side that had no warm run: %+v", r)
 		}
 	}
@@ -61,8 +61,23 @@ func TestCompareServers(t *testing.T) {
 	if err := WriteServerVs(&out, "mysql-9.7", "host", mysql, maria, CompareServers(mysql, maria)); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(out.String(), "| slots ready, warm (s) | 90.0 | 25.0 | 3.60x | <= 3.0x (missed) |") {
+	if !strings.Contains(out.String(), "| databases ready, warm (s) | 90.0 | 25.0 | 3.60x | <= 3.0x (missed) |") {
 		t.Errorf("table:\n%s", out.String())
+	}
+	// 200 databases in 25 slots of 8 beside 200 slots: the reset of a
+	// slot of 8 has no bound, the header says how the databases were held.
+	mysql.Demo.DBsPerSlot, mysql.Demo.Servers, mysql.Demo.ResetP50MS = 8, 25, 100
+	for _, r := range CompareServers(mysql, maria) {
+		if r.What == "reset p50 (ms)" && (r.Max != 0 || !r.Met) {
+			t.Errorf("the reset of a slot of 8 databases is held to a bound beside one of 1: %+v", r)
+		}
+	}
+	out.Reset()
+	if err := WriteServerVs(&out, "mysql-9.7", "host", mysql, maria, CompareServers(mysql, maria)); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "mysql-9.7: 9.7.4, 200 databases in 25 slots of 8;") || !strings.Contains(out.String(), "host: 10.11.19-MariaDB, 200 slots;") {
+		t.Errorf("header:\n%s", out.String())
 	}
 }
 
