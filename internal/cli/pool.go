@@ -42,7 +42,7 @@ A slot serves one lease at a time, or K with a template built with
 is the default and the right one for MariaDB, whose servers start in about
 0.1 s of CPU. A MySQL server costs 5-7 times that to start and to keep
 idle: for MySQL templates, --dbs-per-slot 4 to 8 brought 200 databases up
-in 1.3x to 0.6x the time MariaDB takes with one per slot (docs/benchmarks.md,
+in 1.6x to 0.6x the time MariaDB takes with one per slot (docs/benchmarks.md,
 "Fewer MySQL servers").`,
 		Example: `  pristine pool up --size 8                   # the only template
   pristine pool up --template app --size 50 --buffer-pool 32M
