@@ -22,12 +22,7 @@ import (
 // (no row counter sees it), a trigger, a routine; and a MEMORY table,
 // which it cannot restore. MySQL has no Aria: there aria_t is MyISAM
 // (inplaceSchemaFor).
-const inplaceSchema = `
-CREATE TABLE parent (id INT AUTO_INCREMENT PRIMARY KEY, name VARCHAR(40), KEY ix_name (name)) ENGINE=InnoDB;
-INSERT INTO parent (name) VALUES ('a'), ('b'), ('c');
-CREATE TABLE child (id INT AUTO_INCREMENT PRIMARY KEY, parent_id INT, note VARCHAR(40), KEY ix_note (note),
-  FOREIGN KEY (parent_id) REFERENCES parent (id) ON DELETE CASCADE) ENGINE=InnoDB;
-INSERT INTO child (parent_id, note) VALUES (1, 'x'), (2, 'y'), (3, 'z');
+const inplaceSchema = inplaceInnoDB + `
 CREATE TABLE audit (id INT AUTO_INCREMENT PRIMARY KEY, what VARCHAR(40)) ENGINE=InnoDB;
 CREATE TRIGGER parent_audit AFTER UPDATE ON parent FOR EACH ROW INSERT INTO audit (what) VALUES (NEW.name);
 CREATE TABLE aria_t (id INT AUTO_INCREMENT PRIMARY KEY, v VARCHAR(40), KEY ix_v (v)) ENGINE=Aria;
@@ -36,6 +31,17 @@ CREATE TABLE myisam_t (id INT AUTO_INCREMENT PRIMARY KEY, v VARCHAR(40), KEY ix_
 INSERT INTO myisam_t (v) VALUES ('m'), ('n');
 CREATE TABLE mem_t (id INT PRIMARY KEY) ENGINE=MEMORY;
 CREATE PROCEDURE bump() MODIFIES SQL DATA UPDATE parent SET name = CONCAT(name, '!') WHERE id = 1;
+`
+
+// inplaceInnoDB is the start of inplaceSchema: two InnoDB tables with
+// AUTO_INCREMENT, secondary indexes and a cascading foreign key, what
+// --dbs-per-slot copies.
+const inplaceInnoDB = `
+CREATE TABLE parent (id INT AUTO_INCREMENT PRIMARY KEY, name VARCHAR(40), KEY ix_name (name)) ENGINE=InnoDB;
+INSERT INTO parent (name) VALUES ('a'), ('b'), ('c');
+CREATE TABLE child (id INT AUTO_INCREMENT PRIMARY KEY, parent_id INT, note VARCHAR(40), KEY ix_note (note),
+  FOREIGN KEY (parent_id) REFERENCES parent (id) ON DELETE CASCADE) ENGINE=InnoDB;
+INSERT INTO child (parent_id, note) VALUES (1, 'x'), (2, 'y'), (3, 'z');
 `
 
 // inplaceSchemaFor is inplaceSchema in the terms of flavour f's server.
@@ -421,17 +427,8 @@ func TestResetHandsOnTheAccount(t *testing.T) {
 // never written), each holder's account stops working and the next
 // holders' work; a DDL by any one of the holders resets the slot fully.
 func TestInPlaceResetDBsPerSlot(t *testing.T) {
-	// What --dbs-per-slot copies: InnoDB tables (inplaceSchema's, with
-	// neither the trigger nor the routine).
-	const schema = `
-CREATE TABLE parent (id INT AUTO_INCREMENT PRIMARY KEY, name VARCHAR(40), KEY ix_name (name)) ENGINE=InnoDB;
-INSERT INTO parent (name) VALUES ('a'), ('b'), ('c');
-CREATE TABLE child (id INT AUTO_INCREMENT PRIMARY KEY, parent_id INT, note VARCHAR(40), KEY ix_note (note),
-  FOREIGN KEY (parent_id) REFERENCES parent (id) ON DELETE CASCADE) ENGINE=InnoDB;
-INSERT INTO child (parent_id, note) VALUES (1, 'x'), (2, 'y'), (3, 'z');
-`
 	st := templatetest.NewScratchBuilder(t, "btrfs", 1<<30)
-	m := templatetest.Build(t, st, "app", schema, template.BuildOptions{DBsPerSlot: 2})
+	m := templatetest.Build(t, st, "app", inplaceInnoDB, template.BuildOptions{DBsPerSlot: 2})
 	p, err := Up(context.Background(), st.Catalog(), st.Binary(), m, Options{Size: 2, Profile: mariadb.DefaultProfile()})
 	if err != nil {
 		t.Fatal(err)
