@@ -40,6 +40,15 @@ public final class Prefetcher implements AutoCloseable {
      * failed: the error is then the current one); starts taking the next.
      */
     public Lease lease() {
+        return lease(req);
+    }
+
+    /**
+     * The lease taken ahead, or one leased now with now's request (its
+     * holder: the test that asks) when none was or it failed; starts
+     * taking the next with this Prefetcher's own request.
+     */
+    public Lease lease(LeaseRequest now) {
         CompletableFuture<Lease> f;
         synchronized (this) {
             f = next;
@@ -54,20 +63,50 @@ public final class Prefetcher implements AutoCloseable {
             }
         }
         if (l == null) {
-            l = client.leaseWait(req);
+            l = client.leaseWait(now);
         }
         warm();
         return l;
     }
 
+    /**
+     * The lease taken ahead, once taking it is done; empty when none is
+     * taken or taking it failed.
+     */
+    public java.util.Optional<Lease> ahead() {
+        CompletableFuture<Lease> f;
+        synchronized (this) {
+            f = next;
+        }
+        try {
+            return f == null ? java.util.Optional.empty() : java.util.Optional.of(f.join());
+        } catch (RuntimeException e) {
+            return java.util.Optional.empty();
+        }
+    }
+
+    /**
+     * Releases the lease taken ahead, if any; the next {@link #lease}
+     * leases on the caller's thread and starts taking ahead again. For the
+     * end of a group of tests (a test class), so that no lease of the
+     * group outlives it.
+     */
+    public void drain() {
+        giveBack(false);
+    }
+
     /** Releases the lease taken ahead, if any, and takes no more. */
     @Override
     public void close() {
+        giveBack(true);
+    }
+
+    private void giveBack(boolean close) {
         CompletableFuture<Lease> f;
         synchronized (this) {
             f = next;
             next = null;
-            closed = true;
+            closed |= close;
         }
         if (f != null) {
             try {

@@ -109,32 +109,52 @@ public record TemplateSpec(String name, List<String> patterns, List<String> extr
         }
     }
 
-    /** The Prefetcher of each template, when prefetching is on (one lease ahead per template in the JVM). */
-    private static final java.util.concurrent.ConcurrentHashMap<String, Prefetcher> PREFETCH = new java.util.concurrent.ConcurrentHashMap<>();
+    /** The Prefetcher of each daemon, template and pool size: one lease ahead per template in the JVM. */
+    private static final ConcurrentHashMap<String, Prefetcher> PREFETCH = new ConcurrentHashMap<>();
+
+    /** The holder of a lease taken ahead, until a test ends with it. */
+    static final String AHEAD_HOLDER = "JVM " + ProcessHandle.current().pid() + " (prefetched)";
 
     /**
      * Whether {@link #lease} takes the next lease while a test runs
-     * ({@link Prefetcher}): {@code -Dpristine.prefetch=true} or
-     * {@code PRISTINE_PREFETCH=1}. The lease taken ahead holds a slot of the
-     * pool, and its holder reads "pristine: taken ahead".
+     * ({@link Prefetcher}): on unless {@code -Dpristine.prefetch=false} or
+     * {@code PRISTINE_PREFETCH=0}. The lease taken ahead holds a slot of the
+     * pool, and its holder reads {@link #AHEAD_HOLDER}; a test class's end
+     * gives it back ({@link #releaseAhead}).
      */
     static boolean prefetchOn() {
-        return Boolean.getBoolean("pristine.prefetch") || "1".equals(System.getenv("PRISTINE_PREFETCH"));
+        String p = System.getProperty("pristine.prefetch");
+        if (p != null && !p.isEmpty()) {
+            return Boolean.parseBoolean(p);
+        }
+        return !"0".equals(System.getenv("PRISTINE_PREFETCH"));
+    }
+
+    /** Leases a database of the pool for holder, waiting up to waitSeconds, nothing taken ahead. */
+    public Lease lease(PristineClient client, String holder, double waitSeconds) {
+        return lease(client, holder, waitSeconds, false);
     }
 
     /**
      * Leases a database of the pool for holder, waiting up to waitSeconds.
-     * The request carries poolSize as min_size: a pool that is smaller (it
-     * shrank, or another run brought it up smaller) grows to it first. A
-     * timeout says what to change.
+     * With ahead (a test's lease in the JUnit extension and the Spring
+     * listener, where prefetching is on unless turned off:
+     * {@link #prefetchOn}), the lease taken while the previous test ran is
+     * the answer, when there is one, and the next is taken now; without it
+     * (a class's lease, a run that keeps failed tests' databases, whose
+     * holders must name the test), the lease is the holder's own. The request
+     * carries poolSize as min_size: a pool that is smaller (it shrank, or
+     * another run brought it up smaller) grows to it first. A timeout says
+     * what to change.
      */
-    public Lease lease(PristineClient client, String holder, double waitSeconds) {
+    public Lease lease(PristineClient client, String holder, double waitSeconds, boolean ahead) {
+        LeaseRequest own = LeaseRequest.of(name, holder).withWait(waitSeconds).withMinSize(poolSize);
         try {
-            if (prefetchOn()) {
-                return PREFETCH.computeIfAbsent(name, n -> client.prefetch(
-                        LeaseRequest.of(n, "pristine: taken ahead").withWait(waitSeconds).withMinSize(poolSize))).lease();
+            if (ahead && prefetchOn()) {
+                return PREFETCH.computeIfAbsent(client.where() + "\0" + name + "\0" + poolSize, k -> client.prefetch(
+                        LeaseRequest.of(name, AHEAD_HOLDER).withWait(waitSeconds).withMinSize(poolSize))).lease(own);
             }
-            return client.leaseWait(LeaseRequest.of(name, holder).withWait(waitSeconds).withMinSize(poolSize));
+            return client.leaseWait(own);
         } catch (NoDaemonException e) {
             throw e;
         } catch (PristineException e) {
@@ -143,6 +163,33 @@ public record TemplateSpec(String name, List<String> patterns, List<String> extr
                     : "";
             throw new PristineException("lease a database of " + name + ": " + e.getMessage() + hint, e.status(), e.retryAfterSeconds(), e);
         }
+    }
+
+    /**
+     * Gives back every lease taken ahead in this JVM (the JUnit extension
+     * and the Spring listener call it when a test class ends), so that no
+     * lease outlives the class; the next class's first test leases on its
+     * own thread, and taking ahead starts again.
+     */
+    public static void releaseAhead() {
+        PREFETCH.values().forEach(Prefetcher::drain);
+    }
+
+    /**
+     * The leases this JVM holds ahead of its tests, once those being taken
+     * are: none after a test class's end ({@link #releaseAhead}).
+     */
+    public static List<Lease> leasesAhead() {
+        return PREFETCH.values().stream().flatMap(p -> p.ahead().stream()).toList();
+    }
+
+    /**
+     * Whether a failed test's database is kept (at the end of its lease): asked
+     * by the test's annotation (keep), {@code PRISTINE_KEEP_FAILED=1} or
+     * {@code -Dpristine.keepFailed=true}.
+     */
+    public static boolean keepFailed(boolean keep) {
+        return keep || "1".equals(System.getenv("PRISTINE_KEEP_FAILED")) || Boolean.getBoolean("pristine.keepFailed");
     }
 
     /**

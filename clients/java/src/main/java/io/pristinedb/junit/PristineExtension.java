@@ -69,7 +69,7 @@ public final class PristineExtension implements BeforeAllCallback, AfterAllCallb
     public void beforeAll(ExtensionContext context) {
         Optional<PristineDatabase> a = find(context.getElement());
         if (a.isPresent() && a.get().scope() == PristineDatabase.Scope.CLASS) {
-            acquire(context, a.get(), context.getRequiredTestClass().getSimpleName());
+            acquire(context, a.get(), context.getRequiredTestClass().getSimpleName(), false);
         }
     }
 
@@ -82,15 +82,22 @@ public final class PristineExtension implements BeforeAllCallback, AfterAllCallb
             a = onClass.get();
         }
         if (a != null) {
-            acquire(context, a, context.getRequiredTestClass().getSimpleName() + "." + context.getRequiredTestMethod().getName());
+            // Taken ahead only for a class's tests: the class's end gives back what is left ahead.
+            acquire(context, a, context.getRequiredTestClass().getSimpleName() + "." + context.getRequiredTestMethod().getName(),
+                    onMethod.isEmpty());
         }
     }
 
-    private static void acquire(ExtensionContext context, PristineDatabase a, String holder) {
+    /**
+     * Leases the database of a test or a class; with ahead, the next one is
+     * taken while the test runs, unless failed tests' databases are kept
+     * (their holders name the test).
+     */
+    private static void acquire(ExtensionContext context, PristineDatabase a, String holder, boolean ahead) {
         TemplateSpec spec = spec(a);
         PristineClient c = client();
         spec.ensure(c);
-        Lease l = spec.lease(c, holder, a.waitSeconds());
+        Lease l = spec.lease(c, holder, a.waitSeconds(), ahead && !TemplateSpec.keepFailed(a.keepOnFailure()));
         LeaseSetup.run(a.setup(), c, l);
         context.getStore(NS).put(LEASE, new Held(l, a, c));
     }
@@ -119,7 +126,8 @@ public final class PristineExtension implements BeforeAllCallback, AfterAllCallb
                     || Boolean.TRUE.equals(context.getStore(NS).get(FAILED, Boolean.class));
             h.end(context, failed);
         }
-        // The class's releases ran in the background: done when it ends.
+        // The class's releases ran in the background, and a lease may be taken ahead: both done when it ends.
+        TemplateSpec.releaseAhead();
         TemplateSpec.awaitReleases();
     }
 
@@ -171,9 +179,7 @@ public final class PristineExtension implements BeforeAllCallback, AfterAllCallb
                     pool[0].close();
                 }
             }
-            boolean keep = a.keepOnFailure() || "1".equals(System.getenv("PRISTINE_KEEP_FAILED"))
-                    || Boolean.getBoolean("pristine.keepFailed");
-            String msg = TemplateSpec.end(client, lease, failed, keep, a.release() == PristineDatabase.Release.UNCHANGED);
+            String msg = TemplateSpec.end(client, lease, failed, TemplateSpec.keepFailed(a.keepOnFailure()), a.release() == PristineDatabase.Release.UNCHANGED);
             if (msg != null) {
                 System.err.println(msg);
                 context.publishReportEntry("pristine", msg);

@@ -73,7 +73,7 @@ public final class PristineTestExecutionListener extends AbstractTestExecutionLi
             return;
         }
         Lease l = ds.spec().lease(ds.client(), tc.getTestClass().getSimpleName() + "." + tc.getTestMethod().getName(),
-                ds.settings().waitSeconds());
+                ds.settings().waitSeconds(), !TemplateSpec.keepFailed(ds.settings().keepOnFailure()));
         LeaseSetup.run(ds.settings().setup(), ds.client(), l);
         tc.setAttribute(ATTR, l);
         ds.bind(l);
@@ -107,15 +107,17 @@ public final class PristineTestExecutionListener extends AbstractTestExecutionLi
         if (cl != null) {
             end(dataSource(tc), cl.lease, cl.failed);
         }
-        // The class's releases ran in the background: done when it ends.
-        TemplateSpec.awaitReleases();
+        if (annotated(tc)) {
+            // The class's releases ran in the background, and a lease may be taken ahead: both done when it ends.
+            TemplateSpec.releaseAhead();
+            TemplateSpec.awaitReleases();
+        }
     }
 
     private static void end(PristineRoutingDataSource ds, Lease l, boolean failed) {
         ds.endLease(l);
-        boolean keep = ds.settings().keepOnFailure() || "1".equals(System.getenv("PRISTINE_KEEP_FAILED"))
-                || Boolean.getBoolean("pristine.keepFailed");
-        String msg = TemplateSpec.end(ds.client(), l, failed, keep, ds.settings().releaseUnchanged());
+        String msg = TemplateSpec.end(ds.client(), l, failed, TemplateSpec.keepFailed(ds.settings().keepOnFailure()),
+                ds.settings().releaseUnchanged());
         if (msg != null) {
             System.err.println(msg);
         }

@@ -20,16 +20,23 @@ import org.junit.jupiter.api.condition.EnabledIfSystemProperty;
  * ({@link TemplateSpec#end}); then the same N tests on one database they share, in the same
  * run. Writes a table row to target/pertest.md (medians: lease, connect,
  * release, their sum on the test's thread, the test on each side, the
- * ratio). The template "pertest" and its pool come from `pristine-bench
+ * ratio). {@code -Dpristine.benchWork=W} has each test work W ms after its
+ * query (a sleep), on both sides. The template "pertest" and its pool come from `pristine-bench
  * pertest` (scripts/bench-pertest.sh runs both); not run otherwise.
  */
 @EnabledIfSystemProperty(named = "pristine.bench", matches = "\\d+")
 class PertestBench {
     private static final String QUERY = "SELECT COUNT(*) FROM item WHERE name LIKE 'item 1%'";
 
+    static final long WORK_MS = Long.getLong("pristine.benchWork", 0);
+
+    /** The test: its query, then its work. */
     static void query(Connection conn) throws Exception {
         try (Statement st = conn.createStatement(); ResultSet rs = st.executeQuery(QUERY)) {
             rs.next();
+        }
+        if (WORK_MS > 0) {
+            Thread.sleep(WORK_MS);
         }
     }
 
@@ -83,7 +90,8 @@ class PertestBench {
             }
             TemplateSpec.awaitReleases();
         }
-        String row = String.format("| Java | %d | %.2f / %.2f / %.2f ms | %.2f ms | %.2f / %.2f ms | %.1fx |%n", n,
+        String name = WORK_MS > 0 ? "Java, " + WORK_MS + " ms of work" : "Java";
+        String row = String.format("| %s | %d | %.2f / %.2f / %.2f ms | %.2f ms | %.2f / %.2f ms | %.1fx |%n", name, n,
                 median(lease), median(connect), median(release), median(over), median(own), median(shared), median(own) / median(shared));
         Files.writeString(Path.of("target", "pertest.md"), row);
     }

@@ -107,6 +107,36 @@ class ExtensionTest {
         }
     }
 
+    static final List<String> HOLDERS = java.util.Collections.synchronizedList(new java.util.ArrayList<>());
+
+    /** Tests one after another: each after the first gets the database taken ahead while the one before ran. */
+    @PristineDatabase(template = "java-junit", files = "src/test/resources/schema.sql", migrate = MIGRATE, poolSize = 3)
+    @TestMethodOrder(MethodOrderer.OrderAnnotation.class)
+    static class OneAfterAnother {
+        void check(DataSource ds, Lease lease, String name) throws Exception {
+            HOLDERS.add(lease.holder());
+            assertEquals(1, insertOwnRowAndCount(ds, name), "sees another test's rows");
+        }
+
+        @Test
+        @Order(1)
+        void first(DataSource ds, Lease lease) throws Exception {
+            check(ds, lease, "first");
+        }
+
+        @Test
+        @Order(2)
+        void second(DataSource ds, Lease lease) throws Exception {
+            check(ds, lease, "second");
+        }
+
+        @Test
+        @Order(3)
+        void third(DataSource ds, Lease lease) throws Exception {
+            check(ds, lease, "third");
+        }
+    }
+
     /** A failing test's database is kept. */
     @PristineDatabase(template = "java-junit", files = "src/test/resources/schema.sql", migrate = MIGRATE, poolSize = 3, keepOnFailure = true)
     static class Failing {
@@ -153,6 +183,22 @@ class ExtensionTest {
     void perClassAndOnMethod() {
         EngineTestKit.engine("junit-jupiter").selectors(selectClass(PerClass.class), selectClass(OnMethod.class)).execute()
                 .testEvents().assertStatistics(s -> s.started(4).succeeded(4));
+        assertLeasesGone();
+    }
+
+    /**
+     * Prefetching is on by default: the first test of a class leases as
+     * itself, the next ones get the lease taken while the one before ran,
+     * and the class's end gives the lease taken ahead back.
+     */
+    @Test
+    void leasesAreTakenAheadAndGivenBackAtTheClassEnd() {
+        HOLDERS.clear();
+        EngineTestKit.engine("junit-jupiter").selectors(selectClass(OneAfterAnother.class)).execute()
+                .testEvents().assertStatistics(s -> s.started(3).succeeded(3));
+        String ahead = "JVM " + ProcessHandle.current().pid() + " (prefetched)";
+        assertEquals(List.of("OneAfterAnother.first", ahead, ahead), HOLDERS, "holders of the three tests' leases");
+        assertEquals(List.of(), TemplateSpec.leasesAhead(), "leases held ahead after the class ended");
         assertLeasesGone();
     }
 
@@ -287,7 +333,9 @@ class ExtensionTest {
     }
 
     static void assertLeasesGone() {
-        List<Lease> left = TestDaemon.get().unix().leases().stream().filter(l -> l.template().startsWith("java-junit") || l.holder().startsWith("Per")).toList();
+        TemplateSpec.awaitReleases(); // a class's end does it; a test method's annotation has no class end
+        List<Lease> left = TestDaemon.get().unix().leases().stream().filter(l -> l.template().startsWith("java-junit") || l.holder().startsWith("Per")
+                || l.holder().endsWith("(prefetched)")).toList();
         assertEquals(List.of(), left.stream().filter(l -> !l.kept()).map(Lease::holder).toList(), "leases left held");
         assertNotEquals(null, left);
     }
