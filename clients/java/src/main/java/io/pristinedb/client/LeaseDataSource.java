@@ -37,19 +37,34 @@ public final class LeaseDataSource implements DataSource, AutoCloseable {
     public LeaseDataSource(DatabaseConnection db) {
         this(db.jdbcUrl(), db.user(), db.password());
         if (db instanceof Lease l) {
-            Connection c = AHEAD.remove(l.id());
-            if (c != null && usable(c)) {
-                idle.push(c);
+            Opened o = AHEAD.remove(l.id());
+            if (o != null && o.usable()) {
+                idle.push(o.conn);
             }
         }
     }
+
+    /**
+     * A connection opened ahead, and when. Its lease is the test's alone
+     * and nothing closes it before the lease ends, so it is trusted without
+     * a round trip while younger than {@link #TRUSTED_NANOS} (a server's
+     * wait_timeout is hours); an older one is checked first.
+     */
+    private record Opened(Connection conn, long nanos) {
+        boolean usable() {
+            return System.nanoTime() - nanos < TRUSTED_NANOS ? true : LeaseDataSource.usable(conn);
+        }
+    }
+
+    /** How long a connection opened ahead is taken without checking it: 60 s. */
+    static final long TRUSTED_NANOS = 60_000_000_000L;
 
     /**
      * Connections a {@link Prefetcher} opened for the leases it took ahead,
      * by lease id, until a DataSource of the lease takes its own or the
      * lease ends ({@link #dropAhead}, from the client's release and keep).
      */
-    private static final ConcurrentHashMap<String, Connection> AHEAD = new ConcurrentHashMap<>();
+    private static final ConcurrentHashMap<String, Opened> AHEAD = new ConcurrentHashMap<>();
 
     /**
      * Opens a connection to lease l for the DataSource a test makes of it
@@ -59,7 +74,10 @@ public final class LeaseDataSource implements DataSource, AutoCloseable {
     static void openAhead(Lease l) {
         try {
             Connection c = DriverManager.getConnection(l.jdbcUrl(), l.user(), l.password());
-            closeQuietly(AHEAD.put(l.id(), c));
+            Opened was = AHEAD.put(l.id(), new Opened(c, System.nanoTime()));
+            if (was != null) {
+                closeQuietly(was.conn);
+            }
         } catch (SQLException | RuntimeException e) {
             // the test connects itself
         }
@@ -72,7 +90,10 @@ public final class LeaseDataSource implements DataSource, AutoCloseable {
 
     /** Closes the connection opened ahead for lease id, if one is left. */
     static void dropAhead(String id) {
-        closeQuietly(AHEAD.remove(id));
+        Opened o = AHEAD.remove(id);
+        if (o != null) {
+            closeQuietly(o.conn);
+        }
     }
 
     private static boolean usable(Connection c) {
@@ -180,7 +201,12 @@ public final class LeaseDataSource implements DataSource, AutoCloseable {
         });
     }
 
-    /** Closes the connections kept; connections given back later are closed. */
+    /**
+     * Closes the connections kept, on the thread of the background
+     * releases ({@link TemplateSpec#end}) and before any release asked for
+     * after this call, so the caller (a test's end) does not wait for the
+     * server; connections given back later are closed.
+     */
     @Override
     public void close() {
         Deque<Connection> left;
@@ -189,8 +215,8 @@ public final class LeaseDataSource implements DataSource, AutoCloseable {
             left = new ArrayDeque<>(idle);
             idle.clear();
         }
-        for (Connection c : left) {
-            closeQuietly(c);
+        if (!left.isEmpty()) {
+            TemplateSpec.inBackground(() -> left.forEach(LeaseDataSource::closeQuietly));
         }
     }
 

@@ -215,19 +215,28 @@ public record TemplateSpec(String name, List<String> patterns, List<String> extr
                     + "\n  release it with: pristine release " + lease.id();
         }
         String id = lease.id();
-        try {
-            RELEASES.execute(() -> {
-                try {
-                    client.release(id, unchanged);
-                } catch (RuntimeException e) {
-                    System.err.println("pristine: release of lease " + id + " failed: " + e.getMessage()
-                            + " (the daemon takes it back when this JVM exits)");
-                }
-            });
-        } catch (RejectedExecutionException e) {
-            client.release(id, unchanged); // the JVM is exiting: release now
-        }
+        inBackground(() -> {
+            try {
+                client.release(id, unchanged);
+            } catch (RuntimeException e) {
+                System.err.println("pristine: release of lease " + id + " failed: " + e.getMessage()
+                        + " (the daemon takes it back when this JVM exits)");
+            }
+        });
         return null;
+    }
+
+    /**
+     * Runs work on the thread of the background releases, after what was
+     * asked of it before; now, on the caller's thread, when the JVM is
+     * exiting.
+     */
+    static void inBackground(Runnable work) {
+        try {
+            RELEASES.execute(work);
+        } catch (RejectedExecutionException e) {
+            work.run();
+        }
     }
 
     /**
