@@ -8,8 +8,10 @@ same run, and prints a table row: the medians of the lease (with its
 connection: the take), the connection opened on the test's thread when
 none was ready, and the release, their sum (the overhead on the test's
 thread), the median test on each side and their ratio. Pass --no-prefetch
-to lease, connect and release on the test's thread instead. The template "pertest" and its pool come from `pristine-bench
-pertest` (scripts/bench-pertest.sh runs both)."""
+to lease, connect and release on the test's thread instead, and --work-ms W
+to have each test work W ms after its query (a sleep), on both sides. The
+template "pertest" and its pool come from `pristine-bench pertest`
+(scripts/bench-pertest.sh runs both)."""
 
 import statistics
 import sys
@@ -31,7 +33,7 @@ def connect(lease):
     return pymysql.connect(**lease.pymysql_kwargs())
 
 
-def main(n=200, ahead=True):
+def main(n=200, ahead=True, work_ms=0.0):
     c = Client.from_env()
     shared = c.lease(template="pertest", holder="bench-pertest python (shared)")
     conn = connect(shared)
@@ -41,6 +43,7 @@ def main(n=200, ahead=True):
         with conn.cursor() as cur:
             cur.execute(QUERY)
             cur.fetchall()
+        time.sleep(work_ms / 1000)
         shared_t.append(ms(t0, time.perf_counter()))
     conn.close()
     c.release(shared.id)
@@ -58,6 +61,7 @@ def main(n=200, ahead=True):
         with conn.cursor() as cur:
             cur.execute(QUERY)
             cur.fetchall()
+        time.sleep(work_ms / 1000)
         t3 = time.perf_counter()
         conn.close()
         p.release(l.id, unchanged=True)
@@ -72,10 +76,17 @@ def main(n=200, ahead=True):
         sys.exit("bench-pertest python: " + "; ".join(errors))
     med = statistics.median
     name = "Python" if ahead else "Python, no prefetch"
+    if work_ms:
+        name += f", {work_ms:g} ms of work"
     print(f"| {name} | {n} | {med(lease_t):.2f} / {med(connect_t):.2f} / {med(release_t):.2f} ms | {med(over_t):.2f} ms "
           f"| {med(own_t):.2f} / {med(shared_t):.2f} ms | {med(own_t) / med(shared_t):.1f}x |")
 
 
 if __name__ == "__main__":
-    args = [a for a in sys.argv[1:] if a != "--no-prefetch"]
-    main(int(args[0]) if args else 200, ahead="--no-prefetch" not in sys.argv[1:])
+    import argparse
+    ap = argparse.ArgumentParser(description="what a database of its own costs a test, with the Python client")
+    ap.add_argument("n", nargs="?", type=int, default=200, help="tests on each side (default 200)")
+    ap.add_argument("--no-prefetch", action="store_true", help="lease, connect and release on the test's thread")
+    ap.add_argument("--work-ms", type=float, default=0, help="how long each test works after its query (a sleep)")
+    a = ap.parse_args()
+    main(a.n, ahead=not a.no_prefetch, work_ms=a.work_ms)
