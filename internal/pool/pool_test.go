@@ -310,6 +310,17 @@ func testReleaseUnchanged(t *testing.T, st *template.Builder, m *catalog.Meta) {
 	if b.User == a.User || b.Slot != a.Slot {
 		t.Fatalf("reused lease: user %s (was %s), slot %d (was %d)", b.User, a.User, b.Slot, a.Slot)
 	}
+	// The mark the check left (the new account's moves added) holds for
+	// the next read-only holder, and the one after.
+	for i := 0; i < 2; i++ {
+		if got := canary(t, open(t, b)); got != "pristine,pristine" {
+			t.Fatalf("canary = %q", got)
+		}
+		if reset, err = p.Release(ctx, b.ID, pool.Unchanged); err != nil || reset {
+			t.Fatalf("release %d of a reused read-only lease: reset=%v err=%v, want reuse", i+2, reset, err)
+		}
+		b = lease(t, p)
+	}
 	// Global state outlives connections: lease accounts cannot change it.
 	db = open(t, b)
 	if _, err := db.Exec("SET GLOBAL max_connections = 7"); err == nil {
@@ -327,8 +338,8 @@ func testReleaseUnchanged(t *testing.T, st *template.Builder, m *catalog.Meta) {
 	if got := canary(t, open(t, c)); got != "pristine,pristine" {
 		t.Fatalf("after a caught write the slot is not pristine: %q", got)
 	}
-	if st := p.Status(false); st.Stats.Reused != 1 {
-		t.Fatalf("reused counter = %d, want 1", st.Stats.Reused)
+	if st := p.Status(false); st.Stats.Reused != 3 {
+		t.Fatalf("reused counter = %d, want 3", st.Stats.Reused)
 	}
 }
 

@@ -100,18 +100,32 @@ func recycle(ctx context.Context, admin *sql.DB, f mariadb.Flavor, was check, a 
 	if d := was.files.diff(files, 5); len(d) > 0 {
 		return account{}, check{}, fmt.Errorf("%w: files changed: %s", errChanged, strings.Join(d, ", "))
 	}
+	// A new account moves the counters, not the global variables: its
+	// own moves, read on this connection, are added to the server's
+	// counters read above (nothing else writes now: the old holder is
+	// gone and locked out, the new account not handed out yet).
+	pre, err := sessionCounters(ctx, conn, f)
+	if err != nil {
+		return account{}, check{}, err
+	}
 	fresh, err := rekeyAccount(ctx, conn, a)
+	if err != nil {
+		return account{}, check{}, err
+	}
+	post, err := sessionCounters(ctx, conn, f)
+	if err != nil {
+		return account{}, check{}, err
+	}
+	if status, err = addMoves(status, pre, post); err != nil {
+		return account{}, check{}, err
+	}
+	n, err := sumWrites(status, f)
 	if err != nil {
 		return account{}, check{}, err
 	}
 	// Files no engine rewrites are as they were, so the mark still holds;
 	// the others are never compared by their times.
-	now := check{files: was.files}
-	// A new account moves the counters, not the global variables.
-	if status, counters, err = readCounters(ctx, conn, f); err != nil {
-		return account{}, check{}, err
-	}
-	now.mark = withCounters(mark, counters)
+	now := check{files: was.files, mark: withCounters(mark, strconv.FormatUint(n, 10))}
 	if now.base, err = baseFrom(ctx, conn, f, was.base, status, globals); err != nil {
 		return account{}, check{}, err
 	}
@@ -152,16 +166,61 @@ func xaPending(ctx context.Context, conn querier) (int, error) {
 	return n, nil
 }
 
-// sessionWrites sums, for the connection conn, the write counters but the
-// InnoDB log sequence number (which is the server's, not a session's).
+// sessionWrites sums, for the connection conn, the write counters an
+// account statement can move (accountCounters). The sum around the lock
+// of a lease account is taken off the server's, so a counter left out can
+// only make an unchanged database look changed (it is reset), never hide
+// a write.
 func sessionWrites(ctx context.Context, conn querier, f mariadb.Flavor) (int64, error) {
-	status, err := mariadb.ReadStatus(ctx, conn, "SESSION", statusCounters[f])
+	status, err := sessionCounters(ctx, conn, f)
 	if err != nil {
-		return 0, fmt.Errorf("read the admin session's write counters: %w", err)
+		return 0, err
 	}
-	delete(status, f.LSNStatus())
 	n, err := sumWrites(status, f)
 	return int64(n), err
+}
+
+// sessionCounters reads, for the connection conn, the write counters an
+// account statement can move (accountCounters).
+func sessionCounters(ctx context.Context, conn querier, f mariadb.Flavor) (map[string]string, error) {
+	status, err := mariadb.ReadStatus(ctx, conn, "SESSION", accountCounters[f])
+	if err != nil {
+		return nil, fmt.Errorf("read the admin session's write counters: %w", err)
+	}
+	return status, nil
+}
+
+// addMoves is status with each counter's move from pre to post added.
+// A counter status lacks is left out: it is none of the server's
+// counters the mark sums, and a mark that falls short of the server's
+// only makes the next check reset.
+func addMoves(status, pre, post map[string]string) (map[string]string, error) {
+	out := make(map[string]string, len(status))
+	for k, v := range status {
+		out[k] = v
+	}
+	for k, v := range post {
+		cur, ok := status[k]
+		if !ok {
+			continue
+		}
+		var n [3]uint64
+		for i, s := range []string{cur, pre[k], v} {
+			if s == "" {
+				s = "0"
+			}
+			x, err := strconv.ParseUint(s, 10, 64)
+			if err != nil {
+				return nil, fmt.Errorf("read write counters: %s=%q is not a count", k, s)
+			}
+			n[i] = x
+		}
+		if n[2] < n[1] {
+			return nil, fmt.Errorf("read write counters: the session's %s went back, from %d to %d", k, n[1], n[2])
+		}
+		out[k] = strconv.FormatUint(n[0]+n[2]-n[1], 10)
+	}
+	return out, nil
 }
 
 // lessCounters is mark with d taken off its write counters.
