@@ -16,6 +16,8 @@ before close(), the daemon reclaims it when it notices the process gone.
 """
 
 import atexit
+import os
+import queue
 import threading
 import time
 import weakref
@@ -30,20 +32,39 @@ from .client import Client, Lease, PristineError
 AHEAD_WAIT = 1.0
 
 
-def _spawn(fn: Callable[[], Any]) -> Future:
-    """Runs fn in a daemon thread (one that never holds the interpreter's
-    exit: a lease waiting for a free slot must not delay Ctrl-C); returns
-    its future."""
-    f: Future = Future()
+class _Worker:
+    """One daemon thread (one that never holds the interpreter's exit: a
+    lease waiting for a free slot must not delay Ctrl-C) that runs what it
+    is given, in order, each with a future of its result. Handing it work
+    costs the caller a queue's put: a thread started per piece of work
+    made the caller wait for the new thread to start and run up to its
+    first blocking call, on the interpreter's lock. A forked child starts
+    a thread of its own."""
 
-    def run():
-        try:
-            f.set_result(fn())
-        except BaseException as e:  # handed to whoever takes the result
-            f.set_exception(e)
+    def __init__(self, name: str):
+        self._name = name
+        self._lock = threading.Lock()
+        self._queue: "queue.SimpleQueue" = queue.SimpleQueue()
+        self._pid = 0
 
-    threading.Thread(target=run, daemon=True, name="pristine-prefetch").start()
-    return f
+    def submit(self, fn: Callable[[], Any]) -> Future:
+        f: Future = Future()
+        with self._lock:
+            if self._pid != os.getpid():
+                self._pid = os.getpid()
+                self._queue = queue.SimpleQueue()
+                threading.Thread(target=self._run, args=(self._queue,), daemon=True, name=self._name).start()
+            self._queue.put((fn, f))
+        return f
+
+    @staticmethod
+    def _run(q: "queue.SimpleQueue") -> None:
+        while True:
+            fn, f = q.get()
+            try:
+                f.set_result(fn())
+            except BaseException as e:  # handed to whoever takes the result
+                f.set_exception(e)
 
 
 class Prefetcher:
@@ -75,6 +96,11 @@ class Prefetcher:
         self._closed = False
         self._releases: set = set()
         self._errors: List[str] = []
+        # The lease taken ahead and the releases each have a thread: a
+        # lease that waits for a free slot never holds up the release that
+        # frees one.
+        self._ahead_worker = _Worker("pristine-prefetch")
+        self._release_worker = _Worker("pristine-release")
         # The interpreter's exit (a run stopped early, a script without
         # close()) still returns what is held; the daemon's reclaim of an
         # exited holder backs this up for a kill.
@@ -113,7 +139,7 @@ class Prefetcher:
         """Starts taking a lease ahead now, if none is."""
         with self._lock:
             if self.ahead and self._next is None and not self._closed:
-                self._next = _spawn(lambda: self._lease(ahead=True))
+                self._next = self._ahead_worker.submit(lambda: self._lease(ahead=True))
 
     def take(self) -> Tuple[Lease, Any]:
         """The lease taken ahead and its connection (None without a connect
@@ -147,7 +173,7 @@ class Prefetcher:
                 if e.status not in (404, 410):
                     with self._lock:
                         self._errors.append(f"release {lease_id}: {e}")
-        f = _spawn(run)
+        f = self._release_worker.submit(run)
         with self._lock:
             self._releases.add(f)
         f.add_done_callback(lambda done: self._forget(done))
