@@ -193,7 +193,9 @@ func sessionCounters(ctx context.Context, conn querier, f mariadb.Flavor) (map[s
 // addMoves is status with each counter's move from pre to post added.
 // A counter status lacks is left out: it is none of the server's
 // counters the mark sums, and a mark that falls short of the server's
-// only makes the next check reset.
+// only makes the next check reset. One that overshot would let the next
+// holder's writes, as many, pass for none: a counter pre lacks is an
+// error, not a move from zero.
 func addMoves(status, pre, post map[string]string) (map[string]string, error) {
 	out := make(map[string]string, len(status))
 	for k, v := range status {
@@ -204,11 +206,12 @@ func addMoves(status, pre, post map[string]string) (map[string]string, error) {
 		if !ok {
 			continue
 		}
+		was, ok := pre[k]
+		if !ok {
+			return nil, fmt.Errorf("read write counters: the session's %s was not read before the new account", k)
+		}
 		var n [3]uint64
-		for i, s := range []string{cur, pre[k], v} {
-			if s == "" {
-				s = "0"
-			}
+		for i, s := range []string{cur, was, v} {
 			x, err := strconv.ParseUint(s, 10, 64)
 			if err != nil {
 				return nil, fmt.Errorf("read write counters: %s=%q is not a count", k, s)
