@@ -52,7 +52,7 @@ public final class LeaseDataSource implements DataSource, AutoCloseable {
      */
     private record Opened(Connection conn, long nanos) {
         boolean usable() {
-            return System.nanoTime() - nanos < TRUSTED_NANOS ? true : LeaseDataSource.usable(conn);
+            return System.nanoTime() - nanos < TRUSTED_NANOS || LeaseDataSource.usable(conn);
         }
     }
 
