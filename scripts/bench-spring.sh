@@ -6,6 +6,9 @@
 #             a fresh mariadbd (mariadb-install-db + mariadbd on /dev/shm) and
 #             Spring Boot's Flyway migrates it; classes run at once, a class's
 #             tests one after another, rolled back
+#   shared:   one mariadbd for the run, started by the first class and
+#             migrated once (one Spring context for the four classes), every
+#             test on that one database, rolled back, one test at a time
 #   pristine: @AutoConfigurePristineDatabase: every test on a database of its
 #             own leased from a pool (first run: the template is built and the
 #             pool brought up; then warm runs, a CI machine's steady state),
@@ -58,17 +61,19 @@ run pristine-first 'PristineProducts*Test'
 mv "$W/results" "$W/first"
 for i in $(seq "$RUNS"); do
   run "fresh-$i" 'FreshServerProducts*Test'
+  run "shared-$i" 'SharedServerProducts*Test'
   run "pristine-$i" 'PristineProducts*Test'
 done
 median() { sort -n | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : int((a[NR/2] + a[NR/2+1]) / 2)}'; }
 echo
 echo "examples/spring, $RUNS runs each, medians (ms since the test JVM started; mvn: wall time of mvn surefire:test)"
 printf '%-40s %12s %12s %10s\n' "" "first test" "last test" "mvn"
-for kind in fresh pristine; do
+for kind in fresh shared pristine; do
   f=$(awk -v k=$kind '$1==k {print $2}' "$W/results" | median)
   l=$(awk -v k=$kind '$1==k {print $3}' "$W/results" | median)
   m=$(awk -v k=$kind '$1==k {print $4}' "$W/results" | median)
   name="fresh mariadbd per class (Testcontainers)"
+  [ "$kind" = shared ] && name="one shared server, rolled back"
   [ "$kind" = pristine ] && name="pristine, warm"
   printf '%-40s %12s %12s %10s\n' "$name" "$f" "$l" "$m"
   eval "${kind}_first=$f ${kind}_last=$l ${kind}_mvn=$m"
@@ -77,3 +82,5 @@ read -r _ f l m <"$W/first"
 printf '%-40s %12s %12s %10s\n' "pristine, first run (build + pool up)" "$f" "$l" "$m"
 awk -v ff="$fresh_first" -v pf="$pristine_first" -v fl="$fresh_last" -v pl="$pristine_last" -v fm="$fresh_mvn" -v pm="$pristine_mvn" \
   'BEGIN {printf "ratio fresh/pristine (warm): first test %.2fx, last test %.2fx, mvn %.2fx\n", ff/pf, fl/pl, fm/pm}'
+awk -v sf="$shared_first" -v pf="$pristine_first" -v sl="$shared_last" -v pl="$pristine_last" -v sm="$shared_mvn" -v pm="$pristine_mvn" \
+  'BEGIN {printf "ratio pristine/shared (warm): last test %.2fx, tests (first to last) %.2fx, mvn %.2fx\n", pl/sl, (pl-pf)/(sl-sf), pm/sm}'
