@@ -80,15 +80,17 @@ func TestSourceTimeoutDefaults(t *testing.T) {
 	if src.Config.Timeout != capture.DefaultConnectTimeout || src.Config.ReadTimeout != capture.DefaultIOTimeout || src.Config.WriteTimeout != capture.DefaultIOTimeout {
 		t.Fatalf("timeouts %v/%v/%v, want the defaults", src.Config.Timeout, src.Config.ReadTimeout, src.Config.WriteTimeout)
 	}
-	cfg.ReadTimeout = 300 * time.Millisecond
+	// Long enough that Open's own queries answer in time on a loaded
+	// machine (300 ms did not, once, beside the rest of CI).
+	cfg.ReadTimeout = 1500 * time.Millisecond
 	short, err := capture.Open(context.Background(), cfg, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer short.Close()
 	var v int
-	err = short.ExplainTimeout(short.DB.QueryRow("SELECT SLEEP(5)").Scan(&v))
-	if !errors.Is(err, capture.ErrTimeout) || !strings.Contains(err.Error(), "300ms") || !strings.Contains(err.Error(), "--source-io-timeout") {
-		t.Fatalf("a 5 s query under a 300 ms read timeout: %v", err)
+	err = short.ExplainTimeout(short.DB.QueryRow("SELECT SLEEP(10)").Scan(&v))
+	if !errors.Is(err, capture.ErrTimeout) || !strings.Contains(err.Error(), "1.5s") || !strings.Contains(err.Error(), "--source-io-timeout") {
+		t.Fatalf("a 10 s query under a 1.5 s read timeout: %v", err)
 	}
 }
