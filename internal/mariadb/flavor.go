@@ -34,7 +34,6 @@ func (p Profile) mariadbArgs() []string {
 	return []string{
 		"--log-warnings=1",
 		"--innodb-log-file-size=" + strconv.FormatInt(p.LogFileSize, 10),
-		"--innodb-flush-method=nosync",
 		"--innodb-purge-threads=1",
 		"--aria-pagecache-buffer-size=" + strconv.FormatInt(p.AriaCache, 10),
 		"--loose-aria-recover-options=OFF",
@@ -58,7 +57,7 @@ const mysqlMinRedo = 8 << 20
 // the template's data dictionary says (pristine never moves them), so the
 // start need not open every one to check.
 // No X Protocol listener (mysqlx): one socket and one port per slot. No
-// Aria, no flush method without fsync (O_DIRECT_NO_FSYNC is the nearest).
+// Aria.
 // log_error_verbosity=2 (errors and warnings, MySQL's default, pinned):
 // at 2 MySQL 9.7 does not log a refused login (docs/security.md, "Logs
 // are capped"). MY-013360, "'sha256_password' is deprecated", is not
@@ -73,7 +72,6 @@ func (p Profile) mysqlArgs() []string {
 	}
 	return []string{
 		"--innodb-redo-log-capacity=" + strconv.FormatInt(max(redo, mysqlMinRedo), 10),
-		"--innodb-flush-method=O_DIRECT_NO_FSYNC",
 		"--innodb-purge-threads=1",
 		"--innodb-validate-tablespace-paths=OFF",
 		"--mysqlx=OFF",
