@@ -467,15 +467,3 @@ func countersFilter(f mariadb.Flavor) string {
 	}
 	return "WHERE " + strings.Join(or, " OR ") + " OR Variable_name IN (" + strings.Join(names, ", ") + ")"
 }
-
-// ownAlterUser reads the session's ALTER USER count: the in-place reset's
-// own statement among the non-row counters (the lock of the lease
-// account; its KILLs and SELECTs count apart).
-func ownAlterUser(ctx context.Context, conn querier) (int64, error) {
-	var name string
-	var n int64
-	if err := conn.QueryRowContext(ctx, "SHOW SESSION STATUS LIKE 'Com\\_alter\\_user'").Scan(&name, &n); err != nil {
-		return 0, fmt.Errorf("read the admin session's ALTER USER count: %w", err)
-	}
-	return n, nil
-}
