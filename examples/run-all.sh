@@ -47,6 +47,18 @@ bash examples/node-vitest/run.sh
 # repository tests in parallel) against this one. Maven caches in ~/.m2.
 echo "clients/java: mvn install (tests against a daemon of their own)"
 (cd clients/java && PRISTINE_BIN="$BIN" mvn -B -q --no-transfer-progress -Dstyle.color=never install)
+# The installed client depends on nothing: Jackson is inside its jar under
+# io.pristinedb.internal (the shade plugin), so it never meets the
+# application's Jackson (Spring Boot 4 brings Jackson 3). The examples below
+# run that jar.
+if sed '/<dependencyManagement>/,/<\/dependencyManagement>/d' clients/java/target/dependency-reduced-pom.xml | grep -q '<artifactId>jackson'; then
+  echo "clients/java: the installed POM still depends on Jackson (see the shade plugin in clients/java/pom.xml)" >&2
+  exit 1
+fi
+if jar tf clients/java/target/pristine-client-*-SNAPSHOT.jar | grep -q "^com/fasterxml/"; then
+  echo "clients/java: the jar holds Jackson classes under com/fasterxml (not relocated)" >&2
+  exit 1
+fi
 echo "examples: spring (JUnit parallel execution, a database per test)"
 (cd examples/spring && mvn -B -q --no-transfer-progress -Dstyle.color=never test)
 # The Flyway classes again through mysql-connector-j (each test checks its

@@ -67,7 +67,9 @@ for jar in "$d"/target/pristine-client-*.jar; do
   case "$jar" in *-sources.jar | *-javadoc.jar) ;; *) break ;; esac
 done
 cp "${jar%.jar}"{.jar,-sources.jar,-javadoc.jar} "$OUT/"
-cp "$d/pom.xml" "$OUT/$(basename "${jar%.jar}").pom"
+# The POM the shade plugin reduced: Jackson is inside the jar, relocated,
+# so the published client depends on nothing.
+cp "$d/target/dependency-reduced-pom.xml" "$OUT/$(basename "${jar%.jar}").pom"
 
 log "ruby: gem build"
 d="$(copy ruby)"
