@@ -94,6 +94,14 @@ func (f Flavor) SequenceEngine() bool { return f != MySQL }
 // ALTER USER there.
 func (f Flavor) PasswordByAlterUser() bool { return f == MySQL }
 
+// CachesLogins reports whether the server remembers an account's
+// successful login and checks its next logins against that memory:
+// MySQL's caching_sha2_password, its default authentication plugin.
+// Until an account has logged in once, a login over TCP without TLS costs
+// an RSA key exchange (the client asks for the server's public key) and
+// the full hash of the password, on the server's CPU (Instance.WarmLogin).
+func (f Flavor) CachesLogins() bool { return f == MySQL }
+
 // HexHashesStatement is the session statement that makes SHOW CREATE
 // USER print password hashes as hex, which CREATE USER takes back (MySQL's
 // hashes are binary), or "" where they are text already.

@@ -15,6 +15,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/go-sql-driver/mysql"
+
 	"github.com/pristinedb/pristine/internal/dsn"
 
 	"github.com/pristinedb/pristine/internal/svcuser"
@@ -304,6 +306,28 @@ func (in *Instance) LogTail(n int) string {
 // with the admin password of its Config; an empty database means none.
 func (in *Instance) DSN(database string) string {
 	return dsn.Socket(in.Config.Socket(), "root", in.Config.AdminPassword, database)
+}
+
+// WarmLogin logs in as user once over the instance's unix socket (where
+// the password goes in the clear, with no key exchange) and leaves, on a
+// server that caches logins (Flavor.CachesLogins); elsewhere it does
+// nothing. The account's next login, over TCP too, is then checked
+// against the server's cache: no RSA exchange, no TLS needed.
+func (in *Instance) WarmLogin(ctx context.Context, user, password string) error {
+	if !in.Binary.Flavor.CachesLogins() {
+		return nil
+	}
+	cfg := mysql.NewConfig()
+	cfg.User, cfg.Passwd, cfg.Net, cfg.Addr = user, password, "unix", in.Config.Socket()
+	c, err := mysql.NewConnector(cfg)
+	if err != nil {
+		return fmt.Errorf("log in as %s: %w", user, err)
+	}
+	conn, err := c.Connect(ctx)
+	if err != nil {
+		return fmt.Errorf("log in as %s: %w", user, err)
+	}
+	return conn.Close()
 }
 
 // Open returns a connection pool for root on the instance's unix socket.

@@ -94,7 +94,13 @@ func (p *Pool) prepareUnits(ctx context.Context, s *slot, in *mariadb.Instance) 
 		admin.Close()
 		return nil, err
 	}
-	b.srv = &liveServer{Instance: in, admin: admin}
+	live := &liveServer{Instance: in, admin: admin}
+	for i, a := range b.accts {
+		if !b.restored[i] {
+			live.warmLogins(ctx, a)
+		}
+	}
+	b.srv = live
 	return b, nil
 }
 

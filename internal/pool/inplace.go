@@ -129,6 +129,9 @@ func (p *Pool) resetInPlace(s *slot) bool {
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), inplaceTimeout)
 	out, err := job.run(ctx)
+	if err == nil {
+		live.warmLogins(ctx, out.accts...)
+	}
 	cancel()
 
 	p.mu.Lock()
