@@ -155,7 +155,8 @@ type heldRecord struct {
 // of one of trees is kept aside for it. Then the ids processes run as are
 // used too, and a tree's own id a process still runs as is given up (the
 // tree gets another id: its old files are not the new id's, so its
-// server refuses them, and the tree is made again).
+// server refuses them, and the tree is made again), unless that process
+// was only exiting and is gone within exitWait (awaitExits).
 func scanRecords(trees []string) (*scan, error) {
 	ents, err := os.ReadDir(IDDir)
 	if err != nil {
@@ -206,6 +207,20 @@ func scanRecords(trees []string) (*scan, error) {
 	if err != nil {
 		sc.closeMine()
 		return nil, err
+	}
+	var own []int
+	for _, m := range sc.mine {
+		if busy[m.id] {
+			own = append(own, m.id)
+		}
+	}
+	if len(own) > 0 {
+		still := awaitExits(own)
+		for _, id := range own {
+			if !still[id] {
+				delete(busy, id) // its processes are gone
+			}
+		}
 	}
 	for tree, m := range sc.mine {
 		if busy[m.id] {

@@ -1,6 +1,7 @@
 package svcuser
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -529,5 +530,75 @@ func TestClaimLeavesOtherRootsRecords(t *testing.T) {
 	b, err := os.ReadFile(filepath.Join(IDDir, strconv.Itoa(got[0].UID)))
 	if err != nil || !strings.Contains(string(b), "\nroot "+fsRoot()+"\n") {
 		t.Errorf("a new record %q (%v) does not name this root %s", b, err, fsRoot())
+	}
+}
+
+// TestClaimWaitsForExitingProcess: a daemon killed with its pool restarts
+// at once on the pool's clones, while a killed server's threads may still
+// be exiting. A tree whose own id only an exiting process runs as gets
+// its id back once that process is gone; a live process, or one still
+// exiting after exitWait, keeps the id from it (the process list is a
+// directory of status files here, as /proc is, so the processes' states
+// can be chosen).
+func TestClaimWaitsForExitingProcess(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: server ids are claimed only as root")
+	}
+	old, oldProc, oldWait := IDDir, procDir, exitWait
+	IDDir, procDir, exitWait = filepath.Join(t.TempDir(), "ids"), t.TempDir(), 2*time.Second
+	t.Cleanup(func() { IDDir, procDir, exitWait = old, oldProc, oldWait })
+	if err := os.Mkdir(IDDir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name   string
+		status string // of the one process running as the tree's id
+		goes   bool   // the process is gone after 300 ms
+		keeps  bool   // the tree gets its own id back
+	}{
+		{"zombie leader, threads exiting", "State:\tZ (zombie)\nThreads:\t12\n", true, true},
+		{"memory gone", "State:\tR (running)\nThreads:\t1\n", true, true},
+		{"SIGKILL pending", "State:\tS (sleeping)\nVmSize:\t 1000 kB\nThreads:\t3\nSigPnd:\t0000000000000000\nShdPnd:\t0000000000000100\n", true, true},
+		{"exiting past the wait", "State:\tZ (zombie)\nThreads:\t12\n", false, false},
+		{"alive", "State:\tS (sleeping)\nVmSize:\t 1000 kB\nThreads:\t3\nSigPnd:\t0000000000000000\nShdPnd:\t0000000000000000\n", true, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			tree := filepath.Join(t.TempDir(), "data")
+			id := unusedID(t, IDBase+100)
+			if err := os.Mkdir(tree, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Chown(tree, id, id); err != nil {
+				t.Fatal(err)
+			}
+			// The killed daemon's record: nobody holds it.
+			if err := os.WriteFile(filepath.Join(IDDir, strconv.Itoa(id)), []byte(tree+"\nroot "+fsRoot()+"\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			pid := filepath.Join(procDir, "4242")
+			if err := os.Mkdir(pid, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			ids := fmt.Sprintf("\t%d\t%d\t%d\t%d\n", id, id, id, id)
+			if err := os.WriteFile(filepath.Join(pid, "status"), []byte("Name:\tmysqld\n"+c.status+"Uid:"+ids+"Gid:"+ids), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { os.RemoveAll(pid) })
+			if c.goes {
+				go func() {
+					time.Sleep(300 * time.Millisecond)
+					os.RemoveAll(pid)
+				}()
+			}
+			noteRemoved() // the claim walks the processes afresh
+			got, err := Claim(tree)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer got.Release()
+			if kept := got.UID == id; kept != c.keeps {
+				t.Errorf("the tree of id %d got id %d with a process %s; want its own id back: %v", id, got.UID, c.name, c.keeps)
+			}
+		})
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -62,11 +63,36 @@ func busyIDs() (map[int]bool, error) {
 
 // walkIDs reads which ids of the range the processes of the host run as.
 func walkIDs() (map[int]bool, error) {
+	uses, err := walkUses()
+	if err != nil {
+		return nil, err
+	}
+	busy := make(map[int]bool, len(uses))
+	for id := range uses {
+		busy[id] = true
+	}
+	return busy, nil
+}
+
+// idUse is how the processes running as an id stand.
+type idUse uint8
+
+const (
+	// useExiting: a process running as the id is on its way out (see
+	// exiting); it runs no more code of its own.
+	useExiting idUse = 1 << iota
+	// useLive: a process running as the id is alive.
+	useLive
+)
+
+// walkUses reads which ids of the range the processes of the host run
+// as, and whether any of those processes is alive.
+func walkUses() (map[int]idUse, error) {
 	ents, err := os.ReadDir(procDir)
 	if err != nil {
 		return nil, fmt.Errorf("list processes to see which server ids are in use: %w", err)
 	}
-	busy := map[int]bool{}
+	uses := map[int]idUse{}
 	buf := make([]byte, 4096)
 	for _, e := range ents {
 		if _, err := strconv.Atoi(e.Name()); err != nil {
@@ -78,18 +104,56 @@ func walkIDs() (map[int]bool, error) {
 		}
 		n, _ := f.Read(buf)
 		f.Close()
-		if dead(buf[:n]) {
+		st := buf[:n]
+		if dead(st) {
 			continue
 		}
+		use := useLive
+		if exiting(st) {
+			use = useExiting
+		}
 		for _, key := range []string{"Uid:", "Gid:"} {
-			for _, f := range strings.Fields(statusField(buf[:n], key)) {
+			for _, f := range strings.Fields(statusField(st, key)) {
 				if id, err := strconv.Atoi(f); err == nil && id >= IDBase && id < IDBase+IDCount {
-					busy[id] = true
+					uses[id] |= use
 				}
 			}
 		}
 	}
-	return busy, nil
+	return uses, nil
+}
+
+// exitWait is how long a claim waits for the exiting processes of a
+// tree's own id to be gone (awaitExits).
+var exitWait = 5 * time.Second
+
+// awaitExits returns which of ids some process still runs as, once the
+// processes that were only exiting had up to exitWait to go. A server
+// killed with its daemon (SIGKILL) is on its way out for a while after
+// it stops answering: its threads exit one by one, the last of them
+// long after its command line is gone. A daemon restarting at once on
+// the server's clone would otherwise find the clone's id in use and
+// give the clone another, whose server refuses the clone's files.
+func awaitExits(ids []int) map[int]bool {
+	deadline := time.Now().Add(exitWait)
+	for {
+		uses, err := walkUses()
+		still := map[int]bool{}
+		waiting := false
+		for _, id := range ids {
+			switch u := uses[id]; {
+			case err != nil, u&useLive != 0:
+				still[id] = true
+			case u&useExiting != 0:
+				still[id] = true
+				waiting = true
+			}
+		}
+		if !waiting || time.Now().After(deadline) {
+			return still
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 // statusField is the value of field key ("Uid:") in a /proc/<pid>/status.
@@ -109,6 +173,24 @@ func statusField(status []byte, key string) string {
 func dead(status []byte) bool {
 	return strings.HasPrefix(strings.TrimSpace(statusField(status, "State:")), "Z") &&
 		strings.TrimSpace(statusField(status, "Threads:")) == "1"
+}
+
+// exiting reports whether a process's status is that of a process on
+// its way out: a zombie leader whose other threads are still exiting, a
+// process whose memory is gone (no VmSize: only exit takes a user
+// process's memory away; kernel threads run as root, never as an id of
+// the range), or one with SIGKILL pending.
+func exiting(status []byte) bool {
+	state := strings.TrimSpace(statusField(status, "State:"))
+	if strings.HasPrefix(state, "Z") || strings.HasPrefix(state, "X") || !bytes.Contains(status, []byte("\nVmSize:")) {
+		return true
+	}
+	for _, key := range []string{"SigPnd:", "ShdPnd:"} {
+		if mask, err := strconv.ParseUint(strings.TrimSpace(statusField(status, key)), 16, 64); err == nil && mask&(1<<(unix.SIGKILL-1)) != 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // noteRemoved counts a removed record in IDDir/.released, so every
