@@ -89,7 +89,7 @@ func (p *Pool) prepareUnits(ctx context.Context, s *slot, in *mariadb.Instance) 
 	if len(s.restore) == 0 {
 		p.exportMeta(ctx, admin, s) // for the in-place reset (inplace.go)
 	}
-	b, err := prepare(ctx, s, admin, in.Binary.Flavor, p.opt.SlotDisk > 0, p.templateFacts)
+	b, err := prepare(ctx, s, admin, in.Binary.Flavor, p.opt.SlotDisk > 0, p.templateFacts, &p.globals)
 	if err != nil {
 		admin.Close()
 		return nil, err
@@ -105,8 +105,9 @@ func (p *Pool) prepareUnits(ctx context.Context, s *slot, in *mariadb.Instance) 
 }
 
 // prepare does prepareUnits' queries over admin; facts returns the
-// template's facts (bootBase).
-func prepare(ctx context.Context, s *slot, admin *sql.DB, f mariadb.Flavor, capped bool, facts func() *exportmeta.Facts) (*booted, error) {
+// template's facts (bootBase); globals is the pool's hash of a fresh
+// slot's global variables (poolGlobals).
+func prepare(ctx context.Context, s *slot, admin *sql.DB, f mariadb.Flavor, capped bool, facts func() *exportmeta.Facts, globals *poolGlobals) (*booted, error) {
 	b := &booted{accts: make([]account, len(s.units)), restored: make([]bool, len(s.units))}
 	for i := range s.units {
 		db := s.units[i].db
@@ -132,7 +133,11 @@ func prepare(ctx context.Context, s *slot, admin *sql.DB, f mariadb.Flavor, capp
 	}
 	var err error
 	var status map[string]string
-	if b.mark, status, err = writeMark(ctx, admin, f); err != nil {
+	var shared *poolGlobals
+	if len(s.restore) == 0 {
+		shared = globals // a fresh slot's are the pool's
+	}
+	if b.mark, status, err = writeMark(ctx, admin, f, slotDirs(s), shared); err != nil {
 		return nil, err
 	}
 	if b.inplace, err = bootBase(ctx, admin, f, s, b.mark, status, facts); err != nil {

@@ -175,7 +175,7 @@ func inplaceSetup(ctx context.Context, admin querier, f mariadb.Flavor) error {
 }
 
 // baseFrom is a ready slot's in-place baseline, from its counters
-// (readCounters) and, when not "", the global variables' hash. A server
+// (readCounters) and the global variables' hash (globalsHash). A server
 // that cannot be reset in place (no per-table row counters on, a template
 // with sequences) gets a base with ineligible set; an error is a failed
 // query. With prev, the base of the same server before, what only DDL
@@ -207,11 +207,6 @@ func baseFrom(ctx context.Context, admin querier, f mariadb.Flavor, prev *inplac
 		return b, nil
 	}
 	b.children, b.counters = prev.children, prev.counters
-	if b.globals == "" {
-		if b.globals, err = globalsHash(ctx, admin); err != nil {
-			return nil, err
-		}
-	}
 	if b.rows, err = tableRows(ctx, admin, f); err != nil {
 		return nil, err
 	}

@@ -43,13 +43,14 @@ func (p *Pool) cloneSlot(_ context.Context, s *slot) error {
 	if err != nil {
 		return fmt.Errorf("slot %d: %w", s.idx, err)
 	}
-	src, err := p.seed(s, sid)
+	src, err := p.seed(s, sid, s.cloned)
 	if err != nil {
 		return fmt.Errorf("slot %d: %w", s.idx, err)
 	}
 	if err := cow.CloneAs(p.backend, src, data, ownerUnless(sid, src != p.cat.DataDir(p.Meta.Hash))); err != nil {
 		return fmt.Errorf("slot %d: clone template: %w", s.idx, err)
 	}
+	s.cloned = true
 	if err := p.capSlot(data); err != nil {
 		return fmt.Errorf("slot %d: %w", s.idx, err)
 	}
@@ -123,31 +124,41 @@ const seedsDir = ".seeds"
 // seed returns what slot s's clone is made from. On btrfs, where a
 // snapshot keeps its source's owners and chowning each fresh snapshot
 // costs a metadata copy of the template (measured: a clone and removal of
-// the demo template 10 ms plain, 40-80 ms chowned), each slot has a seed:
-// a snapshot of the template given to the slot's id once, at its first
-// clone, under seedsDir. Every reset then snapshots the seed, already the
-// slot's id's, at a plain snapshot's cost (2 ms). The template's InnoDB
+// the demo template 10 ms plain, 40-80 ms chowned), a slot that is
+// cloned again (a full reset) has a seed: a snapshot of the template
+// given to the slot's id once, under seedsDir, made when makeSeed is set and
+// the slot has none. Every later clone snapshots the seed, already the
+// slot's id's, at a plain snapshot's cost (2 ms). A slot's first clone
+// (makeSeed unset) comes from its seed only when one is left from before (a
+// daemon restart), and otherwise from the template, chowned as a seed
+// would be: a seed made then would cost every slot's start a second
+// snapshot, and a slot whose resets all run in place never needs one
+// (they clone single files, from the template). The template's InnoDB
 // files and tables' definitions, which every server may write through
 // svcuser.DataGID, keep their owner: on a compressed btrfs a chown copies
 // the leaf of the file's inode with the references to the compressed
 // extents next to it (a table's .ibd), up to some 200. Other backends give
 // each file its owner as they make it, and clone the template itself.
-func (p *Pool) seed(s *slot, id *svcuser.Claimed) (string, error) {
+func (p *Pool) seed(s *slot, id *svcuser.Claimed, makeSeed bool) (string, error) {
 	tmpl := p.cat.DataDir(p.Meta.Hash)
 	own := owner(id)
 	if own == nil || p.backend.Name() != "btrfs" {
 		return tmpl, nil
 	}
 	dir := filepath.Join(p.dir, seedsDir)
+	seed := filepath.Join(dir, fmt.Sprintf("%03d", s.idx))
+	var st syscall.Stat_t
+	err := syscall.Lstat(seed, &st)
+	if err == nil && int(st.Uid) == own.UID {
+		return seed, nil
+	}
+	if !makeSeed {
+		return tmpl, nil
+	}
 	if err := rootOnlyDir(dir); err != nil {
 		return "", fmt.Errorf("make the seeds directory: %w", err)
 	}
-	seed := filepath.Join(dir, fmt.Sprintf("%03d", s.idx))
-	var st syscall.Stat_t
-	if err := syscall.Lstat(seed, &st); err == nil {
-		if int(st.Uid) == own.UID {
-			return seed, nil
-		}
+	if err == nil {
 		// Another id's (a restart gave the slot a new one): make it again.
 		if err := p.backend.Remove(seed); err != nil {
 			return "", fmt.Errorf("remove a stale seed: %w", err)

@@ -293,7 +293,7 @@ func (j *inplaceJob) run(ctx context.Context) (*inplaceDone, error) {
 	// no SET).
 	globals := j.base.globals
 	if sets := setCount(commands); sets < 0 || sets != j.base.sets {
-		if globals, err = globalsHash(ctx, conn); err != nil {
+		if globals, err = globalsHash(ctx, conn, j.dirs); err != nil {
 			return nil, err
 		}
 		if globals != j.base.globals {

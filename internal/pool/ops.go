@@ -31,9 +31,6 @@ type ops struct {
 	// pass (Pool.claimIDs); nil claims none ahead (each slot's clone
 	// claims its own).
 	claimIDs func(slots []*slot)
-	// seed makes a slot's seed ahead of its clone (Pool.seedForStart);
-	// nil makes none ahead.
-	seed func(s *slot) error
 }
 
 // server is a slot's running mariadbd, with the pool's admin connection to

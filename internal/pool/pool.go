@@ -106,9 +106,10 @@ type Pool struct {
 	bin     *mariadb.Binary
 	backend cow.Backend
 	opt     Options
-	dir     string    // clones live in dir/NNN/data
-	disk    diskCache // the last DiskUse (diskuse.go)
-	run     string    // sockets and logs live in run/NNN
+	dir     string      // clones live in dir/NNN/data
+	disk    diskCache   // the last DiskUse (diskuse.go)
+	run     string      // sockets and logs live in run/NNN
+	globals poolGlobals // a fresh slot's global variables' hash
 
 	mu     sync.Mutex
 	wake   chan struct{} // closed and replaced whenever a unit may have become free
@@ -206,7 +207,7 @@ func Prepare(cat *catalog.Catalog, bin *mariadb.Binary, m *catalog.Meta, opt Opt
 	}
 	p := newPool(m, opt, Dir(cat, m), filepath.Join(cat.Root().Path, "run", m.Hash[:8]))
 	p.cat, p.bin, p.backend = cat, bin, backend
-	p.ops = ops{clone: p.cloneSlot, boot: p.bootServer, diskUsed: usedBlocks, claimIDs: p.claimIDs, seed: p.seedForStart}
+	p.ops = ops{clone: p.cloneSlot, boot: p.bootServer, diskUsed: usedBlocks, claimIDs: p.claimIDs}
 	if _, err := os.Stat(p.dir); err == nil && len(opt.Restore) == 0 {
 		return nil, fmt.Errorf("a pool of template %s already exists at %s: run `pristine pool down --template %s` first", m.Name, p.dir, m.Name)
 	}

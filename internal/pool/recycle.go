@@ -82,7 +82,7 @@ func recycle(ctx context.Context, admin *sql.DB, f mariadb.Flavor, was check, a 
 	// since the base (as in the in-place reset: most holders run none).
 	globals := markGlobals(was.mark)
 	if was.base == nil || was.base.sets < 0 || setCount(status) != was.base.sets {
-		if globals, err = globalsHash(ctx, conn); err != nil {
+		if globals, err = globalsHash(ctx, conn, dirs); err != nil {
 			return account{}, check{}, err
 		}
 	}

@@ -137,6 +137,9 @@ type slot struct {
 	mark  string   // write counters when the slot became ready
 	files fileMark // the slot's files when it became ready
 	clone string   // the id of the slot's clone (cloneIDFile); "" while it is replaced
+	// cloned is set once the slot was cloned in this pool's life: its
+	// next clone (a full reset) comes from its seed (Pool.seed).
+	cloned bool
 	// wantPort asks a restart to keep the port a lease already knows.
 	wantPort int
 	// restore holds the leases of this slot from before a daemon restart.

@@ -10,9 +10,9 @@ package pool
 // before any server of them starts: a btrfs snapshot commits the
 // filesystem's transaction, which is quick only while no server is
 // writing, so those snapshots are taken while the first round's servers
-// sit idle, not while servers start. On btrfs the rest's seeds are made
-// first, then their clones, many at once (snapParallel): the snapshots
-// asked for together share their commits.
+// sit idle, not while servers start. On btrfs the rest's clones are
+// snapshotted many at once (snapParallel): the snapshots asked for
+// together share their commits.
 //
 // A slot that does not start before MinReady slots answered fails the
 // start: Start brings the pool down and returns the error. One that does
@@ -117,8 +117,7 @@ func (p *Pool) waitStarted(ctx context.Context) error {
 // the first lease does not share the CPU with other starts; then the rest
 // of the first round (lead slots), each cloned and booted at once, their
 // server ids claimed in one pass before; then the rest, all cloned before
-// any is booted: every seed first, then every clone, cloneParallel at a
-// time. Down cancels it.
+// any is booted, cloneParallel at a time. Down cancels it.
 func (p *Pool) startAll(slots []*slot, lead int) {
 	defer p.wg.Done()
 	ctx, cancel := p.stopContext()
@@ -158,19 +157,7 @@ func (p *Pool) startAll(slots []*slot, lead int) {
 		p.each(ctx, round, func(ctx context.Context, i int) { clone(ctx, i); boot(ctx, i) })
 	}
 	rest := [2]int{lead, len(slots)}
-	if p.ops.seed != nil {
-		p.eachLimit(ctx, rest, p.cloneParallel(), func(ctx context.Context, i int) {
-			if err := p.ops.seed(slots[i]); err != nil {
-				failed[i] = true
-				p.startFailed(slots[i], gens[i], err)
-			}
-		})
-	}
-	p.eachLimit(ctx, rest, p.cloneParallel(), func(ctx context.Context, i int) {
-		if !failed[i] {
-			clone(ctx, i)
-		}
-	})
+	p.eachLimit(ctx, rest, p.cloneParallel(), clone)
 	p.each(ctx, rest, boot)
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -187,7 +174,7 @@ func (p *Pool) each(ctx context.Context, wave [2]int, f func(ctx context.Context
 	p.eachLimit(ctx, wave, p.opt.Parallel, f)
 }
 
-// snapParallel is how many slots' seeds and clones are snapshotted at once
+// snapParallel is how many slots' clones are snapshotted at once
 // in the start's clone phase. A btrfs snapshot is taken in a commit of
 // the filesystem's transaction, and every snapshot asked for while a
 // commit is being prepared is taken in that one commit: many at once
@@ -231,24 +218,6 @@ func (p *Pool) cloneForStart(ctx context.Context, s *slot) error {
 		p.loseRestore(s, ReasonCloneReplaced, fmt.Sprintf("slot %d's clone was gone when the daemon restarted", s.idx))
 	}
 	return p.ops.clone(ctx, s)
-}
-
-// seedForStart makes slot s's seed (clone.go, seed) ahead of its clone,
-// so the start's clone phase takes the seeds' snapshots together, then the
-// clones'. A slot that restarts on the clone of its restored leases needs
-// none now.
-func (p *Pool) seedForStart(s *slot) error {
-	if len(s.restore) > 0 {
-		return nil
-	}
-	id, err := p.slotID(s)
-	if err != nil {
-		return fmt.Errorf("slot %d: %w", s.idx, err)
-	}
-	if _, err := p.seed(s, id); err != nil {
-		return fmt.Errorf("slot %d: %w", s.idx, err)
-	}
-	return nil
 }
 
 // bootForStart starts slot s's server on its clone; a slot that does not
