@@ -279,6 +279,25 @@ func TestCloneAsOwner(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		// Chowned from a list read once from the source: the same owners
+		// as the walk gave, entry by entry.
+		chowns, err := ListChowns(src, shared)
+		if err != nil {
+			t.Fatal(err)
+		}
+		listed := filepath.Join(root.Data(), "slot2")
+		if err := CloneAs(b, src, listed, &Owner{UID: own.UID, GID: own.GID, Shared: shared, Chowns: chowns}); err != nil {
+			t.Fatalf("CloneAs with the source's chowns: %v", err)
+		}
+		walked, got := scanTree(t, dst), scanTree(t, listed)
+		if len(got) != len(walked) {
+			t.Errorf("the listed clone has %d entries, the walked one %d", len(got), len(walked))
+		}
+		for p, w := range walked {
+			if g, ok := got[p]; !ok || g.uid != w.uid || g.gid != w.gid || g.mode != w.mode {
+				t.Errorf("%s: %v %d:%d chowned from the list, %v %d:%d by the walk", p, g.mode, g.uid, g.gid, w.mode, w.uid, w.gid)
+			}
+		}
 		if b.Name() == "btrfs" {
 			if int(st.Gid) != shared || st.Ctim != srcSt.Ctim {
 				t.Errorf("btrfs: the shared file was written: gid %d ctime %v, source's %v; want group %d and the source's ctime", st.Gid, st.Ctim, srcSt.Ctim, shared)

@@ -146,11 +146,15 @@ func prepare(ctx context.Context, s *slot, admin *sql.DB, f mariadb.Flavor, capp
 	if b.port, err = serverPort(ctx, admin); err != nil {
 		return nil, err
 	}
-	if b.files, err = markFiles(slotDirs(s)...); err != nil {
+	var used *usage // the cap's base (usedBlocks), from the same walk
+	if capped {
+		used = &usage{dir: filepath.Join(s.dir, "data")}
+	}
+	if b.files, err = markFilesUsed(used, slotDirs(s)...); err != nil {
 		return nil, err
 	}
 	if capped {
-		b.base = usedBlocks(filepath.Join(s.dir, "data"))
+		b.base = used.bytes
 	}
 	return b, nil
 }

@@ -47,7 +47,11 @@ func (p *Pool) cloneSlot(_ context.Context, s *slot) error {
 	if err != nil {
 		return fmt.Errorf("slot %d: %w", s.idx, err)
 	}
-	if err := cow.CloneAs(p.backend, src, data, ownerUnless(sid, src != p.cat.DataDir(p.Meta.Hash))); err != nil {
+	var own *cow.Owner // a seed is the id's already
+	if src == p.cat.DataDir(p.Meta.Hash) {
+		own = p.templateOwner(sid)
+	}
+	if err := cow.CloneAs(p.backend, src, data, own); err != nil {
 		return fmt.Errorf("slot %d: clone template: %w", s.idx, err)
 	}
 	s.cloned = true
@@ -141,7 +145,7 @@ const seedsDir = ".seeds"
 // each file its owner as they make it, and clone the template itself.
 func (p *Pool) seed(s *slot, id *svcuser.Claimed, makeSeed bool) (string, error) {
 	tmpl := p.cat.DataDir(p.Meta.Hash)
-	own := owner(id)
+	own := p.templateOwner(id)
 	if own == nil || p.backend.Name() != "btrfs" {
 		return tmpl, nil
 	}
@@ -196,12 +200,25 @@ func rootOnlyDir(dir string) error {
 	return os.Chmod(dir, 0o700)
 }
 
-// ownerUnless is owner(id), or nil when the source already belongs to id.
-func ownerUnless(id *svcuser.Claimed, owned bool) *cow.Owner {
-	if owned {
-		return nil
+// templateOwner is owner(id) for a clone of the template: on btrfs with
+// the template's chowns (cow.ListChowns), listed once per pool, so a
+// snapshot is chowned without a walk of its own. When they cannot be
+// listed, the clone is walked.
+func (p *Pool) templateOwner(id *svcuser.Claimed) *cow.Owner {
+	own := owner(id)
+	if own == nil || p.backend.Name() != "btrfs" {
+		return own
 	}
-	return owner(id)
+	p.chownsOnce.Do(func() {
+		c, err := cow.ListChowns(p.cat.DataDir(p.Meta.Hash), svcuser.DataGID)
+		if err != nil {
+			p.log.Warn("each slot's clone is chowned by a walk of its own", "template", p.Meta.Name, "error", err.Error())
+			return
+		}
+		p.chowns = c
+	})
+	own.Chowns = p.chowns
+	return own
 }
 
 // releaseID gives slot s's server id back once its clone is gone: its run

@@ -39,9 +39,23 @@ type fileStat struct {
 // opened once and its entries are looked at relative to it (fstatat), so
 // a file costs one lookup of its own name, not of its whole path.
 func markFiles(dirs ...string) (fileMark, error) {
+	return markFilesUsed(nil, dirs...)
+}
+
+// usage adds up the bytes allocated to the files under dir, as usedBlocks
+// does.
+type usage struct {
+	dir   string
+	bytes int64
+}
+
+// markFilesUsed is markFiles that also adds up u's bytes (when not nil)
+// from the same look at each entry: a slot's start needs both, and one
+// walk of its clone.
+func markFilesUsed(u *usage, dirs ...string) (fileMark, error) {
 	m := fileMark{}
 	for _, dir := range dirs {
-		if err := markDir(m, unix.AT_FDCWD, dir, dir); err != nil {
+		if err := markDir(m, unix.AT_FDCWD, dir, dir, u); err != nil {
 			return nil, fmt.Errorf("list the slot's files under %s: %w", dir, err)
 		}
 	}
@@ -49,10 +63,10 @@ func markFiles(dirs ...string) (fileMark, error) {
 }
 
 // markDir adds to m the entry name of the directory at fd, known as path,
-// and, when it is a directory, everything under it. An entry gone between
-// its directory's listing and the look at it is left out: that listing
-// shows it.
-func markDir(m fileMark, fd int, name, path string) error {
+// and, when it is a directory, everything under it, and to u what those
+// under u.dir take. An entry gone between its directory's listing and the
+// look at it is left out: that listing shows it.
+func markDir(m fileMark, fd int, name, path string, u *usage) error {
 	var st unix.Stat_t
 	if err := unix.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
 		if errors.Is(err, unix.ENOENT) {
@@ -61,6 +75,9 @@ func markDir(m fileMark, fd int, name, path string) error {
 		return fmt.Errorf("lstat %s: %w", path, err)
 	}
 	m[path] = statOf(&st)
+	if u != nil && under(path, u.dir) {
+		u.bytes += st.Blocks << 9
+	}
 	if st.Mode&unix.S_IFMT != unix.S_IFDIR {
 		return nil
 	}
@@ -78,7 +95,7 @@ func markDir(m fileMark, fd int, name, path string) error {
 		return fmt.Errorf("list %s: %w", path, err)
 	}
 	for _, n := range names {
-		if err := markDir(m, dfd, n, path+"/"+n); err != nil {
+		if err := markDir(m, dfd, n, path+"/"+n, u); err != nil {
 			return err
 		}
 	}

@@ -61,3 +61,25 @@ func TestMarkFiles(t *testing.T) {
 		}
 	}
 }
+
+// TestMarkFilesUsed: the bytes a mark adds up under its usage's directory
+// are what usedBlocks counts there (the disk cap's base, taken from the
+// start's one walk), and nothing outside that directory counts.
+func TestMarkFilesUsed(t *testing.T) {
+	dir := t.TempDir()
+	data := filepath.Join(dir, "data")
+	for p, n := range map[string]int{"data/db/t.ibd": 200000, "data/db/t.frm": 900, "data/ibdata1": 70000, "clone-id": 50000} {
+		p = filepath.Join(dir, p)
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		if err := os.WriteFile(p, make([]byte, n), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	u := &usage{dir: data}
+	if _, err := markFilesUsed(u, dir); err != nil {
+		t.Fatal(err)
+	}
+	if want := usedBlocks(data); u.bytes != want || want == 0 {
+		t.Errorf("the mark counted %d bytes under %s, usedBlocks %d", u.bytes, data, want)
+	}
+}

@@ -110,6 +110,10 @@ type Pool struct {
 	disk    diskCache   // the last DiskUse (diskuse.go)
 	run     string      // sockets and logs live in run/NNN
 	globals poolGlobals // a fresh slot's global variables' hash
+	// chowns is what a snapshot of the template gives to a slot's id
+	// (templateOwner), listed once.
+	chowns     *cow.Chowns
+	chownsOnce sync.Once
 
 	mu     sync.Mutex
 	wake   chan struct{} // closed and replaced whenever a unit may have become free
