@@ -18,7 +18,7 @@ type Bounds struct {
 }
 
 // DefaultBounds are the CI guard's.
-var DefaultBounds = Bounds{StartCPU: 2, StartWall: 4, ResetCPU: 20, ResetWall: 20}
+var DefaultBounds = Bounds{StartCPU: 1, StartWall: 4, ResetCPU: 20, ResetWall: 20}
 
 // ErrOverBound is wrapped by Check's error.
 var ErrOverBound = errors.New("pristine's overhead passed its bound")
