@@ -307,7 +307,7 @@ func globalsHash(ctx context.Context, admin querier, dirs []string) (string, err
 	h := sha256.New()
 	for _, v := range vars {
 		value := v.value
-		if value == port {
+		if port != "" && value == port {
 			value = "\x00port\x00"
 		}
 		for i, d := range dirs {
