@@ -130,14 +130,14 @@ const seedsDir = ".seeds"
 // costs a metadata copy of the template (measured: a clone and removal of
 // the demo template 10 ms plain, 40-80 ms chowned), a slot that is
 // cloned again (a full reset) has a seed: a snapshot of the template
-// given to the slot's id once, under seedsDir, made when makeSeed is set and
-// the slot has none. Every later clone snapshots the seed, already the
-// slot's id's, at a plain snapshot's cost (2 ms). A slot's first clone
-// (makeSeed unset) comes from its seed only when one is left from before (a
-// daemon restart), and otherwise from the template, chowned as a seed
-// would be: a seed made then would cost every slot's start a second
-// snapshot, and a slot whose resets all run in place never needs one
-// (they clone single files, from the template). The template's InnoDB
+// given to the slot's id once, under seedsDir, made when makeSeed is set
+// and the slot has none. Every later clone snapshots the seed, already
+// the slot's id's, at a plain snapshot's cost (2 ms). A slot's first
+// clone (makeSeed unset) comes from its seed only when one is left from
+// before (a daemon restart), and otherwise from the template, chowned as
+// a seed would be: a seed made then would cost every slot's start a
+// second snapshot, and a slot whose resets all run in place never needs
+// one (they clone single files, from the template). The template's InnoDB
 // files and tables' definitions, which every server may write through
 // svcuser.DataGID, keep their owner: on a compressed btrfs a chown copies
 // the leaf of the file's inode with the references to the compressed
