@@ -3,14 +3,12 @@ package pool
 import (
 	"context"
 	"crypto/rand"
-	"crypto/sha256"
 	"database/sql"
 	"encoding/hex"
 	"fmt"
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 
 	"github.com/pristinedb/pristine/internal/quote"
 
@@ -181,54 +179,24 @@ func isWriteCounter(name string, f mariadb.Flavor) bool {
 }
 
 // writeMark reads the slot's write counters and a hash of its global
-// variables (globalsHash of the slot's directories dirs), as one string,
-// with the counters it read (readCounters). With shared, a fresh slot's
-// hash is the pool's (poolGlobals), read by its first slot only.
-func writeMark(ctx context.Context, admin querier, f mariadb.Flavor, dirs []string, shared *poolGlobals) (string, map[string]string, error) {
+// variables (poolGlobals g, the slot's directories being dirs), as one
+// string, with the counters it read (readCounters). A fresh slot's hash
+// is the pool's, read by its first fresh slot only.
+func writeMark(ctx context.Context, admin querier, f mariadb.Flavor, dirs []string, g *poolGlobals, fresh bool) (string, map[string]string, error) {
 	status, counters, err := readCounters(ctx, admin, f)
 	if err != nil {
 		return "", nil, err
 	}
 	var globals string
-	if shared != nil {
-		globals, err = shared.hash(ctx, admin, dirs)
+	if fresh {
+		globals, err = g.freshHash(ctx, admin, dirs)
 	} else {
-		globals, err = globalsHash(ctx, admin, dirs)
+		globals, err = g.hash(ctx, admin, dirs)
 	}
 	if err != nil {
 		return "", nil, err
 	}
 	return counters + " " + globals, status, nil
-}
-
-// poolGlobals is the hash of a fresh slot's global variables
-// (globalsHash), the same in every fresh slot of a pool: its servers
-// start from one template with the same options but for their own
-// directories and port, which the hash leaves out. The pool's first
-// fresh slot reads it; the others take it as their baseline, which
-// spares each start the server's first SHOW GLOBAL VARIABLES (some 4-9
-// ms of a new server's CPU). A slot whose variables differed would only
-// fail its next check, never pass one it should not: the check compares
-// the slot's own hash with it. TestReleaseUnchangedCatchesGlobals fails
-// when two fresh slots of a pool hash differently.
-type poolGlobals struct {
-	mu   sync.Mutex
-	read string // "" until the first fresh slot read it
-}
-
-// hash returns the pool's hash, reading it from admin's server (whose
-// directories are dirs) when no slot has yet.
-func (g *poolGlobals) hash(ctx context.Context, admin querier, dirs []string) (string, error) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.read == "" {
-		h, err := globalsHash(ctx, admin, dirs)
-		if err != nil {
-			return "", err
-		}
-		g.read = h
-	}
-	return g.read, nil
 }
 
 // withCounters is mark with its write counters replaced.
@@ -268,52 +236,4 @@ func sumWrites(status map[string]string, f mariadb.Flavor) (uint64, error) {
 		sum += n
 	}
 	return sum, nil
-}
-
-// globalsHash hashes every global variable, name and value, so a global
-// change (SET GLOBAL, by any path) makes a release --unchanged dirty. The
-// GTID positions, which move only with replication or the binary log
-// (both off), and the server's read-only identity (MariaDB's server_uid,
-// MySQL's server_uuid) are left out. What makes one slot's server differ
-// from another's of its pool is hashed as a placeholder: the slot's
-// directories dirs within a value (data directory, socket, tmpdir, error
-// log...) and its port (port, report_port), so that fresh slots of a
-// pool hash alike (poolGlobals), and a holder's change still shows.
-func globalsHash(ctx context.Context, admin querier, dirs []string) (string, error) {
-	rows, err := admin.QueryContext(ctx, "SHOW GLOBAL VARIABLES")
-	if err != nil {
-		return "", fmt.Errorf("hash global variables: %w", err)
-	}
-	defer rows.Close()
-	type variable struct{ name, value string }
-	var vars []variable
-	port := ""
-	for rows.Next() {
-		var v variable
-		if err := rows.Scan(&v.name, &v.value); err != nil {
-			return "", fmt.Errorf("hash global variables: %w", err)
-		}
-		switch n := strings.ToLower(v.name); {
-		case strings.HasPrefix(n, "gtid_"), n == "server_uid", n == "server_uuid":
-			continue
-		case n == "port":
-			port = v.value
-		}
-		vars = append(vars, v)
-	}
-	if err := rows.Err(); err != nil {
-		return "", fmt.Errorf("hash global variables: %w", err)
-	}
-	h := sha256.New()
-	for _, v := range vars {
-		value := v.value
-		if port != "" && value == port {
-			value = "\x00port\x00"
-		}
-		for i, d := range dirs {
-			value = strings.ReplaceAll(value, d, "\x00dir"+strconv.Itoa(i)+"\x00")
-		}
-		fmt.Fprintf(h, "%s=%d:%s\n", v.name, len(value), value)
-	}
-	return hex.EncodeToString(h.Sum(nil)), nil
 }

@@ -94,7 +94,7 @@ func (p *Pool) prepareUnits(ctx context.Context, s *slot, in *mariadb.Instance) 
 		admin.Close()
 		return nil, err
 	}
-	live := &liveServer{Instance: in, admin: admin}
+	live := &liveServer{Instance: in, admin: admin, globals: &serverGlobals{pool: &p.globals, admin: admin}}
 	for i, a := range b.accts {
 		if !b.restored[i] {
 			live.warmLogins(ctx, a)
@@ -105,8 +105,8 @@ func (p *Pool) prepareUnits(ctx context.Context, s *slot, in *mariadb.Instance) 
 }
 
 // prepare does prepareUnits' queries over admin; facts returns the
-// template's facts (bootBase); globals is the pool's hash of a fresh
-// slot's global variables (poolGlobals).
+// template's facts (bootBase); globals hashes the pool's global
+// variables (poolGlobals).
 func prepare(ctx context.Context, s *slot, admin *sql.DB, f mariadb.Flavor, capped bool, facts func() *exportmeta.Facts, globals *poolGlobals) (*booted, error) {
 	b := &booted{accts: make([]account, len(s.units)), restored: make([]bool, len(s.units))}
 	for i := range s.units {
@@ -133,11 +133,7 @@ func prepare(ctx context.Context, s *slot, admin *sql.DB, f mariadb.Flavor, capp
 	}
 	var err error
 	var status map[string]string
-	var shared *poolGlobals
-	if len(s.restore) == 0 {
-		shared = globals // a fresh slot's are the pool's
-	}
-	if b.mark, status, err = writeMark(ctx, admin, f, slotDirs(s), shared); err != nil {
+	if b.mark, status, err = writeMark(ctx, admin, f, slotDirs(s), globals, len(s.restore) == 0); err != nil {
 		return nil, err
 	}
 	if b.inplace, err = bootBase(ctx, admin, f, s, b.mark, status, facts); err != nil {

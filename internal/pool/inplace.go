@@ -122,7 +122,7 @@ func (p *Pool) resetInPlace(s *slot) bool {
 	for i, u := range s.units {
 		accts[i], dbs[i] = u.acct, u.db
 	}
-	job := inplaceJob{slot: s.idx, admin: live.admin, flavor: live.Binary.Flavor, base: base, accts: accts, dbs: dbs, files: files,
+	job := inplaceJob{slot: s.idx, admin: live.admin, globals: live.globals, flavor: live.Binary.Flavor, base: base, accts: accts, dbs: dbs, files: files,
 		dirs: slotDirs(s), data: filepath.Join(s.dir, "data"), src: p.pristineSource(s), meta: p.metaSet()}
 	p.mu.Unlock()
 
@@ -201,17 +201,18 @@ func (p *Pool) pristineSource(s *slot) string {
 
 // inplaceJob is one in-place reset, run outside the pool's lock.
 type inplaceJob struct {
-	slot   int
-	admin  *sql.DB
-	flavor mariadb.Flavor // the slot's server's
-	base   *inplaceBase
-	accts  []account       // each database's last holder's
-	dbs    []string        // the slot's databases, as accts
-	files  fileMark        // the slot's files when it became ready
-	dirs   []string        // slotDirs
-	data   string          // the slot's clone
-	src    string          // the pristine data directory to take tables from
-	meta   *exportmeta.Set // the InnoDB tables' export metadata (exportmeta.go); nil: none
+	slot    int
+	admin   *sql.DB        // the slot's server's
+	globals *serverGlobals // the slot's server's
+	flavor  mariadb.Flavor // the slot's server's
+	base    *inplaceBase
+	accts   []account       // each database's last holder's
+	dbs     []string        // the slot's databases, as accts
+	files   fileMark        // the slot's files when it became ready
+	dirs    []string        // slotDirs
+	data    string          // the slot's clone
+	src     string          // the pristine data directory to take tables from
+	meta    *exportmeta.Set // the InnoDB tables' export metadata (exportmeta.go); nil: none
 	// phases are the times the work's steps took, for the debug log.
 	phases []string
 }
@@ -289,11 +290,10 @@ func (j *inplaceJob) run(ctx context.Context) (*inplaceDone, error) {
 	}
 	lap("XA and temporary tables")
 	// The global variables are hashed again only when a SET statement ran
-	// since the base (the hash costs the server ~4 ms; most holders run
-	// no SET).
+	// since the base.
 	globals := j.base.globals
 	if sets := setCount(commands); sets < 0 || sets != j.base.sets {
-		if globals, err = globalsHash(ctx, conn, j.dirs); err != nil {
+		if globals, err = j.globals.hash(ctx, conn, j.dirs); err != nil {
 			return nil, err
 		}
 		if globals != j.base.globals {

@@ -75,7 +75,8 @@ type booted struct {
 // liveServer is a server of mariadb.Instance.
 type liveServer struct {
 	*mariadb.Instance
-	admin *sql.DB
+	admin   *sql.DB
+	globals *serverGlobals
 }
 
 var _ server = (*liveServer)(nil)
@@ -97,14 +98,16 @@ func (l *liveServer) warmLogins(ctx context.Context, accts ...account) {
 func (l *liveServer) exitReason() (string, string) { return exitReason(l.Instance) }
 
 // kill closes the admin connection before the server goes, so no pooled
-// connection is left to break.
+// connection is left to break (and a read of the global variables waiting
+// for one gives up), then its prepared query.
 func (l *liveServer) kill() {
 	l.admin.Close()
 	l.Kill()
+	l.globals.close()
 }
 
 func (l *liveServer) recycle(ctx context.Context, was check, a account, dirs []string) (account, check, error) {
-	fresh, now, err := recycle(ctx, l.admin, l.Binary.Flavor, was, a, dirs)
+	fresh, now, err := recycle(ctx, l.admin, l.globals, l.Binary.Flavor, was, a, dirs)
 	if err == nil {
 		l.warmLogins(ctx, fresh)
 	}

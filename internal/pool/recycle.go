@@ -42,7 +42,7 @@ type querier = mariadb.Querier
 // list holds that connection alone; a connection that does not go within
 // the bound resets the slot. An XA transaction left behind (prepared, it
 // outlives its connection) resets the slot too.
-func recycle(ctx context.Context, admin *sql.DB, f mariadb.Flavor, was check, a account, dirs []string) (account, check, error) {
+func recycle(ctx context.Context, admin *sql.DB, g *serverGlobals, f mariadb.Flavor, was check, a account, dirs []string) (account, check, error) {
 	conn, err := admin.Conn(ctx)
 	if err != nil {
 		return account{}, check{}, fmt.Errorf("admin connection: %w", err)
@@ -82,7 +82,7 @@ func recycle(ctx context.Context, admin *sql.DB, f mariadb.Flavor, was check, a 
 	// since the base (as in the in-place reset: most holders run none).
 	globals := markGlobals(was.mark)
 	if was.base == nil || was.base.sets < 0 || setCount(status) != was.base.sets {
-		if globals, err = globalsHash(ctx, conn, dirs); err != nil {
+		if globals, err = g.hash(ctx, conn, dirs); err != nil {
 			return account{}, check{}, err
 		}
 	}
