@@ -30,6 +30,11 @@ type PertestOptions struct {
 	// Prefetch takes the next test's lease and connection while a test
 	// runs and releases in the background (client.PrefetchDB).
 	Prefetch bool
+	// Set makes each test run a SET of its session first, on both sides,
+	// as most drivers and frameworks do when they connect (autocommit,
+	// sql_mode): the server's count of SET statements moves, so the
+	// unchanged check reads the global variables again.
+	Set bool
 }
 
 // PertestResult is what the benchmark measured, in milliseconds on the
@@ -40,6 +45,7 @@ type PertestResult struct {
 	Write    bool    `json:"write"`
 	WorkMS   float64 `json:"work_ms"`
 	Prefetch bool    `json:"prefetch"`
+	Set      bool    `json:"set"`
 	// Own side, medians: the lease, the connection (open and ping), the
 	// release, and the three together (the test's overhead).
 	LeaseP50MS    float64 `json:"lease_p50_ms"`
@@ -67,7 +73,7 @@ INSERT INTO item (name) WITH RECURSIVE s(n) AS (SELECT 1 UNION ALL SELECT n + 1 
 
 // Pertest runs the per-test cost benchmark through the daemon c.
 func Pertest(ctx context.Context, c *client.Client, opt PertestOptions) (*PertestResult, error) {
-	res := &PertestResult{Tests: opt.Tests, Write: opt.Write, WorkMS: ms(opt.Work), Prefetch: opt.Prefetch, LoadBefore: stats.LoadAverage()}
+	res := &PertestResult{Tests: opt.Tests, Write: opt.Write, WorkMS: ms(opt.Work), Prefetch: opt.Prefetch, Set: opt.Set, LoadBefore: stats.LoadAverage()}
 	a, err := c.EnsureTemplate(ctx, api.TemplateRequest{Name: pertestTemplate, Key: fmt.Sprintf("pertest-v1 %x", sha256.Sum256([]byte(pertestSchema))),
 		RunsCode: true, AllowStale: true}, func(ctx context.Context, conn *api.TemplateAnswer) error {
 		db, err := sql.Open("mysql", conn.DSN+"?multiStatements=true")
@@ -115,14 +121,20 @@ type pertestTimes struct {
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
-// pertestWork is a test's own queries, and its work.
-func pertestWork(ctx context.Context, db *sql.DB, write bool, work time.Duration) error {
-	defer time.Sleep(work)
+// pertestWork is a test's own queries (after a SET of its session, with
+// opt.Set), and its work.
+func pertestWork(ctx context.Context, db *sql.DB, opt PertestOptions) error {
+	defer time.Sleep(opt.Work)
+	if opt.Set {
+		if _, err := db.ExecContext(ctx, "SET SESSION sql_mode = CONCAT(@@SESSION.sql_mode, ',NO_ENGINE_SUBSTITUTION')"); err != nil {
+			return err
+		}
+	}
 	var n int
 	if err := db.QueryRowContext(ctx, "SELECT COUNT(*) FROM item WHERE name LIKE 'item 1%'").Scan(&n); err != nil {
 		return err
 	}
-	if write {
+	if opt.Write {
 		if _, err := db.ExecContext(ctx, "INSERT INTO item (name) VALUES ('written by a test')"); err != nil {
 			return err
 		}
@@ -150,7 +162,7 @@ func sharedSide(ctx context.Context, c *client.Client, req api.LeaseRequest, opt
 	begin := time.Now()
 	for range opt.Tests {
 		start := time.Now()
-		if err := pertestWork(ctx, db, opt.Write, opt.Work); err != nil {
+		if err := pertestWork(ctx, db, opt); err != nil {
 			return nil, fmt.Errorf("pertest shared test: %w", err)
 		}
 		t.test = append(t.test, ms(time.Since(start)))
@@ -197,7 +209,7 @@ func ownSide(ctx context.Context, c *client.Client, req api.LeaseRequest, opt Pe
 			}
 		}
 		connected := time.Now()
-		if err := pertestWork(ctx, db, opt.Write, opt.Work); err != nil {
+		if err := pertestWork(ctx, db, opt); err != nil {
 			return nil, fmt.Errorf("pertest own test: %w", err)
 		}
 		worked := time.Now()
