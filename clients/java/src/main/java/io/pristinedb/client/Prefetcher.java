@@ -1,6 +1,8 @@
 package io.pristinedb.client;
 
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
 
 /**
  * Takes the next lease of a request while the current one is in use, so a
@@ -14,6 +16,18 @@ import java.util.concurrent.CompletableFuture;
  * ask gets the lease taken ahead and the others lease as usual.
  */
 public final class Prefetcher implements AutoCloseable {
+    /**
+     * The threads that take leases ahead, kept between leases: with one
+     * or two cores the JDK's default for {@code supplyAsync} starts a new
+     * thread for every task. A lease taken ahead can wait for a slot, so
+     * each Prefetcher's takes a thread of its own while it waits.
+     */
+    private static final ExecutorService AHEAD = Executors.newCachedThreadPool(r -> {
+        Thread t = new Thread(r, "pristine-prefetch");
+        t.setDaemon(true);
+        return t;
+    });
+
     private final PristineClient client;
     private final LeaseRequest req;
     private CompletableFuture<Lease> next; // guarded by this; null: none ahead
@@ -31,7 +45,7 @@ public final class Prefetcher implements AutoCloseable {
                 Lease l = client.leaseWait(req);
                 LeaseDataSource.openAhead(l);
                 return l;
-            });
+            }, AHEAD);
         }
     }
 

@@ -205,7 +205,7 @@ class ClientTest {
      * A lease's pooled DataSource gives the same server connection back
      * after a close (one connection per test, not one per transaction), and
      * a Prefetcher hands out the lease it took while the one before was in
-     * use: each pristine, though each test writes.
+     * use: each pristine, though each test writes; its threads are kept.
      */
     @Test
     void pooledConnectionsAndPrefetchedLeases() throws Exception {
@@ -238,6 +238,10 @@ class ClientTest {
                 assertEquals(1, ahead, "no lease taken ahead while lease " + i + " was held");
                 c.release(l.id(), false);
             }
+            // Four leases were taken ahead, on threads kept between them
+            // (not a thread each, the JDK's default with one or two cores).
+            long threads = Thread.getAllStackTraces().keySet().stream().filter(t -> t.getName().equals("pristine-prefetch")).count();
+            assertTrue(threads >= 1 && threads < 4, threads + " threads took the 4 leases ahead");
         }
         assertTrue(c.leases().stream().noneMatch(l -> "java-prefetch".equals(l.template())), "leases left: " + c.leases());
         assertEquals(0, LeaseDataSource.ahead(), "connections opened ahead outlived their leases");
