@@ -126,7 +126,7 @@ func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 func pertestWork(ctx context.Context, db *sql.DB, opt PertestOptions) error {
 	defer time.Sleep(opt.Work)
 	if opt.Set {
-		if _, err := db.ExecContext(ctx, "SET SESSION sql_mode = CONCAT(@@SESSION.sql_mode, ',NO_ENGINE_SUBSTITUTION')"); err != nil {
+		if _, err := db.ExecContext(ctx, "SET SESSION autocommit = 1"); err != nil {
 			return err
 		}
 	}
