@@ -70,7 +70,7 @@ func (g *poolGlobals) list(ctx context.Context, q querier) (string, int, error) 
 		return "", 0, fmt.Errorf("list global variables: %w", err)
 	}
 	defer rows.Close()
-	var values []string
+	var exprs []string
 	for rows.Next() {
 		var name string
 		var value sql.RawBytes
@@ -81,16 +81,16 @@ func (g *poolGlobals) list(ctx context.Context, q querier) (string, int, error) 
 		case strings.HasPrefix(n, "gtid_"), n == "server_uid", n == "server_uuid", n == "port", n == "report_port":
 			continue
 		}
-		values = append(values, fmt.Sprintf("IFNULL(@@GLOBAL.`%s`, 0x%02x)", strings.ReplaceAll(name, "`", "``"), globalsNull))
+		exprs = append(exprs, fmt.Sprintf("IFNULL(@@GLOBAL.`%s`, 0x%02x)", strings.ReplaceAll(name, "`", "``"), globalsNull))
 	}
 	if err := rows.Err(); err != nil {
 		return "", 0, fmt.Errorf("list global variables: %w", err)
 	}
-	if len(values) == 0 {
+	if len(exprs) == 0 {
 		return "", 0, fmt.Errorf("list global variables: the server showed none")
 	}
-	g.query = fmt.Sprintf("SELECT CONCAT_WS(0x%02x, %s)", globalsSep, strings.Join(values, ", "))
-	g.names = len(values)
+	g.query = fmt.Sprintf("SELECT CONCAT_WS(0x%02x, %s)", globalsSep, strings.Join(exprs, ", "))
+	g.names = len(exprs)
 	return g.query, g.names, nil
 }
 
