@@ -38,7 +38,9 @@
 # servers); with --vs the other server keeps one per slot.
 # --measure-reset runs internal/pool's TestMeasureResetPaths instead: the
 # full and the in-place reset of one demo slot, 20 times each, with the
-# CPU of each party and every in-place reset's phases (its debug log).
+# CPU of each party and every in-place reset's phases (its debug log),
+# and TestMeasureIdleAfterReset: the CPU of a slot left idle after its
+# in-place reset.
 # --capture (MySQL only) runs scripts/lib/bench-capture-mysql.sh in the
 # root: a 1 GB demo schema (SCALE, default 9) on a MySQL started by hand
 # with the clone plugin, then pristine's physical capture through it beside
@@ -125,7 +127,9 @@ CGO_ENABLED=0 "$GO" build -trimpath -o "$work/pristine" ./cmd/pristine
 case "$measure" in 1|3) CGO_ENABLED=0 "$GO" test -c -o "$work/pool.test" ./internal/pool ;; esac
 cp scripts/lib/bench-capture-mysql.sh "$work/"
 truncate -s "$size" "$img"
-mkfs.btrfs -q "$img" >/dev/null
+# Made and mounted as `pristine scratch up` makes its btrfs (internal/scratch):
+# one copy of data and metadata, no data checksums.
+mkfs.btrfs -q -m single -d single "$img" >/dev/null
 
 # --- the run, in a mount namespace of its own ---
 export work img r server measure repo soak out
@@ -180,7 +184,7 @@ fi
 echo "bench-servers: $server: $ver"
 proot="/opt/bench/root"
 mkdir -p "${sys:-$work/host}$proot"
-mount -o loop "$img" "${sys:-$work/host}$proot"; mounts+=("${sys:-$work/host}$proot")
+mount -o loop,nodatasum "$img" "${sys:-$work/host}$proot"; mounts+=("${sys:-$work/host}$proot")
 chmod 0755 "${sys:-$work/host}$proot"
 
 run() { # run CMD...: in the root (chroot, a clean environment) or on the host
@@ -205,7 +209,7 @@ elif [ "$measure" -eq 1 ] || [ "$measure" -eq 3 ]; then
     test_name='TestMeasureSlotStart$'
   else
     export PRISTINE_MEASURE_RESET=1
-    test_name='TestMeasureResetPaths$'
+    test_name='TestMeasure(ResetPaths|IdleAfterReset)$'
   fi
   if [ -n "$sys" ]; then
     run /opt/bench/pool.test -test.count=1 -test.v -test.timeout 30m -test.run "$test_name"

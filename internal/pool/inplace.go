@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -154,10 +155,20 @@ func (p *Pool) resetInPlace(s *slot) bool {
 	}
 	s.mark, s.files, s.inplace = out.mark, out.files, out.base
 	p.readyInPlace(s, out, start)
-	if out.tables > 0 {
+	if out.tables > 0 && markSettles(job.flavor) {
 		go p.settleMark(s, s.gen, live, out.base.globals)
 	}
 	return true
+}
+
+// markSettles reports whether a write mark of flavour f moves on its own
+// after tables are restored in place: it holds InnoDB's log sequence
+// number (MariaDB), which the purge of the restore's undo logs moves once
+// the statements returned, so settleMark retakes it. MySQL's mark counts
+// statements (mariadb.Changes.RowWrites), which nothing but a client's
+// statement moves.
+func markSettles(f mariadb.Flavor) bool {
+	return slices.Contains(f.Changes().RowWrites, f.LSNStatus())
 }
 
 // readyInPlace makes a slot reset in place ready; the caller holds p.mu.
