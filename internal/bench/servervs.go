@@ -65,8 +65,10 @@ type VsRow struct {
 // with the bounds of the MySQL parity targets (A MySQL, B MariaDB): 200
 // leases ready within 3x (as many databases, either side with any number
 // per slot: --dbs-per-slot), the reset's p50 within 2x, fresh copies per
-// second at least 0.6x (the reset's bound only where both sides hold as
-// many databases per slot). A figure either side lacks (0) is left out.
+// second at least 0.6x over the soak's second half (SteadyPerSec: the
+// databases ready at the start, more with more per slot, are spent by
+// then), the reset's bound only where both sides hold as many databases
+// per slot. A figure either side lacks (0) is left out.
 func CompareServers(a, b ServerRun) []VsRow {
 	// A reset of a slot of several databases restores them all: beside a
 	// slot of another number it has no bound.
@@ -87,7 +89,8 @@ func CompareServers(a, b ServerRun) []VsRow {
 	}
 	if a.Soak != nil && b.Soak != nil {
 		rows = append(rows,
-			VsRow{What: "soak: fresh copies/s", A: a.Soak.FreshPerSec, B: b.Soak.FreshPerSec, Min: 0.6},
+			VsRow{What: "soak: fresh copies/s", A: a.Soak.FreshPerSec, B: b.Soak.FreshPerSec},
+			VsRow{What: "soak: fresh copies/s, second half", A: a.Soak.SteadyPerSec, B: b.Soak.SteadyPerSec, Min: 0.6},
 			VsRow{What: "soak: reset p50 (ms)", A: a.Soak.ResetP50MS, B: b.Soak.ResetP50MS},
 			VsRow{What: "soak: pristine CPU per reset (ms)", A: a.Soak.PristineCPUPerResetMS, B: b.Soak.PristineCPUPerResetMS})
 	}

@@ -67,6 +67,13 @@ type SoakResult struct {
 	// FreshPerSec counts pristine leases (canary right, no error) per
 	// second.
 	FreshPerSec float64 `json:"fresh_per_second"`
+	// SteadyPerSec is FreshPerSec over the second half of the cycles
+	// (from the end of the first half's last to the end of the last):
+	// the rate of the pool's resets, once the databases ready at the
+	// start were handed out. Over the whole soak those count as fresh
+	// copies no reset made, and a pool of more databases (--dbs-per-slot)
+	// starts with more.
+	SteadyPerSec float64 `json:"steady_fresh_per_second"`
 	// Resets is how many resets the pool did during the soak, by path
 	// ("inplace", "full", "full:<reason>").
 	Resets map[string]int64 `json:"resets"`
@@ -145,6 +152,7 @@ func Soak(ctx context.Context, c *client.Client, root *rootdir.Root, opt SoakOpt
 		next, bad, errs atomic.Int64
 		mu              sync.Mutex
 		waits           []float64
+		ends            []cycleEnd
 		firstErr        string
 		wg              sync.WaitGroup
 	)
@@ -156,6 +164,7 @@ func Soak(ctx context.Context, c *client.Client, root *rootdir.Root, opt SoakOpt
 			for next.Add(1) <= int64(opt.Cycles) && ctx.Err() == nil {
 				wait, pristine, err := cycle(ctx, c, opt, table, want, fmt.Sprintf("soak-%d", i), w)
 				mu.Lock()
+				ends = append(ends, cycleEnd{at: time.Since(start), fresh: err == nil && pristine})
 				if err != nil {
 					errs.Add(1)
 					if firstErr == "" {
@@ -178,6 +187,7 @@ func Soak(ctx context.Context, c *client.Client, root *rootdir.Root, opt SoakOpt
 	res.FreshPerSec = float64(res.Cycles-bad.Load()) / res.Seconds
 	res.NotPristine, res.Errors, res.FirstError = bad.Load(), errs.Load(), firstErr
 	res.LeasesPerSec = float64(res.Cycles) / res.Seconds
+	res.SteadyPerSec = steadyRate(ends)
 	res.LeaseP50MS, res.LeaseP99MS, res.LeaseMaxMS = stats.Quantile(waits, 0.5), stats.Quantile(waits, 0.99), stats.Quantile(waits, 1)
 	if ps, err := c.Pool(ctx, opt.Template); err == nil {
 		res.ResetP50MS, res.ResetP99MS = ps.ResetP50MS, ps.ResetP99MS
@@ -204,7 +214,7 @@ func Soak(ctx context.Context, c *client.Client, root *rootdir.Root, opt SoakOpt
 		res.CPUPerResetMS = float64(cpu) * 1000 / clockTicks / float64(resets)
 		res.PristineCPUPerResetMS = float64(own) * 1000 / clockTicks / float64(resets)
 	}
-	say("%d cycles in %.1fs: %.1f leases/s, lease wait p99 %.2f ms, %d not pristine, %d errors", res.Cycles, res.Seconds, res.LeasesPerSec, res.LeaseP99MS, res.NotPristine, res.Errors)
+	say("%d cycles in %.1fs: %.1f leases/s (%.1f/s over the second half), lease wait p99 %.2f ms, %d not pristine, %d errors", res.Cycles, res.Seconds, res.LeasesPerSec, res.SteadyPerSec, res.LeaseP99MS, res.NotPristine, res.Errors)
 	say("resets by path %v, %.1f ms of machine CPU (%.1f ms of pristine's daemon and servers) per reset; %d leases verified, %d differed; load %s -> %s", res.Resets, res.CPUPerResetMS, res.PristineCPUPerResetMS, res.Verified, res.NotVerified, res.LoadBefore, res.LoadAfter)
 	if ours {
 		if _, err := c.PoolDown(ctx, opt.Template); err != nil {
@@ -314,4 +324,32 @@ func verifyLease(ctx context.Context, c *client.Client, opt SoakOptions, ref *re
 		}
 	}
 	return nil
+}
+
+// cycleEnd is when a soak's cycle ended, from the soak's start, and
+// whether its lease was fresh (pristine, no error).
+type cycleEnd struct {
+	at    time.Duration
+	fresh bool
+}
+
+// steadyRate is the fresh leases per second of the second half of ends
+// (in the order they ended): those ended after the first half's last, over
+// the time from it to the last end. 0 with fewer than 4 cycles.
+func steadyRate(ends []cycleEnd) float64 {
+	if len(ends) < 4 {
+		return 0
+	}
+	half := len(ends) / 2
+	span := (ends[len(ends)-1].at - ends[half-1].at).Seconds()
+	if span <= 0 {
+		return 0
+	}
+	n := 0
+	for _, e := range ends[half:] {
+		if e.fresh {
+			n++
+		}
+	}
+	return float64(n) / span
 }

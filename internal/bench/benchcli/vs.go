@@ -18,8 +18,9 @@ func newVsCmd(g *cli.Globals) *cobra.Command {
 ` + "`pristine demo --json`" + ` printed and, when a soak followed, the soak.json of
 ` + "`pristine-bench soak --json`" + `, and prints their figures side by side with the
 ratio A/B and the MySQL parity bounds (A MySQL, B MariaDB): slots ready within
-3x, the reset's p50 within 2x, fresh copies per second at least 0.6x. It
-measures nothing; scripts/bench-servers.sh --vs runs both sides and calls it.`,
+3x, the reset's p50 within 2x, fresh copies per second over the soak's second
+half at least 0.6x. It measures nothing; scripts/bench-servers.sh --vs runs
+both sides and calls it.`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			a, err := bench.ReadServerRun(args[0])
