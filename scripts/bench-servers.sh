@@ -39,8 +39,8 @@
 # --measure-reset runs internal/pool's TestMeasureResetPaths instead: the
 # full and the in-place reset of one demo slot, 20 times each, with the
 # CPU of each party and every in-place reset's phases (its debug log),
-# and TestMeasureIdleAfterReset: the CPU of a slot left idle after its
-# in-place reset.
+# and TestMeasureIdleAfterReset: the in-place reset of a table with an
+# AUTO_INCREMENT counter, and the CPU of its slot left idle after it.
 # --capture (MySQL only) runs scripts/lib/bench-capture-mysql.sh in the
 # root: a 1 GB demo schema (SCALE, default 9) on a MySQL started by hand
 # with the clone plugin, then pristine's physical capture through it beside

@@ -17,7 +17,10 @@ type Changes struct {
 	// statements that write without a row (besides the DDL, account,
 	// TRUNCATE and plugin statement counters both flavours have).
 	OtherWrites []string
-	// TableRows lists rows written per table: schema, table, count.
+	// TableRows lists rows written per table: schema, table, rows
+	// written, and of them the rows inserted or updated (what can move
+	// the table's AUTO_INCREMENT counter; where the server does not tell
+	// them apart, the rows written again).
 	TableRows string
 	// Counting answers one integer, > 0 while TableRows counts every
 	// table's writes (the server's setting or instrumentation is on).
@@ -39,9 +42,9 @@ type Changes struct {
 	TempTables string
 	// ImportKeepsCounter says the server's IMPORT TABLESPACE keeps the
 	// table's own AUTO_INCREMENT counter, which the holder's inserts
-	// moved, rather than the imported file's (MySQL persists the counter
-	// apart from the tablespace): the restore then sets it back to the
-	// template's.
+	// moved, rather than the imported file's (MySQL persists the counter apart from the
+	// tablespace): the restore then sets it back to the template's,
+	// unless the table's rows were only deleted (TableRows).
 	ImportKeepsCounter bool
 }
 
@@ -67,7 +70,8 @@ var mysqlRowWrites = []string{"COM_INSERT", "COM_INSERT_SELECT", "COM_UPDATE", "
 //
 // MySQL: the write statements' counters (mysqlRowWrites); per table,
 // the performance schema's table I/O (table_io_waits_summary_by_table.
-// COUNT_WRITE: every row a handler writes, updates or deletes), which
+// COUNT_WRITE: every row a handler writes, updates or deletes, whether or
+// not the write succeeds; COUNT_INSERT and COUNT_UPDATE of them), which
 // slots run with nothing else instrumented (InPlaceArgs). Its tables
 // have a fixed number of table and handle instances; the *_LOST counters
 // (and the per-index statistics a closed handle's counts go to) say when
@@ -77,7 +81,7 @@ func (f Flavor) Changes() Changes {
 		return Changes{
 			RowWrites:   mysqlRowWrites,
 			OtherWrites: []string{"COM_INSTALL_COMPONENT", "COM_UNINSTALL_COMPONENT", "COM_IMPORT"},
-			TableRows:   "SELECT OBJECT_SCHEMA, OBJECT_NAME, COUNT_WRITE FROM performance_schema.table_io_waits_summary_by_table WHERE OBJECT_TYPE = 'TABLE'",
+			TableRows:   "SELECT OBJECT_SCHEMA, OBJECT_NAME, COUNT_WRITE, COUNT_INSERT + COUNT_UPDATE FROM performance_schema.table_io_waits_summary_by_table WHERE OBJECT_TYPE = 'TABLE'",
 			// Every table is counted while the consumer and the instrument
 			// are on, the catch-all TABLE object is enabled and no other
 			// TABLE object is disabled (but the server's own schemas').
@@ -95,7 +99,7 @@ func (f Flavor) Changes() Changes {
 	}
 	return Changes{
 		RowWrites:   []string{MariaDB.LSNStatus(), "HANDLER_WRITE", "HANDLER_UPDATE", "HANDLER_DELETE"},
-		TableRows:   "SELECT TABLE_SCHEMA, TABLE_NAME, ROWS_CHANGED FROM information_schema.TABLE_STATISTICS",
+		TableRows:   "SELECT TABLE_SCHEMA, TABLE_NAME, ROWS_CHANGED, ROWS_CHANGED FROM information_schema.TABLE_STATISTICS",
 		Counting:    "SELECT @@GLOBAL.userstat + 0",
 		NotCounting: "the server's user statistics (userstat) are off",
 		TempTables:  "TEMPORARY_TABLES",

@@ -51,7 +51,7 @@ type inplaceBase struct {
 	lost int64
 	// rows is the rows written per table ("db\x00table";
 	// mariadb.Changes.TableRows).
-	rows map[string]int64
+	rows map[string]tableCount
 	// ineligible, when set, says why the slot's template cannot be reset
 	// in place (the slot resets fully).
 	ineligible string
@@ -255,18 +255,23 @@ func notCounting(ctx context.Context, admin querier, f mariadb.Flavor) string {
 	return ""
 }
 
-// tableRows reads the rows written per table (mariadb.Changes.TableRows).
-func tableRows(ctx context.Context, conn querier, f mariadb.Flavor) (map[string]int64, error) {
+// tableCount is one table's row counters (mariadb.Changes.TableRows):
+// the rows written, and of them those inserted or updated.
+type tableCount struct{ written, grown int64 }
+
+// tableRows reads the rows written per table (mariadb.Changes.TableRows),
+// by "db\x00table".
+func tableRows(ctx context.Context, conn querier, f mariadb.Flavor) (map[string]tableCount, error) {
 	rows, err := conn.QueryContext(ctx, f.Changes().TableRows)
 	if err != nil {
 		return nil, fmt.Errorf("read per-table row counters: %w", err)
 	}
 	defer rows.Close()
-	out := map[string]int64{}
+	out := map[string]tableCount{}
 	for rows.Next() {
 		var db, t string
-		var n int64
-		if err := rows.Scan(&db, &t, &n); err != nil {
+		var n tableCount
+		if err := rows.Scan(&db, &t, &n.written, &n.grown); err != nil {
 			return nil, fmt.Errorf("read per-table row counters: %w", err)
 		}
 		out[db+"\x00"+t] = n
@@ -337,15 +342,18 @@ var serverWritten = []string{"global_priv", "user", "gtid_executed"}
 
 // changedTables lists the tables whose rows changed from base to now
 // (per-table counters), the tables their cascading foreign keys reach
-// added. A changed row of a system schema is an error.
-func changedTables(ctx context.Context, conn querier, f mariadb.Flavor, base *inplaceBase) ([]tableRef, error) {
+// added, and of them those whose rows were only deleted (deleted): their
+// AUTO_INCREMENT counters are as they were. A changed row of a system
+// schema is an error.
+func changedTables(ctx context.Context, conn querier, f mariadb.Flavor, base *inplaceBase) (changed []tableRef, deleted map[tableRef]bool, err error) {
 	now, err := tableRows(ctx, conn, f)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	set := map[tableRef]bool{}
+	set, deleted := map[tableRef]bool{}, map[tableRef]bool{}
 	for k, n := range now {
-		if n <= base.rows[k] {
+		was := base.rows[k]
+		if n.written <= was.written {
 			continue
 		}
 		db, name, _ := strings.Cut(k, "\x00")
@@ -353,12 +361,15 @@ func changedTables(ctx context.Context, conn querier, f mariadb.Flavor, base *in
 			continue
 		}
 		if systemSchema(db) {
-			return nil, notInPlace(FallbackSystem, "rows of %s changed", tableRef{db, name})
+			return nil, nil, notInPlace(FallbackSystem, "rows of %s changed", tableRef{db, name})
 		}
 		set[tableRef{db, name}] = true
+		if n.grown <= was.grown {
+			deleted[tableRef{db, name}] = true
+		}
 	}
 	if len(set) == 0 {
-		return nil, nil
+		return nil, nil, nil
 	}
 	cascadeClosure(base.children, set)
 	out := make([]tableRef, 0, len(set))
@@ -366,7 +377,7 @@ func changedTables(ctx context.Context, conn querier, f mariadb.Flavor, base *in
 		out = append(out, t)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].String() < out[j].String() })
-	return out, nil
+	return out, deleted, nil
 }
 
 // cascadeClosure adds to set every table children reaches from a table

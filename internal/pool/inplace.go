@@ -320,11 +320,11 @@ func (j *inplaceJob) run(ctx context.Context) (*inplaceDone, error) {
 		return nil, notInPlace(FallbackFiles, "files changed: %s", strings.Join(d, ", "))
 	}
 	lap("files")
-	changed, err := changedTables(ctx, conn, j.flavor, j.base)
+	changed, deleted, err := changedTables(ctx, conn, j.flavor, j.base)
 	if err != nil {
 		return nil, err
 	}
-	plan, err := planTables(ctx, conn, changed)
+	plan, err := planTables(ctx, conn, changed, deleted)
 	if err != nil {
 		return nil, err
 	}

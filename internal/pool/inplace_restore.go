@@ -24,13 +24,17 @@ import (
 type tablePlan struct {
 	ref    tableRef
 	engine string // InnoDB, Aria or MyISAM
+	// deleted says the table's rows were only deleted (changedTables):
+	// its AUTO_INCREMENT counter did not move.
+	deleted bool
 }
 
 // planTables says how each changed table is restored, or why one cannot
-// be. A changed table that no longer exists was a temporary table (a
-// base table cannot go without a DROP or RENAME, which the non-row
-// counters see), gone with its connection.
-func planTables(ctx context.Context, conn querier, changed []tableRef) ([]tablePlan, error) {
+// be; deleted are the tables whose rows were only deleted. A changed
+// table that no longer exists was a temporary table (a base table cannot
+// go without a DROP or RENAME, which the non-row counters see), gone with
+// its connection.
+func planTables(ctx context.Context, conn querier, changed []tableRef, deleted map[tableRef]bool) ([]tablePlan, error) {
 	var out []tablePlan
 	for _, t := range changed {
 		var engine, options, kind sql.NullString
@@ -51,7 +55,7 @@ func planTables(ctx context.Context, conn querier, changed []tableRef) ([]tableP
 		}
 		switch engine.String {
 		case "InnoDB", "Aria", "MyISAM":
-			out = append(out, tablePlan{ref: t, engine: engine.String})
+			out = append(out, tablePlan{ref: t, engine: engine.String, deleted: deleted[t]})
 		default:
 			return nil, notInPlace(FallbackEngine, "%s is of engine %s", t, engine.String)
 		}
@@ -110,9 +114,10 @@ func (j inplaceJob) restore(ctx context.Context, conn *sql.Conn, t tablePlan) er
 		if err != nil {
 			return fmt.Errorf("import tablespace: %w", err)
 		}
-		if n, ok := j.base.counters[t.ref]; ok {
+		if n, ok := j.base.counters[t.ref]; ok && !t.deleted {
 			// The import kept the counter the holder's inserts moved
 			// (mariadb.Changes.ImportKeepsCounter): the template's again.
+			// Rows only deleted left it as it was.
 			if _, err := conn.ExecContext(ctx, fmt.Sprintf("ALTER TABLE %s AUTO_INCREMENT = %d", name, n)); err != nil {
 				return fmt.Errorf("set AUTO_INCREMENT back: %w", err)
 			}
