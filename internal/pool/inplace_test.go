@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/pristinedb/pristine/internal/mariadb"
+	"github.com/pristinedb/pristine/internal/quote"
 	"github.com/pristinedb/pristine/internal/template"
 	"github.com/pristinedb/pristine/internal/template/templatetest"
 	"github.com/pristinedb/pristine/internal/verify"
@@ -529,14 +530,6 @@ func TestInPlaceResetMarkHolds(t *testing.T) {
 		t.Skipf("%s's write mark moves after a restore until settleMark retakes it: a release --unchanged right after an in-place reset may reset", p.bin.Flavor)
 	}
 	ctx := context.Background()
-	questions := func(admin *sql.DB) int64 {
-		var name string
-		var n int64
-		if err := admin.QueryRowContext(ctx, "SHOW GLOBAL STATUS LIKE 'Questions'").Scan(&name, &n); err != nil {
-			t.Fatal(err)
-		}
-		return n
-	}
 	for round := 0; round < 3; round++ {
 		l := leaseIn(t, p)
 		if _, err := openLease(t, l).Exec("DELETE FROM child WHERE id = 3"); err != nil {
@@ -551,10 +544,10 @@ func TestInPlaceResetMarkHolds(t *testing.T) {
 			t.Fatalf("round %d: %d in-place reset(s), want one", round, got-before)
 		}
 		admin := slotAdminOf(p, l.Slot)
-		q0 := questions(admin)
+		q0 := globalStatus(t, admin, "Questions")
 		time.Sleep(300 * time.Millisecond)
 		// The second read is one question of its own.
-		if moved := questions(admin) - q0 - 1; moved > 2 {
+		if moved := globalStatus(t, admin, "Questions") - q0 - 1; moved > 2 {
 			t.Errorf("round %d: the idle slot's server answered %d statements in 300 ms after its in-place reset, want none from the daemon", round, moved)
 		}
 		next := leaseIn(t, p) // the reference holds the other slot
@@ -598,14 +591,6 @@ INSERT INTO uniq (code) VALUES ('a'), ('b');
 	t.Cleanup(func() { p.Down(context.Background()) })
 	ref := openLease(t, leaseIn(t, p))
 	ctx := context.Background()
-	alters := func(admin *sql.DB) int64 {
-		var name string
-		var n int64
-		if err := admin.QueryRowContext(ctx, "SHOW GLOBAL STATUS LIKE 'Com_alter_table'").Scan(&name, &n); err != nil {
-			t.Fatal(err)
-		}
-		return n
-	}
 	for _, tc := range []struct {
 		name   string
 		change []string
@@ -632,7 +617,7 @@ INSERT INTO uniq (code) VALUES ('a'), ('b');
 			}
 			conn.Close()
 			admin := slotAdminOf(p, l.Slot)
-			before, inPlace := alters(admin), paths(p)[PathInPlace]
+			before, inPlace := globalStatus(t, admin, "Com_alter_table"), paths(p)[PathInPlace]
 			if _, err := p.Release(ctx, l.ID, Dirty); err != nil {
 				t.Fatal(err)
 			}
@@ -646,10 +631,21 @@ INSERT INTO uniq (code) VALUES ('a'), ('b');
 			if tc.set {
 				want++
 			}
-			if got := alters(admin) - before; got != want {
+			if got := globalStatus(t, admin, "Com_alter_table") - before; got != want {
 				t.Errorf("the restore of one table ran %d ALTER TABLE statement(s), want %d", got, want)
 			}
 			verifyClean(t, ref, openLease(t, next), tc.name)
 		})
 	}
+}
+
+// globalStatus reads the server's status counter name through admin.
+func globalStatus(t *testing.T, admin *sql.DB, name string) int64 {
+	t.Helper()
+	var got string
+	var n int64
+	if err := admin.QueryRow("SHOW GLOBAL STATUS LIKE " + quote.String(name)).Scan(&got, &n); err != nil {
+		t.Fatalf("read %s: %v", name, err)
+	}
+	return n
 }
