@@ -644,7 +644,7 @@ func globalStatus(t *testing.T, admin *sql.DB, name string) int64 {
 	t.Helper()
 	var got string
 	var n int64
-	if err := admin.QueryRow("SHOW GLOBAL STATUS LIKE " + quote.String(name)).Scan(&got, &n); err != nil {
+	if err := admin.QueryRow("SHOW GLOBAL STATUS LIKE "+quote.String(name)).Scan(&got, &n); err != nil {
 		t.Fatalf("read %s: %v", name, err)
 	}
 	return n
