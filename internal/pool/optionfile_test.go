@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/pristinedb/pristine/internal/mariadb"
@@ -70,10 +71,67 @@ func TestLeaseOptionFile(t *testing.T) {
 			}
 		})
 	}
+	var was syscall.Stat_t
+	if err := syscall.Stat(filepath.Dir(l.OptionFile), &was); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := p.Release(context.Background(), l.ID, pool.Dirty); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(filepath.Dir(l.OptionFile)); !os.IsNotExist(err) {
 		t.Errorf("option file directory after release: %v, want it removed", err)
+	}
+	leases := filepath.Dir(filepath.Dir(l.OptionFile))
+	noPassword(t, leases, l.Password)
+
+	// The next lease gets the ended lease's directory, renamed, with its
+	// file rewritten: it names the new lease alone.
+	l2 := lease(t, p)
+	var now syscall.Stat_t
+	if err := syscall.Stat(filepath.Dir(l2.OptionFile), &now); err != nil {
+		t.Fatal(err)
+	}
+	if now.Ino != was.Ino {
+		t.Errorf("the second lease's option directory is inode %d, want the first's (%d) renamed", now.Ino, was.Ino)
+	}
+	cmd := exec.Command(mariadbtest.Client("mariadb"), "-N", "-e", "SELECT CURRENT_USER()")
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "MYSQL_HOME=" + filepath.Dir(l2.OptionFile)}
+	if out, err := cmd.CombinedOutput(); err != nil || strings.TrimSpace(string(out)) != l2.User+"@%" {
+		t.Fatalf("the second lease's option file: %v\n%s\nwant %s@%%", err, out, l2.User)
+	}
+	noPassword(t, leases, l.Password)
+	// A file the holder left beside its option file goes with the
+	// directory: the next lease gets a new one.
+	if err := os.WriteFile(filepath.Join(filepath.Dir(l2.OptionFile), "left.cnf"), []byte("[client]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Release(context.Background(), l2.ID, pool.Dirty); err != nil {
+		t.Fatal(err)
+	}
+	noPassword(t, leases, l2.Password)
+	l3 := lease(t, p)
+	if _, err := os.Stat(filepath.Join(filepath.Dir(l3.OptionFile), "left.cnf")); !os.IsNotExist(err) {
+		t.Errorf("a file left in an ended lease's option directory reached the next lease: %v", err)
+	}
+}
+
+// noPassword fails when a file under dir holds password.
+func noPassword(t *testing.T, dir, password string) {
+	t.Helper()
+	err := filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		if strings.Contains(string(b), password) {
+			t.Errorf("%s holds the password of an ended lease", path)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }

@@ -110,6 +110,7 @@ type Pool struct {
 	disk    diskCache   // the last DiskUse (diskuse.go)
 	run     string      // sockets and logs live in run/NNN
 	globals poolGlobals // a fresh slot's global variables' hash
+	options optionDirs  // ended leases' option directories, for the next
 	// chowns is what a snapshot of the template gives to a slot's id
 	// (templateOwner), listed once.
 	chowns     *cow.Chowns
@@ -219,6 +220,7 @@ func Prepare(cat *catalog.Catalog, bin *mariadb.Binary, m *catalog.Meta, opt Opt
 		return nil, fmt.Errorf("pool up: %w", err)
 	}
 	_ = cat.Touch(m)
+	p.options.clear()
 	p.setupGroups()
 	if err := p.makeSlots(); err != nil {
 		return nil, err
@@ -246,6 +248,7 @@ func newPool(m *catalog.Meta, opt Options, dir, run string) *Pool {
 		wake: make(chan struct{}), leases: map[string]*Lease{},
 		resetq: make(chan *slot, max(opt.Size, MaxSlots)), stop: make(chan struct{}), log: opt.Log, lost: map[string]LostLease{},
 		retryEvery: time.Second}
+	p.options.spares = optionSpares(run)
 	p.stats.SlotDeaths, p.stats.LeasesLost = map[string]int64{}, map[string]int64{}
 	return p
 }
