@@ -14,7 +14,8 @@ import (
 // mariadb-admin) connect to its database with no flags: the lease's
 // environment sets MYSQL_HOME to the file's directory, and the clients read
 // $MYSQL_HOME/my.cnf after /etc/my.cnf and /etc/mysql/my.cnf (and before
-// ~/.my.cnf). The file is 0600 and removed when the lease ends.
+// ~/.my.cnf). The file is 0600; when the lease ends it is emptied and its
+// path is gone (optionDirs).
 
 // optionDir is the directory of a lease's option file; the spare ones
 // are under optionSpares.
@@ -137,7 +138,7 @@ func (o *optionDirs) take(dir string) error {
 // directory that holds more than pristine wrote there is removed, so
 // nothing left in it reaches the next holder.
 func (o *optionDirs) put(dir string) {
-	if !onlyOptionFiles(dir) || os.Truncate(filepath.Join(dir, "my.cnf"), 0) != nil {
+	if !onlyOptionFiles(dir) || empty(filepath.Join(dir, "my.cnf")) != nil {
 		_ = os.RemoveAll(dir)
 		return
 	}
@@ -160,24 +161,37 @@ func (o *optionDirs) put(dir string) {
 	o.mu.Unlock()
 }
 
-// onlyOptionFiles reports whether dir holds nothing but the files
-// writeOptionFile writes.
+// onlyOptionFiles reports whether dir holds nothing but the regular
+// files writeOptionFile writes.
 func onlyOptionFiles(dir string) bool {
 	d, err := os.Open(dir)
 	if err != nil {
 		return false
 	}
 	defer d.Close()
-	names, err := d.Readdirnames(-1)
+	entries, err := d.ReadDir(-1)
 	if err != nil {
 		return false
 	}
-	for _, n := range names {
-		if n != "my.cnf" && n != "ca.pem" {
+	for _, e := range entries {
+		if (e.Name() != "my.cnf" && e.Name() != "ca.pem") || !e.Type().IsRegular() {
 			return false
 		}
 	}
 	return true
+}
+
+// empty cuts the file at path to nothing, without following a symlink.
+func empty(path string) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|syscall.O_NOFOLLOW, 0)
+	if err != nil {
+		return err
+	}
+	if err := f.Truncate(0); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 // rewrite writes data to the file at path, 0600, in place when it exists

@@ -113,6 +113,28 @@ func TestLeaseOptionFile(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(filepath.Dir(l3.OptionFile), "left.cnf")); !os.IsNotExist(err) {
 		t.Errorf("a file left in an ended lease's option directory reached the next lease: %v", err)
 	}
+	// An option file replaced by a symlink: its release empties nothing
+	// outside, and the next lease's file is a file of its own.
+	outside := filepath.Join(t.TempDir(), "outside")
+	if err := os.WriteFile(outside, []byte("keep"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(l3.OptionFile); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, l3.OptionFile); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Release(context.Background(), l3.ID, pool.Dirty); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(outside); err != nil || string(b) != "keep" {
+		t.Errorf("the file an ended lease's option file linked to: %q, %v; want it untouched", b, err)
+	}
+	l4 := lease(t, p)
+	if fi, err := os.Lstat(l4.OptionFile); err != nil || !fi.Mode().IsRegular() {
+		t.Errorf("the next lease's option file: %v, %v; want a regular file", fi, err)
+	}
 }
 
 // noPassword fails when a file under dir holds password.
