@@ -138,7 +138,7 @@ func (o *optionDirs) take(dir string) error {
 // directory that holds more than pristine wrote there is removed, so
 // nothing left in it reaches the next holder.
 func (o *optionDirs) put(dir string) {
-	if !onlyOptionFiles(dir) || empty(filepath.Join(dir, "my.cnf")) != nil {
+	if !onlyOptionFiles(dir) || rewrite(filepath.Join(dir, "my.cnf"), nil) != nil {
 		_ = os.RemoveAll(dir)
 		return
 	}
@@ -181,21 +181,9 @@ func onlyOptionFiles(dir string) bool {
 	return true
 }
 
-// empty cuts the file at path to nothing, without following a symlink.
-func empty(path string) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|syscall.O_NOFOLLOW, 0)
-	if err != nil {
-		return err
-	}
-	if err := f.Truncate(0); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
-}
-
 // rewrite writes data to the file at path, 0600, in place when it exists
-// (no new inode), cut to data's length.
+// (no new inode), cut to data's length; a symlink there is an error, not
+// followed.
 func rewrite(path string, data []byte) error {
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|syscall.O_NOFOLLOW, 0o600)
 	if err != nil {
