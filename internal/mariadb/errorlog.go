@@ -56,6 +56,12 @@ func ignoreEOF(err error) error {
 // log (O_APPEND), so its next line lands at the new end; a line it writes
 // while the log is cut comes before the kept part.
 //
+// A write the server has under way when the cut begins is waited for
+// (writeBarrier), and the end is read again until the log stops growing,
+// so the kept part ends with the last line written: only a write that
+// begins in the moment between the last read of its size and the cut
+// itself can be lost.
+//
 // The log lies in the server's run directory, which belongs to the
 // server's account: it is opened without following a symlink and cut only
 // when it is a regular file with one link, so that the account cannot
@@ -77,17 +83,27 @@ func CapErrorLog(path string, limit, keep int64) (int64, error) {
 	if st.Mode&unix.S_IFMT != unix.S_IFREG || st.Nlink != 1 {
 		return 0, fmt.Errorf("cap error log %s: %w", path, errNotALog)
 	}
-	if st.Size <= limit {
-		return 0, nil
-	}
-	tail := make([]byte, min(keep, st.Size))
-	n, err := f.ReadAt(tail, st.Size-int64(len(tail)))
-	if ignoreEOF(err) != nil {
-		return 0, fmt.Errorf("cap error log %s: %w", path, err)
-	}
-	tail = tail[:n]
-	if i := bytes.IndexByte(tail, '\n'); i >= 0 {
-		tail = tail[i+1:]
+	var tail []byte
+	for end, tries := int64(-1), 0; ; tries++ {
+		writeBarrier(fd)
+		if err := unix.Fstat(fd, &st); err != nil {
+			return 0, fmt.Errorf("cap error log %s: %w", path, err)
+		}
+		if st.Size == end || tries == 8 {
+			break
+		}
+		if end = st.Size; end <= limit {
+			return 0, nil
+		}
+		tail = make([]byte, min(keep, end))
+		n, err := f.ReadAt(tail, end-int64(len(tail)))
+		if ignoreEOF(err) != nil {
+			return 0, fmt.Errorf("cap error log %s: %w", path, err)
+		}
+		tail = tail[:n]
+		if i := bytes.IndexByte(tail, '\n'); i >= 0 {
+			tail = tail[i+1:]
+		}
 	}
 	cut := st.Size - int64(len(tail))
 	if err := unix.Ftruncate(fd, 0); err != nil {
@@ -98,6 +114,15 @@ func CapErrorLog(path string, limit, keep int64) (int64, error) {
 		return cut, fmt.Errorf("cap error log %s: %w", path, err)
 	}
 	return cut, nil
+}
+
+// writeBarrier returns once no write to the file of fd is under way: an
+// fallocate that changes nothing (one byte of a file that has it, its
+// size kept) takes the inode's lock, which every write to a regular file
+// holds from its first byte to its last on ext4, XFS, btrfs and tmpfs.
+// Where fallocate is not supported, it returns at once.
+func writeBarrier(fd int) {
+	_ = unix.Fallocate(fd, unix.FALLOC_FL_KEEP_SIZE, 0, 1)
 }
 
 var errNotALog = errors.New("not a regular file with one link: left alone")

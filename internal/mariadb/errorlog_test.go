@@ -58,3 +58,53 @@ func must(t *testing.T, err error) {
 		t.Fatal(err)
 	}
 }
+
+// TestCapErrorLogWaitsForAWrite: a cut that begins while the server is
+// still writing a long entry waits for that write, and the cut log ends
+// with what it wrote last. Cut from the end read before the write was
+// done, the log lost the write's rest: the truncation waited for the
+// write, then threw it away.
+func TestCapErrorLogWaitsForAWrite(t *testing.T) {
+	for _, dir := range []string{t.TempDir(), shmDir(t)} {
+		log := filepath.Join(dir, "error.log")
+		f, err := os.OpenFile(log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+		must(t, err)
+		entry := []byte(strings.Repeat(strings.Repeat("x", 99)+"\n", 64<<20/100) + "the last line\n")
+		done := make(chan error, 1)
+		go func() { _, err := f.Write(entry); done <- err }()
+		for {
+			if fi, err := os.Stat(log); err == nil && fi.Size() > 4096 {
+				break
+			}
+		}
+		cut, err := mariadb.CapErrorLog(log, 4096, 1024)
+		must(t, err)
+		must(t, <-done)
+		f.Close()
+		b, _ := os.ReadFile(log)
+		if cut == 0 || len(b) > 4096 || !strings.HasSuffix(string(b), "\nthe last line\n") {
+			t.Fatalf("%s: the log cut (%d bytes) while its server wrote %d bytes in one write is %d bytes and ends %q, want the write's last line",
+				dir, cut, len(entry), len(b), lastLine(b))
+		}
+	}
+}
+
+// shmDir is a directory of the test's on /dev/shm (tmpfs), where the
+// tests' roots keep their slots' run directories; t.TempDir where there
+// is none.
+func shmDir(t *testing.T) string {
+	dir, err := os.MkdirTemp("/dev/shm", "pristine-errorlog-test-")
+	if err != nil {
+		return t.TempDir()
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	return dir
+}
+
+func lastLine(b []byte) string {
+	s := strings.TrimSuffix(string(b), "\n")
+	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
+		s = s[i+1:]
+	}
+	return s
+}
