@@ -7,3 +7,6 @@ func SetFreePort(f func(addr string) (int, error)) (restore func()) {
 	freePort = f
 	return func() { freePort = old }
 }
+
+// StartNoSync starts cmd as Start starts a server: its fsyncs do nothing.
+var StartNoSync = startNoSync

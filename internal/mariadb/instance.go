@@ -161,14 +161,14 @@ func Start(b *Binary, cfg Config) (*Instance, error) {
 func startIn(dir string, newCmd func() *exec.Cmd) (*exec.Cmd, error) {
 	cmd := newCmd()
 	if dir == "" {
-		return cmd, cmd.Start()
+		return cmd, startNoSync(cmd)
 	}
 	g, err := os.Open(dir)
 	if err != nil {
 		return nil, fmt.Errorf("open the server's cgroup: %w", err)
 	}
 	cmd.SysProcAttr.UseCgroupFD, cmd.SysProcAttr.CgroupFD = true, int(g.Fd())
-	err = cmd.Start()
+	err = startNoSync(cmd)
 	g.Close()
 	if err == nil {
 		return cmd, nil
@@ -176,7 +176,7 @@ func startIn(dir string, newCmd func() *exec.Cmd) (*exec.Cmd, error) {
 	// No clone3 into a group here (an older kernel, a seccomp filter):
 	// start it, then move it.
 	cmd = newCmd()
-	if err := cmd.Start(); err != nil {
+	if err := startNoSync(cmd); err != nil {
 		return nil, err
 	}
 	if err := os.WriteFile(filepath.Join(dir, "cgroup.procs"), []byte(strconv.Itoa(cmd.Process.Pid)), 0o644); err != nil {
