@@ -25,11 +25,12 @@ import (
 // running them. The filter is the kernel's own: it is installed on one
 // operating-system thread of pristine's (noSyncThread) that does nothing
 // but start servers, and a child inherits its parent thread's filter
-// across exec. pristine's other threads keep their fsync (its state file
-// needs it); the Go runtime makes no new thread from a locked thread, so
-// none inherits the filter. The filter also sets no_new_privs, which a
-// server does not need: no program it runs gains privileges from a
-// set-user-id bit.
+// across exec. pristine's other threads, and every other program it runs
+// (a build's migrate command, mariadb-install-db, the filesystems' tools),
+// are left as they are; the Go runtime makes no new thread from a locked
+// thread, so none inherits the filter. The filter also needs no_new_privs,
+// which a server can do without: no program it runs gains privileges from
+// a set-user-id bit.
 
 // noSyncSyscalls are the calls the filter answers with success.
 var noSyncSyscalls = []uint32{unix.SYS_FSYNC, unix.SYS_FDATASYNC, unix.SYS_SYNC_FILE_RANGE, unix.SYS_SYNCFS, unix.SYS_SYNC}

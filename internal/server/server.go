@@ -307,6 +307,9 @@ func (s *Server) Serve(ctx context.Context, ln, tcp net.Listener) error {
 	errc := make(chan error, 2)
 	go func() { errc <- hs.Serve(ln) }()
 	s.log.Info("serving", "socket", ln.Addr().String(), "backend", s.cat.Backend().Name(), "server", s.builder.Binary().Version)
+	if err := mariadb.NoSyncError(); err != nil {
+		s.log.Warn("the servers will make their fsyncs (slower on btrfs, most of all MySQL's): the kernel refused their seccomp filter", "err", err)
+	}
 	if tcp != nil {
 		if s.Token == "" {
 			return errors.New("serve on TCP: no token: every TCP client must present one")
