@@ -47,7 +47,7 @@ PACKAGES="${SERVERS_PACKAGES:-./internal/mariadb ./internal/template ./internal/
 RUN="${SERVERS_RUN:-}"
 # A package's bound: it shares the machine with the other root's packages
 # and the other lane (SERVERS_JOBS).
-TIMEOUT="${SERVERS_TIMEOUT:-25m}"
+TIMEOUT="${SERVERS_TIMEOUT:-40m}"
 # How many of a root's packages and clients' suites run at once. The roots'
 # tests mostly wait (server starts, fsync): 2 on 2 cores.
 JOBS="${SERVERS_JOBS:-2}"

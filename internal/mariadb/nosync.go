@@ -119,10 +119,16 @@ func installNoSync() error {
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 		return fmt.Errorf("set no_new_privs: %w", err)
 	}
-	// prctl, not seccomp(2) with TSYNC: the filter is the calling
-	// thread's alone.
-	if err := unix.Prctl(unix.PR_SET_SECCOMP, unix.SECCOMP_MODE_FILTER, uintptr(unsafe.Pointer(&fprog)), 0, 0); err != nil {
-		return fmt.Errorf("install the seccomp filter: %w", err)
+	// Without TSYNC: the filter is the calling thread's alone. With
+	// SPEC_ALLOW: a kernel whose speculative store bypass mitigation is
+	// "seccomp" would otherwise turn it on for every server, at a cost in
+	// all they run. A kernel older than that flag (4.17) refuses it:
+	// prctl then installs the same filter.
+	_, _, errno := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, unix.SECCOMP_FILTER_FLAG_SPEC_ALLOW, uintptr(unsafe.Pointer(&fprog)))
+	if errno != 0 {
+		if err := unix.Prctl(unix.PR_SET_SECCOMP, unix.SECCOMP_MODE_FILTER, uintptr(unsafe.Pointer(&fprog)), 0, 0); err != nil {
+			return fmt.Errorf("install the seccomp filter: %w", err)
+		}
 	}
 	runtime.KeepAlive(prog)
 	return nil
