@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -33,7 +34,18 @@ type fileStat struct {
 	mode         uint32
 	size         int64
 	mtime, ctime int64 // nanoseconds
+	// settled is set on a directory whose change time was at least
+	// settleAge old when it was looked at: any entry made, removed or
+	// renamed in it since moves its change time (remark).
+	settled bool
 }
+
+// settleAge is how old a directory's change time must be for remark to
+// trust it: one changed less than a timestamp's granularity before it was
+// looked at could change again with its change time the same (a clock
+// tick, a few milliseconds, where the kernel keeps coarse times; a
+// second on filesystems that keep whole seconds).
+const settleAge = 2 * time.Second
 
 // markFiles walks dirs (missing ones are skipped). Each directory is
 // opened once and its entries are looked at relative to it (fstatat), so
@@ -54,33 +66,71 @@ type usage struct {
 // walk of its clone.
 func markFilesUsed(u *usage, dirs ...string) (fileMark, error) {
 	m := fileMark{}
+	w := walk{m: m, u: u, now: time.Now().UnixNano()}
 	for _, dir := range dirs {
-		if err := markDir(m, unix.AT_FDCWD, dir, dir, u); err != nil {
+		if err := w.dir(unix.AT_FDCWD, dir, dir); err != nil {
 			return nil, fmt.Errorf("list the slot's files under %s: %w", dir, err)
 		}
 	}
 	return m, nil
 }
 
-// markDir adds to m the entry name of the directory at fd, known as path,
-// and, when it is a directory, everything under it, and to u what those
-// under u.dir take. An entry gone between its directory's listing and the
-// look at it is left out: that listing shows it.
-func markDir(m fileMark, fd int, name, path string, u *usage) error {
-	var st unix.Stat_t
-	if err := unix.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
-		if errors.Is(err, unix.ENOENT) {
-			return nil
-		}
-		return fmt.Errorf("lstat %s: %w", path, err)
+// walk is one walk of a slot's files into m: a whole one (markFiles), or
+// one that lists again only the directories changed since old (remark).
+type walk struct {
+	m   fileMark
+	u   *usage
+	now int64 // when the walk began, in nanoseconds
+	// old and kids, for remark: the mark walked again, and its entries'
+	// names by their directory's path.
+	old  fileMark
+	kids map[string][]string
+}
+
+// dir adds to w.m the entry name of the directory at fd, known as path,
+// and, when it is a directory, everything under it, and to w.u what those
+// under w.u.dir take. An entry gone between its directory's listing and
+// the look at it is left out: that listing shows it.
+func (w *walk) dir(fd int, name, path string) error {
+	st, ok, err := w.look(fd, name, path)
+	if err != nil || !ok {
+		return err
 	}
-	m[path] = statOf(&st)
-	if u != nil && under(path, u.dir) {
-		u.bytes += st.Blocks << 9
+	if w.u != nil && under(path, w.u.dir) {
+		w.u.bytes += st.Blocks << 9
 	}
 	if st.Mode&unix.S_IFMT != unix.S_IFDIR {
 		return nil
 	}
+	if was, ok := w.old[path]; ok && was.settled && sameDir(was, w.m[path]) {
+		// Its entries are w.old's: each is looked at again but the files
+		// a storage engine rewrites, whose times diff never compares and
+		// whose inode cannot change without a change of the directory.
+		return w.list(fd, name, path, w.kids[path], true)
+	}
+	return w.list(fd, name, path, nil, false)
+}
+
+// look adds path's lstat to w.m; ok is false when it is gone.
+func (w *walk) look(fd int, name, path string) (unix.Stat_t, bool, error) {
+	var st unix.Stat_t
+	if err := unix.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		if errors.Is(err, unix.ENOENT) {
+			return st, false, nil
+		}
+		return st, false, fmt.Errorf("lstat %s: %w", path, err)
+	}
+	fs := statOf(&st)
+	if st.Mode&unix.S_IFMT == unix.S_IFDIR {
+		fs.settled = w.now-fs.ctime >= settleAge.Nanoseconds()
+	}
+	w.m[path] = fs
+	return st, true, nil
+}
+
+// list walks the directory name of fd, known as path: the entries names
+// gives when known, else all it lists.
+func (w *walk) list(fd int, name, path string, names []string, known bool) error {
 	dfd, err := unix.Openat(fd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
 		if errors.Is(err, unix.ENOENT) {
@@ -90,16 +140,49 @@ func markDir(m fileMark, fd int, name, path string, u *usage) error {
 	}
 	d := os.NewFile(uintptr(dfd), path)
 	defer d.Close()
-	names, err := d.Readdirnames(-1)
-	if err != nil {
-		return fmt.Errorf("list %s: %w", path, err)
+	if !known {
+		if names, err = d.Readdirnames(-1); err != nil {
+			return fmt.Errorf("list %s: %w", path, err)
+		}
 	}
 	for _, n := range names {
-		if err := markDir(m, dfd, n, path+"/"+n, u); err != nil {
+		p := path + "/" + n
+		if was, ok := w.old[p]; known && ok && was.mode&unix.S_IFMT != unix.S_IFDIR && engineFile(p) {
+			w.m[p] = was
+			continue
+		}
+		if err := w.dir(dfd, n, p); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// sameDir reports whether a directory looked at again is as it was: the
+// same inode, and neither its modification nor its change time moved, so
+// no entry was made, removed or renamed in it since.
+func sameDir(was, now fileStat) bool {
+	return was.ino == now.ino && was.mode == now.mode && was.size == now.size && was.mtime == now.mtime && was.ctime == now.ctime
+}
+
+// remark is markFiles(dirs...) after a walk that marked m: a directory
+// that was settled in m and did not change since is not listed again (its
+// entries are m's), and of its entries only those a storage engine
+// rewrites are not looked at again. diff(m, remark) is what
+// diff(m, markFiles) is.
+func (m fileMark) remark(dirs ...string) (fileMark, error) {
+	w := walk{m: make(fileMark, len(m)), now: time.Now().UnixNano(), old: m, kids: map[string][]string{}}
+	for p := range m {
+		if i := strings.LastIndexByte(p, '/'); i > 0 {
+			w.kids[p[:i]] = append(w.kids[p[:i]], p[i+1:])
+		}
+	}
+	for _, dir := range dirs {
+		if err := w.dir(unix.AT_FDCWD, dir, dir); err != nil {
+			return nil, fmt.Errorf("list the slot's files under %s: %w", dir, err)
+		}
+	}
+	return w.m, nil
 }
 
 // restat is a copy of m with paths looked at again (a path gone is

@@ -312,7 +312,7 @@ func (j *inplaceJob) run(ctx context.Context) (*inplaceDone, error) {
 		}
 		lap("globals")
 	}
-	files, err := markFiles(j.dirs...)
+	files, err := j.files.remark(j.dirs...)
 	if err != nil {
 		return nil, err
 	}

@@ -93,7 +93,7 @@ func recycle(ctx context.Context, admin *sql.DB, g *serverGlobals, f mariadb.Fla
 	if mark != was.mark {
 		return account{}, check{}, fmt.Errorf("%w: the server's write counters or global variables moved", errChanged)
 	}
-	files, err := markFiles(dirs...)
+	files, err := was.files.remark(dirs...)
 	if err != nil {
 		return account{}, check{}, err
 	}
@@ -123,9 +123,9 @@ func recycle(ctx context.Context, admin *sql.DB, g *serverGlobals, f mariadb.Fla
 	if err != nil {
 		return account{}, check{}, err
 	}
-	// Files no engine rewrites are as they were, so the mark still holds;
-	// the others are never compared by their times.
-	now := check{files: was.files, mark: withCounters(mark, strconv.FormatUint(n, 10))}
+	// The files are as they were (diff found nothing), and this look at
+	// them finds more of their directories settled (remark).
+	now := check{files: files, mark: withCounters(mark, strconv.FormatUint(n, 10))}
 	if now.base, err = baseFrom(ctx, conn, f, was.base, status, globals); err != nil {
 		return account{}, check{}, err
 	}
