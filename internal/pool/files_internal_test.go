@@ -1,6 +1,7 @@
 package pool
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -214,4 +215,44 @@ func TestRemark(t *testing.T) {
 			t.Errorf("a directory marked settled=%v: the file made in its last tick found=%v, want %v", settled, found, !settled)
 		}
 	}
+}
+
+// BenchmarkWalk: a whole walk of a slot-like tree (five databases of 60
+// tables, a .frm and an .ibd each) against a walk again of it, settled
+// and unchanged (docs/architecture.md, "release --unchanged").
+func BenchmarkWalk(b *testing.B) {
+	dir := b.TempDir()
+	for d := range 5 {
+		for i := range 60 {
+			for _, ext := range []string{".frm", ".ibd"} {
+				p := filepath.Join(dir, fmt.Sprintf("db%d/t%d%s", d, i, ext))
+				os.MkdirAll(filepath.Dir(p), 0o755)
+				if err := os.WriteFile(p, []byte("x"), 0o644); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+	}
+	m, err := markFiles(dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for p, st := range m {
+		st.settled = st.mode&unix.S_IFMT == unix.S_IFDIR
+		m[p] = st
+	}
+	b.Run("whole", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := markFiles(dir); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("again", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := m.remark(dir); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }
