@@ -437,7 +437,7 @@ func tempTables(ctx context.Context, conn querier, f mariadb.Flavor) (int, error
 var statusCounters = filters(countersFilter)
 
 // accountCounters is, per flavour, the SHOW STATUS filter of the session
-// reads around the statements on lease accounts (sessionWrites): the
+// reads around the statements on lease accounts (recycle): the
 // counters of ALTER USER and RENAME USER, and the row write counters but
 // the log sequence number. A few rows where statusCounters stores about
 // a hundred: each read of them cost the server as much as a read of the

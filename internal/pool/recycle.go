@@ -48,9 +48,10 @@ func recycle(ctx context.Context, admin *sql.DB, g *serverGlobals, f mariadb.Fla
 		return account{}, check{}, fmt.Errorf("admin connection: %w", err)
 	}
 	defer conn.Close()
-	// The lock writes the grant tables: its own moves of the write
-	// counters, read on this connection, are taken off the mark.
-	before, err := sessionWrites(ctx, conn, f)
+	// The lock writes the grant tables: this connection's own moves of
+	// the write counters, from here to the read of the server's, are
+	// taken off the mark.
+	before, err := sessionCounters(ctx, conn, f)
 	if err != nil {
 		return account{}, check{}, err
 	}
@@ -61,10 +62,6 @@ func recycle(ctx context.Context, admin *sql.DB, g *serverGlobals, f mariadb.Fla
 		// If this check fails, the slot goes to the in-place reset, whose
 		// baseline must not take this lock for the holder's.
 		was.base.other++
-	}
-	after, err := sessionWrites(ctx, conn, f)
-	if err != nil {
-		return account{}, check{}, err
 	}
 	if err := killOthers(ctx, conn); err != nil {
 		return account{}, check{}, err
@@ -78,6 +75,17 @@ func recycle(ctx context.Context, admin *sql.DB, g *serverGlobals, f mariadb.Fla
 	if err != nil {
 		return account{}, check{}, err
 	}
+	// Read next to the server's counters: what this connection moved
+	// since before is in both, and nothing else writes (the old holder is
+	// gone and locked out).
+	pre, err := sessionCounters(ctx, conn, f)
+	if err != nil {
+		return account{}, check{}, err
+	}
+	own, err := ownMoves(before, pre, f)
+	if err != nil {
+		return account{}, check{}, err
+	}
 	// The global variables are hashed again only when a SET statement ran
 	// since the base (as in the in-place reset: most holders run none).
 	globals := markGlobals(was.mark)
@@ -86,7 +94,7 @@ func recycle(ctx context.Context, admin *sql.DB, g *serverGlobals, f mariadb.Fla
 			return account{}, check{}, err
 		}
 	}
-	mark, err := lessCounters(counters+" "+globals, after-before)
+	mark, err := lessCounters(counters+" "+globals, own)
 	if err != nil {
 		return account{}, check{}, err
 	}
@@ -100,14 +108,10 @@ func recycle(ctx context.Context, admin *sql.DB, g *serverGlobals, f mariadb.Fla
 	if d := was.files.diff(files, 5); len(d) > 0 {
 		return account{}, check{}, fmt.Errorf("%w: files changed: %s", errChanged, strings.Join(d, ", "))
 	}
-	// A new account moves the counters, not the global variables: its
-	// own moves, read on this connection, are added to the server's
-	// counters read above (nothing else writes now: the old holder is
-	// gone and locked out, the new account not handed out yet).
-	pre, err := sessionCounters(ctx, conn, f)
-	if err != nil {
-		return account{}, check{}, err
-	}
+	// A new account moves the counters, not the global variables: this
+	// connection's moves since the server's counters were read are added
+	// to them (nothing else writes now: the old holder is gone and locked
+	// out, the new account not handed out yet).
 	fresh, err := rekeyAccount(ctx, conn, a)
 	if err != nil {
 		return account{}, check{}, err
@@ -166,18 +170,23 @@ func xaPending(ctx context.Context, conn querier) (int, error) {
 	return n, nil
 }
 
-// sessionWrites sums, for the connection conn, the write counters an
-// account statement can move (accountCounters). The sum around the lock
-// of a lease account is taken off the server's, so a counter left out can
-// only make an unchanged database look changed (it is reset), never hide
-// a write.
-func sessionWrites(ctx context.Context, conn querier, f mariadb.Flavor) (int64, error) {
-	status, err := sessionCounters(ctx, conn, f)
+// ownMoves is how far a connection's write counters (accountCounters) moved
+// from its reads pre to post. It is taken off the server's, so a counter
+// left out can only make an unchanged database look changed (it is
+// reset), never hide a write.
+func ownMoves(pre, post map[string]string, f mariadb.Flavor) (int64, error) {
+	a, err := sumWrites(pre, f)
 	if err != nil {
 		return 0, err
 	}
-	n, err := sumWrites(status, f)
-	return int64(n), err
+	b, err := sumWrites(post, f)
+	if err != nil {
+		return 0, err
+	}
+	if b < a {
+		return 0, fmt.Errorf("read write counters: the session's went back, from %d to %d", a, b)
+	}
+	return int64(b - a), nil
 }
 
 // sessionCounters reads, for the connection conn, the write counters an

@@ -141,3 +141,33 @@ func TestAddMoves(t *testing.T) {
 		t.Fatal("addMoves changed the map it was given")
 	}
 }
+
+// TestOwnMoves: a connection's moves are the rise of the sum of its
+// write counters between two reads; a fall is an error, not a move.
+func TestOwnMoves(t *testing.T) {
+	f := mariadb.MariaDB
+	for _, c := range []struct {
+		name      string
+		pre, post map[string]string
+		want      int64
+		err       string
+	}{
+		{"a lock and a kill round", map[string]string{"COM_ALTER_USER": "3", "HANDLER_UPDATE": "10"},
+			map[string]string{"COM_ALTER_USER": "4", "HANDLER_UPDATE": "11"}, 2, ""},
+		{"no move", map[string]string{"HANDLER_WRITE": "5"}, map[string]string{"HANDLER_WRITE": "5"}, 0, ""},
+		{"went back", map[string]string{"HANDLER_WRITE": "5"}, map[string]string{"HANDLER_WRITE": "4"}, 0, "went back"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got, err := ownMoves(c.pre, c.post, f)
+			if c.err != "" {
+				if err == nil || !strings.Contains(err.Error(), c.err) {
+					t.Fatalf("err = %v, want %q", err, c.err)
+				}
+				return
+			}
+			if err != nil || got != c.want {
+				t.Fatalf("ownMoves = %d, %v; want %d", got, err, c.want)
+			}
+		})
+	}
+}
