@@ -88,7 +88,7 @@ func TestMarkFilesUsed(t *testing.T) {
 
 // settledFiles is markFiles(dir) with every directory marked settled, as
 // a mark taken settleAge after the tree's last change would be.
-func settledFiles(t *testing.T, dir string) fileMark {
+func settledFiles(t testing.TB, dir string) fileMark {
 	t.Helper()
 	m, err := markFiles(dir)
 	if err != nil {
@@ -233,14 +233,7 @@ func BenchmarkWalk(b *testing.B) {
 			}
 		}
 	}
-	m, err := markFiles(dir)
-	if err != nil {
-		b.Fatal(err)
-	}
-	for p, st := range m {
-		st.settled = st.mode&unix.S_IFMT == unix.S_IFDIR
-		m[p] = st
-	}
+	m := settledFiles(b, dir)
 	b.Run("whole", func(b *testing.B) {
 		for b.Loop() {
 			if _, err := markFiles(dir); err != nil {
