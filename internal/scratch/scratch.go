@@ -58,6 +58,12 @@ type Info struct {
 	// btrfs mounted with compress= gets compressed templates too.
 	RootFS       string `json:"root_fs,omitempty"`
 	RootCompress string `json:"root_compress,omitempty"`
+	// ReadaheadKB is the readahead of the filesystem that holds the data
+	// directory (the scratch filesystem's, ReadaheadKB when Up set it),
+	// and ReadaheadFile the sysfs file that sets it; 0 and "" when it
+	// could not be read.
+	ReadaheadKB   int    `json:"readahead_kb,omitempty"`
+	ReadaheadFile string `json:"readahead_file,omitempty"`
 	// Warning says, in one line with the fix, when the directory holding
 	// the image has less room than the image may still grow by: writes
 	// inside the filesystem then fail with "no space left on device".
@@ -97,10 +103,17 @@ func Status(root *rootdir.Root) (*Info, error) {
 	}
 	info := &Info{Mount: root.Data()}
 	if rec == nil {
-		if m, err := mountinfo.Of(root.Data()); err == nil && m != nil {
+		m, err := mountinfo.Of(root.Data())
+		if err != nil {
+			m = nil
+		}
+		if m != nil {
 			info.RootFS = m.FSType
 		}
 		info.RootCompress, _ = cow.Compression(root.Data())
+		if m != nil {
+			info.readaheadOf(m.FSType, m.Source)
+		}
 		return info, nil
 	}
 	info.FS, info.Size, info.Image, info.Loop, info.Created, info.Compress = rec.FS, rec.Size, rec.Image, rec.Loop, rec.Created, rec.Compress
@@ -111,6 +124,7 @@ func Status(root *rootdir.Root) (*Info, error) {
 	info.Up = m != nil && rec.State == "up"
 	info.Stale = !info.Up
 	if info.Up {
+		info.readaheadOf(rec.FS, rec.Loop)
 		var sfs unix.Statfs_t
 		if unix.Statfs(root.Data(), &sfs) == nil {
 			info.Used = int64(sfs.Blocks-sfs.Bfree) * sfs.Bsize
@@ -130,6 +144,18 @@ func Status(root *rootdir.Root) (*Info, error) {
 		}
 	}
 	return info, nil
+}
+
+// readaheadOf fills the readahead fields for a filesystem of type fsType
+// mounted from dev, where the kernel says.
+func (info *Info) readaheadOf(fsType, dev string) {
+	dir, err := bdiDir(fsType, dev)
+	if err != nil {
+		return
+	}
+	if kb, err := readahead(dir); err == nil {
+		info.ReadaheadKB, info.ReadaheadFile = kb, filepath.Join(dir, "read_ahead_kb")
+	}
 }
 
 // ourMount returns the mount at the root's data directory when it is backed

@@ -142,6 +142,9 @@ func TestUpDown(t *testing.T) {
 			if !strings.Contains(","+m.Options+",", ","+c.opt+",") {
 				t.Errorf("mount options %q lack %s", m.Options, c.opt)
 			}
+			if info.ReadaheadKB != ReadaheadKB || !strings.HasSuffix(info.ReadaheadFile, "/read_ahead_kb") {
+				t.Errorf("readahead of the scratch filesystem: %d KiB (%q); want %d", info.ReadaheadKB, info.ReadaheadFile, ReadaheadKB)
+			}
 			b, err := cow.Detect(root, root.Data())
 			if err != nil || b.Name() != c.backend {
 				t.Errorf("backend on the scratch filesystem: %v, %v; want %s", b, err, c.backend)
@@ -509,6 +512,9 @@ func TestCompressUpDownRemount(t *testing.T) {
 		t.Fatalf("Up after the reboot: %+v, %v; want the image mounted again with zstd:5", again, err)
 	}
 	assertCompressMount(t, root, "zstd:5")
+	if again.ReadaheadKB != ReadaheadKB {
+		t.Errorf("readahead after the re-mount: %d KiB; want %d (a mount's setting goes with it)", again.ReadaheadKB, ReadaheadKB)
+	}
 	if b, err := os.ReadFile(file); err != nil || !bytes.Equal(b, data) {
 		t.Errorf("the data after the re-mount: %d bytes, %v; want the %d written before", len(b), err, len(data))
 	}

@@ -179,7 +179,13 @@ func attachAndMount(root *rootdir.Root, rec *record) error {
 		err = mountData(root, dev, rec.FS, strings.Replace(opts, ",prjquota", "", 1))
 	}
 	unix.Close(fd) // the mount holds the device now; autoclear frees it on unmount
-	return err
+	if err != nil {
+		return err
+	}
+	// A filesystem that keeps its kernel's readahead works, slower: scratch
+	// status shows the readahead in force.
+	_ = setReadahead(rec.FS, dev)
+	return nil
 }
 
 // imageKept reports whether image still exists.
