@@ -16,10 +16,9 @@ import (
 // ErrNoRoom is returned (wrapped) when a pool would not fit in memory or disk.
 var ErrNoRoom = errors.New("pool does not fit")
 
-// Estimates of what one slot costs beyond its buffer pool, measured with
-// MariaDB 10.11 at the default profile (about 50 MB resident when idle).
+// Estimates of what one slot costs beyond its server's memory
+// (mariadb.Flavor.SlotMemory and its buffer pool).
 const (
-	slotBaseRSS   = 40 << 20
 	slotDiskWrite = 16 << 20 // private blocks a fresh slot writes under reflink/btrfs
 	memReserve    = 1 << 30  // left for the system and pristine itself
 )
@@ -50,7 +49,7 @@ func Preflight(cat *catalog.Catalog, backend cow.Backend, m *catalog.Meta, opt O
 
 // SlotCost projects the memory and disk one slot of template m takes.
 func SlotCost(backend cow.Backend, m *catalog.Meta, p mariadb.Profile) (mem, disk int64) {
-	mem = slotBaseRSS + p.BufferPool
+	mem = mariadb.Flavor(m.Flavor).SlotMemory() + p.BufferPool
 	disk = slotDiskWrite
 	if backend.Name() == "copy" {
 		disk += m.Bytes
