@@ -15,7 +15,7 @@ import (
 // pages of 16 KiB, and a clone's page cache is its own (a snapshot or a
 // reflink shares extents, not cached pages): with 4 MiB each start read
 // and zeroed about 16 MB of pages, more than half of them never used, and
-// 200 slots took 1.4x the time and CPU they take at 128 KiB (see
+// 200 slots took 1.2-1.4x the time and CPU they take at 128 KiB (see
 // docs/benchmarks.md, "Readahead").
 const ReadaheadKB = 128
 
