@@ -156,12 +156,13 @@ func printScratch(g *Globals, info *scratch.Info) error {
 		if info.Compress != "" {
 			fs += " compress=" + info.Compress
 		}
+		ra := ""
 		if info.ReadaheadKB > 0 {
-			fs += fmt.Sprintf(" readahead=%dK", info.ReadaheadKB)
+			ra = fmt.Sprintf(", readahead %dK", info.ReadaheadKB)
 		}
-		fmt.Fprintf(g.IO.Out, "scratch: %s of %s at %s on %s, image %s; %s used, %s free, %s of RAM%s\n",
+		fmt.Fprintf(g.IO.Out, "scratch: %s of %s at %s on %s, image %s; %s used, %s free, %s of RAM%s%s\n",
 			fs, scratch.FormatSize(info.Size), info.Mount, info.Loop, info.Image,
-			scratch.FormatSize(info.Used), scratch.FormatSize(info.Avail), scratch.FormatSize(info.Memory), note)
+			scratch.FormatSize(info.Used), scratch.FormatSize(info.Avail), scratch.FormatSize(info.Memory), ra, note)
 	case info.Stale:
 		fmt.Fprintf(g.IO.Out, "scratch: recorded (%s) but not mounted; run \"pristine scratch down\" to clean up\n", info.Image)
 	case info.RootCompress != "":

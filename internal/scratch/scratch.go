@@ -103,17 +103,11 @@ func Status(root *rootdir.Root) (*Info, error) {
 	}
 	info := &Info{Mount: root.Data()}
 	if rec == nil {
-		m, err := mountinfo.Of(root.Data())
-		if err != nil {
-			m = nil
-		}
-		if m != nil {
+		if m, err := mountinfo.Of(root.Data()); err == nil && m != nil {
 			info.RootFS = m.FSType
-		}
-		info.RootCompress, _ = cow.Compression(root.Data())
-		if m != nil {
 			info.readaheadOf(m.FSType, m.Source)
 		}
+		info.RootCompress, _ = cow.Compression(root.Data())
 		return info, nil
 	}
 	info.FS, info.Size, info.Image, info.Loop, info.Created, info.Compress = rec.FS, rec.Size, rec.Image, rec.Loop, rec.Created, rec.Compress

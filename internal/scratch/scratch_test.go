@@ -610,6 +610,17 @@ func TestRootOnCompressedBtrfs(t *testing.T) {
 	if err != nil || st.Up || st.RootFS != "btrfs" || st.RootCompress != "zstd:1" {
 		t.Errorf("Status of a root on a zstd:1 btrfs: %+v, %v; want not up, root_fs btrfs, root_compress zstd:1", st, err)
 	}
+	// A btrfs pristine did not mount keeps its readahead (here put back
+	// to btrfs's own 4 MiB by hand); Status names it and where it is set.
+	if st.ReadaheadKB != ReadaheadKB || st.ReadaheadFile == "" {
+		t.Fatalf("readahead of the root's btrfs: %d KiB at %q; want the scratch's %d", st.ReadaheadKB, st.ReadaheadFile, ReadaheadKB)
+	}
+	if err := os.WriteFile(st.ReadaheadFile, []byte("4096"), 0); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := Status(inner); err != nil || st.ReadaheadKB != 4096 {
+		t.Errorf("Status of a root on a btrfs reading ahead 4096 KiB: %d KiB, %v; want 4096, left as it is", st.ReadaheadKB, err)
+	}
 	plain := newRoot(t)
 	if st, err := Status(plain); err != nil || st.RootCompress != "" || st.RootFS == "" {
 		t.Errorf("Status of a root on %s: %+v, %v; want its filesystem and no compression", st.RootFS, st, err)
