@@ -38,9 +38,13 @@ def test_ensure_pool_grows_a_smaller_pool(daemon, capsys):
 
 
 def test_growth_beyond_the_budget_fails_at_once(binary):
-    from conftest import running_daemon
-    # Room for 2 slots of 56 MiB (40 MiB + a 16 MiB buffer pool).
-    with running_daemon(binary, args=["--max-memory", "120M"]) as d:
+    from conftest import running_daemon, sql_client
+    # Room for 2 slots: the daemon counts 40 MiB for a MariaDB server and
+    # 120 MiB for a MySQL one (mariadb.Flavor.SlotMemory), each with its
+    # 16 MiB buffer pool.
+    slot = (120 if sql_client() == "mysql" else 40) + 16
+    budget = 2 * slot + 8
+    with running_daemon(binary, args=["--max-memory", f"{budget}M"]) as d:
         c = d.client
         t = ensure_template(c, "budget", "k-budget", lambda conn: None)
         ensure_pool(c, "budget", t["hash"], 2)
@@ -51,7 +55,7 @@ def test_growth_beyond_the_budget_fails_at_once(binary):
         with pytest.raises(PristineError) as e:
             c.lease("budget", holder="c", wait=3000, min_size=5)
         assert e.value.status == 507
-        assert "--max-memory 120 MiB" in str(e.value) and "at most 2 slots fit" in str(e.value)
+        assert f"--max-memory {budget} MiB" in str(e.value) and "at most 2 slots fit" in str(e.value)
         with pytest.raises(PristineError) as e:
             ensure_pool(c, "budget", t["hash"], 5)
         assert e.value.status == 507 and "--max-memory" in str(e.value)
