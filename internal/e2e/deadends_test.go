@@ -3,6 +3,7 @@ package e2e
 import (
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -115,6 +116,23 @@ func TestDemoOnRootWithTemplates(t *testing.T) {
 	mounts, _ := os.ReadFile("/proc/self/mountinfo")
 	if strings.Contains(string(mounts), e.root) {
 		t.Errorf("the demo left a filesystem mounted under %s", e.root)
+	}
+}
+
+// TestDemoThatDoesNotFit: a demo too large for the machine is refused at
+// once (exit 5) in its own flags, not pool up's, and leaves nothing mounted.
+func TestDemoThatDoesNotFit(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("the demo on a tmpfs root mounts a scratch filesystem, which needs root")
+	}
+	e := newEnv(t)
+	_, errOut, err := e.run("demo", "--slots", "4000", "--scale", "0.02", "--scratch-size", "1G", "--no-baseline", "--runs", "1")
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 5 || !strings.Contains(errOut, "pool does not fit") || !strings.Contains(errOut, "--slots is the pool's size") {
+		t.Fatalf("a demo of 4000 slots: %v\n%s\nwant exit 5, the pool's refusal and the demo's own flags", err, errOut)
+	}
+	mounts, _ := os.ReadFile("/proc/self/mountinfo")
+	if strings.Contains(string(mounts), e.root) {
+		t.Errorf("the refused demo left a filesystem mounted under %s", e.root)
 	}
 }
 
