@@ -165,7 +165,8 @@ func Demo(ctx context.Context, store *template.Builder, opt DemoOptions) (*DemoR
 		}
 		run, err := demoRun(ctx, c, m.Name, opt, res, i == 0)
 		if err != nil {
-			if ae := (*client.APIError)(nil); errors.As(err, &ae) && ae.Status == http.StatusInsufficientStorage {
+			var ae *client.APIError
+			if errors.As(err, &ae) && ae.Status == http.StatusInsufficientStorage {
 				// The pool's message names pool up's flags.
 				return nil, fmt.Errorf("%w (in pristine demo: --slots is the pool's size, --dbs-per-slot K serves K databases from each server, --scratch-size is the scratch filesystem's)", err)
 			}
