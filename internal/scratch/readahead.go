@@ -49,6 +49,18 @@ func readahead(dir string) (int, error) {
 	return strconv.Atoi(strings.TrimSpace(string(b)))
 }
 
+// readaheadOf fills the readahead fields for a filesystem of type fsType
+// mounted from dev, where the kernel says.
+func (info *Info) readaheadOf(fsType, dev string) {
+	dir, err := bdiDir(fsType, dev)
+	if err != nil {
+		return
+	}
+	if kb, err := readahead(dir); err == nil {
+		info.ReadaheadKB, info.ReadaheadFile = kb, filepath.Join(dir, "read_ahead_kb")
+	}
+}
+
 // setReadahead sets the readahead of the filesystem pristine mounted from
 // its loop device dev to ReadaheadKB. The setting lives as long as the
 // mount, so every mount of a scratch image sets it again.

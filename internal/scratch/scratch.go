@@ -140,18 +140,6 @@ func Status(root *rootdir.Root) (*Info, error) {
 	return info, nil
 }
 
-// readaheadOf fills the readahead fields for a filesystem of type fsType
-// mounted from dev, where the kernel says.
-func (info *Info) readaheadOf(fsType, dev string) {
-	dir, err := bdiDir(fsType, dev)
-	if err != nil {
-		return
-	}
-	if kb, err := readahead(dir); err == nil {
-		info.ReadaheadKB, info.ReadaheadFile = kb, filepath.Join(dir, "read_ahead_kb")
-	}
-}
-
 // ourMount returns the mount at the root's data directory when it is backed
 // by the recorded image, nil when nothing is mounted there, and an error
 // when something else is.
