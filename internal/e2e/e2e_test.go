@@ -269,6 +269,12 @@ func (e *env) killDaemon() {
 	}
 }
 
+// serveLog is the daemon's log, for a failure's message.
+func (e *env) serveLog() string {
+	b, _ := os.ReadFile(filepath.Join(e.root, "serve.log"))
+	return string(b)
+}
+
 // showLease runs `lease show ID --json`: the lease, or the error text.
 func (e *env) showLease(id string) (lease, string) {
 	e.t.Helper()
@@ -290,6 +296,11 @@ func (e *env) showLease(id string) (lease, string) {
 // was taken while the daemon was down.
 func TestRestartSequence(t *testing.T) {
 	e := newEnv(t)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("the daemon's log:\n%s", e.serveLog())
+		}
+	})
 	e.scratch("btrfs", "1G")
 	in := filepath.Join(t.TempDir(), "s.sql")
 	os.WriteFile(in, []byte(schema), 0o644)
@@ -329,7 +340,8 @@ func TestRestartSequence(t *testing.T) {
 	e.killDaemon()
 	var ls []lease
 	if err := json.Unmarshal([]byte(e.must("lease", "ls", "--json")), &ls); err != nil || len(ls) != 1 || ls[0].ID != b.ID {
-		t.Fatalf("after the second restart the daemon lists %+v (%v), want only lease B %s", ls, err, b.ID)
+		_, msg := e.showLease(b.ID)
+		t.Fatalf("after the second restart the daemon lists %+v (%v), want only lease B %s (%s)", ls, err, b.ID, msg)
 	}
 	if _, msg := e.showLease(a.ID); !strings.Contains(msg, "was lost") {
 		t.Fatalf("lease A after the second restart: %q, want lost", msg)
@@ -362,8 +374,7 @@ func TestRestartSequence(t *testing.T) {
 	if v, err := query(t, b3.DSN, "SELECT CONCAT(v, ' ', @@port) FROM canary"); err != nil || v != "mine "+strconv.Itoa(b3.Port) {
 		t.Fatalf("lease B on its new port: %q %v", v, err)
 	}
-	log, _ := os.ReadFile(filepath.Join(e.root, "serve.log"))
-	if !strings.Contains(string(log), `msg="lease lost" template=app slot=0 lease=`+a.ID+` reason=restore_failed`) {
+	if log := e.serveLog(); !strings.Contains(log, `msg="lease lost" template=app slot=0 lease=`+a.ID+` reason=restore_failed`) {
 		t.Errorf("serve.log does not log lease A lost:\n%s", log)
 	}
 	// B's holder wrote before the restarts, so its database cannot be

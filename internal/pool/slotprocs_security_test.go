@@ -193,9 +193,12 @@ func TestSecuritySlotProcessesDieWithSlot(t *testing.T) {
 // while the process runs.
 func TestSecuritySlotIDNotReusedWhileInUse(t *testing.T) {
 	needRoot(t)
-	old := svcuser.IDDir // a record directory of the test's own: ids from the range's start
-	svcuser.IDDir = filepath.Join(t.TempDir(), "ids")
-	t.Cleanup(func() { svcuser.IDDir = old })
+	// A record directory of the test's own, and ids from far into the
+	// range, where no daemon of the host hands out any: the test's two
+	// pools are offered the same id unless its process keeps it.
+	oldDir, oldFirst := svcuser.IDDir, svcuser.FirstID
+	svcuser.IDDir, svcuser.FirstID = filepath.Join(t.TempDir(), "ids"), svcuser.IDBase+svcuser.IDCount-4096
+	t.Cleanup(func() { svcuser.IDDir, svcuser.FirstID = oldDir, oldFirst })
 	st, m := build(t, "auto", 1)
 	p, err := pool.Up(context.Background(), st.Catalog(), st.Binary(), m, pool.Options{Size: 1, Profile: mariadb.DefaultProfile()})
 	if err != nil {

@@ -56,6 +56,13 @@ const IDBase = 0x70000000
 // at once on the host, across every root.
 const IDCount = 65536
 
+// FirstID is where a claim starts looking for a free id: IDBase. A test
+// that records ids in an IDDir of its own moves it far into the range,
+// away from the ids the host's daemons hand out: their records are not in
+// that directory, and a dead daemon's (a slot's clone waiting for its
+// daemon's restart) would otherwise not keep its id from the test.
+var FirstID = IDBase
+
 // IDDir is where claimed ids are recorded, machine-wide.
 // It is on disk, not in /run: a clone outlives a reboot, and its id must
 // not go to another tree while it does.
@@ -120,7 +127,7 @@ func ClaimAll(paths []string) ([]*Claimed, error) {
 		return nil, fmt.Errorf("claim a server id: %w", err)
 	}
 	defer sc.closeMine()
-	next := IDBase
+	next := FirstID
 	for i, path := range abs {
 		if out[i], err = sc.claim(shared, path, &next); err != nil {
 			for _, c := range out[:i] {

@@ -26,9 +26,7 @@ func TestClaim(t *testing.T) {
 		c.Release()
 		return
 	}
-	old := IDDir
-	IDDir = filepath.Join(t.TempDir(), "ids")
-	t.Cleanup(func() { IDDir = old })
+	ownIDs(t)
 	dir := t.TempDir()
 	a, err := Claim(filepath.Join(dir, "a"))
 	if err != nil {
@@ -62,7 +60,7 @@ func TestClaim(t *testing.T) {
 	if err := os.Mkdir(dead, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	deadID := unusedID(t, IDBase+100)
+	deadID := unusedID(t, FirstID+100)
 	if err := os.Chown(dead, deadID, deadID); err != nil {
 		t.Fatal(err)
 	}
@@ -155,9 +153,7 @@ func TestSecurityClaimSkipsIDInUse(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root: server ids are claimed only as root")
 	}
-	old := IDDir
-	IDDir = filepath.Join(t.TempDir(), "ids")
-	t.Cleanup(func() { IDDir = old })
+	ownIDs(t)
 	dir := t.TempDir()
 	a, err := Claim(filepath.Join(dir, "a"))
 	if err != nil {
@@ -353,9 +349,7 @@ func TestMeasureClaim(t *testing.T) {
 	if os.Getenv("PRISTINE_MEASURE_CLAIM") == "" || os.Geteuid() != 0 {
 		t.Skip("a measurement, as root: set PRISTINE_MEASURE_CLAIM=1 to run it")
 	}
-	old := IDDir
-	IDDir = filepath.Join(t.TempDir(), "ids")
-	t.Cleanup(func() { IDDir = old })
+	ownIDs(t)
 	dir := t.TempDir()
 	procs, _ := os.ReadDir("/proc")
 	for _, walkEach := range []bool{false, true} {
@@ -395,6 +389,17 @@ func TestDeadStatus(t *testing.T) {
 	}
 }
 
+// ownIDs gives the test a record directory of its own, and claims that
+// start far into the range (FirstID), where no daemon of the host hands
+// out ids: a killed daemon's records, which the test's directory lacks,
+// keep their ids from it only while they are the host's.
+func ownIDs(t *testing.T) {
+	t.Helper()
+	oldDir, oldFirst := IDDir, FirstID
+	IDDir, FirstID = filepath.Join(t.TempDir(), "ids"), IDBase+IDCount-4096
+	t.Cleanup(func() { IDDir, FirstID = oldDir, oldFirst })
+}
+
 // unusedID is the first id from from that has no record and that no
 // process runs as: other packages' tests claim ids of the same range at
 // the same time, and a dead holder's record must not overwrite theirs.
@@ -422,13 +427,11 @@ func TestClaimAll(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root: server ids are claimed only as root")
 	}
-	old := IDDir
-	IDDir = filepath.Join(t.TempDir(), "ids")
-	t.Cleanup(func() { IDDir = old })
+	ownIDs(t)
 	dir := t.TempDir()
 	// An id a process runs as, with no record (started before any claim:
 	// a claim's walk of the processes serves until a record goes).
-	busyID := unusedID(t, IDBase+1)
+	busyID := unusedID(t, FirstID+1)
 	runAs(t, busyID)
 	noteRemoved()
 	held, err := Claim(filepath.Join(dir, "held"))
@@ -438,7 +441,7 @@ func TestClaimAll(t *testing.T) {
 	defer held.Release()
 	// A dead holder's tree, still on disk and its id's.
 	dead := filepath.Join(dir, "dead")
-	deadID := unusedID(t, IDBase+50)
+	deadID := unusedID(t, FirstID+50)
 	if err := os.Mkdir(dead, 0o700); err != nil {
 		t.Fatal(err)
 	}
@@ -483,14 +486,12 @@ func TestClaimLeavesOtherRootsRecords(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root: server ids are claimed only as root")
 	}
-	old := IDDir
-	IDDir = filepath.Join(t.TempDir(), "ids")
-	t.Cleanup(func() { IDDir = old })
+	ownIDs(t)
 	if err := os.MkdirAll(IDDir, 0o700); err != nil {
 		t.Fatal(err)
 	}
 	gone := filepath.Join(t.TempDir(), "gone")
-	foreign := unusedID(t, IDBase)
+	foreign := unusedID(t, FirstID)
 	write := func(id int, text string) string {
 		rec := filepath.Join(IDDir, strconv.Itoa(id))
 		if err := os.WriteFile(rec, []byte(text), 0o600); err != nil {
@@ -544,9 +545,10 @@ func TestClaimWaitsForExitingProcess(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root: server ids are claimed only as root")
 	}
-	old, oldProc, oldWait := IDDir, procDir, exitWait
-	IDDir, procDir, exitWait = filepath.Join(t.TempDir(), "ids"), t.TempDir(), 2*time.Second
-	t.Cleanup(func() { IDDir, procDir, exitWait = old, oldProc, oldWait })
+	ownIDs(t)
+	oldProc, oldWait := procDir, exitWait
+	procDir, exitWait = t.TempDir(), 2*time.Second
+	t.Cleanup(func() { procDir, exitWait = oldProc, oldWait })
 	if err := os.Mkdir(IDDir, 0o700); err != nil {
 		t.Fatal(err)
 	}
@@ -564,7 +566,7 @@ func TestClaimWaitsForExitingProcess(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			tree := filepath.Join(t.TempDir(), "data")
-			id := unusedID(t, IDBase+100)
+			id := unusedID(t, FirstID+100)
 			if err := os.Mkdir(tree, 0o700); err != nil {
 				t.Fatal(err)
 			}
