@@ -1,5 +1,8 @@
 package io.pristinedb.client;
 
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
@@ -8,12 +11,17 @@ import java.util.concurrent.Executors;
  * Takes the next lease of a request while the current one is in use, so a
  * test that asks for a database finds one leased already: its wait is a
  * future's get, not a round trip to the daemon. It also opens a JDBC
- * connection to that lease, which the first {@link LeaseDataSource} made
- * of it takes, so the test does not pay the connect either. It holds at most one lease
- * ahead; that lease holds a slot of the pool like any other and is held by
- * this JVM (the daemon reclaims it when the JVM exits). {@link #close()}
- * releases it. Safe for concurrent use: with parallel tests, the first to
- * ask gets the lease taken ahead and the others lease as usual.
+ * connection to each lease it takes, which the first {@link LeaseDataSource}
+ * made of it takes, so the test does not pay the connect either.
+ *
+ * <p>It holds one lease ahead; while tests are shorter than taking a lease
+ * and connecting (a test waited for the one taken ahead), two: the second
+ * only from a slot that is free at once, so it never waits for a slot, nor
+ * keeps one from a test that does. Each lease ahead holds a slot of the pool
+ * like any other and is held by this JVM (the daemon reclaims it when the
+ * JVM exits). {@link #drain()} and {@link #close()} release them. Safe for
+ * concurrent use: with parallel tests, the first to ask gets a lease taken
+ * ahead and the others lease as usual.
  */
 public final class Prefetcher implements AutoCloseable {
     /**
@@ -28,103 +36,168 @@ public final class Prefetcher implements AutoCloseable {
         return t;
     });
 
+    /** The most leases a Prefetcher holds ahead. */
+    static final int MAX_AHEAD = 2;
+
+    /**
+     * A test that waited longer than this for its lease taken ahead was
+     * shorter than taking a lease and a connect: the Prefetcher takes a
+     * second ahead from then on.
+     */
+    static final long SHORT_TEST_NANOS = 1_000_000;
+
+    /** How long the second lease ahead may wait for a slot: none that is not free. */
+    static final double SPARE_WAIT_SECONDS = 0.001;
+
     private final PristineClient client;
     private final LeaseRequest req;
-    private CompletableFuture<Lease> next; // guarded by this; null: none ahead
-    private boolean closed; // guarded by this
+    /**
+     * A lease being taken or taken ahead; a spare's (the second ahead) is
+     * null when no slot was free.
+     */
+    private record Ahead(CompletableFuture<Lease> lease, boolean spare) {
+    }
+
+    // Guarded by this: the leases ahead, the oldest first, one of them not
+    // a spare (it waits for a slot); how many to hold; whether one was
+    // handed out since the last drain; closed.
+    private final ArrayDeque<Ahead> next = new ArrayDeque<>();
+    private int depth = 1;
+    private boolean handed;
+    private boolean closed;
 
     Prefetcher(PristineClient client, LeaseRequest req) {
         this.client = client;
         this.req = req;
     }
 
-    /** Starts taking a lease ahead now, if none is. */
+    /** Starts taking leases ahead now, up to the number it holds. */
     public synchronized void warm() {
-        if (next == null && !closed) {
-            next = CompletableFuture.supplyAsync(() -> {
-                Lease l = client.leaseWait(req);
-                LeaseDataSource.openAhead(l);
-                return l;
-            }, AHEAD);
+        while (!closed && next.size() < depth) {
+            boolean spare = next.stream().anyMatch(a -> !a.spare());
+            LeaseRequest r = spare ? req.withWait(SPARE_WAIT_SECONDS) : req;
+            next.add(new Ahead(CompletableFuture.supplyAsync(() -> take(r, spare), AHEAD), spare));
         }
     }
 
+    /** Leases and connects ahead; a spare that finds no free slot is null. */
+    private Lease take(LeaseRequest r, boolean spare) {
+        Lease l;
+        try {
+            l = client.leaseWait(r);
+        } catch (RuntimeException e) {
+            if (spare) {
+                return null;
+            }
+            throw e;
+        }
+        LeaseDataSource.openAhead(l);
+        return l;
+    }
+
     /**
-     * The lease taken ahead, or one leased now when none was (or it
-     * failed: the error is then the current one); starts taking the next.
+     * A lease taken ahead, or one leased now when none was (or it failed:
+     * the error is then the current one); starts taking the next.
      */
     public Lease lease() {
         return lease(req);
     }
 
     /**
-     * The lease taken ahead, or one leased now with now's request (its
+     * A lease taken ahead, or one leased now with now's request (its
      * holder: the test that asks) when none was or it failed; starts
      * taking the next with this Prefetcher's own request.
      */
     public Lease lease(LeaseRequest now) {
-        CompletableFuture<Lease> f;
-        synchronized (this) {
-            f = next;
-            next = null;
-        }
         Lease l = null;
-        if (f != null) {
+        while (l == null) {
+            CompletableFuture<Lease> f;
+            boolean counts;
+            synchronized (this) {
+                Ahead a = next.poll();
+                f = a == null ? null : a.lease();
+                counts = handed;
+            }
+            if (f == null) {
+                break;
+            }
+            boolean ready = f.isDone();
+            long t0 = System.nanoTime();
             try {
                 l = f.join();
-            } catch (RuntimeException ignored) {
-                // leased again below, for the current error
+            } catch (RuntimeException e) {
+                break; // leased again below, for the current error
+            }
+            if (counts && !ready && System.nanoTime() - t0 > SHORT_TEST_NANOS) {
+                synchronized (this) {
+                    depth = MAX_AHEAD;
+                }
             }
         }
         if (l == null) {
             l = client.leaseWait(now);
+        }
+        synchronized (this) {
+            handed = true;
         }
         warm();
         return l;
     }
 
     /**
-     * The lease taken ahead, once taking it is done; empty when none is
-     * taken or taking it failed.
+     * The leases taken ahead, once taking them is done; empty when none is
+     * taken or taking them failed.
      */
-    public java.util.Optional<Lease> ahead() {
-        CompletableFuture<Lease> f;
+    public List<Lease> ahead() {
+        List<CompletableFuture<Lease>> fs;
         synchronized (this) {
-            f = next;
+            fs = next.stream().map(Ahead::lease).toList();
         }
-        try {
-            return f == null ? java.util.Optional.empty() : java.util.Optional.of(f.join());
-        } catch (RuntimeException e) {
-            return java.util.Optional.empty();
+        List<Lease> out = new ArrayList<>();
+        for (CompletableFuture<Lease> f : fs) {
+            try {
+                Lease l = f.join();
+                if (l != null) {
+                    out.add(l);
+                }
+            } catch (RuntimeException e) {
+                // none was taken
+            }
         }
+        return out;
     }
 
     /**
-     * Releases the lease taken ahead, if any; the next {@link #lease}
-     * leases on the caller's thread and starts taking ahead again. For the
-     * end of a group of tests (a test class), so that no lease of the
+     * Releases the leases taken ahead, if any; the next {@link #lease}
+     * leases on the caller's thread and starts taking one ahead again. For
+     * the end of a group of tests (a test class), so that no lease of the
      * group outlives it.
      */
     public void drain() {
         giveBack(false);
     }
 
-    /** Releases the lease taken ahead, if any, and takes no more. */
+    /** Releases the leases taken ahead, if any, and takes no more. */
     @Override
     public void close() {
         giveBack(true);
     }
 
     private void giveBack(boolean close) {
-        CompletableFuture<Lease> f;
+        List<CompletableFuture<Lease>> fs;
         synchronized (this) {
-            f = next;
-            next = null;
+            fs = next.stream().map(Ahead::lease).toList();
+            next.clear();
+            depth = 1;
+            handed = false;
             closed |= close;
         }
-        if (f != null) {
+        for (CompletableFuture<Lease> f : fs) {
             try {
-                client.release(f.join().id(), true);
+                Lease l = f.join();
+                if (l != null) {
+                    client.release(l.id(), true);
+                }
             } catch (RuntimeException ignored) {
                 // none was taken, or the daemon reclaims it when the JVM exits
             }

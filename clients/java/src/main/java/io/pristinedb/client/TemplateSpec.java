@@ -109,7 +109,7 @@ public record TemplateSpec(String name, List<String> patterns, List<String> extr
         }
     }
 
-    /** The Prefetcher of each daemon, template and pool size: one lease ahead per template in the JVM. */
+    /** The Prefetcher of each daemon, template and pool size: one lease ahead per template in the JVM (two for tests shorter than a lease). */
     private static final ConcurrentHashMap<String, Prefetcher> PREFETCH = new ConcurrentHashMap<>();
 
     /** The holder of a lease taken ahead, until a test ends with it. */

@@ -202,6 +202,46 @@ class ClientTest {
     }
 
     /**
+     * Tests shorter than taking a lease and a connect get a second lease
+     * taken ahead, from a slot that is free: here tests of no work that
+     * release dirty wait for the resets behind their leases taken ahead,
+     * and once the resets are done the next lease brings two ahead;
+     * closing gives both back.
+     */
+    @Test
+    void secondLeaseAheadForShortTests() throws Exception {
+        PristineClient c = d.unix();
+        String name = "java-prefetch-two";
+        TemplateSpec spec = schemaSpec(name, uniqueKey("prefetch-two"), 4);
+        spec.ensure(c);
+        try (Prefetcher p = c.prefetch(LeaseRequest.of(name, "prefetch").withWait(60))) {
+            p.warm();
+            for (int i = 0; i < 20; i++) {
+                c.release(p.lease().id(), false);
+            }
+            Lease held = p.lease();
+            // The resets done, two slots at least free beside the one
+            // taken ahead.
+            for (long deadline = System.nanoTime() + 30_000_000_000L; System.nanoTime() < deadline; Thread.sleep(20)) {
+                JsonNode st = c.pool(name).path("states");
+                if (st.path("resetting").asInt() == 0 && st.path("ready").asInt() >= 2 && p.ahead().size() == 1) {
+                    break;
+                }
+            }
+            c.release(held.id(), true);
+            Lease l = p.lease();
+            long ahead = 0;
+            for (long deadline = System.nanoTime() + 30_000_000_000L; ahead < 2 && System.nanoTime() < deadline; Thread.sleep(20)) {
+                ahead = c.leases().stream().filter(x -> name.equals(x.template()) && !x.id().equals(l.id())).count();
+            }
+            assertEquals(2, ahead, "leases taken ahead for tests that waited for theirs, with free slots");
+            c.release(l.id(), true);
+        }
+        assertTrue(c.leases().stream().noneMatch(x -> name.equals(x.template())), "leases left: " + c.leases());
+        assertEquals(0, LeaseDataSource.ahead(), "connections opened ahead outlived their leases");
+    }
+
+    /**
      * A lease's pooled DataSource gives the same server connection back
      * after a close (one connection per test, not one per transaction), and
      * a Prefetcher hands out the lease it took while the one before was in
