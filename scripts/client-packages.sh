@@ -67,9 +67,9 @@ for jar in "$d"/target/pristine-client-*.jar; do
   case "$jar" in *-sources.jar | *-javadoc.jar) ;; *) break ;; esac
 done
 cp "${jar%.jar}"{.jar,-sources.jar,-javadoc.jar} "$OUT/"
-# The POM the shade plugin reduced: Jackson is inside the jar, relocated,
-# so the published client depends on nothing.
-cp "$d/target/dependency-reduced-pom.xml" "$OUT/$(basename "${jar%.jar}").pom"
+# Its own POM: every dependency it names is provided or test scope, so the
+# published client depends on nothing (its JSON is its own).
+cp "$d/pom.xml" "$OUT/$(basename "${jar%.jar}").pom"
 
 log "ruby: gem build"
 d="$(copy ruby)"

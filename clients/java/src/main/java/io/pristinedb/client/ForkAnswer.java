@@ -1,8 +1,5 @@
 package io.pristinedb.client;
 
-import com.fasterxml.jackson.annotation.JsonIgnoreProperties;
-import com.fasterxml.jackson.annotation.JsonProperty;
-import com.fasterxml.jackson.databind.JsonNode;
 
 /**
  * The daemon's answer to a fork ({@link PristineClient#fork}): the new
@@ -10,11 +7,15 @@ import com.fasterxml.jackson.databind.JsonNode;
  * ...), whether it was made now ({@code built} false: a fork with the same
  * key was there already) and how long the fork took in the daemon.
  */
-@JsonIgnoreProperties(ignoreUnknown = true)
 public record ForkAnswer(
-        @JsonProperty("template") JsonNode template,
-        @JsonProperty("built") boolean built,
-        @JsonProperty("seconds") double seconds) {
+        Json template,
+        boolean built,
+        double seconds) {
+
+    /** The answer of the daemon's document j. */
+    static ForkAnswer from(Json j) {
+        return new ForkAnswer(j.path("template"), j.path("built").asBoolean(), j.path("seconds").asDouble());
+    }
 
     /** The fork's hash, which {@link PristineClient#ensurePool} takes. */
     public String hash() {

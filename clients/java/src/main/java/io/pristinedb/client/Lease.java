@@ -1,35 +1,41 @@
 package io.pristinedb.client;
 
-import com.fasterxml.jackson.annotation.JsonIgnoreProperties;
-import com.fasterxml.jackson.annotation.JsonProperty;
 import java.util.List;
 
 /**
  * A pristine database held by one test (or one worker): the daemon's
  * {@code Lease}. {@link #toString()} leaves the password out.
  */
-@JsonIgnoreProperties(ignoreUnknown = true)
 public record Lease(
-        @JsonProperty("id") String id,
-        @JsonProperty("template") String template,
-        @JsonProperty("slot") int slot,
-        @JsonProperty("holder") String holder,
-        @JsonProperty("host") String host,
-        @JsonProperty("port") int port,
-        @JsonProperty("socket") String socket,
-        @JsonProperty("user") String user,
-        @JsonProperty("password") String password,
-        @JsonProperty("database") String database,
-        @JsonProperty("dsn") String dsn,
-        @JsonProperty("url") String url,
-        @JsonProperty("created") String created,
-        @JsonProperty("expires") String expires,
-        @JsonProperty("env") List<String> env,
-        @JsonProperty("kept") boolean kept,
-        @JsonProperty("pid") long pid,
-        @JsonProperty("clone") String cloneId,
+        String id,
+        String template,
+        int slot,
+        String holder,
+        String host,
+        int port,
+        String socket,
+        String user,
+        String password,
+        String database,
+        String dsn,
+        String url,
+        String created,
+        String expires,
+        List<String> env,
+        boolean kept,
+        long pid,
+        String cloneId,
         /** The CA certificate (PEM) of a slot reachable over the network; "" or null for a loopback slot. */
-        @JsonProperty("ca") String ca) implements DatabaseConnection {
+        String ca) implements DatabaseConnection {
+
+    /** The lease of the daemon's answer j (members it does not know are left out). */
+    static Lease from(Json j) {
+        return new Lease(j.path("id").string(), j.path("template").string(), j.path("slot").asInt(), j.path("holder").string(),
+                j.path("host").string(), j.path("port").asInt(), j.path("socket").string(), j.path("user").string(),
+                j.path("password").string(), j.path("database").string(), j.path("dsn").string(), j.path("url").string(),
+                j.path("created").string(), j.path("expires").string(), j.path("env").isArray() ? j.path("env").strings() : null,
+                j.path("kept").asBoolean(), j.path("pid").asLong(), j.path("clone").string(), j.path("ca").string());
+    }
 
     @Override
     public String toString() {

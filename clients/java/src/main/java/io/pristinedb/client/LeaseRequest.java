@@ -1,7 +1,7 @@
 package io.pristinedb.client;
 
-import com.fasterxml.jackson.annotation.JsonInclude;
-import com.fasterxml.jackson.annotation.JsonProperty;
+import java.util.LinkedHashMap;
+import java.util.Map;
 
 /**
  * Asks for a database ({@code POST /v1/leases}): of the pool of template
@@ -12,14 +12,13 @@ import com.fasterxml.jackson.annotation.JsonProperty;
  * a smaller pool grows to it first, at once, or the request fails at once
  * (507) naming the daemon's --max-memory/--max-disk when they do not fit.
  */
-@JsonInclude(JsonInclude.Include.NON_DEFAULT)
 public record LeaseRequest(
-        @JsonProperty("template") String template,
-        @JsonProperty("holder") String holder,
-        @JsonProperty("ttl_seconds") double ttlSeconds,
-        @JsonProperty("wait_seconds") double waitSeconds,
-        @JsonProperty("pid") long pid,
-        @JsonProperty("min_size") int minSize) {
+        String template,
+        String holder,
+        double ttlSeconds,
+        double waitSeconds,
+        long pid,
+        int minSize) {
 
     /** A request without min_size. */
     public LeaseRequest(String template, String holder, double ttlSeconds, double waitSeconds, long pid) {
@@ -44,5 +43,17 @@ public record LeaseRequest(
     /** The same request growing a smaller pool to slots first. */
     public LeaseRequest withMinSize(int slots) {
         return new LeaseRequest(template, holder, ttlSeconds, waitSeconds, pid, slots);
+    }
+
+    /** The request's body: the fields set (not null, not 0). */
+    Map<String, Object> body() {
+        Map<String, Object> m = new LinkedHashMap<>();
+        Json.putSet(m, "template", template);
+        Json.putSet(m, "holder", holder);
+        Json.putSet(m, "ttl_seconds", ttlSeconds);
+        Json.putSet(m, "wait_seconds", waitSeconds);
+        Json.putSet(m, "pid", pid);
+        Json.putSet(m, "min_size", minSize);
+        return m;
     }
 }

@@ -6,6 +6,8 @@ import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
 
 /**
  * Takes the next lease of a request while the current one is in use, so a
@@ -36,6 +38,13 @@ public final class Prefetcher implements AutoCloseable {
         return t;
     });
 
+    /** Gives back leases left ahead by a group of tests once the next group did not come ({@link #drainIdle}). */
+    private static final ScheduledExecutorService IDLE = Executors.newSingleThreadScheduledExecutor(r -> {
+        Thread t = new Thread(r, "pristine-ahead-idle");
+        t.setDaemon(true);
+        return t;
+    });
+
     /** The most leases a Prefetcher holds ahead. */
     static final int MAX_AHEAD = 2;
 
@@ -60,10 +69,11 @@ public final class Prefetcher implements AutoCloseable {
 
     // Guarded by this: the leases ahead, the oldest first, one of them not
     // a spare (it waits for a slot); how many to hold; whether one was
-    // handed out since the last drain; closed.
+    // handed out since the last drain; how many were handed out; closed.
     private final ArrayDeque<Ahead> next = new ArrayDeque<>();
     private int depth = 1;
     private boolean handed;
+    private long handedOut;
     private boolean closed;
 
     Prefetcher(PristineClient client, LeaseRequest req) {
@@ -139,6 +149,7 @@ public final class Prefetcher implements AutoCloseable {
         }
         synchronized (this) {
             handed = true;
+            handedOut++;
         }
         warm();
         return l;
@@ -174,18 +185,41 @@ public final class Prefetcher implements AutoCloseable {
      * group outlives it.
      */
     public void drain() {
-        giveBack(false);
+        giveBack(false, -1);
+    }
+
+    /**
+     * As {@link #drain}, unless a lease is handed out within lingerNanos
+     * (0: now): for the end of a group of tests (a test class) that the
+     * next group, of the same pool, may follow at once, so that its first
+     * test too finds its lease taken. Leases left ahead hold slots only that
+     * long after the last group.
+     */
+    public void drainIdle(long lingerNanos) {
+        if (lingerNanos <= 0) {
+            drain();
+            return;
+        }
+        long seen;
+        synchronized (this) {
+            seen = handedOut;
+        }
+        IDLE.schedule(() -> giveBack(false, seen), lingerNanos, TimeUnit.NANOSECONDS);
     }
 
     /** Releases the leases taken ahead, if any, and takes no more. */
     @Override
     public void close() {
-        giveBack(true);
+        giveBack(true, -1);
     }
 
-    private void giveBack(boolean close) {
+    /** Releases the leases ahead; with onlyIf (>= 0), only when no lease was handed out since that count. */
+    private void giveBack(boolean close, long onlyIf) {
         List<CompletableFuture<Lease>> fs;
         synchronized (this) {
+            if (onlyIf >= 0 && (handedOut != onlyIf || closed)) {
+                return;
+            }
             fs = next.stream().map(Ahead::lease).toList();
             next.clear();
             depth = 1;

@@ -1,9 +1,5 @@
 package io.pristinedb.client;
 
-import com.fasterxml.jackson.core.JsonProcessingException;
-import com.fasterxml.jackson.databind.DeserializationFeature;
-import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.ObjectMapper;
 import java.io.BufferedReader;
 import java.io.IOException;
 import java.io.InputStreamReader;
@@ -32,9 +28,6 @@ public final class PristineClient {
     public static final String ENV_CACHE = "PRISTINE_CACHE";
     /** The longest wait the daemon takes in one request, in seconds. */
     public static final double MAX_WAIT = 3600;
-
-    static final ObjectMapper JSON = new ObjectMapper()
-            .configure(DeserializationFeature.FAIL_ON_UNKNOWN_PROPERTIES, false);
 
     private final Http http;
     private final String where;
@@ -143,14 +136,7 @@ public final class PristineClient {
 
     /** Sends a request; a status of 300 or more throws, except allow1 and allow2 (answers with a body). */
     private Http.Response send(String method, String path, Object body, int allow1, int allow2) {
-        byte[] b = null;
-        try {
-            if (body != null) {
-                b = JSON.writeValueAsBytes(body);
-            }
-        } catch (JsonProcessingException e) {
-            throw new PristineException(method + " " + path + ": " + e.getMessage(), e);
-        }
+        byte[] b = body == null ? null : Json.write(bodyOf(body)).getBytes(StandardCharsets.UTF_8);
         Http.Response resp;
         try {
             resp = http.send(method, path, b, timeout(method, path, body));
@@ -177,12 +163,12 @@ public final class PristineClient {
                 String msg = null;
                 String code = "";
                 try {
-                    JsonNode n = JSON.readTree(text);
-                    if (n != null && n.hasNonNull("error")) {
-                        msg = n.get("error").asText();
+                    Json n = Json.parse(text);
+                    if (n.hasNonNull("error")) {
+                        msg = n.path("error").asText();
                         code = n.path("code").asText("");
                     }
-                } catch (IOException ignored) {
+                } catch (IllegalArgumentException ignored) {
                     // not JSON: say what came
                 }
                 if (msg == null || msg.isEmpty()) {
@@ -200,6 +186,17 @@ public final class PristineClient {
             }
         }
         return resp;
+    }
+
+    /** A request body as what {@link Json#write} encodes. */
+    private static Object bodyOf(Object body) {
+        if (body instanceof LeaseRequest r) {
+            return r.body();
+        }
+        if (body instanceof TemplateRequest r) {
+            return r.body();
+        }
+        return body;
     }
 
     /** How long an exchange may take: the wait the request asks the daemon for, and a minute more. */
@@ -224,15 +221,28 @@ public final class PristineClient {
         return timeout;
     }
 
-    private <T> T call(String method, String path, Object body, Class<T> type) {
+    /** Sends a request and reads its answer: missing when it has no body. */
+    private Json call(String method, String path, Object body) {
         try (Http.Response resp = send(method, path, body)) {
-            byte[] b = resp.readBody();
-            if (type == Void.class) {
-                return null;
-            }
-            return JSON.readValue(b, type);
+            return read(method, path, resp);
+        }
+    }
+
+    /** The answer's document: missing when it has no body. */
+    private static Json read(String method, String path, Http.Response resp) {
+        byte[] b;
+        try {
+            b = resp.readBody();
         } catch (IOException e) {
             throw new PristineException(method + " " + path + ": read answer: " + e, e);
+        }
+        if (b.length == 0) {
+            return Json.missing();
+        }
+        try {
+            return Json.parse(b);
+        } catch (IllegalArgumentException e) {
+            throw new PristineException(method + " " + path + ": the daemon's answer is not JSON: " + e.getMessage(), e);
         }
     }
 
@@ -244,15 +254,13 @@ public final class PristineClient {
 
     /** Checks that the daemon answers. */
     public void health() {
-        call("GET", "/v1/health", null, JsonNode.class);
+        call("GET", "/v1/health", null);
     }
 
     /** Begins a template build, or learns that it exists (ready) or is being built (building, a 423). */
     public TemplateAnswer beginTemplate(TemplateRequest req) {
         try (Http.Response resp = send("POST", "/v1/templates", req, 423, 0)) {
-            return JSON.readValue(resp.readBody(), TemplateAnswer.class);
-        } catch (IOException e) {
-            throw new PristineException("POST /v1/templates: read answer: " + e, e);
+            return TemplateAnswer.from(read("POST", "/v1/templates", resp));
         }
     }
 
@@ -260,36 +268,34 @@ public final class PristineClient {
     public TemplateAnswer waitTemplate(String keyOrName, double seconds) {
         String path = "/v1/templates/" + esc(keyOrName) + "?wait=" + fmt(seconds);
         try (Http.Response resp = send("GET", path, null, 423, 410)) {
-            return JSON.readValue(resp.readBody(), TemplateAnswer.class);
-        } catch (IOException e) {
-            throw new PristineException("GET " + path + ": read answer: " + e, e);
+            return TemplateAnswer.from(read("GET", path, resp));
         }
     }
 
     /** Finishes a build: the template server is stopped cleanly and the template published. */
     public TemplateAnswer finishTemplate(String hash) {
-        return call("PUT", "/v1/templates/" + esc(hash), null, TemplateAnswer.class);
+        return TemplateAnswer.from(call("PUT", "/v1/templates/" + esc(hash), null));
     }
 
     /** Aborts a build (or removes a template no pool uses). */
     public void abortTemplate(String hash) {
-        call("DELETE", "/v1/templates/" + esc(hash), null, Void.class);
+        call("DELETE", "/v1/templates/" + esc(hash), null);
     }
 
     /** One pool's status ({@code hash}, {@code leased}, {@code size}, {@code slots}, ...). */
-    public JsonNode pool(String template) {
-        return call("GET", "/v1/pools/" + esc(template), null, JsonNode.class);
+    public Json pool(String template) {
+        return call("GET", "/v1/pools/" + esc(template), null);
     }
 
     /** The pools that are up. */
-    public List<JsonNode> pools() {
-        List<JsonNode> out = new ArrayList<>();
-        call("GET", "/v1/pools", null, JsonNode.class).forEach(out::add);
+    public List<Json> pools() {
+        List<Json> out = new ArrayList<>();
+        call("GET", "/v1/pools", null).forEach(out::add);
         return out;
     }
 
     /** Brings up a pool of size slots of the template hash and waits until the daemon's default of them answered (its first round of starts). */
-    public JsonNode poolUp(String hash, int size) {
+    public Json poolUp(String hash, int size) {
         return poolUp(hash, size, 0);
     }
 
@@ -298,7 +304,7 @@ public final class PristineClient {
      * daemon's default, its first round of starts; size: every slot); the others go on starting in the daemon,
      * each serving waiting leases as it answers.
      */
-    public JsonNode poolUp(String hash, int size, int minReady) {
+    public Json poolUp(String hash, int size, int minReady) {
         Map<String, Object> req = minReady > 0
                 ? Map.of("template", hash, "size", size, "min_ready", minReady)
                 : Map.of("template", hash, "size", size);
@@ -308,12 +314,17 @@ public final class PristineClient {
                 if (line.isBlank()) {
                     continue;
                 }
-                JsonNode ev = JSON.readTree(line);
-                if (ev.hasNonNull("error") && !ev.get("error").asText().isEmpty()) {
-                    throw new PristineException(ev.get("error").asText(), ev.path("code").asInt(0), 0, null);
+                Json ev;
+                try {
+                    ev = Json.parse(line);
+                } catch (IllegalArgumentException e) {
+                    throw new PristineException("pool up: the daemon's progress is not JSON: " + e.getMessage(), e);
+                }
+                if (!ev.path("error").asText().isEmpty()) {
+                    throw new PristineException(ev.path("error").asText(), ev.path("code").asInt(0), 0, null);
                 }
                 if (ev.hasNonNull("status")) {
-                    return ev.get("status");
+                    return ev.path("status");
                 }
             }
         } catch (IOException e) {
@@ -323,27 +334,27 @@ public final class PristineClient {
     }
 
     /** Stops a pool and removes its clones. */
-    public JsonNode poolDown(String template) {
-        return call("DELETE", "/v1/pools/" + esc(template), null, JsonNode.class);
+    public Json poolDown(String template) {
+        return call("DELETE", "/v1/pools/" + esc(template), null);
     }
 
     /** Acquires a database (one request: see {@link #leaseWait} for the retrying flow). */
     public Lease lease(LeaseRequest req) {
-        return call("POST", "/v1/leases", req, Lease.class);
+        return Lease.from(call("POST", "/v1/leases", req));
     }
 
     /** One lease with its credentials. */
     public Lease getLease(String id) {
-        return call("GET", "/v1/leases/" + esc(id), null, Lease.class);
+        return Lease.from(call("GET", "/v1/leases/" + esc(id), null));
     }
 
     /** The leases held now (without credentials). */
     public List<Lease> leases() {
-        try (Http.Response resp = send("GET", "/v1/leases", null)) {
-            return List.of(JSON.readValue(resp.readBody(), Lease[].class));
-        } catch (IOException e) {
-            throw new PristineException("GET /v1/leases: read answer: " + e, e);
+        List<Lease> out = new ArrayList<>();
+        for (Json l : call("GET", "/v1/leases", null)) {
+            out.add(Lease.from(l));
         }
+        return List.copyOf(out);
     }
 
     /**
@@ -356,8 +367,7 @@ public final class PristineClient {
      */
     public boolean release(String id, boolean unchanged) {
         LeaseDataSource.dropAhead(id);
-        JsonNode n = call("DELETE", "/v1/leases/" + esc(id) + (unchanged ? "?mode=unchanged" : ""), null, JsonNode.class);
-        return n == null || n.path("reset").asBoolean(true);
+        return call("DELETE", "/v1/leases/" + esc(id) + (unchanged ? "?mode=unchanged" : ""), null).path("reset").asBoolean(true);
     }
 
     /**
@@ -367,8 +377,7 @@ public final class PristineClient {
      */
     public boolean releaseWait(String id, boolean unchanged) {
         LeaseDataSource.dropAhead(id);
-        JsonNode n = call("DELETE", "/v1/leases/" + esc(id) + (unchanged ? "?mode=unchanged&wait=true" : ""), null, JsonNode.class);
-        return n == null || n.path("reset").asBoolean(true);
+        return call("DELETE", "/v1/leases/" + esc(id) + (unchanged ? "?mode=unchanged&wait=true" : ""), null).path("reset").asBoolean(true);
     }
 
     /**
@@ -382,12 +391,12 @@ public final class PristineClient {
     /** Keeps a lease for debugging: it is not reclaimed or reset until released. */
     public Lease keep(String id) {
         LeaseDataSource.dropAhead(id);
-        return call("POST", "/v1/leases/" + esc(id) + "/keep", null, Lease.class);
+        return Lease.from(call("POST", "/v1/leases/" + esc(id) + "/keep", null));
     }
 
     /** Gives a lease ttlSeconds more from now. */
     public Lease extend(String id, double ttlSeconds) {
-        return call("POST", "/v1/leases/" + esc(id) + "/extend", Map.of("ttl_seconds", ttlSeconds), Lease.class);
+        return Lease.from(call("POST", "/v1/leases/" + esc(id) + "/extend", Map.of("ttl_seconds", ttlSeconds)));
     }
 
     /**
@@ -402,12 +411,12 @@ public final class PristineClient {
      */
     public ForkAnswer fork(String id, String name, String key) {
         Map<String, Object> req = key == null || key.isEmpty() ? Map.of("name", name) : Map.of("name", name, "key", key);
-        return call("POST", "/v1/leases/" + esc(id) + "/fork", req, ForkAnswer.class);
+        return ForkAnswer.from(call("POST", "/v1/leases/" + esc(id) + "/fork", req));
     }
 
     /** Asks the daemon to bring every pool down and exit. */
     public void shutdown() {
-        call("POST", "/v1/shutdown", null, Void.class);
+        call("POST", "/v1/shutdown", null);
     }
 
     // ---- the shared flow
@@ -519,7 +528,7 @@ public final class PristineClient {
      */
     public void ensurePool(String name, String hash, int size) {
         try {
-            JsonNode st = pool(name);
+            Json st = pool(name);
             if (hash.equals(st.path("hash").asText())) {
                 int have = st.path("size").asInt(0);
                 if (have < size) {
@@ -559,7 +568,7 @@ public final class PristineClient {
 
     /** Grows the pool of name from have to size slots, and says so on stderr. */
     private void growPool(String name, String hash, int have, int size) {
-        JsonNode st;
+        Json st;
         try {
             st = poolUp(hash, size);
         } catch (NoDaemonException e) {

@@ -1,8 +1,5 @@
 package io.pristinedb.client;
 
-import com.fasterxml.jackson.annotation.JsonIgnoreProperties;
-import com.fasterxml.jackson.annotation.JsonProperty;
-import com.fasterxml.jackson.databind.JsonNode;
 import java.util.List;
 
 /**
@@ -10,26 +7,33 @@ import java.util.List;
  * caller builds it: the connection fields name the template server),
  * building (someone else does), failed or removed; {@code hash} names it.
  */
-@JsonIgnoreProperties(ignoreUnknown = true)
 public record TemplateAnswer(
-        @JsonProperty("status") String status,
-        @JsonProperty("hash") String hash,
-        @JsonProperty("template") JsonNode template,
-        @JsonProperty("error") String error,
-        @JsonProperty("host") String host,
-        @JsonProperty("port") int port,
-        @JsonProperty("socket") String socket,
-        @JsonProperty("user") String user,
-        @JsonProperty("password") String password,
-        @JsonProperty("database") String database,
-        @JsonProperty("dsn") String dsn,
-        @JsonProperty("url") String url,
-        @JsonProperty("env") List<String> env) implements DatabaseConnection {
+        String status,
+        String hash,
+        Json template,
+        String error,
+        String host,
+        int port,
+        String socket,
+        String user,
+        String password,
+        String database,
+        String dsn,
+        String url,
+        List<String> env) implements DatabaseConnection {
 
     public static final String READY = "ready";
     public static final String BUILD = "build";
     public static final String BUILDING = "building";
     public static final String FAILED = "failed";
+
+    /** The answer of the daemon's document j. */
+    static TemplateAnswer from(Json j) {
+        return new TemplateAnswer(j.path("status").string(), j.path("hash").string(), j.path("template"), j.path("error").string(),
+                j.path("host").string(), j.path("port").asInt(), j.path("socket").string(), j.path("user").string(),
+                j.path("password").string(), j.path("database").string(), j.path("dsn").string(), j.path("url").string(),
+                j.path("env").isArray() ? j.path("env").strings() : null);
+    }
 
     @Override
     public String toString() {

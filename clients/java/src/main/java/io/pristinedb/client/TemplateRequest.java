@@ -1,7 +1,7 @@
 package io.pristinedb.client;
 
-import com.fasterxml.jackson.annotation.JsonInclude;
-import com.fasterxml.jackson.annotation.JsonProperty;
+import java.util.LinkedHashMap;
+import java.util.Map;
 
 /**
  * Begins a template build ({@code POST /v1/templates}): its name, the
@@ -16,16 +16,15 @@ import com.fasterxml.jackson.annotation.JsonProperty;
  * same after a migration changes, unless {@code allowStale} accepts that
  * risk.
  */
-@JsonInclude(JsonInclude.Include.NON_DEFAULT)
 public record TemplateRequest(
-        @JsonProperty("name") String name,
-        @JsonProperty("key") String key,
-        @JsonProperty("database") String database,
-        @JsonProperty("ttl_seconds") double ttlSeconds,
-        @JsonProperty("cache") String cache,
-        @JsonProperty("runs_code") boolean runsCode,
-        @JsonProperty("key_files") int keyFiles,
-        @JsonProperty("allow_stale") boolean allowStale) {
+        String name,
+        String key,
+        String database,
+        double ttlSeconds,
+        String cache,
+        boolean runsCode,
+        int keyFiles,
+        boolean allowStale) {
 
     /** A request that says nothing of what its build runs. */
     public TemplateRequest(String name, String key, String database, double ttlSeconds, String cache) {
@@ -53,5 +52,19 @@ public record TemplateRequest(
      */
     public TemplateRequest withKeyFiles(int files, boolean stale) {
         return new TemplateRequest(name, key, database, ttlSeconds, cache, true, files, stale);
+    }
+
+    /** The request's body: the fields set (not null, not 0, not false). */
+    Map<String, Object> body() {
+        Map<String, Object> m = new LinkedHashMap<>();
+        Json.putSet(m, "name", name);
+        Json.putSet(m, "key", key);
+        Json.putSet(m, "database", database);
+        Json.putSet(m, "ttl_seconds", ttlSeconds);
+        Json.putSet(m, "cache", cache);
+        Json.putSet(m, "runs_code", runsCode);
+        Json.putSet(m, "key_files", keyFiles);
+        Json.putSet(m, "allow_stale", allowStale);
+        return m;
     }
 }

@@ -93,6 +93,14 @@ public record TemplateSpec(String name, List<String> patterns, List<String> extr
                         e.status(), 0, e, e.code());
             }
             long t1 = System.nanoTime();
+            // Leases this JVM took ahead from a pool of this name may be of another build (its files changed):
+            // given back, they do not keep that pool from being replaced.
+            String prefix = client.where() + "\0" + name + "\0";
+            PREFETCH.forEach((k, p) -> {
+                if (k.startsWith(prefix)) {
+                    p.drain();
+                }
+            });
             client.ensurePool(name, a.hash(), poolSize);
             long t2 = System.nanoTime();
             if (t2 - t0 > 1_000_000_000L) {
@@ -119,8 +127,10 @@ public record TemplateSpec(String name, List<String> patterns, List<String> extr
      * Whether {@link #lease} takes the next lease while a test runs
      * ({@link Prefetcher}): on unless {@code -Dpristine.prefetch=false} or
      * {@code PRISTINE_PREFETCH=0}. The lease taken ahead holds a slot of the
-     * pool, and its holder reads {@link #AHEAD_HOLDER}; a test class's end
-     * gives it back ({@link #releaseAhead}).
+     * pool, and its holder reads {@link #AHEAD_HOLDER}; it is given back
+     * when no test class of the pool follows within {@link #lingerNanos}
+     * of the last one's end ({@link #releaseAheadIdle}), and at the JVM's
+     * exit.
      */
     static boolean prefetchOn() {
         String p = System.getProperty("pristine.prefetch");
@@ -166,18 +176,48 @@ public record TemplateSpec(String name, List<String> patterns, List<String> extr
     }
 
     /**
-     * Gives back every lease taken ahead in this JVM (the JUnit extension
-     * and the Spring listener call it when a test class ends), so that no
-     * lease outlives the class; the next class's first test leases on its
-     * own thread, and taking ahead starts again.
+     * Gives back every lease taken ahead in this JVM now; the next test
+     * leases on its own thread, and taking ahead starts again.
      */
     public static void releaseAhead() {
         PREFETCH.values().forEach(Prefetcher::drain);
     }
 
     /**
+     * Gives back the leases taken ahead in this JVM unless a test takes one
+     * within {@link #lingerNanos} (the JUnit extension and the Spring
+     * listener call it when a test class ends): the next class's first test
+     * then finds its lease taken and connected, like the others, and a JVM
+     * whose classes of the pool are done holds none of its slots for longer.
+     */
+    public static void releaseAheadIdle() {
+        long linger = lingerNanos();
+        PREFETCH.values().forEach(p -> p.drainIdle(linger));
+    }
+
+    /**
+     * How long leases taken ahead wait for the next test class after one
+     * ends: {@code -Dpristine.aheadLinger} seconds (0: given back at once),
+     * default 2 s, longer than a cached Spring context's switch and a
+     * JUnit class's setup.
+     */
+    static long lingerNanos() {
+        String v = System.getProperty("pristine.aheadLinger");
+        double s = 2;
+        if (v != null && !v.isBlank()) {
+            try {
+                s = Double.parseDouble(v.trim());
+            } catch (NumberFormatException e) {
+                throw new PristineException("-Dpristine.aheadLinger=" + v + ": not a number of seconds (e.g. 2, 0.5, or 0 to give leases taken ahead back at each class end)");
+            }
+        }
+        return (long) (Math.max(s, 0) * 1e9);
+    }
+
+    /**
      * The leases this JVM holds ahead of its tests, once those being taken
-     * are: none after a test class's end ({@link #releaseAhead}).
+     * are: none once {@link #releaseAhead} (or {@link #releaseAheadIdle}'s
+     * wait) gave them back.
      */
     public static List<Lease> leasesAhead() {
         return PREFETCH.values().stream().flatMap(p -> p.ahead().stream()).toList();
@@ -253,6 +293,7 @@ public record TemplateSpec(String name, List<String> patterns, List<String> extr
 
     static {
         Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+            PREFETCH.values().forEach(Prefetcher::close); // what the daemon would take back at this JVM's exit anyway
             RELEASES.shutdown();
             try {
                 RELEASES.awaitTermination(10, TimeUnit.SECONDS);

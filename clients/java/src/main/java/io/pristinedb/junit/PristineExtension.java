@@ -126,8 +126,9 @@ public final class PristineExtension implements BeforeAllCallback, AfterAllCallb
                     || Boolean.TRUE.equals(context.getStore(NS).get(FAILED, Boolean.class));
             h.end(context, failed);
         }
-        // The class's releases ran in the background, and a lease may be taken ahead: both done when it ends.
-        TemplateSpec.releaseAhead();
+        // The class's releases ran in the background: done when it ends. A lease taken ahead waits for the next
+        // class a moment (its first test then finds it), and goes back if none comes.
+        TemplateSpec.releaseAheadIdle();
         TemplateSpec.awaitReleases();
     }
 

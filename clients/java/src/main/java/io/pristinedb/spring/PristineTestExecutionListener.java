@@ -108,8 +108,9 @@ public final class PristineTestExecutionListener extends AbstractTestExecutionLi
             end(dataSource(tc), cl.lease, cl.failed);
         }
         if (annotated(tc)) {
-            // The class's releases ran in the background, and a lease may be taken ahead: both done when it ends.
-            TemplateSpec.releaseAhead();
+            // The class's releases ran in the background: done when it ends. A lease taken ahead waits for the next
+            // class a moment (its first test then finds it), and goes back if none comes.
+            TemplateSpec.releaseAheadIdle();
             TemplateSpec.awaitReleases();
         }
     }

@@ -137,6 +137,16 @@ class ExtensionTest {
         }
     }
 
+    /** A class of the same pool that follows OneAfterAnother. */
+    @PristineDatabase(template = "java-junit", files = "src/test/resources/schema.sql", migrate = MIGRATE, poolSize = 3)
+    static class ThenAnother {
+        @Test
+        void next(DataSource ds, Lease lease) throws Exception {
+            HOLDERS.add(lease.holder());
+            assertEquals(1, insertOwnRowAndCount(ds, "next"), "sees another test's rows");
+        }
+    }
+
     /** A failing test's database is kept. */
     @PristineDatabase(template = "java-junit", files = "src/test/resources/schema.sql", migrate = MIGRATE, poolSize = 3, keepOnFailure = true)
     static class Failing {
@@ -189,17 +199,37 @@ class ExtensionTest {
     /**
      * Prefetching is on by default: the first test of a class leases as
      * itself, the next ones get the lease taken while the one before ran,
-     * and the class's end gives the lease taken ahead back.
+     * and so does the first test of a class of the same pool that follows;
+     * what is left ahead goes back once no class came for the linger
+     * (pristine.aheadLinger), and at once with a linger of 0.
      */
     @Test
-    void leasesAreTakenAheadAndGivenBackAtTheClassEnd() {
-        HOLDERS.clear();
-        EngineTestKit.engine("junit-jupiter").selectors(selectClass(OneAfterAnother.class)).execute()
-                .testEvents().assertStatistics(s -> s.started(3).succeeded(3));
+    void leasesTakenAheadServeTheNextClassThenGoBack() throws Exception {
         String ahead = "JVM " + ProcessHandle.current().pid() + " (prefetched)";
-        assertEquals(List.of("OneAfterAnother.first", ahead, ahead), HOLDERS, "holders of the three tests' leases");
-        assertEquals(List.of(), TemplateSpec.leasesAhead(), "leases held ahead after the class ended");
-        assertLeasesGone();
+        try {
+            System.setProperty("pristine.aheadLinger", "1");
+            HOLDERS.clear();
+            EngineTestKit.engine("junit-jupiter").selectors(selectClass(OneAfterAnother.class), selectClass(ThenAnother.class)).execute()
+                    .testEvents().assertStatistics(s -> s.started(4).succeeded(4));
+            assertEquals(List.of("OneAfterAnother.first", ahead, ahead, ahead), HOLDERS, "holders of the four tests' leases");
+            assertNotEquals(List.of(), TemplateSpec.leasesAhead(), "nothing held ahead for a class that may follow");
+            long deadline = System.nanoTime() + 15_000_000_000L;
+            while (!TemplateSpec.leasesAhead().isEmpty() && System.nanoTime() < deadline) {
+                Thread.sleep(50);
+            }
+            assertEquals(List.of(), TemplateSpec.leasesAhead(), "leases held ahead long after the last class ended");
+
+            System.setProperty("pristine.aheadLinger", "0");
+            HOLDERS.clear();
+            EngineTestKit.engine("junit-jupiter").selectors(selectClass(OneAfterAnother.class), selectClass(ThenAnother.class)).execute()
+                    .testEvents().assertStatistics(s -> s.started(4).succeeded(4));
+            assertEquals(List.of("OneAfterAnother.first", ahead, ahead, "ThenAnother.next"), HOLDERS, "holders with no linger");
+            assertEquals(List.of(), TemplateSpec.leasesAhead(), "leases held ahead after the class ended, with no linger");
+            assertLeasesGone();
+        } finally {
+            System.clearProperty("pristine.aheadLinger");
+            TemplateSpec.releaseAhead();
+        }
     }
 
     @Test
@@ -329,10 +359,12 @@ class ExtensionTest {
                 .orElseThrow().getThrowable().orElseThrow();
         assertTrue(t.getMessage().contains("setup " + FailingSetup.class.getName() + " failed on a new database")
                 && t.getMessage().contains("no table settings"), t.getMessage());
+        TemplateSpec.releaseAhead(); // what waits ahead for a next class
         assertEquals(List.of(), TestDaemon.get().unix().leases().stream().filter(l -> "java-parity".equals(l.template())).toList());
     }
 
     static void assertLeasesGone() {
+        TemplateSpec.releaseAhead(); // what waits ahead for a next class (leasesTakenAheadServeTheNextClassThenGoBack)
         TemplateSpec.awaitReleases(); // a class's end does it; a test method's annotation has no class end
         List<Lease> left = TestDaemon.get().unix().leases().stream().filter(l -> l.template().startsWith("java-junit") || l.holder().startsWith("Per")
                 || l.holder().endsWith("(prefetched)")).toList();
