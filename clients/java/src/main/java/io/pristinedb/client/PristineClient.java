@@ -228,6 +228,15 @@ public final class PristineClient {
         }
     }
 
+    /** Sends a request whose answer says nothing but its status: the body is read and left. */
+    private void exchange(String method, String path) {
+        try (Http.Response resp = send(method, path, null)) {
+            resp.readBody();
+        } catch (IOException e) {
+            throw new PristineException(method + " " + path + ": read answer: " + e, e);
+        }
+    }
+
     /** The answer's document: missing when it has no body. */
     private static Json read(String method, String path, Http.Response resp) {
         byte[] b;
@@ -279,7 +288,7 @@ public final class PristineClient {
 
     /** Aborts a build (or removes a template no pool uses). */
     public void abortTemplate(String hash) {
-        call("DELETE", "/v1/templates/" + esc(hash), null);
+        exchange("DELETE", "/v1/templates/" + esc(hash));
     }
 
     /** One pool's status ({@code hash}, {@code leased}, {@code size}, {@code slots}, ...). */
@@ -416,7 +425,7 @@ public final class PristineClient {
 
     /** Asks the daemon to bring every pool down and exit. */
     public void shutdown() {
-        call("POST", "/v1/shutdown", null);
+        exchange("POST", "/v1/shutdown");
     }
 
     // ---- the shared flow
