@@ -210,10 +210,10 @@ public final class Json implements Iterable<Json> {
         return asBoolean(false);
     }
 
-    /** An array of strings (elements of other kinds are left out); empty for anything else. */
+    /** An array's strings (elements of other kinds are left out); null for anything else (a field the answer did not carry). */
     List<String> strings() {
         if (kind != Kind.ARRAY) {
-            return List.of();
+            return null;
         }
         List<String> out = new ArrayList<>(array().size());
         for (Json v : array()) {

@@ -33,7 +33,7 @@ public record Lease(
         return new Lease(j.path("id").string(), j.path("template").string(), j.path("slot").asInt(), j.path("holder").string(),
                 j.path("host").string(), j.path("port").asInt(), j.path("socket").string(), j.path("user").string(),
                 j.path("password").string(), j.path("database").string(), j.path("dsn").string(), j.path("url").string(),
-                j.path("created").string(), j.path("expires").string(), j.path("env").isArray() ? j.path("env").strings() : null,
+                j.path("created").string(), j.path("expires").string(), j.path("env").strings(),
                 j.path("kept").asBoolean(), j.path("pid").asLong(), j.path("clone").string(), j.path("ca").string());
     }
 

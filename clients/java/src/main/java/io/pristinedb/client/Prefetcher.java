@@ -180,9 +180,8 @@ public final class Prefetcher implements AutoCloseable {
 
     /**
      * Releases the leases taken ahead, if any; the next {@link #lease}
-     * leases on the caller's thread and starts taking one ahead again. For
-     * the end of a group of tests (a test class), so that no lease of the
-     * group outlives it.
+     * leases on the caller's thread and starts taking one ahead again
+     * ({@link #drainIdle} waits for a next group of tests first).
      */
     public void drain() {
         giveBack(false, -1);

@@ -32,7 +32,7 @@ public record TemplateAnswer(
         return new TemplateAnswer(j.path("status").string(), j.path("hash").string(), j.path("template"), j.path("error").string(),
                 j.path("host").string(), j.path("port").asInt(), j.path("socket").string(), j.path("user").string(),
                 j.path("password").string(), j.path("database").string(), j.path("dsn").string(), j.path("url").string(),
-                j.path("env").isArray() ? j.path("env").strings() : null);
+                j.path("env").strings());
     }
 
     @Override
