@@ -46,6 +46,17 @@ type Changes struct {
 	// tablespace): the restore then sets it back to the template's,
 	// unless the table's rows were only deleted (TableRows).
 	ImportKeepsCounter bool
+	// PurgeWake, when not "", wakes InnoDB's purge at once, where it
+	// otherwise wakes once a second: the flavour's write mark holds the log
+	// sequence number (RowWrites), which the purge of a restore's undo logs
+	// moves. It then waits on the server, in 100 ms sleeps, until the
+	// history list is empty, at most a second: it runs on a connection of
+	// its own.
+	PurgeWake string
+	// HistoryStatus is the status variable (upper case) of InnoDB's
+	// history list length, the undo logs the purge has yet to remove;
+	// read with LSNStatus, it says when the purge is done.
+	HistoryStatus string
 }
 
 // mysqlRowWrites are MySQL's row write counters: neither its log
@@ -66,7 +77,8 @@ var mysqlRowWrites = []string{"COM_INSERT", "COM_INSERT_SELECT", "COM_UPDATE", "
 // MariaDB: the InnoDB log sequence number and Handler_write, _update,
 // _delete (every engine's row writes, internal temporary tables left out)
 // move with every write; per table, the user statistics (userstat, on
-// in every slot: information_schema.TABLE_STATISTICS.ROWS_CHANGED).
+// in every slot: information_schema.TABLE_STATISTICS.ROWS_CHANGED); the
+// purge is woken by a SET (PurgeWake).
 //
 // MySQL: the write statements' counters (mysqlRowWrites); per table,
 // the performance schema's table I/O (table_io_waits_summary_by_table.
@@ -103,6 +115,12 @@ func (f Flavor) Changes() Changes {
 		Counting:    "SELECT @@GLOBAL.userstat + 0",
 		NotCounting: "the server's user statistics (userstat) are off",
 		TempTables:  "TEMPORARY_TABLES",
+		// innodb_max_purge_lag_wait's update wakes the purge and sleeps
+		// until the history list is no longer than the value; it stores
+		// nothing (the variable reads 4294967295 after it), so the global
+		// variables' hash does not see it.
+		PurgeWake:     "SET STATEMENT max_statement_time = 1 FOR SET GLOBAL innodb_max_purge_lag_wait = 0",
+		HistoryStatus: "INNODB_HISTORY_LIST_LENGTH",
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -58,21 +59,24 @@ func serverThread(user, host, command string) bool {
 // KillRoundWait is the least time between two rounds of KillOthers.
 const KillRoundWait = 5 * time.Millisecond
 
-// KillOthers kills every client connection of the server but c's own,
-// whoever it belongs to (a lease, a session inside a routine whose definer
-// is root, a handshake not finished, root): by connection id, never by
-// user. It returns once the process list shows none: a statement still
-// running when its connection was killed has ended, so nothing it makes
-// escapes what the caller does next. Past rounds rounds (at least
-// KillRoundWait apart) it fails naming what is left.
-func KillOthers(ctx context.Context, c *sql.Conn, rounds int) error {
+// KillOthers kills every client connection of the server but c's own and
+// spare (the caller's own connections, by id, which a client cannot be
+// given: a server never hands out an id twice while it runs), whoever it
+// belongs to (a lease, a session inside a routine whose definer is root,
+// a handshake not finished, root): by connection id, never by user. It
+// returns once the process list shows none: a statement still running
+// when its connection was killed has ended, so nothing it makes escapes
+// what the caller does next. Past rounds rounds (at least KillRoundWait
+// apart) it fails naming what is left.
+func KillOthers(ctx context.Context, c *sql.Conn, rounds int, spare ...int64) error {
 	own, err := connectionID(ctx, c)
 	if err != nil {
 		return err
 	}
+	keep := append(slices.Clip(spare), own)
 	var left []int64
 	for i := 0; i < rounds; i++ {
-		if left, err = otherClients(ctx, c, own); err != nil {
+		if left, err = otherClients(ctx, c, keep); err != nil {
 			return err
 		}
 		if len(left) == 0 {
@@ -94,7 +98,7 @@ func KillOtherQueries(ctx context.Context, c *sql.Conn) error {
 	if err != nil {
 		return err
 	}
-	ids, err := otherClients(ctx, c, own)
+	ids, err := otherClients(ctx, c, []int64{own})
 	if err != nil {
 		return err
 	}
@@ -113,12 +117,12 @@ func connectionID(ctx context.Context, c *sql.Conn) (int64, error) {
 	return id, nil
 }
 
-// otherClients lists the ids of the client connections but own
+// otherClients lists the ids of the client connections but those of own
 // (serverThread says which threads are the server's). It reads SHOW
 // PROCESSLIST, which sends its rows as it lists them: a read of
 // information_schema.PROCESSLIST, whose INFO column is a BLOB, makes an
 // on-disk temporary table, a file created and removed each time.
-func otherClients(ctx context.Context, c *sql.Conn, own int64) ([]int64, error) {
+func otherClients(ctx context.Context, c *sql.Conn, own []int64) ([]int64, error) {
 	rows, err := c.QueryContext(ctx, "SHOW PROCESSLIST")
 	if err != nil {
 		return nil, fmt.Errorf("list the server's connections: %w", err)
@@ -142,7 +146,7 @@ func otherClients(ctx context.Context, c *sql.Conn, own int64) ([]int64, error) 
 		if err != nil {
 			return nil, fmt.Errorf("list the server's connections: id %q: %w", vals[0].String, err)
 		}
-		if id == own || serverThread(vals[1].String, vals[2].String, vals[4].String) {
+		if slices.Contains(own, id) || serverThread(vals[1].String, vals[2].String, vals[4].String) {
 			continue
 		}
 		ids = append(ids, id)

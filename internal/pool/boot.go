@@ -94,7 +94,8 @@ func (p *Pool) prepareUnits(ctx context.Context, s *slot, in *mariadb.Instance) 
 		admin.Close()
 		return nil, err
 	}
-	live := &liveServer{Instance: in, admin: admin, globals: &serverGlobals{pool: &p.globals, admin: admin}}
+	live := &liveServer{Instance: in, admin: admin, globals: &serverGlobals{pool: &p.globals, admin: admin},
+		purge: newPurgeWaker(in.Binary.Flavor, func() (*sql.DB, error) { return in.Open("") })}
 	for i, a := range b.accts {
 		if !b.restored[i] {
 			live.warmLogins(ctx, a)

@@ -123,7 +123,7 @@ func (p *Pool) resetInPlace(s *slot) bool {
 	for i, u := range s.units {
 		accts[i], dbs[i] = u.acct, u.db
 	}
-	job := inplaceJob{slot: s.idx, admin: live.admin, globals: live.globals, flavor: live.Binary.Flavor, base: base, accts: accts, dbs: dbs, files: files,
+	job := inplaceJob{slot: s.idx, admin: live.admin, globals: live.globals, purge: live.purge, settle: p.marksRead(), flavor: live.Binary.Flavor, base: base, accts: accts, dbs: dbs, files: files,
 		dirs: slotDirs(s), data: filepath.Join(s.dir, "data"), src: p.pristineSource(s), meta: p.metaSet()}
 	p.mu.Unlock()
 
@@ -155,7 +155,7 @@ func (p *Pool) resetInPlace(s *slot) bool {
 	}
 	s.mark, s.files, s.inplace = out.mark, out.files, out.base
 	p.readyInPlace(s, out, start)
-	if out.tables > 0 && markSettles(job.flavor) {
+	if out.tables > 0 && markSettles(job.flavor) && job.settle && !out.settled {
 		go p.settleMark(s, s.gen, live, out.base.globals)
 	}
 	return true
@@ -164,9 +164,9 @@ func (p *Pool) resetInPlace(s *slot) bool {
 // markSettles reports whether a write mark of flavour f moves on its own
 // after tables are restored in place: it holds InnoDB's log sequence
 // number (MariaDB), which the purge of the restore's undo logs moves once
-// the statements returned, so settleMark retakes it. MySQL's mark counts
-// statements (mariadb.Changes.RowWrites), which nothing but a client's
-// statement moves.
+// the statements returned, so the reset waits for the purge (purge.go).
+// MySQL's mark counts statements (mariadb.Changes.RowWrites), which
+// nothing but a client's statement moves.
 func markSettles(f mariadb.Flavor) bool {
 	return slices.Contains(f.Changes().RowWrites, f.LSNStatus())
 }
@@ -215,6 +215,7 @@ type inplaceJob struct {
 	slot    int
 	admin   *sql.DB        // the slot's server's
 	globals *serverGlobals // the slot's server's
+	purge   *purgeWaker    // the slot's server's
 	flavor  mariadb.Flavor // the slot's server's
 	base    *inplaceBase
 	accts   []account       // each database's last holder's
@@ -224,6 +225,8 @@ type inplaceJob struct {
 	data    string          // the slot's clone
 	src     string          // the pristine data directory to take tables from
 	meta    *exportmeta.Set // the InnoDB tables' export metadata (exportmeta.go); nil: none
+	// settle says the mark waits for InnoDB's purge (purge.go; marksRead).
+	settle bool
 	// phases are the times the work's steps took, for the debug log.
 	phases []string
 }
@@ -236,6 +239,8 @@ type inplaceDone struct {
 	base    *inplaceBase
 	tables  int
 	summary string
+	// settled says InnoDB's purge was done when the mark was read (purge.go).
+	settled bool
 }
 
 // run does the in-place reset's work on the slot's server.
@@ -264,7 +269,7 @@ func (j *inplaceJob) run(ctx context.Context) (*inplaceDone, error) {
 		}
 		own++
 	}
-	if err := killOthers(ctx, conn); err != nil {
+	if err := killOthers(ctx, conn, j.purge.spared()...); err != nil {
 		return nil, notInPlace(FallbackSessions, "%v", err)
 	}
 	lap("lock and kill")
@@ -346,6 +351,8 @@ func (j *inplaceJob) run(ctx context.Context) (*inplaceDone, error) {
 	if _, err := conn.ExecContext(ctx, "SET SESSION foreign_key_checks = 1"); err != nil {
 		return nil, fmt.Errorf("foreign key checks on: %w", err)
 	}
+	// The purge runs beside the accounts' handover; the mark waits for it.
+	woke := j.settle && len(plan) > 0 && markSettles(j.flavor) && j.purge.wake()
 	lap("restore")
 	out := &inplaceDone{tables: len(plan), accts: make([]account, len(j.accts))}
 	for i, a := range j.accts {
@@ -359,6 +366,12 @@ func (j *inplaceJob) run(ctx context.Context) (*inplaceDone, error) {
 		}
 	}
 	lap("new account")
+	if woke {
+		if out.settled, err = waitPurged(ctx, conn, j.flavor, purgeRounds, purgeEvery, false, nil); err != nil {
+			return nil, err
+		}
+		lap("purge")
+	}
 	// One read of the counters for the mark and the base; the global
 	// variables are the ones just checked (nothing here sets one).
 	status, err := mariadb.ReadStatus(ctx, conn, "GLOBAL", statusCounters[j.flavor])
@@ -405,86 +418,4 @@ func stillCounting(ctx context.Context, conn querier, f mariadb.Flavor, base *in
 		return notInPlace(FallbackUncounted, "%s", why)
 	}
 	return nil
-}
-
-// settleRounds and settleEvery bound settledMark: 100 rounds of 10 ms.
-const (
-	settleRounds = 100
-	settleEvery  = 10 * time.Millisecond
-)
-
-// settleMark retakes a ready slot's write mark once InnoDB settled
-// after tables were restored in place. InnoDB's purge of the restore's
-// undo logs (and of the old holder's) writes the redo log after the
-// statements returned; the mark taken at the restore's end would be moved
-// by it, and a following release --unchanged would reset (in place) a
-// slot whose holder wrote nothing. The slot is handed out meanwhile:
-// keeping it Resetting until InnoDB settled took a soak from 27 to 4
-// leases per second (the purge lags under load). The mark is replaced
-// only if the slot did not move since it became ready at generation gen:
-// no lease was handed out, so no holder wrote between the read and the
-// check. Otherwise the older mark stays: a release --unchanged then
-// resets the slot, which is safe, only slower.
-func (p *Pool) settleMark(s *slot, gen uint64, srv *liveServer, globals string) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*settleRounds*settleEvery)
-	defer cancel()
-	still := func() bool {
-		p.mu.Lock()
-		defer p.mu.Unlock()
-		return s.gen == gen && !p.closed
-	}
-	mark, err := settledMark(ctx, srv, globals, still)
-	if err != nil || mark == "" {
-		return
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if s.gen == gen && !p.closed && s.state == Ready && s.srv == srv {
-		s.mark = mark
-	}
-}
-
-// settledMark polls InnoDB until its history list is empty (the purge is
-// done) and its log sequence number held still for one round (at most
-// settleRounds), then reads the write mark. An empty mark
-// with no error: it never held still; the mark taken at the restore's end
-// stays (a release --unchanged then resets: safe, only slower). Each
-// round waits first: a slot leased at once (a busy pool) needs no poll,
-// and no poll runs into the next reset, which would kill its connection.
-func settledMark(ctx context.Context, srv *liveServer, globals string, still func() bool) (string, error) {
-	last := ""
-	for i := 0; ; i++ {
-		if i == settleRounds {
-			return "", nil
-		}
-		time.Sleep(settleEvery)
-		if !still() {
-			return "", nil
-		}
-		var hist int64
-		if err := srv.admin.QueryRowContext(ctx, "SELECT `COUNT` FROM information_schema.INNODB_METRICS WHERE NAME = 'trx_rseg_history_len'").Scan(&hist); err != nil {
-			return "", err
-		}
-		if hist > 0 {
-			last = ""
-			continue
-		}
-		var name, lsn string
-		if err := srv.admin.QueryRowContext(ctx, "SHOW GLOBAL STATUS LIKE "+quote.String(srv.Binary.Flavor.LSNStatus())).Scan(&name, &lsn); err != nil {
-			return "", err
-		}
-		if lsn == last {
-			break
-		}
-		last = lsn
-	}
-	status, err := mariadb.ReadStatus(ctx, srv.admin, "GLOBAL", statusCounters[srv.Binary.Flavor])
-	if err != nil {
-		return "", err
-	}
-	counters, err := sumWrites(status, srv.Binary.Flavor)
-	if err != nil {
-		return "", err
-	}
-	return strconv.FormatUint(counters, 10) + " " + globals, nil
 }

@@ -77,6 +77,7 @@ type liveServer struct {
 	*mariadb.Instance
 	admin   *sql.DB
 	globals *serverGlobals
+	purge   *purgeWaker
 }
 
 var _ server = (*liveServer)(nil)
@@ -102,12 +103,13 @@ func (l *liveServer) exitReason() (string, string) { return exitReason(l.Instanc
 // for one gives up), then its prepared query.
 func (l *liveServer) kill() {
 	l.admin.Close()
+	l.purge.close()
 	l.Kill()
 	l.globals.close()
 }
 
 func (l *liveServer) recycle(ctx context.Context, was check, a account, dirs []string) (account, check, error) {
-	fresh, now, err := recycle(ctx, l.admin, l.globals, l.Binary.Flavor, was, a, dirs)
+	fresh, now, err := recycle(ctx, l.admin, l.globals, l.Binary.Flavor, was, a, dirs, l.purge.spared())
 	if err == nil {
 		l.warmLogins(ctx, fresh)
 	}
@@ -138,5 +140,5 @@ func (l *liveServer) stopSessions(ctx context.Context) error {
 		return err
 	}
 	defer conn.Close()
-	return killOthers(ctx, conn)
+	return killOthers(ctx, conn, l.purge.spared()...)
 }

@@ -125,6 +125,10 @@ type Pool struct {
 	stop   chan struct{} // closed by Down
 	wg     sync.WaitGroup
 	stats  Stats
+	// checked is 1 + the count of leases (Stats.Leases) at the last
+	// release --unchanged that was checked, 0 before the first
+	// (marksRead).
+	checked int64
 	// lastLease is when a lease was last handed out, for least-recently-
 	// used shrinking.
 	lastLease time.Time

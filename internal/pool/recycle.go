@@ -42,7 +42,7 @@ type querier = mariadb.Querier
 // list holds that connection alone; a connection that does not go within
 // the bound resets the slot. An XA transaction left behind (prepared, it
 // outlives its connection) resets the slot too.
-func recycle(ctx context.Context, admin *sql.DB, g *serverGlobals, f mariadb.Flavor, was check, a account, dirs []string) (account, check, error) {
+func recycle(ctx context.Context, admin *sql.DB, g *serverGlobals, f mariadb.Flavor, was check, a account, dirs []string, spare []int64) (account, check, error) {
 	conn, err := admin.Conn(ctx)
 	if err != nil {
 		return account{}, check{}, fmt.Errorf("admin connection: %w", err)
@@ -63,7 +63,7 @@ func recycle(ctx context.Context, admin *sql.DB, g *serverGlobals, f mariadb.Fla
 		// baseline must not take this lock for the holder's.
 		was.base.other++
 	}
-	if err := killOthers(ctx, conn); err != nil {
+	if err := killOthers(ctx, conn, spare...); err != nil {
 		return account{}, check{}, err
 	}
 	if n, err := xaPending(ctx, conn); err != nil {
@@ -142,10 +142,11 @@ func recycle(ctx context.Context, admin *sql.DB, g *serverGlobals, f mariadb.Fla
 var killRounds = 400
 
 // killOthers kills every client connection of the server but conn's own
-// and returns once the process list shows none (mariadb.KillOthers). Past
-// killRounds it fails, and the caller resets the slot.
-func killOthers(ctx context.Context, conn *sql.Conn) error {
-	if err := mariadb.KillOthers(ctx, conn, killRounds); err != nil {
+// and spare (the daemon's purge wakes: purgeWaker) and returns once the
+// process list shows none (mariadb.KillOthers). Past killRounds it fails,
+// and the caller resets the slot.
+func killOthers(ctx context.Context, conn *sql.Conn, spare ...int64) error {
+	if err := mariadb.KillOthers(ctx, conn, killRounds, spare...); err != nil {
 		return fmt.Errorf("the old holder's connections: %w", err)
 	}
 	return nil
@@ -343,6 +344,7 @@ func (p *Pool) beginRelease(id string, mode ReleaseMode, async bool) (*pendingCh
 		return nil, nil
 	}
 	p.forget(l)
+	p.checked = p.stats.Leases + 1
 	u := &s.units[0]
 	u.lease, u.checking = nil, true
 	if async {
