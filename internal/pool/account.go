@@ -104,8 +104,9 @@ func rekeyAccount(ctx context.Context, admin querier, old account) (account, err
 }
 
 // adminReserve is how many of a server's max_connections a lease account
-// leaves to pristine's admin (whose pool holds up to two connections)
-// and to a root session for debugging.
+// leaves to pristine: its admin's pool (up to two connections) and its
+// purge wakes (up to two, maxWakes). A root session for debugging has the
+// connection a server keeps beyond max_connections for an administrator.
 const adminReserve = 4
 
 // leaseConnections is a lease account's MAX_USER_CONNECTIONS on a server

@@ -30,8 +30,8 @@ const wakeTimeout = 3 * time.Second
 
 // maxWakes is how many wakes run at once on one server, and so how many
 // connections the waker holds at most: one kept open between wakes, and
-// one more for a reset that comes within a wake's 100 ms. With the admin's
-// two, that is adminReserve.
+// one more for a reset that comes within a wake's 100 ms; adminReserve
+// counts them.
 const maxWakes = 2
 
 // purgeWaker runs the flavour's purge wake (mariadb.Changes.PurgeWake) on
