@@ -69,7 +69,7 @@ const KillRoundWait = 5 * time.Millisecond
 // what the caller does next. Past rounds rounds (at least KillRoundWait
 // apart) it fails naming what is left.
 func KillOthers(ctx context.Context, c *sql.Conn, rounds int, spare ...int64) error {
-	own, err := connectionID(ctx, c)
+	own, err := ConnectionID(ctx, c)
 	if err != nil {
 		return err
 	}
@@ -94,7 +94,7 @@ func KillOthers(ctx context.Context, c *sql.Conn, rounds int, spare ...int64) er
 // KillOtherQueries stops the running statement of every client
 // connection but c's own (KILL QUERY); the connections stay.
 func KillOtherQueries(ctx context.Context, c *sql.Conn) error {
-	own, err := connectionID(ctx, c)
+	own, err := ConnectionID(ctx, c)
 	if err != nil {
 		return err
 	}
@@ -108,8 +108,8 @@ func KillOtherQueries(ctx context.Context, c *sql.Conn) error {
 	return nil
 }
 
-// connectionID is the server's id of connection c.
-func connectionID(ctx context.Context, c *sql.Conn) (int64, error) {
+// ConnectionID is the server's id of connection c.
+func ConnectionID(ctx context.Context, c *sql.Conn) (int64, error) {
 	var id int64
 	if err := c.QueryRowContext(ctx, "SELECT CONNECTION_ID()").Scan(&id); err != nil {
 		return 0, fmt.Errorf("read the connection's id: %w", err)

@@ -138,11 +138,12 @@ func (w *purgeWaker) connect(ctx context.Context, db *sql.DB) (*wakeConn, error)
 	if err != nil {
 		return nil, err
 	}
-	c := &wakeConn{conn: conn}
-	if err := conn.QueryRowContext(ctx, "SELECT CONNECTION_ID()").Scan(&c.id); err != nil {
+	id, err := mariadb.ConnectionID(ctx, conn)
+	if err != nil {
 		conn.Close()
 		return nil, err
 	}
+	c := &wakeConn{conn: conn, id: id}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.held = append(w.held, c.id)
