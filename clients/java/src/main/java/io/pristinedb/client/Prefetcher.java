@@ -83,6 +83,8 @@ public final class Prefetcher implements AutoCloseable {
 
     /** Starts taking leases ahead now, up to the number it holds. */
     public synchronized void warm() {
+        // A spare that found no slot free holds none: taken again now.
+        next.removeIf(a -> a.spare() && a.lease().isDone() && !a.lease().isCompletedExceptionally() && a.lease().join() == null);
         while (!closed && next.size() < depth) {
             boolean spare = next.stream().anyMatch(a -> !a.spare());
             LeaseRequest r = spare ? req.withWait(SPARE_WAIT_SECONDS) : req;
