@@ -123,7 +123,7 @@ func (p *Pool) resetInPlace(s *slot) bool {
 	for i, u := range s.units {
 		accts[i], dbs[i] = u.acct, u.db
 	}
-	job := inplaceJob{slot: s.idx, admin: live.admin, globals: live.globals, purge: live.purge, settle: p.marksRead(), flavor: live.Binary.Flavor, base: base, accts: accts, dbs: dbs, files: files,
+	job := inplaceJob{slot: s.idx, admin: live.admin, globals: live.globals, purge: live.purge, settle: p.marksRead(), kinds: &p.kinds, flavor: live.Binary.Flavor, base: base, accts: accts, dbs: dbs, files: files,
 		dirs: slotDirs(s), data: filepath.Join(s.dir, "data"), src: p.pristineSource(s), meta: p.metaSet()}
 	p.mu.Unlock()
 
@@ -227,6 +227,7 @@ type inplaceJob struct {
 	meta    *exportmeta.Set // the InnoDB tables' export metadata (exportmeta.go); nil: none
 	// settle says the mark waits for InnoDB's purge (purge.go; marksRead).
 	settle bool
+	kinds  *tableKinds // the pool's
 	// phases are the times the work's steps took, for the debug log.
 	phases []string
 }
@@ -329,7 +330,7 @@ func (j *inplaceJob) run(ctx context.Context) (*inplaceDone, error) {
 	if err != nil {
 		return nil, err
 	}
-	plan, err := planTables(ctx, conn, changed, deleted)
+	plan, err := planTables(ctx, conn, j.kinds, changed, deleted)
 	if err != nil {
 		return nil, err
 	}

@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -33,34 +34,83 @@ type tablePlan struct {
 // be; deleted are the tables whose rows were only deleted. A changed
 // table that no longer exists was a temporary table (a base table cannot
 // go without a DROP or RENAME, which the non-row counters see), gone with
-// its connection.
-func planTables(ctx context.Context, conn querier, changed []tableRef, deleted map[tableRef]bool) ([]tablePlan, error) {
+// its connection. What it reads of a table is kept in kinds.
+func planTables(ctx context.Context, conn querier, kinds *tableKinds, changed []tableRef, deleted map[tableRef]bool) ([]tablePlan, error) {
 	var out []tablePlan
 	for _, t := range changed {
-		var engine, options, kind sql.NullString
-		err := conn.QueryRowContext(ctx, "SELECT ENGINE, CREATE_OPTIONS, TABLE_TYPE FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ?", t.db, t.name).Scan(&engine, &options, &kind)
+		engine, err := kinds.engine(ctx, conn, t)
 		if errors.Is(err, sql.ErrNoRows) {
 			continue
 		}
 		if err != nil {
-			return nil, fmt.Errorf("read %s's engine: %w", t, err)
+			return nil, err
 		}
-		switch {
-		case kind.String != "BASE TABLE" && kind.String != "SYSTEM VERSIONED":
-			return nil, notInPlace(FallbackEngine, "%s is a %s", t, kind.String)
-		case strings.Contains(strings.ToLower(options.String), "partitioned"):
-			return nil, notInPlace(FallbackEngine, "%s is partitioned", t)
-		case !plainName.MatchString(t.db) || !plainName.MatchString(t.name):
-			return nil, notInPlace(FallbackEngine, "%s's file name is encoded", t)
-		}
-		switch engine.String {
-		case "InnoDB", "Aria", "MyISAM":
-			out = append(out, tablePlan{ref: t, engine: engine.String, deleted: deleted[t]})
-		default:
-			return nil, notInPlace(FallbackEngine, "%s is of engine %s", t, engine.String)
-		}
+		out = append(out, tablePlan{ref: t, engine: engine, deleted: deleted[t]})
 	}
 	return out, nil
+}
+
+// tableKinds remembers how the in-place reset restores each table of a
+// pool's template, or why it cannot: a table's engine, type and
+// partitioning change only by DDL, which sends a slot to the full reset
+// before its tables are planned, and every slot of a pool is a clone of
+// the same template. The zero value is ready to use.
+type tableKinds struct {
+	mu sync.Mutex
+	m  map[tableRef]tableKind
+}
+
+// tableKind is what tableKinds keeps of one table.
+type tableKind struct {
+	engine string // InnoDB, Aria or MyISAM
+	err    error  // why it is not restored in place, when it is not
+}
+
+// engine is table t's engine among those restored in place, or why it is
+// not restored in place; sql.ErrNoRows when no base table or view of that
+// name exists (a temporary table: not kept).
+func (k *tableKinds) engine(ctx context.Context, conn querier, t tableRef) (string, error) {
+	k.mu.Lock()
+	got, ok := k.m[t]
+	k.mu.Unlock()
+	if ok {
+		return got.engine, got.err
+	}
+	var engine, options, kind sql.NullString
+	err := conn.QueryRowContext(ctx, "SELECT ENGINE, CREATE_OPTIONS, TABLE_TYPE FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ?", t.db, t.name).Scan(&engine, &options, &kind)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", err
+	}
+	if err != nil {
+		return "", fmt.Errorf("read %s's engine: %w", t, err)
+	}
+	switch {
+	case kind.String != "BASE TABLE" && kind.String != "SYSTEM VERSIONED":
+		got.err = notInPlace(FallbackEngine, "%s is a %s", t, kind.String)
+	case strings.Contains(strings.ToLower(options.String), "partitioned"):
+		got.err = notInPlace(FallbackEngine, "%s is partitioned", t)
+	case !plainName.MatchString(t.db) || !plainName.MatchString(t.name):
+		got.err = notInPlace(FallbackEngine, "%s's file name is encoded", t)
+	case engine.String == "InnoDB" || engine.String == "Aria" || engine.String == "MyISAM":
+		got.engine = engine.String
+	default:
+		got.err = notInPlace(FallbackEngine, "%s is of engine %s", t, engine.String)
+	}
+	k.mu.Lock()
+	if k.m == nil {
+		k.m = map[tableRef]tableKind{}
+	}
+	k.m[t] = got
+	k.mu.Unlock()
+	return got.engine, got.err
+}
+
+// known reports whether k has read table t.
+func (k *tableKinds) known(t tableRef) bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	_, ok := k.m[t]
+	return ok
 }
 
 // tableFiles are the files of a table of each engine restored in place,

@@ -307,6 +307,20 @@ func TestInPlaceReset(t *testing.T) {
 			}
 		})
 	}
+	// Each table was read once and kept (tableKinds): the cases after the
+	// first restored parent and child by what was kept, and the MEMORY
+	// table is refused by what was kept.
+	for _, name := range []string{"parent", "child", "mem_t"} {
+		if !p.kinds.known(tableRef{"app", name}) {
+			t.Errorf("app.%s: the pool kept no plan of it", name)
+		}
+	}
+	if engine, err := p.kinds.engine(context.Background(), nil, tableRef{"app", "parent"}); err != nil || engine != "InnoDB" {
+		t.Errorf("app.parent: kept %q, %v; want InnoDB", engine, err)
+	}
+	if _, err := p.kinds.engine(context.Background(), nil, tableRef{"app", "mem_t"}); fallbackReason(err) != FallbackEngine {
+		t.Errorf("app.mem_t: kept %v; want the %s fallback", err, FallbackEngine)
+	}
 }
 
 // TestInPlaceResetSessionsNotEnded plays a holder whose connection does

@@ -110,6 +110,7 @@ type Pool struct {
 	disk    diskCache   // the last DiskUse (diskuse.go)
 	run     string      // sockets and logs live in run/NNN
 	globals poolGlobals // a fresh slot's global variables' hash
+	kinds   tableKinds  // how the in-place reset restores each table
 	options optionDirs  // ended leases' option directories, for the next leases
 	// chowns is what a snapshot of the template gives to a slot's id
 	// (templateOwner), listed once.
