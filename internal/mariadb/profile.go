@@ -145,15 +145,18 @@ func (p Profile) flushLogAtTrxCommit() string {
 // sessions, none with this.
 //
 // Debian's MySQL links tcmalloc instead (gperftools), which keeps freed
-// spans mapped: TCMALLOC_AGGRESSIVE_DECOMMIT returns them, 21 MB less
-// anonymous memory per idle MySQL slot at no measurable CPU
-// (docs/benchmarks.md, "The server matrix"). glibc ignores it, as
-// tcmalloc ignores glibc's.
+// spans mapped. TCMALLOC_AGGRESSIVE_DECOMMIT=true would return them (about
+// 19 MiB less anonymous memory per idle MySQL slot, 9 MB less resident in
+// a soak), but then every statement faults the memory it frees back in:
+// SHOW GLOBAL STATUS cost the server twice the CPU, and a MySQL soak gave
+// 45-49 fresh copies a second against 61-62 with it off (docs/benchmarks.md,
+// "MySQL's allocator returning memory"). It stays off, pinned. glibc
+// ignores it, as tcmalloc ignores glibc's.
 func (p Profile) env() []string {
 	return []string{
 		"MALLOC_ARENA_MAX=1",
 		"MALLOC_TRIM_THRESHOLD_=131072",
 		"MALLOC_TOP_PAD_=65536",
-		"TCMALLOC_AGGRESSIVE_DECOMMIT=true",
+		"TCMALLOC_AGGRESSIVE_DECOMMIT=false",
 	}
 }
