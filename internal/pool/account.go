@@ -15,10 +15,10 @@ import (
 	"github.com/pristinedb/pristine/internal/mariadb"
 )
 
-// account is the user of one unit: locked (and its connections killed)
-// when the lease ends, then dropped with its server, or handed to the
-// next holder under a new name and password (rekeyAccount), so a former
-// holder's credentials stop working at release.
+// account is the user of one unit: given a new password (and its
+// connections killed) when the lease ends (rekeyAccount), so a former
+// holder's credentials stop working at release, then handed to the next
+// holder or dropped with its server.
 type account struct {
 	user, password string
 }
@@ -80,25 +80,21 @@ func newAccount(ctx context.Context, admin querier, db string, units int) (accou
 	return a, nil
 }
 
-// rekeyAccount hands a unit's lease account to the next holder under a
-// new name and password, its grants and connection limit kept: RENAME
-// USER, then ALTER USER ... IDENTIFIED BY ... ACCOUNT UNLOCK (two
-// statements where dropping it and making a new one are seven; on MySQL
-// each is a data dictionary transaction). The callers run it only once
-// the reset's checks found that the holder ran no account statement
-// (they move the counters the checks compare), so the account is as
-// newAccount made it but for its lock and its password, which the
-// ALTER replaces: the old holder's name and password stop working as
-// with a new account.
+// rekeyAccount hands a unit's lease account to the next holder: one
+// ALTER USER ... IDENTIFIED BY gives it a new password
+// (one statement where dropping it and making a new one are seven; on
+// MySQL each is a data dictionary transaction, and caching_sha2_password
+// forgets the account's cached login). It is the first thing a reset
+// does: from then on a handshake with the old password, or one the
+// holder set itself, is refused, and the connections that got in before
+// are killed next. The name, grants and connection limit stay; the
+// callers reset the slot in full when the checks that follow find that
+// the holder ran an account statement (they move the counters the checks
+// compare).
 func rekeyAccount(ctx context.Context, admin querier, old account) (account, error) {
-	a := account{user: "lease_" + randomHex(6), password: rand.Text()}
-	for _, q := range []string{
-		"RENAME USER " + quote.Account(old.user, "%") + " TO " + quote.Account(a.user, "%"),
-		"ALTER USER " + quote.Account(a.user, "%") + " IDENTIFIED BY " + quote.String(a.password) + " ACCOUNT UNLOCK",
-	} {
-		if _, err := admin.ExecContext(ctx, q); err != nil {
-			return account{}, fmt.Errorf("hand the lease account on: %w", err)
-		}
+	a := account{user: old.user, password: rand.Text()}
+	if _, err := admin.ExecContext(ctx, "ALTER USER "+quote.Account(a.user, "%")+" IDENTIFIED BY "+quote.String(a.password)); err != nil {
+		return account{}, fmt.Errorf("give lease account %s a new password: %w", a.user, err)
 	}
 	return a, nil
 }

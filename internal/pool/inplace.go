@@ -13,7 +13,6 @@ import (
 
 	"github.com/pristinedb/pristine/internal/exportmeta"
 	"github.com/pristinedb/pristine/internal/mariadb"
-	"github.com/pristinedb/pristine/internal/quote"
 )
 
 // The in-place reset: a slot whose last holder changed only rows of
@@ -256,24 +255,25 @@ func (j *inplaceJob) run(ctx context.Context) (*inplaceDone, error) {
 		return nil, fmt.Errorf("admin connection: %w", err)
 	}
 	defer conn.Close()
-	// The admin's own statements move the non-row counters: each lock
-	// below is one ALTER USER (Com_alter_user), taken off the count; the
-	// restore's are in the next base (baseFrom). Its KILLs and SELECTs
-	// count apart.
+	// The admin's own statements move the non-row counters: each new
+	// password below is one ALTER USER (Com_alter_user), taken off the
+	// count; the restore's are in the next base (baseFrom). Its KILLs and
+	// SELECTs count apart.
 	var own int64
-	for _, a := range j.accts {
+	next := make([]account, len(j.accts))
+	for i, a := range j.accts {
 		if !a.ok() {
 			continue
 		}
-		if _, err := conn.ExecContext(ctx, "ALTER USER "+quote.Account(a.user, "%")+" ACCOUNT LOCK"); err != nil {
-			return nil, fmt.Errorf("lock lease account %s: %w", a.user, err)
+		if next[i], err = rekeyAccount(ctx, conn, a); err != nil {
+			return nil, err
 		}
 		own++
 	}
 	if err := killOthers(ctx, conn, j.purge.spared()...); err != nil {
 		return nil, notInPlace(FallbackSessions, "%v", err)
 	}
-	lap("lock and kill")
+	lap("new passwords and kill")
 	commands, err := mariadb.ReadStatus(ctx, conn, "GLOBAL", statusCounters[j.flavor])
 	if err != nil {
 		return nil, err
@@ -352,21 +352,22 @@ func (j *inplaceJob) run(ctx context.Context) (*inplaceDone, error) {
 	if _, err := conn.ExecContext(ctx, "SET SESSION foreign_key_checks = 1"); err != nil {
 		return nil, fmt.Errorf("foreign key checks on: %w", err)
 	}
-	// The purge runs beside the accounts' handover; the mark waits for it.
+	// The purge runs beside what follows; the mark waits for it.
 	woke := j.settle && len(plan) > 0 && markSettles(j.flavor) && j.purge.wake()
 	lap("restore")
-	out := &inplaceDone{tables: len(plan), accts: make([]account, len(j.accts))}
+	out := &inplaceDone{tables: len(plan), accts: next}
+	made := false
 	for i, a := range j.accts {
-		if a.ok() {
-			out.accts[i], err = rekeyAccount(ctx, conn, a)
-		} else {
-			out.accts[i], err = newAccount(ctx, conn, j.dbs[i], len(j.dbs))
-		}
-		if err != nil {
-			return nil, err
+		if !a.ok() {
+			if out.accts[i], err = newAccount(ctx, conn, j.dbs[i], len(j.dbs)); err != nil {
+				return nil, err
+			}
+			made = true
 		}
 	}
-	lap("new account")
+	if made {
+		lap("new account")
+	}
 	if woke {
 		if out.settled, err = waitPurged(ctx, conn, j.flavor, purgeRounds, purgeEvery, false, nil); err != nil {
 			return nil, err

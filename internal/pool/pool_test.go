@@ -307,10 +307,10 @@ func testReleaseUnchanged(t *testing.T, st *template.Builder, m *catalog.Meta) {
 		t.Fatal("the released lease's account still connects")
 	}
 	b := lease(t, p)
-	if b.User == a.User || b.Slot != a.Slot {
-		t.Fatalf("reused lease: user %s (was %s), slot %d (was %d)", b.User, a.User, b.Slot, a.Slot)
+	if b.Password == a.Password || b.Slot != a.Slot {
+		t.Fatalf("reused lease: slot %d (was %d), the password the same: %v", b.Slot, a.Slot, b.Password == a.Password)
 	}
-	// The mark the check left (the new account's moves added) holds for
+	// The mark the check left (the new password's moves in it) holds for
 	// the next read-only holder, and the one after.
 	for i := 0; i < 2; i++ {
 		if got := canary(t, open(t, b)); got != "pristine,pristine" {

@@ -9,7 +9,6 @@ import (
 	"strings"
 
 	"github.com/pristinedb/pristine/internal/mariadb"
-	"github.com/pristinedb/pristine/internal/quote"
 )
 
 // check is what release --unchanged compares: the server's write
@@ -29,13 +28,13 @@ type querier = mariadb.Querier
 
 // recycle ends a lease's account and, when neither the server's write
 // counters and global variables nor the slot's files changed since the
-// slot was ready, hands the account on to the next holder under a new
-// name and password (rekeyAccount). An error (or a
-// zero account) means the database must be reset; errChanged says what
-// moved.
+// slot was ready, hands the account on to the next holder with a new
+// password (rekeyAccount). An error (or a zero account) means the
+// database must be reset; errChanged says what moved.
 //
-// The old holder must keep nothing: first its account is locked, so no
-// handshake that completes from here on is let in; then every connection
+// The old holder must keep nothing: first its account gets a new
+// password, so no handshake that completes from here on is let in with
+// one the holder knows; then every connection
 // but the one running these statements is killed (by connection id: a
 // session inside a routine whose definer is root shows USER=root, and a
 // session still in its handshake shows no user yet), until the process
@@ -48,19 +47,20 @@ func recycle(ctx context.Context, admin *sql.DB, g *serverGlobals, f mariadb.Fla
 		return account{}, check{}, fmt.Errorf("admin connection: %w", err)
 	}
 	defer conn.Close()
-	// The lock writes the grant tables: this connection's own moves of
-	// the write counters, from here to the read of the server's, are
-	// taken off the mark.
+	// The new password writes the grant tables: this connection's own
+	// moves of the write counters, from here to the read of the server's,
+	// are taken off the mark.
 	before, err := sessionCounters(ctx, conn, f)
 	if err != nil {
 		return account{}, check{}, err
 	}
-	if _, err := conn.ExecContext(ctx, "ALTER USER "+quote.Account(a.user, "%")+" ACCOUNT LOCK"); err != nil {
-		return account{}, check{}, fmt.Errorf("lock lease account %s: %w", a.user, err)
+	fresh, err := rekeyAccount(ctx, conn, a)
+	if err != nil {
+		return account{}, check{}, err
 	}
 	if was.base != nil {
 		// If this check fails, the slot goes to the in-place reset, whose
-		// baseline must not take this lock for the holder's.
+		// baseline must not take this statement for the holder's.
 		was.base.other++
 	}
 	if err := killOthers(ctx, conn, spare...); err != nil {
@@ -108,28 +108,9 @@ func recycle(ctx context.Context, admin *sql.DB, g *serverGlobals, f mariadb.Fla
 	if d := was.files.diff(files, 5); len(d) > 0 {
 		return account{}, check{}, fmt.Errorf("%w: files changed: %s", errChanged, strings.Join(d, ", "))
 	}
-	// A new account moves the counters, not the global variables: this
-	// connection's moves since the server's counters were read are added
-	// to them (nothing else writes now: the old holder is gone and locked
-	// out, the new account not handed out yet).
-	fresh, err := rekeyAccount(ctx, conn, a)
-	if err != nil {
-		return account{}, check{}, err
-	}
-	post, err := sessionCounters(ctx, conn, f)
-	if err != nil {
-		return account{}, check{}, err
-	}
-	if status, err = addMoves(status, pre, post); err != nil {
-		return account{}, check{}, err
-	}
-	n, err := sumWrites(status, f)
-	if err != nil {
-		return account{}, check{}, err
-	}
 	// The files are as they were (diff found nothing), and this look at
 	// them finds more of their directories settled (remark).
-	now := check{files: files, mark: withCounters(mark, strconv.FormatUint(n, 10))}
+	now := check{files: files, mark: withCounters(mark, counters)}
 	if now.base, err = baseFrom(ctx, conn, f, was.base, status, globals); err != nil {
 		return account{}, check{}, err
 	}
@@ -198,42 +179,6 @@ func sessionCounters(ctx context.Context, conn querier, f mariadb.Flavor) (map[s
 		return nil, fmt.Errorf("read the admin session's write counters: %w", err)
 	}
 	return status, nil
-}
-
-// addMoves is status with each counter's move from pre to post added.
-// A counter status lacks is left out: it is none of the server's
-// counters the mark sums, and a mark that falls short of the server's
-// only makes the next check reset. One that overshot would let the next
-// holder's writes, as many, pass for none: a counter pre lacks is an
-// error, not a move from zero.
-func addMoves(status, pre, post map[string]string) (map[string]string, error) {
-	out := make(map[string]string, len(status))
-	for k, v := range status {
-		out[k] = v
-	}
-	for k, v := range post {
-		cur, ok := status[k]
-		if !ok {
-			continue
-		}
-		was, ok := pre[k]
-		if !ok {
-			return nil, fmt.Errorf("read write counters: the session's %s was not read before the new account", k)
-		}
-		var n [3]uint64
-		for i, s := range []string{cur, was, v} {
-			x, err := strconv.ParseUint(s, 10, 64)
-			if err != nil {
-				return nil, fmt.Errorf("read write counters: %s=%q is not a count", k, s)
-			}
-			n[i] = x
-		}
-		if n[2] < n[1] {
-			return nil, fmt.Errorf("read write counters: the session's %s went back, from %d to %d", k, n[1], n[2])
-		}
-		out[k] = strconv.FormatUint(n[0]+n[2]-n[1], 10)
-	}
-	return out, nil
 }
 
 // lessCounters is mark with d taken off its write counters.

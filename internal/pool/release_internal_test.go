@@ -95,53 +95,6 @@ func TestSlotBounds(t *testing.T) {
 	}
 }
 
-// The new account's own moves, read on the check's session, are added to
-// the server's counters read before it; a counter the server's read lacks
-// is left out; a session counter that went back, or was not read before,
-// is an error (never a mark past the server's).
-func TestAddMoves(t *testing.T) {
-	status := map[string]string{"COM_RENAME_USER": "4", "COM_ALTER_USER": "10", "HANDLER_WRITE": "100", "COM_SET_OPTION": "7"}
-	for _, c := range []struct {
-		name      string
-		pre, post map[string]string
-		want      map[string]string
-		err       string
-	}{
-		{"moves added", map[string]string{"COM_RENAME_USER": "1", "COM_ALTER_USER": "2", "HANDLER_WRITE": "5"},
-			map[string]string{"COM_RENAME_USER": "2", "COM_ALTER_USER": "3", "HANDLER_WRITE": "7"},
-			map[string]string{"COM_RENAME_USER": "5", "COM_ALTER_USER": "11", "HANDLER_WRITE": "102", "COM_SET_OPTION": "7"}, ""},
-		{"no move", map[string]string{"HANDLER_WRITE": "5"}, map[string]string{"HANDLER_WRITE": "5"}, status, ""},
-		{"a counter the server's read lacks", map[string]string{"HANDLER_UPDATE": "1"}, map[string]string{"HANDLER_UPDATE": "9"}, status, ""},
-		{"not read before", map[string]string{}, map[string]string{"COM_ALTER_USER": "1"}, nil, "not read before"},
-		{"went back", map[string]string{"HANDLER_WRITE": "5"}, map[string]string{"HANDLER_WRITE": "4"}, nil, "went back"},
-		{"not a count", map[string]string{"HANDLER_WRITE": "x"}, map[string]string{"HANDLER_WRITE": "4"}, nil, "not a count"},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			got, err := addMoves(status, c.pre, c.post)
-			if c.err != "" {
-				if err == nil || !strings.Contains(err.Error(), c.err) {
-					t.Fatalf("err = %v, want %q", err, c.err)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(got) != len(c.want) {
-				t.Fatalf("got %v, want %v", got, c.want)
-			}
-			for k, v := range c.want {
-				if got[k] != v {
-					t.Fatalf("got %v, want %v", got, c.want)
-				}
-			}
-		})
-	}
-	if status["HANDLER_WRITE"] != "100" {
-		t.Fatal("addMoves changed the map it was given")
-	}
-}
-
 // TestOwnMoves: a connection's moves are the rise of the sum of its
 // write counters between two reads; a fall is an error, not a move.
 func TestOwnMoves(t *testing.T) {
