@@ -81,16 +81,15 @@ func newAccount(ctx context.Context, admin querier, db string, units int) (accou
 }
 
 // rekeyAccount hands a unit's lease account to the next holder: one
-// ALTER USER ... IDENTIFIED BY gives it a new password
-// (one statement where dropping it and making a new one are seven; on
-// MySQL each is a data dictionary transaction, and caching_sha2_password
-// forgets the account's cached login). It is the first thing a reset
-// does: from then on a handshake with the old password, or one the
-// holder set itself, is refused, and the connections that got in before
-// are killed next. The name, grants and connection limit stay; the
-// callers reset the slot in full when the checks that follow find that
-// the holder ran an account statement (they move the counters the checks
-// compare).
+// ALTER USER ... IDENTIFIED BY gives it a new password (one statement
+// where dropping it and making a new one are seven; on MySQL each is a
+// data dictionary transaction, and caching_sha2_password forgets the
+// account's cached login). It is the first thing a reset does: from then
+// on a handshake with the old password, or one the holder set itself, is
+// refused, and the connections that got in before are killed next. The
+// name, grants and connection limit stay; the callers reset the slot in
+// full when the checks that follow find that the holder ran an account
+// statement (they move the counters the checks compare).
 func rekeyAccount(ctx context.Context, admin querier, old account) (account, error) {
 	a := account{user: old.user, password: rand.Text()}
 	if _, err := admin.ExecContext(ctx, "ALTER USER "+quote.Account(a.user, "%")+" IDENTIFIED BY "+quote.String(a.password)); err != nil {

@@ -411,13 +411,14 @@ func TestResetHandsOnTheAccount(t *testing.T) {
 			if next.Password == l.Password {
 				t.Errorf("the next holder's account has the old holder's password")
 			}
-			tries := []struct{ what, user, password string }{
+			type login struct{ what, user, password string }
+			tries := []login{
 				{"the old password", next.User, l.Password},
 				{"the holder's own password", next.User, "holder-chosen"},
 			}
 			if next.User != l.User { // a full reset makes a new account
-				tries = append(tries, struct{ what, user, password string }{"the old name and password", l.User, l.Password},
-					struct{ what, user, password string }{"the old name and the holder's own password", l.User, "holder-chosen"})
+				tries = append(tries, login{"the old name and password", l.User, l.Password},
+					login{"the old name and the holder's own password", l.User, "holder-chosen"})
 			}
 			for _, try := range tries {
 				dsn := strings.Replace(strings.Replace(next.DSN, next.User+":", try.user+":", 1), ":"+next.Password+"@", ":"+try.password+"@", 1)
