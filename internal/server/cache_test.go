@@ -27,8 +27,13 @@ import (
 func TestFleetCacheThroughTheAPI(t *testing.T) {
 	reg := startRegistry(t)
 	repo := reg.Addr + "/fleet/templates"
+	// One build between them is what the registry lease promises while
+	// every request to the registry takes less than Settle (oci/lock.go):
+	// the default, 2 s, not the 300 ms of the tests that need no single
+	// winner (under -race on a loaded two-core machine a request took
+	// longer than 300 ms, and both daemons built).
 	allow := func(s *server.Server) {
-		s.Cache = server.Cache{Allow: []string{"http://" + reg.Addr + "/fleet"}, Poll: 100 * time.Millisecond, Settle: 300 * time.Millisecond}
+		s.Cache = server.Cache{Allow: []string{"http://" + reg.Addr + "/fleet"}, Poll: 100 * time.Millisecond, Settle: 2 * time.Second}
 	}
 	a, b := newDaemon(t, allow), newDaemon(t, allow)
 	req := api.TemplateRequest{Name: "fleetapi", Key: "migrations-v1", Database: "shop", Cache: repo}
