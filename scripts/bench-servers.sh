@@ -28,7 +28,9 @@
 # and PRISTINE_MEASURE_ENV="K=V ..." added to the servers' environment
 # (e.g. the allocator's settings).
 # --soak CYCLES follows the demo with `pristine-bench soak --template demo
-# --clients 8 --hold 0s --size 16 --cycles CYCLES` on the demo's template.
+# --clients 8 --hold 0s --size 16 --cycles CYCLES` on the demo's template;
+# --soak-unchanged releases the soak's leases as unchanged (the default of
+# the Spring and Node clients), so each is checked, then reset.
 # --vs OTHER runs the same (demo, and the soak with --soak) on OTHER next,
 # each in a run of its own, then prints both sides' figures with their
 # ratios and the MySQL parity bounds (`pristine-bench vs`): e.g. mysql-9.7
@@ -64,7 +66,7 @@ die() { echo "bench-servers: FAILED: $*" >&2; exit 1; }
 log() { echo "bench-servers: $*"; }
 
 [ "$(id -u)" -eq 0 ] || die "run as root: chroot, loop devices and mounts need it (sudo bash $0)"
-server="" scratch=ram size=24G measure=0 soak=0 vs="" out="" dbs=1
+server="" scratch=ram size=24G measure=0 soak=0 unchanged=0 vs="" out="" dbs=1
 demo=()
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -75,11 +77,12 @@ while [ $# -gt 0 ]; do
     --capture) measure=2 ;;
     --measure-reset) measure=3 ;;
     --soak) shift; soak="${1:-}" ;;
+    --soak-unchanged) unchanged=1 ;;
     --vs) shift; vs="${1:-}" ;;
     --dbs) shift; dbs="${1:-}" ;;
     --out) shift; out="${1:-}" ;; # where a side of --vs saves its JSON
     --) shift; demo=("$@"); break ;;
-    *) die "unknown argument $1: want mysql-9.7, mariadb-11.8 or host, --scratch ram|disk, --scratch-size SIZE, --measure, --measure-reset, --capture, --soak CYCLES, --vs OTHER, --dbs K, then -- and pristine demo's flags" ;;
+    *) die "unknown argument $1: want mysql-9.7, mariadb-11.8 or host, --scratch ram|disk, --scratch-size SIZE, --measure, --measure-reset, --capture, --soak CYCLES, --soak-unchanged, --vs OTHER, --dbs K, then -- and pristine demo's flags" ;;
   esac
   shift
 done
@@ -97,7 +100,9 @@ if [ -n "$vs" ]; then
     mkdir -p "$sides/$s"
     k=1
     [ "$s" != "$server" ] || k="$dbs"
-    bash "$0" "$s" --out "$sides/$s" --soak "$soak" --scratch "$scratch" --scratch-size "$size" --dbs "$k" -- "${demo[@]}"
+    soakflags=(--soak "$soak")
+    [ "$unchanged" -eq 0 ] || soakflags+=(--soak-unchanged)
+    bash "$0" "$s" --out "$sides/$s" "${soakflags[@]}" --scratch "$scratch" --scratch-size "$size" --dbs "$k" -- "${demo[@]}"
   done
   "$sides/pristine-bench" vs "$sides/$server" "$sides/$vs"
   exit 0
@@ -132,7 +137,7 @@ truncate -s "$size" "$img"
 mkfs.btrfs -q -m single -d single "$img" >/dev/null
 
 # --- the run, in a mount namespace of its own ---
-export work img r server measure repo soak out
+export work img r server measure repo soak unchanged out
 export SERVERD_PATH="${SERVERD[$server]:-}"
 unshare --mount --propagation private bash -s -- "${demo[@]}" <<'INNER'
 set -euo pipefail
@@ -233,6 +238,7 @@ else
   if [ "$soak" -gt 0 ]; then
     echo "bench-servers: soak, $soak cycles; load average before: $(load)"
     soak_cmd=("$bin/pristine-bench" --root "$proot_run" "${json[@]}" soak --template demo --clients 8 --hold 0s --size 16 --cycles "$soak")
+    [ "$unchanged" -eq 0 ] || soak_cmd+=(--unchanged)
     if [ -n "$out" ]; then run "${soak_cmd[@]}" >"$out/soak.json"; else run "${soak_cmd[@]}"; fi
     # The soak brings its pool down itself; a pool left up (none, or a
     # failed soak's) goes here, and no daemon answering is fine.

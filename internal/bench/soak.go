@@ -33,6 +33,10 @@ type SoakOptions struct {
 	// Pattern is what each cycle writes: PatternDefault or
 	// PatternThreeTables (soakfresh.go).
 	Pattern string
+	// Unchanged releases every lease as unchanged (mode=unchanged), as
+	// the Spring and Node clients do by default: the daemon checks the
+	// database, finds the cycle's write and resets it.
+	Unchanged bool
 	// VerifyEvery verifies one lease in n (Cycles/n of them, at least
 	// one) against a reference lease kept untouched (schema and rows,
 	// package verify); 0: none. The verification runs after the timed
@@ -64,6 +68,8 @@ type SoakResult struct {
 	FirstError    string  `json:"first_error,omitempty"`
 	// Pattern is the write pattern of each cycle.
 	Pattern string `json:"pattern"`
+	// Unchanged says every lease was released as unchanged.
+	Unchanged bool `json:"released_unchanged,omitempty"`
 	// FreshPerSec counts pristine leases (canary right, no error) per
 	// second.
 	FreshPerSec float64 `json:"fresh_per_second"`
@@ -112,7 +118,7 @@ func Soak(ctx context.Context, c *client.Client, root *rootdir.Root, opt SoakOpt
 	if opt.Pattern != PatternDefault && opt.Pattern != PatternThreeTables {
 		return nil, fmt.Errorf("soak: unknown write pattern %q: use %s or %s", opt.Pattern, PatternDefault, PatternThreeTables)
 	}
-	res := &SoakResult{Template: opt.Template, Clients: opt.Clients, HoldMS: float64(opt.Hold.Microseconds()) / 1000, Pattern: opt.Pattern, LoadBefore: stats.LoadAverage()}
+	res := &SoakResult{Template: opt.Template, Clients: opt.Clients, HoldMS: float64(opt.Hold.Microseconds()) / 1000, Pattern: opt.Pattern, Unchanged: opt.Unchanged, LoadBefore: stats.LoadAverage()}
 	st, err := c.Pool(ctx, opt.Template)
 	ours := false
 	if err != nil {
@@ -228,7 +234,8 @@ func Soak(ctx context.Context, c *client.Client, root *rootdir.Root, opt SoakOpt
 	return res, ctx.Err()
 }
 
-// cycle is one test: lease, check the canary, write, hold, release dirty.
+// cycle is one test: lease, check the canary, write, hold, release (dirty,
+// or unchanged with opt.Unchanged).
 func cycle(ctx context.Context, c *client.Client, opt SoakOptions, table string, want int64, holder string, w *writer) (waitMS float64, pristine bool, err error) {
 	t := time.Now()
 	l, err := c.Lease(ctx, server.LeaseRequest{Template: opt.Template, Holder: holder, Wait: 120})
@@ -237,7 +244,7 @@ func cycle(ctx context.Context, c *client.Client, opt SoakOptions, table string,
 	}
 	waitMS = float64(time.Since(t).Microseconds()) / 1000
 	defer func() {
-		if _, rerr := c.Release(context.WithoutCancel(ctx), l.ID, false); rerr != nil && err == nil {
+		if _, rerr := c.Release(context.WithoutCancel(ctx), l.ID, opt.Unchanged); rerr != nil && err == nil {
 			err = rerr
 		}
 	}()

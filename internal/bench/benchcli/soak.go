@@ -41,7 +41,11 @@ file is left after the pool goes down. Exit status 1 on any non-pristine lease.`
 					res.Clients, res.Cycles, res.PoolSize, res.HoldMS, res.LeasesPerSec, res.LeaseP50MS, res.LeaseP99MS, res.LeaseMaxMS,
 					res.ResetP50MS, res.ResetP99MS, res.NotPristine, res.Errors, len(res.LeftServers), res.LeftPoolFiles)
 				fmt.Fprintf(g.IO.Out, "\n| pattern | fresh copies/s (second half) | resets by path | CPU per reset: machine / pristine | verified (differed) | load before -> after |\n|---|---|---|---|---|---|\n")
-				fmt.Fprintf(g.IO.Out, "| %s | %.1f (%.1f) | %v | %.1f / %.1f ms | %d (%d) | %s -> %s |\n", res.Pattern, res.FreshPerSec, res.SteadyPerSec, res.Resets, res.CPUPerResetMS, res.PristineCPUPerResetMS, res.Verified, res.NotVerified, res.LoadBefore, res.LoadAfter)
+				pattern := res.Pattern
+				if res.Unchanged {
+					pattern += ", released unchanged"
+				}
+				fmt.Fprintf(g.IO.Out, "| %s | %.1f (%.1f) | %v | %.1f / %.1f ms | %d (%d) | %s -> %s |\n", pattern, res.FreshPerSec, res.SteadyPerSec, res.Resets, res.CPUPerResetMS, res.PristineCPUPerResetMS, res.Verified, res.NotVerified, res.LoadBefore, res.LoadAfter)
 			}
 			if res.NotVerified > 0 {
 				return fmt.Errorf("soak failed: %d of %d sampled leases differ from the reference lease (first: %s)", res.NotVerified, res.Verified, res.FirstDiff)
@@ -58,6 +62,7 @@ file is left after the pool goes down. Exit status 1 on any non-pristine lease.`
 	cmd.Flags().IntVar(&opt.Size, "size", 32, "pool size, when no pool of the template is up")
 	cmd.Flags().DurationVar(&opt.Hold, "hold", 200*time.Millisecond, "how long each client keeps a lease")
 	cmd.Flags().StringVar(&opt.Pattern, "pattern", bench.PatternDefault, "what each cycle writes: default (one row of the canary table) or 3tables+temp (one row of each of 3 tables, and a temporary table)")
+	cmd.Flags().BoolVar(&opt.Unchanged, "unchanged", false, "release every lease as unchanged (as the Spring and Node clients do by default): the daemon checks each database, finds the cycle's write and resets it")
 	cmd.Flags().IntVar(&opt.VerifyEvery, "verify-every", 50, "verify one lease in n (schema and rows) against a lease kept untouched, after the timed cycles; 0: none")
 	return cmd
 }
