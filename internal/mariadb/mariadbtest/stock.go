@@ -3,10 +3,12 @@ package mariadbtest
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -70,17 +72,44 @@ func StartStock(t testing.TB, extra ...string) *Stock {
 	if s.OptionFile != "" {
 		defaults = "--defaults-file=" + s.OptionFile
 	}
+	if s.DB, err = sql.Open("mysql", dsn.Socket(s.Socket, "root", "", "")); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.DB.Close() })
+	// A free port can be taken between its pick and the server's bind
+	// (another test's server, a client's outgoing connection): that
+	// start is tried again on others.
+	for try := 1; ; try++ {
+		log, err := s.start(t, acct, data, run, files, defaults, extra)
+		if err == nil {
+			return s
+		}
+		if try < 3 && strings.Contains(string(log), "Address already in use") {
+			t.Logf("stock server: a port was taken before it bound it, trying others: %v", err)
+			continue
+		}
+		t.Fatalf("stock server: %v: %s", err, log)
+	}
+}
+
+// start starts s's server once on free ports and waits until it answers;
+// when it does not, it returns why and its error log.
+func (s *Stock) start(t testing.TB, acct svcuser.Account, data, run, files, defaults string, extra []string) ([]byte, error) {
+	t.Helper()
 	var xport int
+	var err error
 	for _, p := range []*int{&s.Port, &xport} {
 		if *p, err = mariadb.FreePortOn("127.0.0.1"); err != nil {
 			t.Fatal(err)
 		}
 	}
+	logPath := filepath.Join(run, "error.log")
+	_ = os.Remove(logPath)
 	args := append([]string{defaults, "--datadir=" + data, "--socket=" + s.Socket,
 		"--port=" + strconv.Itoa(s.Port), "--bind-address=127.0.0.1", "--pid-file=" + filepath.Join(run, "mysqld.pid"),
-		"--log-error=" + filepath.Join(run, "error.log"), "--tmpdir=" + run, "--secure-file-priv=" + files,
+		"--log-error=" + logPath, "--tmpdir=" + run, "--secure-file-priv=" + files,
 		"--loose-mysqlx-port=" + strconv.Itoa(xport), "--loose-mysqlx-socket=" + filepath.Join(run, "mysqlx.sock")}, extra...)
-	cmd := exec.Command(bin.Path, args...)
+	cmd := exec.Command(s.Binary.Path, args...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Credential: acct.Credential()}
 	cmd.Dir = run
 	if err := cmd.Start(); err != nil {
@@ -96,26 +125,22 @@ func StartStock(t testing.TB, extra ...string) *Stock {
 		_ = cmd.Process.Kill()
 		<-exited
 	})
-	if s.DB, err = sql.Open("mysql", dsn.Socket(s.Socket, "root", "", "")); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.DB.Close() })
 	deadline := time.Now().Add(90 * time.Second)
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		err = s.DB.PingContext(ctx)
 		cancel()
 		if err == nil {
-			return s
+			return nil, nil
 		}
 		select {
 		case <-exited:
-			log, _ := os.ReadFile(filepath.Join(run, "error.log"))
-			t.Fatalf("stock server exited: %v: %s", waitErr, log)
+			log, _ := os.ReadFile(logPath)
+			return log, fmt.Errorf("exited: %v", waitErr)
 		default:
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("stock server not ready: %v", err)
+			return nil, fmt.Errorf("not ready: %v", err)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
