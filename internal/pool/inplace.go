@@ -117,12 +117,17 @@ func (p *Pool) resetInPlace(s *slot) bool {
 		p.mu.Unlock()
 		return false
 	}
+	pre := s.handed
+	s.handed = nil
+	if pre != nil && (pre.srv != s.srv || len(s.units) != 1) {
+		pre = nil
+	}
 	gen, files := s.gen, s.files
 	accts, dbs := make([]account, len(s.units)), make([]string, len(s.units))
 	for i, u := range s.units {
 		accts[i], dbs[i] = u.acct, u.db
 	}
-	job := inplaceJob{slot: s.idx, admin: live.admin, globals: live.globals, purge: live.purge, settle: p.marksRead(), kinds: &p.kinds, flavor: live.Binary.Flavor, base: base, accts: accts, dbs: dbs, files: files,
+	job := inplaceJob{slot: s.idx, admin: live.admin, globals: live.globals, purge: live.purge, settle: p.marksRead(), kinds: &p.kinds, flavor: live.Binary.Flavor, base: base, pre: pre, accts: accts, dbs: dbs, files: files,
 		dirs: slotDirs(s), data: filepath.Join(s.dir, "data"), src: p.pristineSource(s), meta: p.metaSet()}
 	p.mu.Unlock()
 
@@ -217,6 +222,7 @@ type inplaceJob struct {
 	purge   *purgeWaker    // the slot's server's
 	flavor  mariadb.Flavor // the slot's server's
 	base    *inplaceBase
+	pre     *handedOver     // the first steps, done by release --unchanged's check; nil: none
 	accts   []account       // each database's last holder's
 	dbs     []string        // the slot's databases, as accts
 	files   fileMark        // the slot's files when it became ready
@@ -257,26 +263,30 @@ func (j *inplaceJob) run(ctx context.Context) (*inplaceDone, error) {
 	defer conn.Close()
 	// The admin's own statements move the non-row counters: each new
 	// password below is one ALTER USER (Com_alter_user), taken off the
-	// count; the restore's are in the next base (baseFrom). Its KILLs and
-	// SELECTs count apart.
+	// count; the restore's are in the next base (baseFrom); the check's
+	// (j.pre) is in the base already. Its KILLs and SELECTs count apart.
 	var own int64
 	next := make([]account, len(j.accts))
-	for i, a := range j.accts {
-		if !a.ok() {
-			continue
+	var commands map[string]string
+	if j.pre != nil {
+		next[0], commands = j.pre.acct, j.pre.status
+	} else {
+		for i, a := range j.accts {
+			if !a.ok() {
+				continue
+			}
+			if next[i], err = rekeyAccount(ctx, conn, a); err != nil {
+				return nil, err
+			}
+			own++
 		}
-		if next[i], err = rekeyAccount(ctx, conn, a); err != nil {
+		if err := killOthers(ctx, conn, j.purge.spared()...); err != nil {
+			return nil, notInPlace(FallbackSessions, "%v", err)
+		}
+		lap("new passwords and kill")
+		if commands, err = mariadb.ReadStatus(ctx, conn, "GLOBAL", statusCounters[j.flavor]); err != nil {
 			return nil, err
 		}
-		own++
-	}
-	if err := killOthers(ctx, conn, j.purge.spared()...); err != nil {
-		return nil, notInPlace(FallbackSessions, "%v", err)
-	}
-	lap("new passwords and kill")
-	commands, err := mariadb.ReadStatus(ctx, conn, "GLOBAL", statusCounters[j.flavor])
-	if err != nil {
-		return nil, err
 	}
 	other, err := sumOther(commands, j.flavor)
 	if err != nil {
@@ -289,10 +299,12 @@ func (j *inplaceJob) run(ctx context.Context) (*inplaceDone, error) {
 		return nil, err
 	}
 	lap("counters")
-	if n, err := xaPending(ctx, conn); err != nil {
-		return nil, err
-	} else if n > 0 {
-		return nil, notInPlace(FallbackXA, "%d XA transaction(s) outlived their connections", n)
+	if j.pre == nil { // the check found none, and nobody could make one since
+		if n, err := xaPending(ctx, conn); err != nil {
+			return nil, err
+		} else if n > 0 {
+			return nil, notInPlace(FallbackXA, "%d XA transaction(s) outlived their connections", n)
+		}
 	}
 	// Temporary tables die with their connection: the server closes a
 	// session's temporary tables (THD::cleanup) before the session leaves

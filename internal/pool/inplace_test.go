@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -436,6 +437,81 @@ func TestResetHandsOnTheAccount(t *testing.T) {
 			}
 			if err := openLease(t, next).Ping(); err != nil {
 				t.Errorf("the next holder's credentials: %v", err)
+			}
+		})
+	}
+}
+
+// A database released as unchanged that was written is reset in place
+// from where the check left it (handedOver): the check's new password and
+// kill are the reset's, so the release and the reset together run one
+// ALTER USER, not two; a connection the holder left open is gone, the
+// next holder sees the template, the old holder's account is refused, and
+// a holder's DDL beside its rows still resets fully.
+func TestResetAfterAFailedCheck(t *testing.T) {
+	p, ref := inplacePool(t)
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name   string
+		writes []string
+		want   string
+		alters int64 // ALTER USER statements of the release and the reset; -1: not counted
+	}{
+		{"rows", []string{"INSERT INTO parent (name) VALUES ('written')", "UPDATE child SET note = 'changed' WHERE id = 2"}, PathInPlace, 1},
+		{"rows again", []string{"DELETE FROM parent WHERE id = 3"}, PathInPlace, 1},
+		{"rows and a table", []string{"INSERT INTO parent (name) VALUES ('x')", "CREATE TABLE planted (id INT)"}, PathFull + ":" + FallbackDDL, -1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l := leaseIn(t, p)
+			conn, err := openLease(t, l).Conn(ctx) // left open across the release
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			for _, q := range tc.writes {
+				if _, err := conn.ExecContext(ctx, q); err != nil {
+					t.Fatalf("%s: %v", q, err)
+				}
+			}
+			admin := slotAdminOf(p, l.Slot)
+			alters := func() int64 {
+				t.Helper()
+				st, err := mariadb.ReadStatus(ctx, admin, "GLOBAL", "WHERE Variable_name = 'Com_alter_user'")
+				if err != nil {
+					t.Fatal(err)
+				}
+				n, _ := strconv.ParseInt(st["COM_ALTER_USER"], 10, 64)
+				return n
+			}
+			before, paths0 := alters(), paths(p)
+			reset, err := p.Release(ctx, l.ID, Unchanged)
+			if err != nil || !reset {
+				t.Fatalf("release of a written database as unchanged: reset=%v err=%v, want a reset", reset, err)
+			}
+			next := leaseIn(t, p)
+			t.Cleanup(func() { p.Release(context.Background(), next.ID, Dirty) })
+			if next.Slot != l.Slot {
+				t.Fatalf("the next lease got slot %d, want the reset slot %d", next.Slot, l.Slot)
+			}
+			if after := paths(p); after[tc.want] != paths0[tc.want]+1 {
+				t.Fatalf("the reset did not take path %s (paths before %v, after %v)", tc.want, paths0, after)
+			}
+			if tc.alters >= 0 {
+				if n := alters() - before; n != tc.alters {
+					t.Errorf("the release and the reset ran %d ALTER USER statements, want %d (the reset hands on the account the check did)", n, tc.alters)
+				}
+			}
+			verifyClean(t, ref, openLease(t, next), tc.name+" released as unchanged")
+			if _, err := conn.ExecContext(ctx, "SELECT 1"); err == nil {
+				t.Errorf("the old holder's connection left open still runs statements after the reset")
+			}
+			old, err := sql.Open("mysql", l.DSN)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer old.Close()
+			if err := old.Ping(); err == nil {
+				t.Errorf("the old holder's account logs in after the reset")
 			}
 		})
 	}

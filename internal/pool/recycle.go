@@ -22,6 +22,34 @@ type check struct {
 // errChanged says why a database released as unchanged is reset.
 var errChanged = errors.New("changed")
 
+// movedError is the error of a check that found the server's write
+// counters or global variables moved: it carries what the check already
+// did of the in-place reset's first steps (handedOver).
+type movedError struct {
+	acct   account           // the lease account, with the check's new password
+	status map[string]string // the server's counters, read after the kill
+}
+
+func (e *movedError) Error() string {
+	return errChanged.Error() + ": the server's write counters or global variables moved"
+}
+
+func (e *movedError) Unwrap() error { return errChanged }
+
+// handedOver is what a release --unchanged check that found the database
+// written leaves to the in-place reset that follows (inplaceJob.pre): the
+// lease account handed on with a new password, every other connection
+// killed and gone, no XA transaction left, and the server's counters read
+// after that, on server srv. The check's ALTER USER is in the slot's
+// baseline already. Until the reset, nobody can log in but pristine (the
+// new password is its alone), so the reset starts from there: it does not
+// hand the account on, kill or read the counters again.
+type handedOver struct {
+	srv    server
+	acct   account
+	status map[string]string
+}
+
 // querier is what the admin queries run on: the admin pool (*sql.DB) or
 // one of its connections (*sql.Conn).
 type querier = mariadb.Querier
@@ -99,7 +127,7 @@ func recycle(ctx context.Context, admin *sql.DB, g *serverGlobals, f mariadb.Fla
 		return account{}, check{}, err
 	}
 	if mark != was.mark {
-		return account{}, check{}, fmt.Errorf("%w: the server's write counters or global variables moved", errChanged)
+		return account{}, check{}, &movedError{acct: fresh, status: status}
 	}
 	files, err := was.files.remark(dirs...)
 	if err != nil {
@@ -314,6 +342,9 @@ func (p *Pool) finishCheck(ctx context.Context, c *pendingCheck) (reset bool, er
 	if err != nil || !fresh.ok() {
 		if err != nil {
 			p.log.Info("release unchanged: resetting", "template", p.Meta.Name, "slot", s.idx, "lease", c.id, "why", err.Error())
+		}
+		if moved := (*movedError)(nil); errors.As(err, &moved) {
+			s.handed = &handedOver{srv: c.srv, acct: moved.acct, status: moved.status}
 		}
 		p.resetIfDone(s)
 		return true, nil

@@ -171,6 +171,10 @@ type slot struct {
 	// inplace is what the in-place reset compares against (inplace.go);
 	// nil: the slot resets fully.
 	inplace *inplaceBase
+	// handed is what a failed release --unchanged check did of the
+	// in-place reset's first steps, for the reset that follows (recycle.go);
+	// nil: none.
+	handed *handedOver
 	// imported is the server that last restored tables in place: a fork
 	// of a lease on it writes its dirty pages out first (flushPages).
 	imported server
