@@ -24,11 +24,9 @@ var errChanged = errors.New("changed")
 
 // movedError is the error of a check that found the server's write
 // counters or global variables moved: it carries what the check already
-// did of the in-place reset's first steps (handedOver).
-type movedError struct {
-	acct   account           // the lease account, with the check's new password
-	status map[string]string // the server's counters, read after the kill
-}
+// did of the in-place reset's first steps (its srv is the caller's to
+// set).
+type movedError struct{ handed handedOver }
 
 func (e *movedError) Error() string {
 	return errChanged.Error() + ": the server's write counters or global variables moved"
@@ -46,8 +44,8 @@ func (e *movedError) Unwrap() error { return errChanged }
 // hand the account on, kill or read the counters again.
 type handedOver struct {
 	srv    server
-	acct   account
-	status map[string]string
+	acct   account           // the lease account, with the check's new password
+	status map[string]string // the server's counters, read after the kill
 }
 
 // querier is what the admin queries run on: the admin pool (*sql.DB) or
@@ -127,7 +125,7 @@ func recycle(ctx context.Context, admin *sql.DB, g *serverGlobals, f mariadb.Fla
 		return account{}, check{}, err
 	}
 	if mark != was.mark {
-		return account{}, check{}, &movedError{acct: fresh, status: status}
+		return account{}, check{}, &movedError{handedOver{acct: fresh, status: status}}
 	}
 	files, err := was.files.remark(dirs...)
 	if err != nil {
@@ -344,7 +342,9 @@ func (p *Pool) finishCheck(ctx context.Context, c *pendingCheck) (reset bool, er
 			p.log.Info("release unchanged: resetting", "template", p.Meta.Name, "slot", s.idx, "lease", c.id, "why", err.Error())
 		}
 		if moved := (*movedError)(nil); errors.As(err, &moved) {
-			s.handed = &handedOver{srv: c.srv, acct: moved.acct, status: moved.status}
+			h := moved.handed
+			h.srv = c.srv
+			s.handed = &h
 		}
 		p.resetIfDone(s)
 		return true, nil
