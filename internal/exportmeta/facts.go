@@ -9,8 +9,10 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/pristinedb/pristine/internal/mariadb"
+	"github.com/pristinedb/pristine/internal/quote"
 )
 
 // FactsFile is the file of an export directory that holds the template's
@@ -50,12 +52,21 @@ type Facts struct {
 	// Counters are the AUTO_INCREMENT counters of the InnoDB tables that
 	// have one, outside the system schemas; nil when not read.
 	Counters []Counter `json:"counters,omitempty"`
+	// Empty are the InnoDB tables without rows that the in-place reset
+	// may empty with a DELETE (mariadb.Changes.DeleteEmptied): base
+	// tables outside the system schemas, not partitioned, with no
+	// trigger (the DELETE would run it) and no FULLTEXT index (whose
+	// hidden document ids and list of deleted documents would no longer
+	// be the template's). Nil when not read.
+	Empty []Table `json:"empty,omitempty"`
 }
 
-// ReadFacts reads the Facts of the server behind q; the AUTO_INCREMENT
-// counters only when counters is set (they are needed, and readable
-// uncached, on MySQL only: mariadb.Changes.ImportKeepsCounter).
-func ReadFacts(ctx context.Context, q mariadb.Querier, counters bool) (*Facts, error) {
+// ReadFacts reads the Facts of the server behind q, of flavour fl: the
+// AUTO_INCREMENT counters only where an import keeps a table's own
+// (mariadb.Changes.ImportKeepsCounter: they are needed, and readable
+// uncached, on MySQL only), the empty tables only where the reset
+// empties them (mariadb.Changes.DeleteEmptied).
+func ReadFacts(ctx context.Context, q mariadb.Querier, fl mariadb.Flavor) (*Facts, error) {
 	f := &Facts{Cascades: []Cascade{}}
 	if err := q.QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_TYPE='SEQUENCE'").Scan(&f.Sequences); err != nil {
 		return nil, fmt.Errorf("count sequences: %w", err)
@@ -64,12 +75,84 @@ func ReadFacts(ctx context.Context, q mariadb.Querier, counters bool) (*Facts, e
 	if f.Cascades, err = cascades(ctx, q); err != nil {
 		return nil, err
 	}
-	if counters {
+	if fl.Changes().ImportKeepsCounter {
 		if f.Counters, err = autoIncrements(ctx, q); err != nil {
 			return nil, err
 		}
 	}
+	if fl.Changes().DeleteEmptied {
+		if f.Empty, err = emptyTables(ctx, q); err != nil {
+			return nil, err
+		}
+	}
 	return f, nil
+}
+
+// emptyCandidates are the tables Facts.Empty may name, whether or not
+// they have rows.
+const emptyCandidates = `SELECT t.TABLE_SCHEMA, t.TABLE_NAME FROM information_schema.TABLES t
+	WHERE t.ENGINE = 'InnoDB' AND t.TABLE_TYPE = 'BASE TABLE'
+	AND t.TABLE_SCHEMA NOT IN ('mysql', 'sys', 'performance_schema', 'information_schema')
+	AND LOWER(t.CREATE_OPTIONS) NOT LIKE '%partitioned%'
+	AND NOT EXISTS (SELECT 1 FROM information_schema.TRIGGERS g WHERE g.EVENT_OBJECT_SCHEMA = t.TABLE_SCHEMA AND g.EVENT_OBJECT_TABLE = t.TABLE_NAME)
+	AND NOT EXISTS (SELECT 1 FROM information_schema.STATISTICS s WHERE s.TABLE_SCHEMA = t.TABLE_SCHEMA AND s.TABLE_NAME = t.TABLE_NAME AND s.INDEX_TYPE = 'FULLTEXT')
+	ORDER BY t.TABLE_SCHEMA, t.TABLE_NAME`
+
+// emptyBatch is how many tables one statement of emptyTables asks about.
+const emptyBatch = 64
+
+// emptyTables reads Facts.Empty: of the candidates, those without a row,
+// asked emptyBatch tables a statement.
+func emptyTables(ctx context.Context, q mariadb.Querier) ([]Table, error) {
+	rows, err := q.QueryContext(ctx, emptyCandidates)
+	if err != nil {
+		return nil, fmt.Errorf("list the tables that may be empty: %w", err)
+	}
+	var all []Table
+	for rows.Next() {
+		var t Table
+		if err := rows.Scan(&t.DB, &t.Name); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("list the tables that may be empty: %w", err)
+		}
+		all = append(all, t)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list the tables that may be empty: %w", err)
+	}
+	out := []Table{}
+	for len(all) > 0 {
+		batch := all[:min(emptyBatch, len(all))]
+		all = all[len(batch):]
+		parts := make([]string, len(batch))
+		for i, t := range batch {
+			parts[i] = fmt.Sprintf("SELECT %d FROM DUAL WHERE NOT EXISTS (SELECT 1 FROM %s.%s)", i, quote.Ident(t.DB), quote.Ident(t.Name))
+		}
+		rows, err := q.QueryContext(ctx, strings.Join(parts, " UNION ALL "))
+		if err != nil {
+			return nil, fmt.Errorf("find the empty tables: %w", err)
+		}
+		empty := make([]bool, len(batch))
+		for rows.Next() {
+			var i int
+			if err := rows.Scan(&i); err != nil {
+				rows.Close()
+				return nil, fmt.Errorf("find the empty tables: %w", err)
+			}
+			empty[i] = true
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, fmt.Errorf("find the empty tables: %w", err)
+		}
+		for i, t := range batch {
+			if empty[i] {
+				out = append(out, t)
+			}
+		}
+	}
+	return out, nil
 }
 
 // cascades reads the cascading foreign keys.

@@ -65,6 +65,11 @@ type inplaceBase struct {
 	// tables, read once like children, where an import keeps a table's
 	// own (mariadb.Changes.ImportKeepsCounter); nil elsewhere.
 	counters map[tableRef]uint64
+	// empty are the template's InnoDB tables without rows that a reset
+	// empties with a DELETE (exportmeta.Facts.Empty), read once like
+	// children, where the flavour does (mariadb.Changes.DeleteEmptied);
+	// nil elsewhere.
+	empty map[tableRef]bool
 }
 
 // maintenanceCounters are statements that rewrite a table without
@@ -197,7 +202,7 @@ func baseFrom(ctx context.Context, admin querier, f mariadb.Flavor, prev *inplac
 			b.ineligible = why
 			return b, nil
 		}
-		ft, err := exportmeta.ReadFacts(ctx, admin, f.Changes().ImportKeepsCounter)
+		ft, err := exportmeta.ReadFacts(ctx, admin, f)
 		if err != nil {
 			return nil, fmt.Errorf("in-place baseline: %w", err)
 		}
@@ -208,7 +213,7 @@ func baseFrom(ctx context.Context, admin querier, f mariadb.Flavor, prev *inplac
 	if b.ineligible = prev.ineligible; b.ineligible != "" {
 		return b, nil
 	}
-	b.children, b.counters = prev.children, prev.counters
+	b.children, b.counters, b.empty = prev.children, prev.counters, prev.empty
 	if b.rows, err = tableRows(ctx, admin, f); err != nil {
 		return nil, err
 	}
@@ -238,6 +243,12 @@ func baseOfFacts(ft *exportmeta.Facts, f mariadb.Flavor) *inplaceBase {
 		b.counters = make(map[tableRef]uint64, len(ft.Counters))
 		for _, c := range ft.Counters {
 			b.counters[tableRef{c.Table.DB, c.Table.Name}] = c.Next
+		}
+	}
+	if f.Changes().DeleteEmptied && len(ft.Empty) > 0 {
+		b.empty = make(map[tableRef]bool, len(ft.Empty))
+		for _, t := range ft.Empty {
+			b.empty[tableRef{t.DB, t.Name}] = true
 		}
 	}
 	return b
@@ -342,17 +353,27 @@ func fallbackReason(err error) string {
 // which the server writes on its own.
 var serverWritten = []string{"global_priv", "user", "gtid_executed"}
 
+// tableWrites are what the counters saw of a changed table's rows.
+type tableWrites struct {
+	// rows is how many rows were written (inserted, updated or deleted):
+	// at most that many rows can be in a table the template has empty.
+	rows int64
+	// deleted says the rows were only deleted: the table's AUTO_INCREMENT
+	// counter is as it was.
+	deleted bool
+}
+
 // changedTables lists the tables whose rows changed from base to now
 // (per-table counters), the tables their cascading foreign keys reach
-// added, and of them those whose rows were only deleted (deleted): their
-// AUTO_INCREMENT counters are as they were. A changed row of a system
-// schema is an error.
-func changedTables(ctx context.Context, conn querier, f mariadb.Flavor, base *inplaceBase) (changed []tableRef, deleted map[tableRef]bool, err error) {
+// added, with what was written to each that the counters saw (a table
+// reached only by a cascade has none). A changed row of a system schema
+// is an error.
+func changedTables(ctx context.Context, conn querier, f mariadb.Flavor, base *inplaceBase) (changed []tableRef, writes map[tableRef]tableWrites, err error) {
 	now, err := tableRows(ctx, conn, f)
 	if err != nil {
 		return nil, nil, err
 	}
-	set, deleted := map[tableRef]bool{}, map[tableRef]bool{}
+	set, writes := map[tableRef]bool{}, map[tableRef]tableWrites{}
 	for k, n := range now {
 		was := base.rows[k]
 		if n.written <= was.written {
@@ -366,9 +387,7 @@ func changedTables(ctx context.Context, conn querier, f mariadb.Flavor, base *in
 			return nil, nil, notInPlace(FallbackSystem, "rows of %s changed", tableRef{db, name})
 		}
 		set[tableRef{db, name}] = true
-		if n.grown <= was.grown {
-			deleted[tableRef{db, name}] = true
-		}
+		writes[tableRef{db, name}] = tableWrites{rows: n.written - was.written, deleted: n.grown <= was.grown}
 	}
 	if len(set) == 0 {
 		return nil, nil, nil
@@ -379,7 +398,7 @@ func changedTables(ctx context.Context, conn querier, f mariadb.Flavor, base *in
 		out = append(out, t)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].String() < out[j].String() })
-	return out, deleted, nil
+	return out, writes, nil
 }
 
 // cascadeClosure adds to set every table children reaches from a table

@@ -27,6 +27,9 @@ import (
 //     off. The imported file carries the template's rows, indexes and
 //     AUTO_INCREMENT; the import recomputes the table's statistics from
 //     them.
+//   - InnoDB on MySQL, a table the template has empty and the holder
+//     wrote few rows to: DELETE FROM the table, its AUTO_INCREMENT
+//     counter set back (mariadb.Changes.DeleteEmptied).
 //   - Aria and MyISAM: FLUSH TABLES closes the table, its data and index
 //     files are replaced by clones of the template's, FLUSH TABLES again.
 //
@@ -338,11 +341,11 @@ func (j *inplaceJob) run(ctx context.Context) (*inplaceDone, error) {
 		return nil, notInPlace(FallbackFiles, "files changed: %s", strings.Join(d, ", "))
 	}
 	lap("files")
-	changed, deleted, err := changedTables(ctx, conn, j.flavor, j.base)
+	changed, writes, err := changedTables(ctx, conn, j.flavor, j.base)
 	if err != nil {
 		return nil, err
 	}
-	plan, err := planTables(ctx, conn, j.kinds, changed, deleted)
+	plan, err := planTables(ctx, conn, j.kinds, changed, writes)
 	if err != nil {
 		return nil, err
 	}

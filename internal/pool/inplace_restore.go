@@ -24,18 +24,16 @@ import (
 // tablePlan is one changed table and how it is restored.
 type tablePlan struct {
 	ref    tableRef
-	engine string // InnoDB, Aria or MyISAM
-	// deleted says the table's rows were only deleted (changedTables):
-	// its AUTO_INCREMENT counter did not move.
-	deleted bool
+	engine string      // InnoDB, Aria or MyISAM
+	writes tableWrites // what the counters saw written (changedTables)
 }
 
 // planTables says how each changed table is restored, or why one cannot
-// be; deleted are the tables whose rows were only deleted. A changed
-// table that no longer exists was a temporary table (a base table cannot
-// go without a DROP or RENAME, which the non-row counters see), gone with
-// its connection. What it reads of a table is kept in kinds.
-func planTables(ctx context.Context, conn querier, kinds *tableKinds, changed []tableRef, deleted map[tableRef]bool) ([]tablePlan, error) {
+// be; writes are what was written to each. A changed table that no
+// longer exists was a temporary table (a base table cannot go without a
+// DROP or RENAME, which the non-row counters see), gone with its
+// connection. What it reads of a table is kept in kinds.
+func planTables(ctx context.Context, conn querier, kinds *tableKinds, changed []tableRef, writes map[tableRef]tableWrites) ([]tablePlan, error) {
 	var out []tablePlan
 	for _, t := range changed {
 		engine, err := kinds.engine(ctx, conn, t)
@@ -45,7 +43,7 @@ func planTables(ctx context.Context, conn querier, kinds *tableKinds, changed []
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, tablePlan{ref: t, engine: engine, deleted: deleted[t]})
+		out = append(out, tablePlan{ref: t, engine: engine, writes: writes[t]})
 	}
 	return out, nil
 }
@@ -133,9 +131,25 @@ func restoredFiles(data string, plan []tablePlan) []string {
 	return out
 }
 
-// restore gives one table the template's files back.
+// emptiedRows is the most rows a holder may have written to a table the
+// template has empty for the reset to empty it with a DELETE rather than
+// import it: on MySQL the import costs about 10 ms of server CPU more
+// than a DELETE of three rows and the counter's ALTER TABLE, and still
+// 3-4 ms more than those of 1,000 rows (docs/benchmarks.md).
+const emptiedRows = 1000
+
+// restore gives one table the template's rows back: a table the template
+// has empty (inplaceBase.empty) and the holder wrote few rows to loses
+// them to a DELETE, any other gets the template's files back.
 func (j inplaceJob) restore(ctx context.Context, conn *sql.Conn, t tablePlan) error {
 	name := quote.Ident(t.ref.db) + "." + quote.Ident(t.ref.name)
+	if t.engine == "InnoDB" && j.base.empty[t.ref] && t.writes.rows <= emptiedRows {
+		// Foreign key checks are off: nothing cascades to other tables.
+		if _, err := conn.ExecContext(ctx, "DELETE FROM "+name); err != nil {
+			return fmt.Errorf("delete the holder's rows: %w", err)
+		}
+		return j.counterBack(ctx, conn, name, t)
+	}
 	for _, ext := range tableFiles[t.engine] {
 		if _, err := os.Stat(filepath.Join(j.src, t.ref.db, t.ref.name+ext)); err != nil {
 			return notInPlace(FallbackEngine, "%s has no %s file in the template: %v", t.ref, ext, err)
@@ -164,15 +178,7 @@ func (j inplaceJob) restore(ctx context.Context, conn *sql.Conn, t tablePlan) er
 		if err != nil {
 			return fmt.Errorf("import tablespace: %w", err)
 		}
-		if n, ok := j.base.counters[t.ref]; ok && !t.deleted {
-			// The import kept the counter the holder's inserts moved
-			// (mariadb.Changes.ImportKeepsCounter): the template's again.
-			// Rows only deleted left it as it was.
-			if _, err := conn.ExecContext(ctx, fmt.Sprintf("ALTER TABLE %s AUTO_INCREMENT = %d", name, n)); err != nil {
-				return fmt.Errorf("set AUTO_INCREMENT back: %w", err)
-			}
-		}
-		return nil
+		return j.counterBack(ctx, conn, name, t)
 	}
 	if _, err := conn.ExecContext(ctx, "FLUSH TABLES "+name); err != nil {
 		return fmt.Errorf("close the table: %w", err)
@@ -184,6 +190,22 @@ func (j inplaceJob) restore(ctx context.Context, conn *sql.Conn, t tablePlan) er
 	}
 	if _, err := conn.ExecContext(ctx, "FLUSH TABLES "+name); err != nil {
 		return fmt.Errorf("close the table: %w", err)
+	}
+	return nil
+}
+
+// counterBack sets InnoDB table t's AUTO_INCREMENT counter, which the
+// holder's inserts moved and neither the DELETE nor an import that keeps
+// the table's own counter (mariadb.Changes.ImportKeepsCounter) puts back,
+// to the template's (inplaceBase.counters, where the flavour needs them).
+// Rows only deleted left it as it was.
+func (j inplaceJob) counterBack(ctx context.Context, conn *sql.Conn, name string, t tablePlan) error {
+	n, ok := j.base.counters[t.ref]
+	if !ok || t.writes.deleted {
+		return nil
+	}
+	if _, err := conn.ExecContext(ctx, fmt.Sprintf("ALTER TABLE %s AUTO_INCREMENT = %d", name, n)); err != nil {
+		return fmt.Errorf("set AUTO_INCREMENT back: %w", err)
 	}
 	return nil
 }

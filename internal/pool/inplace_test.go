@@ -696,7 +696,9 @@ func TestInPlaceResetMarkHolds(t *testing.T) {
 // counter differs), and so do an insert rolled back, inserts a unique
 // key refuses (each spends a value: the counter moves with no row
 // written) and an update; the next holder sees the template's counter
-// (verify compares it).
+// (verify compares it). A table the template has empty is emptied with a
+// DELETE instead (mariadb.Changes.DeleteEmptied), unless the holder wrote
+// more rows than emptiedRows.
 func TestInPlaceResetCounter(t *testing.T) {
 	st := templatetest.NewScratchBuilder(t, "btrfs", 1<<30)
 	if !st.Binary().Flavor.Changes().ImportKeepsCounter {
@@ -714,18 +716,29 @@ INSERT INTO uniq (code) VALUES ('a'), ('b');
 	t.Cleanup(func() { p.Down(context.Background()) })
 	ref := openLease(t, leaseIn(t, p))
 	ctx := context.Background()
+	many := "INSERT INTO audit (what) WITH RECURSIVE s(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM s WHERE n < " + strconv.Itoa(emptiedRows+1) + ") SELECT 'm' FROM s"
+	// alters and deletes are the restore's statements: a table imported
+	// costs DISCARD and IMPORT TABLESPACE, two ALTER TABLE statements, and
+	// a third for its counter; one the template has empty, a DELETE and
+	// the counter's ALTER TABLE.
 	for _, tc := range []struct {
-		name   string
-		change []string
-		set    bool // the restore sets the counter back
+		name            string
+		change          []string
+		alters, deletes int64
 	}{
-		{"rows deleted", []string{"DELETE FROM child WHERE id = 3"}, false},
-		{"a row inserted", []string{"INSERT INTO child (parent_id, note) VALUES (1, 'w')"}, true},
-		{"an insert rolled back", []string{"BEGIN", "INSERT INTO child (parent_id, note) VALUES (1, 'r')", "ROLLBACK"}, true},
+		{"rows deleted", []string{"DELETE FROM child WHERE id = 3"}, 2, 0},
+		{"a row inserted", []string{"INSERT INTO child (parent_id, note) VALUES (1, 'w')"}, 3, 0},
+		{"an insert rolled back", []string{"BEGIN", "INSERT INTO child (parent_id, note) VALUES (1, 'r')", "ROLLBACK"}, 3, 0},
 		// A duplicate key refuses the row once its value is drawn: the
 		// counter moves with no row written (InnoDB).
-		{"inserts refused", []string{"INSERT INTO uniq (code) VALUES ('a')", "INSERT INTO uniq (code) VALUES ('a')"}, true},
-		{"the column updated", []string{"UPDATE child SET id = 100 WHERE id = 3"}, true},
+		{"inserts refused", []string{"INSERT INTO uniq (code) VALUES ('a')", "INSERT INTO uniq (code) VALUES ('a')"}, 3, 0},
+		{"the column updated", []string{"UPDATE child SET id = 100 WHERE id = 3"}, 3, 0},
+		// audit is empty in the template; parent's trigger writes it.
+		{"an empty table written", []string{"INSERT INTO audit (what) VALUES ('a'), ('b')", "UPDATE audit SET what = 'c' WHERE id = 1"}, 1, 1},
+		{"an empty table's insert rolled back", []string{"BEGIN", "INSERT INTO audit (what) VALUES ('r')", "ROLLBACK"}, 1, 1},
+		// parent's cascade reaches child, restored with it.
+		{"an empty table written by a trigger", []string{"UPDATE parent SET name = 'd' WHERE id = 1"}, 7, 1},
+		{"an empty table given many rows", []string{"SET SESSION cte_max_recursion_depth = 10000", many}, 3, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			l := leaseIn(t, p)
@@ -740,7 +753,7 @@ INSERT INTO uniq (code) VALUES ('a'), ('b');
 			}
 			conn.Close()
 			admin := slotAdminOf(p, l.Slot)
-			before, inPlace := globalStatus(t, admin, "Com_alter_table"), paths(p)[PathInPlace]
+			before, deleted, inPlace := globalStatus(t, admin, "Com_alter_table"), globalStatus(t, admin, "Com_delete"), paths(p)[PathInPlace]
 			if _, err := p.Release(ctx, l.ID, Dirty); err != nil {
 				t.Fatal(err)
 			}
@@ -749,13 +762,11 @@ INSERT INTO uniq (code) VALUES ('a'), ('b');
 			if next.Slot != l.Slot || paths(p)[PathInPlace] != inPlace+1 {
 				t.Fatalf("the next lease got slot %d after %d in-place reset(s), want slot %d after one", next.Slot, paths(p)[PathInPlace]-inPlace, l.Slot)
 			}
-			// DISCARD and IMPORT TABLESPACE are ALTER TABLE statements.
-			want := int64(2)
-			if tc.set {
-				want++
+			if got := globalStatus(t, admin, "Com_alter_table") - before; got != tc.alters {
+				t.Errorf("the restore ran %d ALTER TABLE statement(s), want %d", got, tc.alters)
 			}
-			if got := globalStatus(t, admin, "Com_alter_table") - before; got != want {
-				t.Errorf("the restore of one table ran %d ALTER TABLE statement(s), want %d", got, want)
+			if got := globalStatus(t, admin, "Com_delete") - deleted; got != tc.deletes {
+				t.Errorf("the restore ran %d DELETE statement(s), want %d", got, tc.deletes)
 			}
 			verifyClean(t, ref, openLease(t, next), tc.name)
 		})

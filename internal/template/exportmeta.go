@@ -28,7 +28,7 @@ func (b *Builder) exportMeta(ctx context.Context, db *sql.DB, data string) {
 		b.progress("warning: the InnoDB export metadata was not exported (%v): the first pool exports it", err)
 		return
 	}
-	ft, err := exportmeta.ReadFacts(ctx, db, b.bin.Flavor.Changes().ImportKeepsCounter)
+	ft, err := exportmeta.ReadFacts(ctx, db, b.bin.Flavor)
 	if err == nil {
 		err = exportmeta.WriteFacts(dir, ft)
 	}
