@@ -9,10 +9,12 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"github.com/pristinedb/pristine/internal/mariadb"
 	"github.com/pristinedb/pristine/internal/quote"
+	"github.com/pristinedb/pristine/internal/sqlrows"
 )
 
 // FactsFile is the file of an export directory that holds the template's
@@ -104,21 +106,11 @@ const emptyBatch = 64
 // emptyTables reads Facts.Empty: of the candidates, those without a row,
 // asked emptyBatch tables a statement.
 func emptyTables(ctx context.Context, q mariadb.Querier) ([]Table, error) {
-	rows, err := q.QueryContext(ctx, emptyCandidates)
-	if err != nil {
-		return nil, fmt.Errorf("list the tables that may be empty: %w", err)
-	}
 	var all []Table
-	for rows.Next() {
-		var t Table
-		if err := rows.Scan(&t.DB, &t.Name); err != nil {
-			rows.Close()
-			return nil, fmt.Errorf("list the tables that may be empty: %w", err)
-		}
-		all = append(all, t)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
+	if err := sqlrows.Each(ctx, q, emptyCandidates, "", func(_, row []string) error {
+		all = append(all, Table{DB: row[0], Name: row[1]})
+		return nil
+	}); err != nil {
 		return nil, fmt.Errorf("list the tables that may be empty: %w", err)
 	}
 	out := []Table{}
@@ -129,21 +121,15 @@ func emptyTables(ctx context.Context, q mariadb.Querier) ([]Table, error) {
 		for i, t := range batch {
 			parts[i] = fmt.Sprintf("SELECT %d FROM DUAL WHERE NOT EXISTS (SELECT 1 FROM %s.%s)", i, quote.Ident(t.DB), quote.Ident(t.Name))
 		}
-		rows, err := q.QueryContext(ctx, strings.Join(parts, " UNION ALL "))
-		if err != nil {
-			return nil, fmt.Errorf("find the empty tables: %w", err)
-		}
 		empty := make([]bool, len(batch))
-		for rows.Next() {
-			var i int
-			if err := rows.Scan(&i); err != nil {
-				rows.Close()
-				return nil, fmt.Errorf("find the empty tables: %w", err)
+		if err := sqlrows.Each(ctx, q, strings.Join(parts, " UNION ALL "), "", func(_, row []string) error {
+			i, err := strconv.Atoi(row[0])
+			if err != nil || i < 0 || i >= len(batch) {
+				return fmt.Errorf("unexpected answer %q", row[0])
 			}
 			empty[i] = true
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
+			return nil
+		}); err != nil {
 			return nil, fmt.Errorf("find the empty tables: %w", err)
 		}
 		for i, t := range batch {
