@@ -35,6 +35,19 @@ type Cascade struct {
 	Child  Table `json:"child"`
 }
 
+// Counted is a table of Facts.Counted.
+type Counted struct {
+	Table Table `json:"table"`
+	// Rows is how many rows it has.
+	Rows int64 `json:"rows"`
+	// Column is its AUTO_INCREMENT column, "" for none.
+	Column string `json:"column,omitempty"`
+}
+
+// CountedRows is the most rows a table of Facts.Counted has, but an
+// empty one: the reset counts them (on MySQL about 0.1 ms per 1,000 rows).
+const CountedRows = 10000
+
 // Counter is an InnoDB table's AUTO_INCREMENT counter.
 type Counter struct {
 	Table Table  `json:"table"`
@@ -54,20 +67,23 @@ type Facts struct {
 	// Counters are the AUTO_INCREMENT counters of the InnoDB tables that
 	// have one, outside the system schemas; nil when not read.
 	Counters []Counter `json:"counters,omitempty"`
-	// Empty are the InnoDB tables without rows that the in-place reset
-	// may empty with a DELETE (mariadb.Changes.DeleteEmptied): base
-	// tables outside the system schemas, not partitioned, with no
-	// trigger (the DELETE would run it) and no FULLTEXT index (whose
-	// hidden document ids and list of deleted documents would no longer
-	// be the template's). Nil when not read.
-	Empty []Table `json:"empty,omitempty"`
+	// Counted are the InnoDB tables the in-place reset may restore by
+	// deleting the rows a holder added (mariadb.Changes.DeleteAdded), with
+	// their row counts: base tables outside the system schemas, not
+	// partitioned, with no trigger (the DELETE would run it) and no
+	// FULLTEXT index (whose hidden document ids and list of deleted
+	// documents would no longer be the template's), that are empty, or
+	// that have an AUTO_INCREMENT column, at most CountedRows rows and no
+	// cascading foreign key reaching them (a cascade changes their rows
+	// unseen). Nil when not read.
+	Counted []Counted `json:"counted,omitempty"`
 }
 
 // ReadFacts reads the Facts of the server behind q, of flavour fl: the
 // AUTO_INCREMENT counters only where an import keeps a table's own
 // (mariadb.Changes.ImportKeepsCounter: they are needed, and readable
-// uncached, on MySQL only), the empty tables only where the reset
-// empties them (mariadb.Changes.DeleteEmptied).
+// uncached, on MySQL only), the counted tables only where the reset
+// deletes the rows a holder added (mariadb.Changes.DeleteAdded).
 func ReadFacts(ctx context.Context, q mariadb.Querier, fl mariadb.Flavor) (*Facts, error) {
 	f := &Facts{Cascades: []Cascade{}}
 	if err := q.QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_TYPE='SEQUENCE'").Scan(&f.Sequences); err != nil {
@@ -82,17 +98,19 @@ func ReadFacts(ctx context.Context, q mariadb.Querier, fl mariadb.Flavor) (*Fact
 			return nil, err
 		}
 	}
-	if fl.Changes().DeleteEmptied {
-		if f.Empty, err = emptyTables(ctx, q); err != nil {
+	if fl.Changes().DeleteAdded {
+		if f.Counted, err = countedTables(ctx, q, f.Cascades); err != nil {
 			return nil, err
 		}
 	}
 	return f, nil
 }
 
-// emptyCandidates are the tables Facts.Empty may name, whether or not
-// they have rows.
-const emptyCandidates = `SELECT t.TABLE_SCHEMA, t.TABLE_NAME FROM information_schema.TABLES t
+// countedCandidates are the tables Facts.Counted may name, whatever
+// their rows, each with its AUTO_INCREMENT column ("" for none).
+const countedCandidates = `SELECT t.TABLE_SCHEMA, t.TABLE_NAME, COALESCE((SELECT MIN(c.COLUMN_NAME) FROM information_schema.COLUMNS c
+		WHERE c.TABLE_SCHEMA = t.TABLE_SCHEMA AND c.TABLE_NAME = t.TABLE_NAME AND LOWER(c.EXTRA) LIKE '%auto_increment%'), '')
+	FROM information_schema.TABLES t
 	WHERE t.ENGINE = 'InnoDB' AND t.TABLE_TYPE = 'BASE TABLE'
 	AND t.TABLE_SCHEMA NOT IN ('mysql', 'sys', 'performance_schema', 'information_schema')
 	AND LOWER(t.CREATE_OPTIONS) NOT LIKE '%partitioned%'
@@ -100,40 +118,47 @@ const emptyCandidates = `SELECT t.TABLE_SCHEMA, t.TABLE_NAME FROM information_sc
 	AND NOT EXISTS (SELECT 1 FROM information_schema.STATISTICS s WHERE s.TABLE_SCHEMA = t.TABLE_SCHEMA AND s.TABLE_NAME = t.TABLE_NAME AND s.INDEX_TYPE = 'FULLTEXT')
 	ORDER BY t.TABLE_SCHEMA, t.TABLE_NAME`
 
-// emptyBatch is how many tables one statement of emptyTables asks about.
-const emptyBatch = 64
+// countBatch is how many tables one statement of countedTables counts.
+const countBatch = 64
 
-// emptyTables reads Facts.Empty: of the candidates, those without a row,
-// asked emptyBatch tables a statement.
-func emptyTables(ctx context.Context, q mariadb.Querier) ([]Table, error) {
-	var all []Table
-	if err := sqlrows.Each(ctx, q, emptyCandidates, "", func(_, row []string) error {
-		all = append(all, Table{DB: row[0], Name: row[1]})
+// countedTables reads Facts.Counted: the candidates counted, at most
+// CountedRows+1 rows each, countBatch tables a statement, and of them
+// the empty ones and those with a counter, few enough rows and no
+// cascading foreign key reaching them (cs).
+func countedTables(ctx context.Context, q mariadb.Querier, cs []Cascade) ([]Counted, error) {
+	reached := map[Table]bool{}
+	for _, c := range cs {
+		reached[c.Child] = true
+	}
+	var all []Counted
+	if err := sqlrows.Each(ctx, q, countedCandidates, "", func(_, row []string) error {
+		all = append(all, Counted{Table: Table{DB: row[0], Name: row[1]}, Column: row[2]})
 		return nil
 	}); err != nil {
-		return nil, fmt.Errorf("list the tables that may be empty: %w", err)
+		return nil, fmt.Errorf("list the tables a reset may count: %w", err)
 	}
-	out := []Table{}
+	out := []Counted{}
 	for len(all) > 0 {
-		batch := all[:min(emptyBatch, len(all))]
+		batch := all[:min(countBatch, len(all))]
 		all = all[len(batch):]
 		parts := make([]string, len(batch))
 		for i, t := range batch {
-			parts[i] = fmt.Sprintf("SELECT %d FROM DUAL WHERE NOT EXISTS (SELECT 1 FROM %s.%s)", i, quote.Ident(t.DB), quote.Ident(t.Name))
+			parts[i] = fmt.Sprintf("SELECT %d, COUNT(*) FROM (SELECT 1 FROM %s.%s LIMIT %d) c%d", i, quote.Ident(t.Table.DB), quote.Ident(t.Table.Name), CountedRows+1, i)
 		}
-		empty := make([]bool, len(batch))
 		if err := sqlrows.Each(ctx, q, strings.Join(parts, " UNION ALL "), "", func(_, row []string) error {
 			i, err := strconv.Atoi(row[0])
 			if err != nil || i < 0 || i >= len(batch) {
 				return fmt.Errorf("unexpected answer %q", row[0])
 			}
-			empty[i] = true
+			if batch[i].Rows, err = strconv.ParseInt(row[1], 10, 64); err != nil {
+				return fmt.Errorf("unexpected count %q", row[1])
+			}
 			return nil
 		}); err != nil {
-			return nil, fmt.Errorf("find the empty tables: %w", err)
+			return nil, fmt.Errorf("count the tables' rows: %w", err)
 		}
-		for i, t := range batch {
-			if empty[i] {
+		for _, t := range batch {
+			if t.Rows == 0 || (t.Column != "" && t.Rows <= CountedRows && !reached[t.Table]) {
 				out = append(out, t)
 			}
 		}

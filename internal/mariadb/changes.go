@@ -18,9 +18,10 @@ type Changes struct {
 	// TRUNCATE and plugin statement counters both flavours have).
 	OtherWrites []string
 	// TableRows lists rows written per table: schema, table, rows
-	// written, and of them the rows inserted or updated (what can move
-	// the table's AUTO_INCREMENT counter; where the server does not tell
-	// them apart, the rows written again).
+	// written, of them the rows inserted or updated (what can move the
+	// table's AUTO_INCREMENT counter; where the server does not tell them
+	// apart, the rows written again), and of those the rows inserted
+	// (where the server does not tell, -1).
 	TableRows string
 	// Counting answers one integer, > 0 while TableRows counts every
 	// table's writes (the server's setting or instrumentation is on).
@@ -46,14 +47,17 @@ type Changes struct {
 	// tablespace): the restore then sets it back to the template's,
 	// unless the table's rows were only deleted (TableRows).
 	ImportKeepsCounter bool
-	// DeleteEmptied says an InnoDB table the template has empty is
-	// restored by deleting the holder's rows (and setting its counter
-	// back) rather than by the import, when the holder wrote few rows:
-	// on MySQL DISCARD and IMPORT TABLESPACE cost about 10 ms more server
-	// CPU than a DELETE of a few rows and the counter's ALTER TABLE; on
-	// MariaDB the two cost the same, and the import sets the counter too
-	// (docs/benchmarks.md).
-	DeleteEmptied bool
+	// DeleteAdded says the rows a holder added to an InnoDB table are
+	// deleted rather than the table imported, when they are few: in a
+	// table the template has empty, all of them; in one whose rows the
+	// holder only inserted, those from the template's AUTO_INCREMENT
+	// counter on, the table then counted (exportmeta.Facts.Counted; the
+	// table is imported when the count is not the template's). Its counter
+	// is set back as after an import. On MySQL DISCARD and IMPORT
+	// TABLESPACE cost about 10 ms more server CPU than a DELETE of a few
+	// rows and the counter's ALTER TABLE; on MariaDB the two cost the
+	// same, and the import sets the counter too (docs/benchmarks.md).
+	DeleteAdded bool
 	// PurgeWake, when not "", wakes InnoDB's purge at once, where it
 	// otherwise wakes once a second: the flavour's write mark holds the log
 	// sequence number (RowWrites), which the purge of a restore's undo logs
@@ -101,7 +105,7 @@ func (f Flavor) Changes() Changes {
 		return Changes{
 			RowWrites:   mysqlRowWrites,
 			OtherWrites: []string{"COM_INSTALL_COMPONENT", "COM_UNINSTALL_COMPONENT", "COM_IMPORT"},
-			TableRows:   "SELECT OBJECT_SCHEMA, OBJECT_NAME, COUNT_WRITE, COUNT_INSERT + COUNT_UPDATE FROM performance_schema.table_io_waits_summary_by_table WHERE OBJECT_TYPE = 'TABLE'",
+			TableRows:   "SELECT OBJECT_SCHEMA, OBJECT_NAME, COUNT_WRITE, COUNT_INSERT + COUNT_UPDATE, COUNT_INSERT FROM performance_schema.table_io_waits_summary_by_table WHERE OBJECT_TYPE = 'TABLE'",
 			// Every table is counted while the consumer and the instrument
 			// are on, the catch-all TABLE object is enabled and no other
 			// TABLE object is disabled (but the server's own schemas').
@@ -115,12 +119,12 @@ func (f Flavor) Changes() Changes {
 			TempTables:  "INNODB_TEMP_TABLE_INFO",
 
 			ImportKeepsCounter: true,
-			DeleteEmptied:      true,
+			DeleteAdded:        true,
 		}
 	}
 	return Changes{
 		RowWrites:   []string{MariaDB.LSNStatus(), "HANDLER_WRITE", "HANDLER_UPDATE", "HANDLER_DELETE"},
-		TableRows:   "SELECT TABLE_SCHEMA, TABLE_NAME, ROWS_CHANGED, ROWS_CHANGED FROM information_schema.TABLE_STATISTICS",
+		TableRows:   "SELECT TABLE_SCHEMA, TABLE_NAME, ROWS_CHANGED, ROWS_CHANGED, -1 FROM information_schema.TABLE_STATISTICS",
 		Counting:    "SELECT @@GLOBAL.userstat + 0",
 		NotCounting: "the server's user statistics (userstat) are off",
 		TempTables:  "TEMPORARY_TABLES",

@@ -65,11 +65,10 @@ type inplaceBase struct {
 	// tables, read once like children, where an import keeps a table's
 	// own (mariadb.Changes.ImportKeepsCounter); nil elsewhere.
 	counters map[tableRef]uint64
-	// empty are the template's InnoDB tables without rows that a reset
-	// empties with a DELETE (exportmeta.Facts.Empty), read once like
-	// children, where the flavour does (mariadb.Changes.DeleteEmptied);
-	// nil elsewhere.
-	empty map[tableRef]bool
+	// counted are the template's InnoDB tables whose added rows a reset
+	// deletes (exportmeta.Facts.Counted), read once like children, where
+	// the flavour does (mariadb.Changes.DeleteAdded); nil elsewhere.
+	counted map[tableRef]exportmeta.Counted
 }
 
 // maintenanceCounters are statements that rewrite a table without
@@ -213,7 +212,7 @@ func baseFrom(ctx context.Context, admin querier, f mariadb.Flavor, prev *inplac
 	if b.ineligible = prev.ineligible; b.ineligible != "" {
 		return b, nil
 	}
-	b.children, b.counters, b.empty = prev.children, prev.counters, prev.empty
+	b.children, b.counters, b.counted = prev.children, prev.counters, prev.counted
 	if b.rows, err = tableRows(ctx, admin, f); err != nil {
 		return nil, err
 	}
@@ -245,10 +244,10 @@ func baseOfFacts(ft *exportmeta.Facts, f mariadb.Flavor) *inplaceBase {
 			b.counters[tableRef{c.Table.DB, c.Table.Name}] = c.Next
 		}
 	}
-	if f.Changes().DeleteEmptied && len(ft.Empty) > 0 {
-		b.empty = make(map[tableRef]bool, len(ft.Empty))
-		for _, t := range ft.Empty {
-			b.empty[tableRef{t.DB, t.Name}] = true
+	if f.Changes().DeleteAdded && len(ft.Counted) > 0 {
+		b.counted = make(map[tableRef]exportmeta.Counted, len(ft.Counted))
+		for _, c := range ft.Counted {
+			b.counted[tableRef{c.Table.DB, c.Table.Name}] = c
 		}
 	}
 	return b
@@ -269,8 +268,9 @@ func notCounting(ctx context.Context, admin querier, f mariadb.Flavor) string {
 }
 
 // tableCount is one table's row counters (mariadb.Changes.TableRows):
-// the rows written, and of them those inserted or updated.
-type tableCount struct{ written, grown int64 }
+// the rows written, of them those inserted or updated, and of those the
+// rows inserted.
+type tableCount struct{ written, grown, inserted int64 }
 
 // tableRows reads the rows written per table (mariadb.Changes.TableRows),
 // by "db\x00table".
@@ -284,7 +284,7 @@ func tableRows(ctx context.Context, conn querier, f mariadb.Flavor) (map[string]
 	for rows.Next() {
 		var db, t string
 		var n tableCount
-		if err := rows.Scan(&db, &t, &n.written, &n.grown); err != nil {
+		if err := rows.Scan(&db, &t, &n.written, &n.grown, &n.inserted); err != nil {
 			return nil, fmt.Errorf("read per-table row counters: %w", err)
 		}
 		out[db+"\x00"+t] = n
@@ -356,11 +356,14 @@ var serverWritten = []string{"global_priv", "user", "gtid_executed"}
 // tableWrites are what the counters saw of a changed table's rows.
 type tableWrites struct {
 	// rows is how many rows were written (inserted, updated or deleted):
-	// at most that many rows can be in a table the template has empty.
+	// at most that many rows were added.
 	rows int64
 	// deleted says the rows were only deleted: the table's AUTO_INCREMENT
 	// counter is as it was.
 	deleted bool
+	// inserted says the rows were only inserted: the template's rows are
+	// all there as they were (but those a cascade changed).
+	inserted bool
 }
 
 // changedTables lists the tables whose rows changed from base to now
@@ -387,7 +390,8 @@ func changedTables(ctx context.Context, conn querier, f mariadb.Flavor, base *in
 			return nil, nil, notInPlace(FallbackSystem, "rows of %s changed", tableRef{db, name})
 		}
 		set[tableRef{db, name}] = true
-		writes[tableRef{db, name}] = tableWrites{rows: n.written - was.written, deleted: n.grown <= was.grown}
+		rows := n.written - was.written
+		writes[tableRef{db, name}] = tableWrites{rows: rows, deleted: n.grown <= was.grown, inserted: n.inserted-was.inserted == rows}
 	}
 	if len(set) == 0 {
 		return nil, nil, nil

@@ -17,8 +17,8 @@ import (
 // and they are what a slot of it reads; where the in-place reset sets the
 // AUTO_INCREMENT counters back (MySQL), the build's are the next ids a
 // fresh slot hands out, and again after an in-place reset, a table whose
-// top rows the template deleted too, and one it has empty (which the
-// reset empties with a DELETE there). A pool's first slot takes the facts
+// top rows the template deleted too, and one it has empty (whose added
+// rows the reset deletes there). A pool's first slot takes the facts
 // from the template rather than opening every table for them: facts that
 // say the template has a sequence make its slots reset fully, with that
 // reason.
@@ -53,9 +53,12 @@ DELETE FROM gap WHERE id > 3;
 		t.Errorf("the build's facts hold %d AUTO_INCREMENT counters (%+v), want %d only where an import keeps a table's own (%v)", len(built.Counters), built.Counters, len(next), keeps)
 	}
 	// audit has a trigger of parent's writing into it, not one of its
-	// own: the reset may empty it.
-	if want := []exportmeta.Table{{DB: "app", Name: "audit"}}; f.Changes().DeleteEmptied && !reflect.DeepEqual(built.Empty, want) {
-		t.Errorf("the build's empty tables are %+v, want %+v", built.Empty, want)
+	// own: the reset may empty it. gap has a counter and rows, and no
+	// cascade reaches it; parent has a trigger, and parent's cascade
+	// reaches child's rows.
+	wantCounted := []exportmeta.Counted{{Table: exportmeta.Table{DB: "app", Name: "audit"}, Column: "id"}, {Table: exportmeta.Table{DB: "app", Name: "gap"}, Rows: 3, Column: "id"}}
+	if f.Changes().DeleteAdded && !reflect.DeepEqual(built.Counted, wantCounted) {
+		t.Errorf("the build's counted tables are %+v, want %+v", built.Counted, wantCounted)
 	}
 	for _, c := range built.Counters {
 		if c.Table.DB != "app" || c.Next != next[c.Table.Name] {
@@ -76,7 +79,7 @@ DELETE FROM gap WHERE id > 3;
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !reflect.DeepEqual(built.Cascades, read.Cascades) || built.Sequences != read.Sequences || !reflect.DeepEqual(built.Empty, read.Empty) {
+	if !reflect.DeepEqual(built.Cascades, read.Cascades) || built.Sequences != read.Sequences || !reflect.DeepEqual(built.Counted, read.Counted) {
 		t.Errorf("the build's facts %+v differ from what a slot reads, %+v", built, read)
 	}
 	// The next ids on the fresh slot, then on it after an in-place reset

@@ -27,9 +27,9 @@ import (
 //     off. The imported file carries the template's rows, indexes and
 //     AUTO_INCREMENT; the import recomputes the table's statistics from
 //     them.
-//   - InnoDB on MySQL, a table the template has empty and the holder
-//     wrote few rows to: DELETE FROM the table, its AUTO_INCREMENT
-//     counter set back (mariadb.Changes.DeleteEmptied).
+//   - InnoDB on MySQL, rows the holder added (few, to a table the
+//     template has empty or only inserted into): deleted, the
+//     AUTO_INCREMENT counter set back (mariadb.Changes.DeleteAdded).
 //   - Aria and MyISAM: FLUSH TABLES closes the table, its data and index
 //     files are replaced by clones of the template's, FLUSH TABLES again.
 //

@@ -131,23 +131,21 @@ func restoredFiles(data string, plan []tablePlan) []string {
 	return out
 }
 
-// emptiedRows is the most rows a holder may have written to a table the
-// template has empty for the reset to empty it with a DELETE rather than
-// import it: on MySQL the import costs about 10 ms of server CPU more
-// than a DELETE of three rows and the counter's ALTER TABLE, and still
-// 3-4 ms more than those of 1,000 rows (docs/benchmarks.md).
-const emptiedRows = 1000
+// addedRows is the most rows a holder may have written to a table of
+// inplaceBase.counted for the reset to delete the rows it added rather
+// than import the table: on MySQL the import costs about 10 ms of server
+// CPU more than a DELETE of three rows and the counter's ALTER TABLE, and
+// still 3-4 ms more than those of 1,000 rows (docs/benchmarks.md).
+const addedRows = 1000
 
-// restore gives one table the template's rows back: a table the template
-// has empty (inplaceBase.empty) and the holder wrote few rows to loses
-// them to a DELETE, any other gets the template's files back.
+// restore gives one table the template's rows back: the rows a holder
+// added are deleted (deleteAdded) where that can be done, otherwise the
+// table gets the template's files back.
 func (j inplaceJob) restore(ctx context.Context, conn *sql.Conn, t tablePlan) error {
 	name := quote.Ident(t.ref.db) + "." + quote.Ident(t.ref.name)
-	if t.engine == "InnoDB" && j.base.empty[t.ref] && t.writes.rows <= emptiedRows {
-		// Foreign key checks are off: nothing cascades to other tables.
-		if _, err := conn.ExecContext(ctx, "DELETE FROM "+name); err != nil {
-			return fmt.Errorf("delete the holder's rows: %w", err)
-		}
+	if done, err := j.deleteAdded(ctx, conn, name, t); err != nil {
+		return err
+	} else if done {
 		return j.counterBack(ctx, conn, name, t)
 	}
 	for _, ext := range tableFiles[t.engine] {
@@ -192,6 +190,40 @@ func (j inplaceJob) restore(ctx context.Context, conn *sql.Conn, t tablePlan) er
 		return fmt.Errorf("close the table: %w", err)
 	}
 	return nil
+}
+
+// deleteAdded deletes the rows the holder added to InnoDB table t, where
+// t is one of inplaceBase.counted and the holder wrote at most addedRows
+// rows: every row, in a table the template has empty; in one the holder
+// only inserted into, the rows from the template's AUTO_INCREMENT counter
+// on, and then it counts the rows left. It reports whether the table has
+// the template's rows again; if not, the caller imports it. Foreign key
+// checks are off: nothing cascades to other tables.
+func (j inplaceJob) deleteAdded(ctx context.Context, conn *sql.Conn, name string, t tablePlan) (bool, error) {
+	c, ok := j.base.counted[t.ref]
+	if !ok || t.engine != "InnoDB" || t.writes.rows > addedRows {
+		return false, nil
+	}
+	if c.Rows == 0 {
+		if _, err := conn.ExecContext(ctx, "DELETE FROM "+name); err != nil {
+			return false, fmt.Errorf("delete the holder's rows: %w", err)
+		}
+		return true, nil
+	}
+	next, known := j.base.counters[t.ref]
+	if c.Column == "" || !known || !t.writes.inserted {
+		return false, nil
+	}
+	if _, err := conn.ExecContext(ctx, fmt.Sprintf("DELETE FROM %s WHERE %s >= %d", name, quote.Ident(c.Column), next)); err != nil {
+		return false, fmt.Errorf("delete the holder's rows: %w", err)
+	}
+	// A row inserted with a value below the counter (a gap the template
+	// left) is still there: the count tells.
+	var n int64
+	if err := conn.QueryRowContext(ctx, "SELECT COUNT(*) FROM "+name).Scan(&n); err != nil {
+		return false, fmt.Errorf("count the rows left: %w", err)
+	}
+	return n == c.Rows, nil
 }
 
 // counterBack sets InnoDB table t's AUTO_INCREMENT counter, which the

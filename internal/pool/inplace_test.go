@@ -696,9 +696,11 @@ func TestInPlaceResetMarkHolds(t *testing.T) {
 // counter differs), and so do an insert rolled back, inserts a unique
 // key refuses (each spends a value: the counter moves with no row
 // written) and an update; the next holder sees the template's counter
-// (verify compares it). A table the template has empty is emptied with a
-// DELETE instead (mariadb.Changes.DeleteEmptied), unless the holder wrote
-// more rows than emptiedRows.
+// (verify compares it). The rows a holder added are deleted instead
+// (mariadb.Changes.DeleteAdded): all of a table the template has empty,
+// and, from the counter on, those of a table with rows only inserted
+// into, which is then counted and imported after all when a row went
+// into a gap below the counter; not after more than addedRows rows.
 func TestInPlaceResetCounter(t *testing.T) {
 	st := templatetest.NewScratchBuilder(t, "btrfs", 1<<30)
 	if !st.Binary().Flavor.Changes().ImportKeepsCounter {
@@ -707,6 +709,9 @@ func TestInPlaceResetCounter(t *testing.T) {
 	schema := inplaceSchemaFor(st.Binary().Flavor) + `
 CREATE TABLE uniq (id INT AUTO_INCREMENT PRIMARY KEY, code VARCHAR(10), UNIQUE KEY (code)) ENGINE=InnoDB;
 INSERT INTO uniq (code) VALUES ('a'), ('b');
+CREATE TABLE gapped (id INT AUTO_INCREMENT PRIMARY KEY, v INT) ENGINE=InnoDB;
+INSERT INTO gapped (v) VALUES (1), (2), (3), (4), (5);
+DELETE FROM gapped WHERE id = 2;
 `
 	m := templatetest.Build(t, st, "app", schema, template.BuildOptions{})
 	p, err := Up(context.Background(), st.Catalog(), st.Binary(), m, Options{Size: 2, Profile: mariadb.DefaultProfile()})
@@ -716,11 +721,12 @@ INSERT INTO uniq (code) VALUES ('a'), ('b');
 	t.Cleanup(func() { p.Down(context.Background()) })
 	ref := openLease(t, leaseIn(t, p))
 	ctx := context.Background()
-	many := "INSERT INTO audit (what) WITH RECURSIVE s(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM s WHERE n < " + strconv.Itoa(emptiedRows+1) + ") SELECT 'm' FROM s"
+	many := "INSERT INTO audit (what) WITH RECURSIVE s(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM s WHERE n < " + strconv.Itoa(addedRows+1) + ") SELECT 'm' FROM s"
 	// alters and deletes are the restore's statements: a table imported
 	// costs DISCARD and IMPORT TABLESPACE, two ALTER TABLE statements, and
-	// a third for its counter; one the template has empty, a DELETE and
-	// the counter's ALTER TABLE.
+	// a third for its counter; one whose added rows are deleted, a DELETE
+	// and the counter's ALTER TABLE. child is imported whenever parent
+	// changed: parent's cascade reaches it.
 	for _, tc := range []struct {
 		name            string
 		change          []string
@@ -730,14 +736,21 @@ INSERT INTO uniq (code) VALUES ('a'), ('b');
 		{"a row inserted", []string{"INSERT INTO child (parent_id, note) VALUES (1, 'w')"}, 3, 0},
 		{"an insert rolled back", []string{"BEGIN", "INSERT INTO child (parent_id, note) VALUES (1, 'r')", "ROLLBACK"}, 3, 0},
 		// A duplicate key refuses the row once its value is drawn: the
-		// counter moves with no row written (InnoDB).
-		{"inserts refused", []string{"INSERT INTO uniq (code) VALUES ('a')", "INSERT INTO uniq (code) VALUES ('a')"}, 3, 0},
+		// counter moves with no row written (InnoDB). Only inserts: none
+		// to delete, the rows counted.
+		{"inserts refused", []string{"INSERT INTO uniq (code) VALUES ('a')", "INSERT INTO uniq (code) VALUES ('a')"}, 1, 1},
 		{"the column updated", []string{"UPDATE child SET id = 100 WHERE id = 3"}, 3, 0},
+		{"rows inserted into a table with rows", []string{"INSERT INTO gapped (v) VALUES (7), (8)", "INSERT INTO gapped VALUES (100, 9)"}, 1, 1},
+		// parent has a trigger: the DELETE would run it.
+		{"a row inserted into a table with a trigger", []string{"INSERT INTO parent (name) VALUES ('w')"}, 3 + 3, 0},
+		// The row below the counter stays: the count differs, and the
+		// table is imported after the DELETE.
+		{"a row inserted into a gap", []string{"INSERT INTO gapped VALUES (2, 9)", "INSERT INTO gapped (v) VALUES (7)"}, 3, 1},
+		{"a row inserted and one updated", []string{"INSERT INTO gapped (v) VALUES (7)", "UPDATE gapped SET v = 0 WHERE id = 1"}, 3, 0},
 		// audit is empty in the template; parent's trigger writes it.
 		{"an empty table written", []string{"INSERT INTO audit (what) VALUES ('a'), ('b')", "UPDATE audit SET what = 'c' WHERE id = 1"}, 1, 1},
 		{"an empty table's insert rolled back", []string{"BEGIN", "INSERT INTO audit (what) VALUES ('r')", "ROLLBACK"}, 1, 1},
-		// parent's cascade reaches child, restored with it.
-		{"an empty table written by a trigger", []string{"UPDATE parent SET name = 'd' WHERE id = 1"}, 7, 1},
+		{"an empty table written by a trigger", []string{"UPDATE parent SET name = 'd' WHERE id = 1"}, 3 + 3 + 1, 1},
 		{"an empty table given many rows", []string{"SET SESSION cte_max_recursion_depth = 10000", many}, 3, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

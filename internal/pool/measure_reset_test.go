@@ -25,9 +25,9 @@ import (
 
 // TestMeasureResetPaths measures where a reset's CPU goes, for the full
 // reset (kill, clone, start) and the in-place one, on the demo template
-// (and one empty table) on a btrfs scratch filesystem: one slot, one row
-// deleted per lease, or three added to the empty table, each 20 times;
-// medians. It only reports; set PRISTINE_MEASURE_RESET=1 to
+// (and an empty table and one of 1,500 rows with a counter) on a btrfs
+// scratch filesystem: one slot, one row deleted per lease, or three added
+// to either table, each 20 times; medians. It only reports; set PRISTINE_MEASURE_RESET=1 to
 // run it.
 //
 // CPU is split by who spends it: the old server dying (its CPU at exit,
@@ -46,8 +46,10 @@ func TestMeasureResetPaths(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A table the template has empty, as most of a suite's tables are
-	// before its tests write them.
-	sqlText.WriteString("\nCREATE TABLE events (id BIGINT AUTO_INCREMENT PRIMARY KEY, kind VARCHAR(20), at DATETIME, KEY ix_kind (kind)) ENGINE=InnoDB;\n")
+	// before its tests write them, and one with rows and a counter.
+	sqlText.WriteString("\nCREATE TABLE events (id BIGINT AUTO_INCREMENT PRIMARY KEY, kind VARCHAR(20), at DATETIME, KEY ix_kind (kind)) ENGINE=InnoDB;\n" +
+		"CREATE TABLE notes (id INT AUTO_INCREMENT PRIMARY KEY, body VARCHAR(80), KEY ix_body (body)) ENGINE=InnoDB;\n" +
+		"INSERT INTO notes (body) SELECT CONCAT('note ', id) FROM return_reasons;\n")
 	st := templatetest.NewScratchBuilder(t, "btrfs", 4<<30)
 	m := templatetest.Build(t, st, "demo", sqlText.String(), template.BuildOptions{Workers: 4})
 	p, err := Up(context.Background(), st.Catalog(), st.Binary(), m, Options{Size: 1, Profile: mariadb.DefaultProfile(),
@@ -82,6 +84,7 @@ func TestMeasureResetPaths(t *testing.T) {
 		{"full", "DELETE FROM return_reasons LIMIT 1"},
 		{"inplace", "DELETE FROM return_reasons LIMIT 1"},
 		{"inplace, rows added to an empty table", "INSERT INTO events (kind, at) VALUES ('a', NOW()), ('b', NOW()), ('c', NOW())"},
+		{"inplace, rows added to a table with rows", "INSERT INTO notes (body) VALUES ('a'), ('b'), ('c')"},
 	} {
 		path := c.path
 		if path == "full" {
