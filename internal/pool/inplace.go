@@ -30,6 +30,11 @@ import (
 //   - InnoDB on MySQL, rows the holder added (few, to a table the
 //     template has empty or only inserted into): deleted, the
 //     AUTO_INCREMENT counter set back (mariadb.Changes.DeleteAdded).
+//   - InnoDB on MySQL, a few rows written to a table of at most
+//     writeBackRows rows with a primary key: the rows that differ from
+//     the template's deleted and the template's inserted, from the rows
+//     the pool read once from the table just imported
+//     (mariadb.Changes.WriteBack, inplace_writeback.go).
 //   - Aria and MyISAM: FLUSH TABLES closes the table, its data and index
 //     files are replaced by clones of the template's, FLUSH TABLES again.
 //
@@ -132,6 +137,9 @@ func (p *Pool) resetInPlace(s *slot) bool {
 	}
 	job := inplaceJob{slot: s.idx, admin: live.admin, globals: live.globals, purge: live.purge, settle: p.marksRead(), kinds: &p.kinds, flavor: live.Binary.Flavor, base: base, pre: pre, accts: accts, dbs: dbs, files: files,
 		dirs: slotDirs(s), data: filepath.Join(s.dir, "data"), src: p.pristineSource(s), meta: p.metaSet()}
+	if job.flavor.Changes().WriteBack {
+		job.rows = &p.rows
+	}
 	p.mu.Unlock()
 
 	start := time.Now()
@@ -236,6 +244,9 @@ type inplaceJob struct {
 	// settle says the mark waits for InnoDB's purge (purge.go; marksRead).
 	settle bool
 	kinds  *tableKinds // the pool's
+	// rows are the pool's template rows to write back
+	// (mariadb.Changes.WriteBack); nil where the flavour imports instead.
+	rows *rowCache
 	// phases are the times the work's steps took, for the debug log.
 	phases []string
 }

@@ -139,11 +139,18 @@ func restoredFiles(data string, plan []tablePlan) []string {
 const addedRows = 1000
 
 // restore gives one table the template's rows back: the rows a holder
-// added are deleted (deleteAdded) where that can be done, otherwise the
-// table gets the template's files back.
+// added are deleted (deleteAdded) or the rows it changed written back
+// (writeBack) where that can be done, otherwise the table gets the
+// template's files back (and an InnoDB table's rows are kept to write
+// back next time, keepRows).
 func (j inplaceJob) restore(ctx context.Context, conn *sql.Conn, t tablePlan) error {
 	name := quote.Ident(t.ref.db) + "." + quote.Ident(t.ref.name)
 	if done, err := j.deleteAdded(ctx, conn, name, t); err != nil {
+		return err
+	} else if done {
+		return j.counterBack(ctx, conn, name, t)
+	}
+	if done, err := j.writeBack(ctx, conn, name, t); err != nil {
 		return err
 	} else if done {
 		return j.counterBack(ctx, conn, name, t)
@@ -176,7 +183,10 @@ func (j inplaceJob) restore(ctx context.Context, conn *sql.Conn, t tablePlan) er
 		if err != nil {
 			return fmt.Errorf("import tablespace: %w", err)
 		}
-		return j.counterBack(ctx, conn, name, t)
+		if err := j.counterBack(ctx, conn, name, t); err != nil {
+			return err
+		}
+		return j.keepRows(ctx, conn, name, t)
 	}
 	if _, err := conn.ExecContext(ctx, "FLUSH TABLES "+name); err != nil {
 		return fmt.Errorf("close the table: %w", err)

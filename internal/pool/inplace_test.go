@@ -1,8 +1,10 @@
 package pool
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -746,7 +748,10 @@ DELETE FROM gapped WHERE id = 2;
 		// The row below the counter stays: the count differs, and the
 		// table is imported after the DELETE.
 		{"a row inserted into a gap", []string{"INSERT INTO gapped VALUES (2, 9)", "INSERT INTO gapped (v) VALUES (7)"}, 3, 1},
-		{"a row inserted and one updated", []string{"INSERT INTO gapped (v) VALUES (7)", "UPDATE gapped SET v = 0 WHERE id = 1"}, 3, 0},
+		// gapped was imported just above: its rows are kept, and the
+		// update and insert are written back (TestInPlaceResetWriteBack):
+		// one DELETE of the two rows, the counter's ALTER TABLE.
+		{"a row inserted and one updated", []string{"INSERT INTO gapped (v) VALUES (7)", "UPDATE gapped SET v = 0 WHERE id = 1"}, 1, 1},
 		// audit is empty in the template; parent's trigger writes it.
 		{"an empty table written", []string{"INSERT INTO audit (what) VALUES ('a'), ('b')", "UPDATE audit SET what = 'c' WHERE id = 1"}, 1, 1},
 		{"an empty table's insert rolled back", []string{"BEGIN", "INSERT INTO audit (what) VALUES ('r')", "ROLLBACK"}, 1, 1},
@@ -795,4 +800,161 @@ func globalStatus(t *testing.T, admin *sql.DB, name string) int64 {
 		t.Fatalf("read %s: %v", name, err)
 	}
 	return n
+}
+
+// On MySQL a small table's rows that a holder changed are written back
+// from the template's rows, read once from the table just imported
+// (inplace_writeback.go): the holder tries to leave deleted, updated,
+// re-keyed and swapped rows, in tables of every column type written
+// back, and the next holder sees the template (verify clean). Each
+// restore's statements tell which way it went: DISCARD and IMPORT are two
+// ALTER TABLE statements; a write back is a DELETE and an INSERT at most.
+func TestInPlaceResetWriteBack(t *testing.T) {
+	st := templatetest.NewScratchBuilder(t, "btrfs", 1<<30)
+	if !st.Binary().Flavor.Changes().WriteBack {
+		t.Skipf("%s's import costs what the statements do: tables are imported", st.Binary().Flavor)
+	}
+	schema := `
+CREATE TABLE kept (id INT PRIMARY KEY, code VARCHAR(10) NOT NULL, n INT, UNIQUE KEY (code)) ENGINE=InnoDB;
+INSERT INTO kept VALUES (1, 'a', 10), (2, 'b', 20), (3, 'c', NULL), (4, 'd', 40);
+CREATE TABLE typed (k1 INT, k2 VARCHAR(8), f FLOAT, d DOUBLE, dec1 DECIMAL(20,6), dt DATETIME(6), ts TIMESTAMP(3) NULL,
+  tm TIME(2), y YEAR, b BIT(12), e ENUM('x','y','z'), st SET('p','q','r'), bin BINARY(4), vb VARBINARY(8), ch CHAR(6),
+  l1 VARCHAR(20) CHARACTER SET latin1, bl BLOB, tx TEXT, u BIGINT UNSIGNED, g INT AS (k1 * 2) VIRTUAL,
+  hid INT INVISIBLE DEFAULT 7, PRIMARY KEY (k1, k2)) ENGINE=InnoDB;
+INSERT INTO typed (k1, k2, f, d, dec1, dt, ts, tm, y, b, e, st, bin, vb, ch, l1, bl, tx, u, hid) VALUES
+  (1, 'a', 0.1, 1e-300, -12345678901234.123456, '2024-02-29 23:59:59.999999', '2024-03-31 02:30:00.123', '-12:34:56.78', 1901, b'101010101010', 'z', 'p,r',
+   0x00FF0001, 0x00, 'ab  ', CONVERT(0x636166E9 USING latin1), 0x000102FF, 'multi
+line', 18446744073709551615, 5),
+  (2, 'b', -3.4e38, 2.2250738585072014e-308, 0, '1000-01-01 00:00:00', NULL, '00:00:00', 0, b'0', 'x', '', 0x41, '', '', '', '', '', 0, 6),
+  (3, 'c', NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL);
+CREATE TABLE doc (id INT PRIMARY KEY, body JSON) ENGINE=InnoDB;
+INSERT INTO doc VALUES (1, '{"a": 1.5}'), (2, '[1, 2]');
+CREATE TABLE nokey (v INT) ENGINE=InnoDB;
+INSERT INTO nokey VALUES (1), (2);
+CREATE TABLE big (id INT PRIMARY KEY) ENGINE=InnoDB;
+SET SESSION cte_max_recursion_depth = 10000;
+INSERT INTO big WITH RECURSIVE s(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM s WHERE n < ` + strconv.Itoa(writeBackRows+1) + `) SELECT n FROM s;
+`
+	m := templatetest.Build(t, st, "app", schema, template.BuildOptions{})
+	p, err := Up(context.Background(), st.Catalog(), st.Binary(), m, Options{Size: 2, Profile: mariadb.DefaultProfile()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Down(context.Background()) })
+	ref := openLease(t, leaseIn(t, p))
+	ctx := context.Background()
+	type counts struct{ alters, deletes, inserts int64 }
+	imported := counts{2, 0, 0}
+	for _, tc := range []struct {
+		name   string
+		change []string
+		want   counts
+	}{
+		// The first restore of each table imports it and keeps its rows.
+		{"kept imported", []string{"DELETE FROM kept WHERE id = 2"}, imported},
+		{"rows deleted", []string{"DELETE FROM kept WHERE id IN (1, 4)"}, counts{0, 0, 1}},
+		{"a delete rolled back", []string{"BEGIN", "DELETE FROM kept", "ROLLBACK"}, counts{0, 0, 0}},
+		{"a row updated", []string{"UPDATE kept SET n = 0 WHERE id = 3"}, counts{0, 1, 1}},
+		{"a key updated", []string{"UPDATE kept SET id = 100 WHERE id = 1"}, counts{0, 1, 1}},
+		// The unique values of two rows swapped: the rows that differ go
+		// before the template's come back, so the key refuses nothing.
+		{"unique values swapped", []string{"UPDATE kept SET code = 'z' WHERE id = 1", "UPDATE kept SET code = 'a' WHERE id = 2", "UPDATE kept SET code = 'b' WHERE id = 1"}, counts{0, 1, 1}},
+		{"a row deleted and one put back changed", []string{"DELETE FROM kept WHERE id = 4", "INSERT INTO kept VALUES (4, 'd', 41), (5, 'e', 50)"}, counts{0, 1, 1}},
+		{"typed imported", []string{"DELETE FROM typed WHERE k1 = 3"}, imported},
+		{"typed rows deleted", []string{"DELETE FROM typed"}, counts{0, 0, 1}},
+		{"typed rows updated", []string{"UPDATE typed SET f = f + 1, dt = NOW(), hid = 0, b = b'1', l1 = 'x' WHERE k1 < 3"}, counts{0, 1, 1}},
+		// Not written back: a JSON column, no primary key, too many rows.
+		{"a JSON column", []string{"DELETE FROM doc WHERE id = 1"}, imported},
+		{"a JSON column again", []string{"DELETE FROM doc WHERE id = 2"}, imported},
+		{"no primary key", []string{"DELETE FROM nokey"}, imported},
+		{"no primary key again", []string{"DELETE FROM nokey"}, imported},
+		{"too many rows", []string{"DELETE FROM big WHERE id = 1"}, imported},
+		{"too many rows again", []string{"DELETE FROM big WHERE id = 2"}, imported},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l := leaseIn(t, p)
+			conn, err := openLease(t, l).Conn(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, q := range tc.change {
+				if _, err := conn.ExecContext(ctx, q); err != nil {
+					t.Fatalf("%s: %v", q, err)
+				}
+			}
+			conn.Close()
+			admin := slotAdminOf(p, l.Slot)
+			status := func() counts {
+				return counts{globalStatus(t, admin, "Com_alter_table"), globalStatus(t, admin, "Com_delete"), globalStatus(t, admin, "Com_insert")}
+			}
+			before, inPlace := status(), paths(p)[PathInPlace]
+			if _, err := p.Release(ctx, l.ID, Dirty); err != nil {
+				t.Fatal(err)
+			}
+			next := leaseIn(t, p) // the reference holds the other slot
+			t.Cleanup(func() { p.Release(ctx, next.ID, Dirty) })
+			if next.Slot != l.Slot || paths(p)[PathInPlace] != inPlace+1 {
+				t.Fatalf("the next lease got slot %d after %d in-place reset(s), want slot %d after one", next.Slot, paths(p)[PathInPlace]-inPlace, l.Slot)
+			}
+			after := status()
+			if got := (counts{after.alters - before.alters, after.deletes - before.deletes, after.inserts - before.inserts}); got != tc.want {
+				t.Errorf("the restore ran %d ALTER TABLE, %d DELETE and %d INSERT statement(s), want %d, %d and %d", got.alters, got.deletes, got.inserts, tc.want.alters, tc.want.deletes, tc.want.inserts)
+			}
+			verifyClean(t, ref, openLease(t, next), tc.name)
+		})
+	}
+}
+
+// A row written back that is not the template's (kept rows gone wrong,
+// played here by changing them) gives another checksum: the table is
+// imported after all, its rows no longer written back, and the next
+// holder sees the template.
+func TestInPlaceResetWriteBackChecksum(t *testing.T) {
+	st := templatetest.NewScratchBuilder(t, "btrfs", 1<<30)
+	if !st.Binary().Flavor.Changes().WriteBack {
+		t.Skipf("%s's import costs what the statements do: tables are imported", st.Binary().Flavor)
+	}
+	m := templatetest.Build(t, st, "app", "CREATE TABLE kept (id INT PRIMARY KEY, v VARCHAR(10)) ENGINE=InnoDB;\nINSERT INTO kept VALUES (1, 'a'), (2, 'b');\n", template.BuildOptions{})
+	p, err := Up(context.Background(), st.Catalog(), st.Binary(), m, Options{Size: 2, Profile: mariadb.DefaultProfile()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Down(context.Background()) })
+	ref := openLease(t, leaseIn(t, p))
+	ctx := context.Background()
+	kept := tableRef{"app", "kept"}
+	for i := range 3 {
+		bad := i == 1
+		l := leaseIn(t, p)
+		if _, err := openLease(t, l).Exec("DELETE FROM kept WHERE id = 2"); err != nil {
+			t.Fatal(err)
+		}
+		if bad {
+			tr := p.rows.get(kept)
+			if tr == nil || tr.err != nil {
+				t.Fatalf("the rows of %s are not kept after an import: %+v", kept, tr)
+			}
+			for k, r := range tr.rows {
+				tr.rows[k] = bytes.Replace(r, []byte("\x01b"), []byte("\x01X"), 1) // v 'b' of row 2
+			}
+		}
+		admin := slotAdminOf(p, l.Slot)
+		alters := globalStatus(t, admin, "Com_alter_table")
+		if _, err := p.Release(ctx, l.ID, Dirty); err != nil {
+			t.Fatal(err)
+		}
+		next := leaseIn(t, p)
+		// Each round imports: the first keeps the rows, the second finds
+		// the written back rows' checksum wrong, the third no rows kept.
+		if got := globalStatus(t, admin, "Com_alter_table") - alters; got != 2 {
+			t.Errorf("round %d: the restore ran %d ALTER TABLE statement(s), want 2 (DISCARD and IMPORT)", i, got)
+		}
+		verifyClean(t, ref, openLease(t, next), fmt.Sprintf("round %d", i))
+		if _, err := p.Release(ctx, next.ID, Dirty); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if tr := p.rows.get(kept); tr == nil || tr.err == nil || !strings.Contains(tr.err.Error(), "checksum") {
+		t.Errorf("after a checksum that differed, %s's rows are kept as %+v, want left out for the checksum", kept, tr)
+	}
 }

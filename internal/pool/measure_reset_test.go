@@ -26,9 +26,9 @@ import (
 // TestMeasureResetPaths measures where a reset's CPU goes, for the full
 // reset (kill, clone, start) and the in-place one, on the demo template
 // (and an empty table and one of 1,500 rows with a counter) on a btrfs
-// scratch filesystem: one slot, one row deleted per lease, or three added
-// to either table, each 20 times; medians. It only reports; set PRISTINE_MEASURE_RESET=1 to
-// run it.
+// scratch filesystem: one slot, one row deleted per lease, nothing
+// written, one row updated, or three added to either table, each 20
+// times; medians. It only reports; set PRISTINE_MEASURE_RESET=1 to run it.
 //
 // CPU is split by who spends it: the old server dying (its CPU at exit,
 // from this process's reaped children, less what it had spent when it was
@@ -83,6 +83,8 @@ func TestMeasureResetPaths(t *testing.T) {
 	for _, c := range []struct{ path, write string }{
 		{"full", "DELETE FROM return_reasons LIMIT 1"},
 		{"inplace", "DELETE FROM return_reasons LIMIT 1"},
+		{"inplace, nothing written", "DO 1"},
+		{"inplace, a row updated", "UPDATE return_reasons SET name = 'changed' ORDER BY id LIMIT 1"},
 		{"inplace, rows added to an empty table", "INSERT INTO events (kind, at) VALUES ('a', NOW()), ('b', NOW()), ('c', NOW())"},
 		{"inplace, rows added to a table with rows", "INSERT INTO notes (body) VALUES ('a'), ('b'), ('c')"},
 	} {

@@ -111,6 +111,7 @@ type Pool struct {
 	run     string      // sockets and logs live in run/NNN
 	globals poolGlobals // a fresh slot's global variables' hash
 	kinds   tableKinds  // how the in-place reset restores each table
+	rows    rowCache    // the template's rows the in-place reset writes back
 	options optionDirs  // ended leases' option directories, for the next leases
 	// chowns is what a snapshot of the template gives to a slot's id
 	// (templateOwner), listed once.
