@@ -71,3 +71,25 @@ func TestSecureAccounts(t *testing.T) {
 		other.Close()
 	}
 }
+
+// A MySQL server's new passwords are hashed in the fewest rounds
+// caching_sha2_password takes (5,000, written 005 in the stored hash),
+// where MySQL 9 has 10,000: a lease's new password and its first login
+// each cost the server one hash.
+func TestPasswordHashRounds(t *testing.T) {
+	in := mariadbtest.Start(t)
+	if !in.Binary.Flavor.CachesLogins() {
+		t.Skipf("%s hashes passwords once, in no rounds to set", in.Binary.Flavor)
+	}
+	db := mariadbtest.Open(t, in, "")
+	if _, err := db.Exec("CREATE USER 'rounds'@'%' IDENTIFIED BY 'x'"); err != nil {
+		t.Fatal(err)
+	}
+	var prefix string
+	if err := db.QueryRow("SELECT LEFT(authentication_string, 7) FROM mysql.user WHERE user = 'rounds'").Scan(&prefix); err != nil {
+		t.Fatal(err)
+	}
+	if prefix != "$A$005$" {
+		t.Errorf("the stored hash starts %q, want $A$005$ (5,000 rounds)", prefix)
+	}
+}

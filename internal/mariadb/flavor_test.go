@@ -17,8 +17,8 @@ func TestFlavorArgs(t *testing.T) {
 		want, deny []string
 	}{
 		{MariaDB, []string{"--innodb-log-file-size=50331648", "--innodb-flush-method=nosync", "--aria-pagecache-buffer-size=1048576"},
-			[]string{"--innodb-redo-log-capacity", "--mysqlx", "O_DIRECT_NO_FSYNC", "validate-tablespace"}},
-		{MySQL, []string{"--innodb-redo-log-capacity=8388608", "--mysqlx=OFF", "--innodb-flush-method=nosync"},
+			[]string{"--innodb-redo-log-capacity", "--mysqlx", "O_DIRECT_NO_FSYNC", "validate-tablespace", "caching-sha2"}},
+		{MySQL, []string{"--innodb-redo-log-capacity=8388608", "--mysqlx=OFF", "--innodb-flush-method=nosync", "--caching-sha2-password-digest-rounds=5000"},
 			[]string{"--innodb-log-file-size", "aria", "O_DIRECT", "slave"}},
 	} {
 		args := strings.Join(DefaultProfile().args(&Binary{Flavor: tc.flavor, Major: 11, Minor: 8}), " ")
