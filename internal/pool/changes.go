@@ -187,15 +187,10 @@ func inplaceSetup(ctx context.Context, admin querier, f mariadb.Flavor) error {
 // query. With prev, the base of the same server before, what only DDL
 // changes (sequences, foreign keys) is taken from it.
 func baseFrom(ctx context.Context, admin querier, f mariadb.Flavor, prev *inplaceBase, status map[string]string, globals string) (*inplaceBase, error) {
-	other, err := sumOther(status, f)
+	b, err := (&inplaceBase{}).again(status, globals, f)
 	if err != nil {
 		return nil, err
 	}
-	lost, err := lostCount(status, f)
-	if err != nil {
-		return nil, err
-	}
-	b := &inplaceBase{other: other, lost: lost, globals: globals, sets: setCount(status)}
 	if prev == nil || (prev.ineligible == "" && prev.children == nil) {
 		if why := notCounting(ctx, admin, f); why != "" {
 			b.ineligible = why
@@ -217,6 +212,24 @@ func baseFrom(ctx context.Context, admin querier, f mariadb.Flavor, prev *inplac
 		return nil, err
 	}
 	return b, nil
+}
+
+// again is b with the statement counters of status (SHOW STATUS of a
+// server of flavour f) and the global variables' hash globals: the next
+// base of a reset that found no row written, whose per-table counters
+// are b's still.
+func (b *inplaceBase) again(status map[string]string, globals string, f mariadb.Flavor) (*inplaceBase, error) {
+	other, err := sumOther(status, f)
+	if err != nil {
+		return nil, err
+	}
+	lost, err := lostCount(status, f)
+	if err != nil {
+		return nil, err
+	}
+	n := *b
+	n.other, n.lost, n.globals, n.sets = other, lost, globals, setCount(status)
+	return &n, nil
 }
 
 // baseOfFacts is the part of a base that only DDL changes, from the

@@ -364,19 +364,21 @@ func (j *inplaceJob) run(ctx context.Context) (*inplaceDone, error) {
 	if j.src == "" && len(plan) > 0 {
 		return nil, notInPlace(FallbackEngine, "no pristine data directory to take tables from")
 	}
-	if _, err := conn.ExecContext(ctx, "SET SESSION foreign_key_checks = 0"); err != nil {
-		return nil, fmt.Errorf("foreign key checks off: %w", err)
-	}
-	for i, t := range plan {
-		if err := j.restore(ctx, conn, t); err != nil {
-			return nil, fmt.Errorf("restore %s: %w", t.ref, err)
+	if len(plan) > 0 {
+		if _, err := conn.ExecContext(ctx, "SET SESSION foreign_key_checks = 0"); err != nil {
+			return nil, fmt.Errorf("foreign key checks off: %w", err)
 		}
-		if i == 0 && inplaceHook != nil {
-			inplaceHook(j.slot)
+		for i, t := range plan {
+			if err := j.restore(ctx, conn, t); err != nil {
+				return nil, fmt.Errorf("restore %s: %w", t.ref, err)
+			}
+			if i == 0 && inplaceHook != nil {
+				inplaceHook(j.slot)
+			}
 		}
-	}
-	if _, err := conn.ExecContext(ctx, "SET SESSION foreign_key_checks = 1"); err != nil {
-		return nil, fmt.Errorf("foreign key checks on: %w", err)
+		if _, err := conn.ExecContext(ctx, "SET SESSION foreign_key_checks = 1"); err != nil {
+			return nil, fmt.Errorf("foreign key checks on: %w", err)
+		}
 	}
 	// The purge runs beside what follows; the mark waits for it.
 	woke := j.settle && len(plan) > 0 && markSettles(j.flavor) && j.purge.wake()
@@ -401,10 +403,18 @@ func (j *inplaceJob) run(ctx context.Context) (*inplaceDone, error) {
 		lap("purge")
 	}
 	// One read of the counters for the mark and the base; the global
-	// variables are the ones just checked (nothing here sets one).
-	status, err := mariadb.ReadStatus(ctx, conn, "GLOBAL", statusCounters[j.flavor])
-	if err != nil {
-		return nil, err
+	// variables are the ones just checked (nothing here sets one). Where
+	// no row changed, nothing was restored and no account made, the
+	// reset's own statements since the first read wrote nothing: a mark
+	// that counts statements (MySQL's; not MariaDB's log sequence number,
+	// which InnoDB moves on its own) and the per-table counters are those
+	// read then.
+	same := len(changed) == 0 && !made && j.pre == nil && !markSettles(j.flavor)
+	status := commands
+	if !same {
+		if status, err = mariadb.ReadStatus(ctx, conn, "GLOBAL", statusCounters[j.flavor]); err != nil {
+			return nil, err
+		}
 	}
 	counters, err := sumWrites(status, j.flavor)
 	if err != nil {
@@ -416,7 +426,12 @@ func (j *inplaceJob) run(ctx context.Context) (*inplaceDone, error) {
 		return nil, err
 	}
 	lap("files again")
-	if out.base, err = baseFrom(ctx, conn, j.flavor, j.base, status, globals); err != nil {
+	if same {
+		out.base, err = j.base.again(status, globals, j.flavor)
+	} else {
+		out.base, err = baseFrom(ctx, conn, j.flavor, j.base, status, globals)
+	}
+	if err != nil {
 		return nil, err
 	}
 	lap("baseline")

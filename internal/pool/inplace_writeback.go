@@ -31,6 +31,10 @@ const writeBackRows = 5000
 // writeBackBytes bounds the rows a pool keeps, all tables together.
 const writeBackBytes = 64 << 20
 
+// insertBytes bounds the values of one INSERT of rows written back, well
+// under the server's max_allowed_packet (64 MiB by default).
+const insertBytes = 4 << 20
+
 // writeBackTypes are the column types whose values come back from the
 // server's binary protocol, with the connection's character set binary
 // and its time zone UTC, in a form that inserts the same value again.
@@ -195,7 +199,11 @@ func (j inplaceJob) writeRows(ctx context.Context, conn *sql.Conn, name string, 
 		}
 	}
 	for len(missing) > 0 {
-		n := min(len(missing), math.MaxUint16/tr.ncols, 1000)
+		n, size := 0, 0
+		for n < min(len(missing), math.MaxUint16/tr.ncols) && (n == 0 || size+len(missing[n]) <= insertBytes) {
+			size += len(missing[n])
+			n++
+		}
 		if err := execRows(ctx, conn, insertRows(name, tr.cols, tr.ncols, n), missing[:n]); err != nil {
 			return false, fmt.Errorf("insert the template's rows: %w", err)
 		}
