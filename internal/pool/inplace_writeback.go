@@ -76,11 +76,10 @@ type keptRows struct {
 	// cols are the columns written back, quoted and joined (every column
 	// but the generated ones); key is the primary key's, likewise.
 	cols, key string
-	// ncols and nkey are how many of each; the key's columns come first
-	// in a row read by keyQuery or rowQuery.
+	// ncols and nkey are how many of each; cols starts with the key's.
 	ncols, nkey int
-	// rows are the rows (encodeValues of key then the other columns) by
-	// their key (encodeValues of the key's columns).
+	// rows are the rows (their values in cols's order, each encoded by
+	// appendValue) by their key (the key's values, the rows' start).
 	rows map[string][]byte
 	// sum is the table's CHECKSUM TABLE.
 	sum int64
@@ -330,7 +329,7 @@ func checksum(ctx context.Context, conn *sql.Conn, name string) (int64, error) {
 
 // eachRow runs q as a prepared statement (the binary protocol: every
 // value as the server stores it) and calls f with each row encoded
-// (encodeValues) and the length of its first nkey values' encoding.
+// (appendValue) and the length of its first nkey values' encoding.
 func eachRow(ctx context.Context, conn *sql.Conn, q string, f func(row []byte, keyLen int) error, nkey int) error {
 	st, err := conn.PrepareContext(ctx, q)
 	if err != nil {
