@@ -722,7 +722,6 @@ DELETE FROM gapped WHERE id = 2;
 	}
 	t.Cleanup(func() { p.Down(context.Background()) })
 	ref := openLease(t, leaseIn(t, p))
-	ctx := context.Background()
 	many := "INSERT INTO audit (what) WITH RECURSIVE s(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM s WHERE n < " + strconv.Itoa(addedRows+1) + ") SELECT 'm' FROM s"
 	// alters and deletes are the restore's statements: a table imported
 	// costs DISCARD and IMPORT TABLESPACE, two ALTER TABLE statements, and
@@ -759,36 +758,56 @@ DELETE FROM gapped WHERE id = 2;
 		{"an empty table given many rows", []string{"SET SESSION cte_max_recursion_depth = 10000", many}, 3, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			l := leaseIn(t, p)
-			conn, err := openLease(t, l).Conn(ctx)
-			if err != nil {
-				t.Fatal(err)
+			refused := func(q string) bool { return strings.Contains(q, "uniq") }
+			got := resetCounting(t, p, ref, tc.change, refused, "Com_alter_table", "Com_delete")
+			if got[0] != tc.alters {
+				t.Errorf("the restore ran %d ALTER TABLE statement(s), want %d", got[0], tc.alters)
 			}
-			for _, q := range tc.change {
-				if _, err := conn.ExecContext(ctx, q); err != nil && !strings.Contains(q, "uniq") {
-					t.Fatalf("%s: %v", q, err)
-				}
+			if got[1] != tc.deletes {
+				t.Errorf("the restore ran %d DELETE statement(s), want %d", got[1], tc.deletes)
 			}
-			conn.Close()
-			admin := slotAdminOf(p, l.Slot)
-			before, deleted, inPlace := globalStatus(t, admin, "Com_alter_table"), globalStatus(t, admin, "Com_delete"), paths(p)[PathInPlace]
-			if _, err := p.Release(ctx, l.ID, Dirty); err != nil {
-				t.Fatal(err)
-			}
-			next := leaseIn(t, p) // the reference holds the other slot
-			t.Cleanup(func() { p.Release(ctx, next.ID, Dirty) })
-			if next.Slot != l.Slot || paths(p)[PathInPlace] != inPlace+1 {
-				t.Fatalf("the next lease got slot %d after %d in-place reset(s), want slot %d after one", next.Slot, paths(p)[PathInPlace]-inPlace, l.Slot)
-			}
-			if got := globalStatus(t, admin, "Com_alter_table") - before; got != tc.alters {
-				t.Errorf("the restore ran %d ALTER TABLE statement(s), want %d", got, tc.alters)
-			}
-			if got := globalStatus(t, admin, "Com_delete") - deleted; got != tc.deletes {
-				t.Errorf("the restore ran %d DELETE statement(s), want %d", got, tc.deletes)
-			}
-			verifyClean(t, ref, openLease(t, next), tc.name)
 		})
 	}
+}
+
+// resetCounting has a holder of pool p run change (a statement refused
+// may fail) and release its lease; the next lease, whose slot the
+// reference lease ref is not on, must be the same slot after one
+// in-place reset and verify clean against ref. It returns how much each
+// of the server's status counters names moved during the reset.
+func resetCounting(t *testing.T, p *Pool, ref *sql.DB, change []string, refused func(q string) bool, names ...string) []int64 {
+	t.Helper()
+	ctx := context.Background()
+	l := leaseIn(t, p)
+	conn, err := openLease(t, l).Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range change {
+		if _, err := conn.ExecContext(ctx, q); err != nil && (refused == nil || !refused(q)) {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	conn.Close()
+	admin := slotAdminOf(p, l.Slot)
+	moved := make([]int64, len(names))
+	for i, n := range names {
+		moved[i] = -globalStatus(t, admin, n)
+	}
+	inPlace := paths(p)[PathInPlace]
+	if _, err := p.Release(ctx, l.ID, Dirty); err != nil {
+		t.Fatal(err)
+	}
+	next := leaseIn(t, p)
+	t.Cleanup(func() { p.Release(ctx, next.ID, Dirty) })
+	if next.Slot != l.Slot || paths(p)[PathInPlace] != inPlace+1 {
+		t.Fatalf("the next lease got slot %d after %d in-place reset(s), want slot %d after one", next.Slot, paths(p)[PathInPlace]-inPlace, l.Slot)
+	}
+	for i, n := range names {
+		moved[i] += globalStatus(t, admin, n)
+	}
+	verifyClean(t, ref, openLease(t, next), strings.Join(change, "; "))
+	return moved
 }
 
 // globalStatus reads the server's status counter name through admin.
@@ -842,7 +861,6 @@ INSERT INTO big WITH RECURSIVE s(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM s W
 	}
 	t.Cleanup(func() { p.Down(context.Background()) })
 	ref := openLease(t, leaseIn(t, p))
-	ctx := context.Background()
 	type counts struct{ alters, deletes, inserts int64 }
 	imported := counts{2, 0, 0}
 	for _, tc := range []struct {
@@ -875,35 +893,10 @@ INSERT INTO big WITH RECURSIVE s(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM s W
 		{"too many rows again", []string{"DELETE FROM big WHERE id = 2"}, imported},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			l := leaseIn(t, p)
-			conn, err := openLease(t, l).Conn(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, q := range tc.change {
-				if _, err := conn.ExecContext(ctx, q); err != nil {
-					t.Fatalf("%s: %v", q, err)
-				}
-			}
-			conn.Close()
-			admin := slotAdminOf(p, l.Slot)
-			status := func() counts {
-				return counts{globalStatus(t, admin, "Com_alter_table"), globalStatus(t, admin, "Com_delete"), globalStatus(t, admin, "Com_insert")}
-			}
-			before, inPlace := status(), paths(p)[PathInPlace]
-			if _, err := p.Release(ctx, l.ID, Dirty); err != nil {
-				t.Fatal(err)
-			}
-			next := leaseIn(t, p) // the reference holds the other slot
-			t.Cleanup(func() { p.Release(ctx, next.ID, Dirty) })
-			if next.Slot != l.Slot || paths(p)[PathInPlace] != inPlace+1 {
-				t.Fatalf("the next lease got slot %d after %d in-place reset(s), want slot %d after one", next.Slot, paths(p)[PathInPlace]-inPlace, l.Slot)
-			}
-			after := status()
-			if got := (counts{after.alters - before.alters, after.deletes - before.deletes, after.inserts - before.inserts}); got != tc.want {
+			n := resetCounting(t, p, ref, tc.change, nil, "Com_alter_table", "Com_delete", "Com_insert")
+			if got := (counts{n[0], n[1], n[2]}); got != tc.want {
 				t.Errorf("the restore ran %d ALTER TABLE, %d DELETE and %d INSERT statement(s), want %d, %d and %d", got.alters, got.deletes, got.inserts, tc.want.alters, tc.want.deletes, tc.want.inserts)
 			}
-			verifyClean(t, ref, openLease(t, next), tc.name)
 		})
 	}
 }
